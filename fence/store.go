@@ -1,0 +1,62 @@
+package fence
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"strings"
+
+	"github.com/dlockgo/dlock/node"
+)
+
+// Store is a fenced register in Redis or Valkey: each key is a hash holding
+// a value and the token it was written under, and one Lua script compares
+// and writes them together, so no interleaving of writers can let an older
+// token overwrite a newer one.
+//
+// Tokens are compared as Lua numbers, exactly up to 2^53.
+type Store struct {
+	n node.Node
+}
+
+// NewStore returns a Store that keeps its registers on n.
+func NewStore(n node.Node) *Store { return &Store{n: n} }
+
+var putScript = node.NewScript(`
+local h = tonumber(redis.call('HGET', KEYS[1], 't') or '0')
+local t = tonumber(ARGV[2])
+if t < h or t == 0 then
+  return redis.error_reply('DLSTALE ' .. string.format('%.0f', h))
+end
+redis.call('HSET', KEYS[1], 'v', ARGV[1], 't', ARGV[2])
+return 1
+`)
+
+var getScript = node.NewScript(`
+local r = redis.call('HMGET', KEYS[1], 'v', 't')
+if not r[1] then return {} end
+return {r[1], tonumber(r[2])}
+`)
+
+// Put writes value to key under token t. It returns an error matching
+// ErrStale, and changes nothing, when key was already written under a larger
+// token.
+func (s *Store) Put(ctx context.Context, key, value string, t Token) error {
+	_, err := s.n.Eval(ctx, putScript, []string{key}, value, t.String())
+	var re *node.ReplyError
+	if errors.As(err, &re) && strings.HasPrefix(re.Msg, "DLSTALE ") {
+		h, _ := strconv.ParseUint(strings.TrimPrefix(re.Msg, "DLSTALE "), 10, 64)
+		return &StaleError{Resource: key, Token: t, Highest: Token(h)}
+	}
+	return err
+}
+
+// Get returns the value stored at key and the token it was written under;
+// ok is false when key was never written.
+func (s *Store) Get(ctx context.Context, key string) (value string, t Token, ok bool, err error) {
+	r, err := s.n.Eval(ctx, getScript, []string{key})
+	if err != nil || len(r) < 2 {
+		return "", 0, false, err
+	}
+	return r.Str(0), Token(r.Int(1)), true, nil
+}

@@ -1,0 +1,129 @@
+// Package node is one Redis or Valkey endpoint, as the lock strategies see it:
+// a place to run Lua scripts, optionally followed by WAIT on the same
+// connection, and to hear about releases published on a channel.
+//
+// A Node is built from a client the caller already has: a go-redis
+// redis.UniversalClient (standalone, cluster or failover) with FromGoRedis,
+// or a valkey-go valkey.Client with FromValkey. Everything above this package
+// is client-agnostic.
+package node
+
+import (
+	"context"
+	"crypto/sha1"
+	"encoding/hex"
+	"fmt"
+	"time"
+)
+
+// Node is one Redis or Valkey endpoint. Its methods are safe for concurrent use.
+type Node interface {
+	// Eval runs s with keys and args, by EVALSHA, falling back to EVAL when
+	// the server answers NOSCRIPT. A Lua error reply is returned as a
+	// *ReplyError; a reply of another shape is returned as a Reply.
+	Eval(ctx context.Context, s *Script, keys []string, args ...string) (Reply, error)
+
+	// Pipeline sends calls in order on one connection, in one round trip,
+	// and returns one Result per call. When wait.Replicas > 0, a
+	// WAIT wait.Replicas wait.Timeout follows on the same connection, so it
+	// counts exactly the writes of these calls, and acked is its answer. err
+	// is set only when the pipeline as a whole failed (connection lost,
+	// context ended); per-call errors are in the results.
+	Pipeline(ctx context.Context, calls []Call, wait Wait) (results []Result, acked int, err error)
+
+	// Subscribe signals on the returned channel each time a message is
+	// published on channel, until stop is called. Signals coalesce: a reader
+	// that falls behind sees one pending signal, never a blocked publisher.
+	// The subscription shares one connection per Node; it is a hint, not a
+	// guarantee: a message may be lost when that connection breaks.
+	Subscribe(ctx context.Context, channel string) (signals <-chan struct{}, stop func(), err error)
+
+	// String names the endpoint (its address) for errors and logs.
+	String() string
+
+	// Close ends what the Node started (its subscription connection and
+	// goroutine). It does not close the client the Node was built from.
+	Close() error
+}
+
+// Call is one script invocation in a Pipeline.
+type Call struct {
+	Script *Script
+	Keys   []string
+	Args   []string
+}
+
+// Result is the outcome of one Call.
+type Result struct {
+	Reply Reply
+	Err   error
+}
+
+// Wait asks for a WAIT after a pipeline; the zero value asks for none.
+type Wait struct {
+	Replicas int
+	Timeout  time.Duration
+}
+
+// Script is a Lua script known by its SHA1, so it is sent in full only when a
+// server does not have it cached yet.
+type Script struct {
+	src string
+	sha string
+}
+
+// NewScript returns the script with source src.
+func NewScript(src string) *Script {
+	sum := sha1.Sum([]byte(src))
+	return &Script{src: src, sha: hex.EncodeToString(sum[:])}
+}
+
+// Source returns the Lua source.
+func (s *Script) Source() string { return s.src }
+
+// SHA returns the hex SHA1 of the source, as EVALSHA wants it.
+func (s *Script) SHA() string { return s.sha }
+
+// Kind tells which of a Value's fields holds its content.
+type Kind uint8
+
+const (
+	Nil Kind = iota
+	Int
+	Str
+)
+
+// Value is one element of a script's reply. Scripts in this module reply
+// with flat arrays of integers and strings, so Value needs no nesting.
+type Value struct {
+	Kind Kind
+	Int  int64
+	Str  string
+}
+
+// Reply is a script's reply. A scalar reply is a Reply of one Value.
+type Reply []Value
+
+// Int returns the integer at i, or 0 when i is out of range or not an integer.
+func (r Reply) Int(i int) int64 {
+	if i < 0 || i >= len(r) || r[i].Kind != Int {
+		return 0
+	}
+	return r[i].Int
+}
+
+// Str returns the string at i, or "" when i is out of range or not a string.
+func (r Reply) Str(i int) string {
+	if i < 0 || i >= len(r) || r[i].Kind != Str {
+		return ""
+	}
+	return r[i].Str
+}
+
+// ReplyError is an error reply from the server, such as a script's
+// redis.error_reply("DLSTALE ...").
+type ReplyError struct {
+	Msg string
+}
+
+func (e *ReplyError) Error() string { return fmt.Sprintf("node: server replied: %s", e.Msg) }
