@@ -1,0 +1,48 @@
+package lease
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Errors shared by every strategy; the root package dlock re-exports them.
+var (
+	// ErrTaken means the lock is held by someone else.
+	ErrTaken = errors.New("dlock: lock taken")
+	// ErrNotHeld means the caller no longer holds the lease it tried to
+	// extend or release: it expired, was released, or was lost to another owner.
+	ErrNotHeld = errors.New("dlock: lock not held")
+	// ErrReleased is the cause of a lease's end after Release.
+	ErrReleased = errors.New("dlock: lease released")
+	// ErrExpired is the cause of a lease's end when its validity ran out by
+	// the local clock before it was extended.
+	ErrExpired = errors.New("dlock: lease expired")
+	// ErrLost is the cause of a lease's end when the servers refused to
+	// extend it: another owner holds the lock now.
+	ErrLost = errors.New("dlock: lease lost")
+	// ErrInvalid matches every *ArgError.
+	ErrInvalid = errors.New("dlock: invalid argument")
+)
+
+// ArgError reports an argument that breaks a rule, at the call that got it.
+// It matches ErrInvalid with errors.Is.
+type ArgError struct {
+	Arg   string // the argument's name, as the caller wrote it
+	Value any    // the value given
+	Rule  string // what the value must be
+}
+
+func (e *ArgError) Error() string {
+	return fmt.Sprintf("dlock: invalid %s %#v: %s", e.Arg, e.Value, e.Rule)
+}
+
+// Is reports whether target is ErrInvalid.
+func (e *ArgError) Is(target error) bool { return target == ErrInvalid }
+
+// CheckKey returns an *ArgError when key cannot name a lock.
+func CheckKey(key string) error {
+	if key == "" {
+		return &ArgError{Arg: "key", Value: key, Rule: "must not be empty"}
+	}
+	return nil
+}

@@ -1,0 +1,274 @@
+// Package lease is what a caller holds once a lock is granted: a Lease with
+// its key, fencing token and validity, the means to extend and release it,
+// and a Done channel and Context that end with it. It also holds what every
+// strategy shares: validity arithmetic, acquisition options, and the retry
+// policy of a blocking acquire.
+//
+// A Lease ends exactly once, for one of three causes: ErrReleased after
+// Release, ErrExpired when its validity runs out by the local monotonic
+// clock, or ErrLost when the servers refused an extension.
+package lease
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/dlockgo/dlock/fence"
+)
+
+// Backend is a strategy's side of a Lease: how its servers extend and
+// release it. Lease serialises calls per lease: Extend and Release are never
+// called concurrently for one lease.
+type Backend interface {
+	// Extend asks the servers to keep l for ttl more. It returns the local
+	// monotonic instant until which l is then valid, drift taken off. An
+	// error matching ErrNotHeld means the servers refused: l is lost.
+	Extend(ctx context.Context, l *Lease, ttl time.Duration) (until time.Time, err error)
+	// Release gives l up on the servers. It returns an error matching
+	// ErrNotHeld when no server still held it.
+	Release(ctx context.Context, l *Lease) error
+}
+
+// Grant is what a strategy learned when it acquired a lock.
+type Grant struct {
+	Key   string
+	Owner string        // the random value that identifies this lease on the servers
+	Token fence.Token   // 0 when the strategy hands out no token
+	TTL   time.Duration // the TTL asked for; renewal asks for it again
+	Until time.Time     // local monotonic end of validity, drift taken off
+}
+
+// ReleaseTimeout bounds the cleanup a lease does on a context of its own:
+// a Release whose caller's context has already ended, and a renewal.
+const ReleaseTimeout = 5 * time.Second
+
+// Lease is a held lock. Its methods are safe for concurrent use.
+type Lease struct {
+	b     Backend
+	g     Grant
+	extMu sync.Mutex // serialises Backend calls
+
+	mu      sync.Mutex
+	until   time.Time
+	cause   error // set once, when the lease ends
+	done    chan struct{}
+	expiry  *time.Timer
+	cancels map[uint64]context.CancelCauseFunc
+	nextID  uint64
+
+	renewStop chan struct{} // closed to stop the renewal goroutine
+	renewDone chan struct{} // closed by the renewal goroutine when it returns
+}
+
+// New returns the lease for g, backed by b. When autoRenew is set, it starts
+// the lease's renewal goroutine, which ends when the lease does. If g.Until
+// has already passed, the lease is born expired.
+func New(b Backend, g Grant, autoRenew bool) *Lease {
+	l := &Lease{b: b, g: g, until: g.Until, done: make(chan struct{})}
+	l.mu.Lock()
+	l.expiry = time.AfterFunc(time.Until(g.Until), l.checkExpiry)
+	l.mu.Unlock()
+	if autoRenew {
+		l.renewStop = make(chan struct{})
+		l.renewDone = make(chan struct{})
+		go l.renew()
+	}
+	return l
+}
+
+// NewOwner returns a random value that identifies one lease on the servers.
+func NewOwner() string {
+	var b [16]byte
+	rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// Key returns the lock's key.
+func (l *Lease) Key() string { return l.g.Key }
+
+// Owner returns the random value that identifies this lease on the servers.
+// Treat it as a secret: whoever knows it can release the lock.
+func (l *Lease) Owner() string { return l.g.Owner }
+
+// Token returns the lease's fencing token, or 0 when its strategy hands out
+// none (see Fenced). Tokens of one key strictly increase from lease to lease.
+func (l *Lease) Token() fence.Token { return l.g.Token }
+
+// Fenced reports whether the lease carries a fencing token.
+func (l *Lease) Fenced() bool { return l.g.Token != 0 }
+
+// TTL returns the validity left by the local monotonic clock, drift already
+// taken off; 0 once the lease has ended.
+func (l *Lease) TTL() time.Duration {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.cause != nil {
+		return 0
+	}
+	return max(0, time.Until(l.until))
+}
+
+// Done returns a channel closed when the lease ends.
+func (l *Lease) Done() <-chan struct{} { return l.done }
+
+// Err returns nil while the lease lasts, then the cause of its end:
+// ErrReleased, ErrExpired or ErrLost.
+func (l *Lease) Err() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.cause
+}
+
+// Context returns a context derived from parent that is cancelled, with the
+// lease's end as its cause, when the lease ends.
+func (l *Lease) Context(parent context.Context) context.Context {
+	ctx, cancel := context.WithCancelCause(parent)
+	l.mu.Lock()
+	if l.cause != nil {
+		l.mu.Unlock()
+		cancel(l.cause)
+		return ctx
+	}
+	if l.cancels == nil {
+		l.cancels = make(map[uint64]context.CancelCauseFunc)
+	}
+	id := l.nextID
+	l.nextID++
+	l.cancels[id] = cancel
+	l.mu.Unlock()
+	context.AfterFunc(ctx, func() {
+		l.mu.Lock()
+		delete(l.cancels, id)
+		l.mu.Unlock()
+	})
+	return ctx
+}
+
+// Extend asks the servers to keep the lease for ttl from now, and on success
+// restarts its validity. It returns an error matching ErrNotHeld when the
+// lease has ended or the servers refused; a refusal ends the lease with
+// ErrLost. A lock that already expired on the servers is never revived.
+func (l *Lease) Extend(ctx context.Context, ttl time.Duration) error {
+	if ttl <= 0 {
+		return &ArgError{Arg: "ttl", Value: ttl, Rule: "must be > 0"}
+	}
+	l.extMu.Lock()
+	defer l.extMu.Unlock()
+	if err := l.Err(); err != nil {
+		return fmt.Errorf("%w: %w", ErrNotHeld, err)
+	}
+	until, err := l.b.Extend(ctx, l, ttl)
+	if err != nil {
+		if errors.Is(err, ErrNotHeld) {
+			l.end(ErrLost)
+		}
+		return err
+	}
+	l.mu.Lock()
+	if l.cause == nil {
+		l.until = until
+		l.expiry.Reset(time.Until(until))
+	}
+	l.mu.Unlock()
+	return nil
+}
+
+// Release gives the lock up on the servers and ends the lease with
+// ErrReleased. It stops the renewal goroutine first and waits for it. When
+// ctx has already ended, the release still runs, on a context of its own
+// bounded by ReleaseTimeout. It returns an error matching ErrNotHeld when no
+// server still held the lock (it had expired or been taken over).
+func (l *Lease) Release(ctx context.Context) error {
+	l.stopRenewal()
+	if ctx.Err() != nil {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(context.WithoutCancel(ctx), ReleaseTimeout)
+		defer cancel()
+	}
+	l.extMu.Lock()
+	err := l.b.Release(ctx, l)
+	l.extMu.Unlock()
+	l.end(ErrReleased)
+	return err
+}
+
+func (l *Lease) stopRenewal() {
+	if l.renewStop == nil {
+		return
+	}
+	l.mu.Lock()
+	select {
+	case <-l.renewStop:
+	default:
+		close(l.renewStop)
+	}
+	l.mu.Unlock()
+	<-l.renewDone
+}
+
+// end ends the lease with cause, once.
+func (l *Lease) end(cause error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.cause != nil {
+		return
+	}
+	l.cause = cause
+	l.expiry.Stop()
+	close(l.done)
+	for id, cancel := range l.cancels {
+		cancel(cause)
+		delete(l.cancels, id)
+	}
+}
+
+// checkExpiry runs when the expiry timer fires; an extension may have moved
+// the end of validity since the timer was set.
+func (l *Lease) checkExpiry() {
+	l.mu.Lock()
+	left := time.Until(l.until)
+	if l.cause == nil && left > 0 {
+		l.expiry.Reset(left)
+		l.mu.Unlock()
+		return
+	}
+	l.mu.Unlock()
+	l.end(ErrExpired)
+}
+
+// renew extends the lease at about a third of its TTL until the lease ends
+// or Release stops it. A refusal ends the lease (ErrLost, in Extend); a
+// failure that is not a refusal (a timeout, a dead node) is retried sooner,
+// until the validity left runs out and the expiry timer ends the lease.
+func (l *Lease) renew() {
+	defer close(l.renewDone)
+	every := l.g.TTL / 3
+	wait := every
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	for {
+		select {
+		case <-l.renewStop:
+			return
+		case <-l.done:
+			return
+		case <-t.C:
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), min(ReleaseTimeout, max(l.TTL(), time.Millisecond)))
+		err := l.Extend(ctx, l.g.TTL)
+		cancel()
+		wait = every
+		if err != nil {
+			if errors.Is(err, ErrNotHeld) {
+				return
+			}
+			wait = max(every/4, time.Millisecond)
+		}
+		t.Reset(wait)
+	}
+}

@@ -1,0 +1,98 @@
+package lease
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"time"
+)
+
+// Retry paces a blocking acquire. It is a plain value: every acquire draws
+// its own random delays from it, so concurrent waiters share no state and
+// cannot fall into step.
+//
+// The delay before attempt n (from 0) is drawn uniformly from
+// [b/2, b], where b = min(Max, Min<<n): jittered exponential backoff. A
+// waiter also wakes at once when the holder's release is published, so the
+// delay matters only when that message is lost or the lock expires.
+type Retry struct {
+	Min time.Duration // first backoff; default 5ms
+	Max time.Duration // largest backoff; default 200ms
+}
+
+// DefaultRetry is used when Options.Retry is the zero value.
+var DefaultRetry = Retry{Min: 5 * time.Millisecond, Max: 200 * time.Millisecond}
+
+// Check returns an *ArgError unless 0 < Min <= Max, or r is the zero value.
+func (r Retry) Check() error {
+	if r == (Retry{}) {
+		return nil
+	}
+	if r.Min <= 0 || r.Max < r.Min {
+		return &ArgError{Arg: "retry", Value: r, Rule: "must have 0 < Min <= Max"}
+	}
+	return nil
+}
+
+// Delay returns a random delay before attempt n.
+func (r Retry) Delay(n int) time.Duration {
+	if r == (Retry{}) {
+		r = DefaultRetry
+	}
+	b := r.Max
+	if n < 32 && r.Min<<n < r.Max && r.Min<<n > 0 {
+		b = r.Min << n
+	}
+	return b/2 + rand.N(b/2+1)
+}
+
+// Attempt is one try at a lock. On ErrTaken, hint is how long the lock is
+// still held by its owner, as far as the attempt could tell (0: unknown).
+type Attempt func(ctx context.Context) (l *Lease, hint time.Duration, err error)
+
+// Wait calls attempt until it returns a lease, an error other than ErrTaken,
+// or ctx ends. Between attempts it sleeps a delay from r, cut short by hint
+// and by a signal on wake (which may be nil). When ctx ends first, the error
+// matches ctx's error with errors.Is.
+func Wait(ctx context.Context, r Retry, wake <-chan struct{}, attempt Attempt) (*Lease, error) {
+	var timer *time.Timer
+	defer func() {
+		if timer != nil {
+			timer.Stop()
+		}
+	}()
+	for n := 0; ; n++ {
+		l, hint, err := attempt(ctx)
+		if err == nil {
+			return l, nil
+		}
+		if !errors.Is(err, ErrTaken) {
+			return nil, err
+		}
+		d := r.Delay(n)
+		if hint > 0 && hint < d {
+			d = hint
+		}
+		if timer == nil {
+			timer = time.NewTimer(d)
+		} else {
+			timer.Reset(d)
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctxError(ctx, err)
+		case <-wake:
+		case <-timer.C:
+		}
+	}
+}
+
+// ctxError reports that ctx ended a wait; it matches ctx.Err() and, when
+// the context was cancelled with a cause, that cause too.
+func ctxError(ctx context.Context, last error) error {
+	if c := context.Cause(ctx); c != nil && c != ctx.Err() {
+		return fmt.Errorf("dlock: gave up waiting: %w: %w (last attempt: %v)", ctx.Err(), c, last)
+	}
+	return fmt.Errorf("dlock: gave up waiting: %w (last attempt: %v)", ctx.Err(), last)
+}

@@ -1,0 +1,48 @@
+package lease
+
+import (
+	"fmt"
+	"time"
+)
+
+// DefaultDriftFactor is the share of the TTL set aside for clock drift
+// between the client and the servers.
+const DefaultDriftFactor = 0.01
+
+// DriftFloor is added to every drift margin: the granularity of the
+// servers' expiry, which a very short TTL could not otherwise absorb.
+const DriftFloor = 2 * time.Millisecond
+
+// Drift returns the margin a lease of ttl gives up to clock drift:
+// ttl*factor + DriftFloor.
+func Drift(ttl time.Duration, factor float64) time.Duration {
+	return time.Duration(float64(ttl)*factor) + DriftFloor
+}
+
+// Validity returns how long a lease of ttl is still safe to use once elapsed
+// has passed since the request that granted it was sent: ttl - elapsed -
+// drift. A result <= 0 means the grant must be treated as failed.
+func Validity(ttl, elapsed, drift time.Duration) time.Duration {
+	return ttl - elapsed - drift
+}
+
+// CheckTTL returns an *ArgError unless ttl leaves room after the drift
+// margin: a lease whose whole TTL goes to drift could never be valid.
+func CheckTTL(ttl time.Duration, factor float64) error {
+	if ttl <= 0 {
+		return &ArgError{Arg: "ttl", Value: ttl, Rule: "must be > 0"}
+	}
+	if d := Drift(ttl, factor); ttl <= 2*d {
+		return &ArgError{Arg: "ttl", Value: ttl,
+			Rule: fmt.Sprintf("must exceed twice the drift margin (%v)", d)}
+	}
+	return nil
+}
+
+// CheckDriftFactor returns an *ArgError unless 0 <= f < 0.5.
+func CheckDriftFactor(f float64) error {
+	if !(f >= 0 && f < 0.5) {
+		return &ArgError{Arg: "drift factor", Value: f, Rule: "must be in [0, 0.5)"}
+	}
+	return nil
+}

@@ -1,0 +1,75 @@
+// Package dlock is distributed locking on Redis and Valkey, with two
+// guarantees behind one interface:
+//
+//   - single (package single): a lease on one server, judged by that
+//     server's clock and fenced by a counter bumped at every claim. Simple
+//     and cheap; it shares the fate of its one node and its failover.
+//   - quorum (package redlock): the Redlock algorithm across N independent
+//     masters, with a fencing token ordered across the quorum. Fault
+//     tolerant while a majority of the masters lives.
+//
+// Both hand out leases with a fencing token (package fence), so the resource
+// a lock protects can refuse a holder whose lease ended while it was paused.
+// Choose in code (single.New, redlock.New) or by configuration (Open).
+package dlock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/dlockgo/dlock/fence"
+	"github.com/dlockgo/dlock/lease"
+)
+
+// Locker grants leases on keys. Both strategies implement it.
+type Locker interface {
+	// Acquire waits until the lock on key is granted, or ctx ends. When ctx
+	// ends first, the error matches ctx.Err() with errors.Is, and no key is
+	// left behind on the servers.
+	Acquire(ctx context.Context, key string, opts ...lease.Option) (*lease.Lease, error)
+	// TryAcquire makes exactly one attempt; it returns an error matching
+	// ErrTaken when the lock is held by someone else.
+	TryAcquire(ctx context.Context, key string, opts ...lease.Option) (*lease.Lease, error)
+	// Close releases what the Locker created itself (clients made by Open,
+	// subscriptions); it does not release leases still held.
+	Close() error
+}
+
+// The errors every strategy returns, to be matched with errors.Is.
+var (
+	ErrTaken    = lease.ErrTaken    // held by someone else
+	ErrNotHeld  = lease.ErrNotHeld  // extend or release of a lease no longer held
+	ErrReleased = lease.ErrReleased // a lease's end: released
+	ErrExpired  = lease.ErrExpired  // a lease's end: validity ran out
+	ErrLost     = lease.ErrLost     // a lease's end: a renewal was refused
+	ErrInvalid  = lease.ErrInvalid  // a bad argument; see *lease.ArgError
+	ErrStale    = fence.ErrStale    // a fenced write with an old token
+)
+
+// Do acquires the lock on key, keeps it renewed while fn runs, and releases
+// it when fn returns. fn gets a context that is cancelled, with the lease's
+// end as its cause, if the lease is lost or expires, and the lease's fencing
+// token to carry into every write it fences. Do returns fn's error, joined
+// with the release's error if that failed too; if the lease ended before fn
+// returned, the error also matches the lease's end (ErrLost or ErrExpired).
+func Do(ctx context.Context, l Locker, key string, fn func(ctx context.Context, token fence.Token) error, opts ...lease.Option) error {
+	if l == nil {
+		return &lease.ArgError{Arg: "locker", Value: l, Rule: "must not be nil"}
+	}
+	if fn == nil {
+		return &lease.ArgError{Arg: "fn", Value: "nil", Rule: "must not be nil"}
+	}
+	ls, err := l.Acquire(ctx, key, append(opts, lease.WithAutoRenew())...)
+	if err != nil {
+		return err
+	}
+	fnErr := fn(ls.Context(ctx), ls.Token())
+	ended := ls.Err()
+	relErr := ls.Release(ctx)
+	if ended != nil {
+		// The lease ended under fn: its release can only say "not held".
+		return errors.Join(fnErr, fmt.Errorf("dlock: lease on %q ended while fn ran: %w", key, ended))
+	}
+	return errors.Join(fnErr, relErr)
+}
