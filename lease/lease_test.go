@@ -1,0 +1,407 @@
+package lease_test
+
+// These are unit tests of the Lease's state and arithmetic, on a fake
+// Backend whose answers the test chooses. The same behaviours run against
+// real servers in package single's tests.
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/dlockgo/dlock/lease"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// fake is a Backend that extends by ttl while refuse is false, and checks
+// that the Lease never calls it concurrently.
+type fake struct {
+	refuse   atomic.Bool
+	fail     atomic.Int32 // the next fail Extend calls fail with a non-refusal
+	extends  atomic.Int32
+	releases atomic.Int32
+	inCall   atomic.Bool
+	overlap  atomic.Bool
+	relCtx   chan relCall
+}
+
+// relCall is what Release saw of its context.
+type relCall struct {
+	err      error
+	deadline time.Time
+	ok       bool
+}
+
+func (f *fake) enter() func() {
+	if !f.inCall.CompareAndSwap(false, true) {
+		f.overlap.Store(true)
+	}
+	return func() { f.inCall.Store(false) }
+}
+
+func (f *fake) Extend(ctx context.Context, l *lease.Lease, ttl time.Duration) (time.Time, error) {
+	defer f.enter()()
+	f.extends.Add(1)
+	if f.fail.Load() > 0 {
+		f.fail.Add(-1)
+		return time.Time{}, errors.New("fake: timeout")
+	}
+	if f.refuse.Load() {
+		return time.Time{}, lease.ErrNotHeld
+	}
+	return time.Now().Add(ttl), nil
+}
+
+func (f *fake) Release(ctx context.Context, l *lease.Lease) error {
+	defer f.enter()()
+	f.releases.Add(1)
+	if f.relCtx != nil {
+		dl, ok := ctx.Deadline()
+		f.relCtx <- relCall{ctx.Err(), dl, ok}
+	}
+	if f.refuse.Load() {
+		return lease.ErrNotHeld
+	}
+	return nil
+}
+
+func grant(ttl time.Duration) lease.Grant {
+	return lease.Grant{Key: "k", Owner: lease.NewOwner(), Token: 7, TTL: ttl, Until: time.Now().Add(ttl)}
+}
+
+func TestReleaseEnds(t *testing.T) {
+	f := &fake{}
+	l := lease.New(f, grant(time.Minute), false)
+	ctx := l.Context(context.Background())
+	if l.Err() != nil || l.TTL() <= 0 || l.Key() != "k" || l.Token() != 7 || !l.Fenced() {
+		t.Fatalf("fresh lease: Err %v TTL %v Key %q Token %d", l.Err(), l.TTL(), l.Key(), l.Token())
+	}
+	select {
+	case <-l.Done():
+		t.Fatal("Done closed before Release")
+	default:
+	}
+	if err := l.Release(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	<-l.Done()
+	<-ctx.Done()
+	if !errors.Is(l.Err(), lease.ErrReleased) || !errors.Is(context.Cause(ctx), lease.ErrReleased) {
+		t.Fatalf("Err %v, cause %v; want ErrReleased", l.Err(), context.Cause(ctx))
+	}
+	if l.TTL() != 0 {
+		t.Fatalf("TTL after Release = %v; want 0", l.TTL())
+	}
+	late := l.Context(context.Background())
+	if !errors.Is(context.Cause(late), lease.ErrReleased) {
+		t.Fatalf("Context after the end: cause %v; want ErrReleased", context.Cause(late))
+	}
+	if err := l.Extend(context.Background(), time.Minute); !errors.Is(err, lease.ErrNotHeld) || !errors.Is(err, lease.ErrReleased) {
+		t.Fatalf("Extend after Release: %v; want ErrNotHeld and ErrReleased", err)
+	}
+}
+
+func TestExpiresByLocalValidity(t *testing.T) {
+	f := &fake{}
+	l := lease.New(f, grant(30*time.Millisecond), false)
+	ctx := l.Context(context.Background())
+	select {
+	case <-l.Done():
+	case <-time.After(2 * time.Second):
+		t.Fatal("lease did not expire")
+	}
+	if !errors.Is(l.Err(), lease.ErrExpired) || !errors.Is(context.Cause(ctx), lease.ErrExpired) {
+		t.Fatalf("Err %v, cause %v; want ErrExpired", l.Err(), context.Cause(ctx))
+	}
+	if f.extends.Load() != 0 {
+		t.Fatalf("extends = %d; want 0", f.extends.Load())
+	}
+
+	g := grant(time.Minute)
+	g.Until = time.Now().Add(-time.Second)
+	born := lease.New(f, g, false)
+	<-born.Done()
+	if !errors.Is(born.Err(), lease.ErrExpired) {
+		t.Fatalf("born expired: Err %v; want ErrExpired", born.Err())
+	}
+}
+
+func TestExtendMovesValidity(t *testing.T) {
+	f := &fake{}
+	l := lease.New(f, grant(40*time.Millisecond), false)
+	defer l.Release(context.Background())
+	if err := l.Extend(context.Background(), time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(80 * time.Millisecond)
+	if l.Err() != nil || l.TTL() < 50*time.Second {
+		t.Fatalf("after Extend: Err %v TTL %v; want alive with ~1m", l.Err(), l.TTL())
+	}
+	if err := l.Extend(context.Background(), 0); !errors.Is(err, lease.ErrInvalid) {
+		t.Fatalf("Extend(0) = %v; want ErrInvalid", err)
+	}
+	f.refuse.Store(true)
+	if err := l.Extend(context.Background(), time.Minute); !errors.Is(err, lease.ErrNotHeld) {
+		t.Fatalf("refused Extend = %v; want ErrNotHeld", err)
+	}
+	if !errors.Is(l.Err(), lease.ErrLost) {
+		t.Fatalf("after a refused Extend: Err %v; want ErrLost", l.Err())
+	}
+}
+
+func TestParentCancelled(t *testing.T) {
+	l := lease.New(&fake{}, grant(time.Minute), false)
+	defer l.Release(context.Background())
+	parent, cancel := context.WithCancelCause(context.Background())
+	why := errors.New("shutting down")
+	ctx := l.Context(parent)
+	cancel(why)
+	<-ctx.Done()
+	if !errors.Is(context.Cause(ctx), why) || l.Err() != nil {
+		t.Fatalf("cause %v, lease Err %v; want the parent's cause, lease alive", context.Cause(ctx), l.Err())
+	}
+}
+
+func TestAutoRenewLost(t *testing.T) {
+	f := &fake{}
+	l := lease.New(f, grant(30*time.Millisecond), true)
+	ctx := l.Context(context.Background())
+	time.Sleep(100 * time.Millisecond)
+	if l.Err() != nil {
+		t.Fatalf("auto-renewed lease ended: %v", l.Err())
+	}
+	if f.extends.Load() < 2 {
+		t.Fatalf("extends = %d after 100ms at TTL 30ms; want >= 2", f.extends.Load())
+	}
+	f.refuse.Store(true)
+	select {
+	case <-l.Done():
+	case <-time.After(2 * time.Second):
+		t.Fatal("lease did not end after renewal was refused")
+	}
+	if !errors.Is(l.Err(), lease.ErrLost) || !errors.Is(context.Cause(ctx), lease.ErrLost) {
+		t.Fatalf("Err %v, cause %v; want ErrLost", l.Err(), context.Cause(ctx))
+	}
+	if err := l.Release(context.Background()); !errors.Is(err, lease.ErrNotHeld) {
+		t.Fatalf("Release of a lost lease: %v; want ErrNotHeld", err)
+	}
+	if !errors.Is(l.Err(), lease.ErrLost) {
+		t.Fatalf("Err after Release = %v; want ErrLost kept", l.Err())
+	}
+	if f.overlap.Load() {
+		t.Fatal("Backend called concurrently")
+	}
+}
+
+func TestAutoRenewSurvivesFailure(t *testing.T) {
+	f := &fake{}
+	f.fail.Store(1)
+	l := lease.New(f, grant(60*time.Millisecond), true)
+	time.Sleep(150 * time.Millisecond)
+	if l.Err() != nil {
+		t.Fatalf("one failed renewal ended the lease: %v", l.Err())
+	}
+	if err := l.Release(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestAutoRenewStopsWhenFailuresLast(t *testing.T) {
+	f := &fake{}
+	f.fail.Store(1 << 30)
+	l := lease.New(f, grant(30*time.Millisecond), true)
+	select {
+	case <-l.Done():
+	case <-time.After(2 * time.Second):
+		t.Fatal("lease did not end while every renewal failed")
+	}
+	if !errors.Is(l.Err(), lease.ErrExpired) {
+		t.Fatalf("Err %v; want ErrExpired", l.Err())
+	}
+	_ = l.Release(context.Background())
+}
+
+func TestReleaseStopsRenewal(t *testing.T) {
+	f := &fake{}
+	l := lease.New(f, grant(9*time.Millisecond), true)
+	time.Sleep(20 * time.Millisecond)
+	// Release races the renewal goroutine; it must stop it and wait for it.
+	if err := l.Release(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	n := f.extends.Load()
+	time.Sleep(30 * time.Millisecond)
+	if got := f.extends.Load(); got != n {
+		t.Fatalf("extends went from %d to %d after Release", n, got)
+	}
+	if f.overlap.Load() {
+		t.Fatal("Backend called concurrently")
+	}
+	// goleak in TestMain checks the goroutine is gone.
+}
+
+func TestReleaseOnEndedContext(t *testing.T) {
+	f := &fake{relCtx: make(chan relCall, 1)}
+	l := lease.New(f, grant(time.Minute), false)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := l.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	got := <-f.relCtx
+	if got.err != nil || !got.ok || time.Until(got.deadline) > lease.ReleaseTimeout {
+		t.Fatalf("release ctx: err %v, deadline %v (set %v); want live and bounded by ReleaseTimeout", got.err, got.deadline, got.ok)
+	}
+}
+
+func TestConcurrentUse(t *testing.T) {
+	f := &fake{}
+	l := lease.New(f, grant(20*time.Millisecond), true)
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Go(func() {
+			for range 20 {
+				_ = l.Extend(context.Background(), 50*time.Millisecond)
+				_ = l.TTL()
+				_ = l.Context(context.Background())
+			}
+		})
+	}
+	wg.Wait()
+	if err := l.Release(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if f.overlap.Load() {
+		t.Fatal("Backend called concurrently")
+	}
+}
+
+func TestValidity(t *testing.T) {
+	for _, tc := range []struct {
+		ttl, elapsed time.Duration
+		factor       float64
+		want         time.Duration
+	}{
+		{10 * time.Second, 0, 0.01, 10*time.Second - 100*time.Millisecond - lease.DriftFloor},
+		{10 * time.Second, time.Second, 0.01, 9*time.Second - 100*time.Millisecond - lease.DriftFloor},
+		{time.Second, time.Second, 0, -lease.DriftFloor},
+		{100 * time.Millisecond, 0, 0.1, 90*time.Millisecond - lease.DriftFloor},
+	} {
+		got := lease.Validity(tc.ttl, tc.elapsed, lease.Drift(tc.ttl, tc.factor))
+		if got != tc.want {
+			t.Errorf("Validity(%v, %v, drift %v) = %v; want %v", tc.ttl, tc.elapsed, tc.factor, got, tc.want)
+		}
+	}
+}
+
+func TestChecks(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		err  error
+		arg  string // "" for no error
+	}{
+		{"key empty", lease.CheckKey(""), "key"},
+		{"key ok", lease.CheckKey("k"), ""},
+		{"ttl zero", lease.CheckTTL(0, 0.01), "ttl"},
+		{"ttl all drift", lease.CheckTTL(4*time.Millisecond, 0.01), "ttl"},
+		{"ttl ok", lease.CheckTTL(10*time.Millisecond, 0.01), ""},
+		{"drift negative", lease.CheckDriftFactor(-0.1), "drift factor"},
+		{"drift half", lease.CheckDriftFactor(0.5), "drift factor"},
+		{"drift ok", lease.CheckDriftFactor(0), ""},
+		{"retry zero", lease.Retry{}.Check(), ""},
+		{"retry inverted", lease.Retry{Min: 2, Max: 1}.Check(), "retry"},
+		{"retry no min", lease.Retry{Max: 1}.Check(), "retry"},
+	} {
+		var ae *lease.ArgError
+		switch {
+		case tc.arg == "" && tc.err != nil:
+			t.Errorf("%s: %v; want nil", tc.name, tc.err)
+		case tc.arg != "" && (!errors.As(tc.err, &ae) || ae.Arg != tc.arg || !errors.Is(tc.err, lease.ErrInvalid)):
+			t.Errorf("%s: %v; want *ArgError for %s", tc.name, tc.err, tc.arg)
+		}
+	}
+}
+
+func TestRetryDelay(t *testing.T) {
+	r := lease.Retry{Min: 4 * time.Millisecond, Max: 100 * time.Millisecond}
+	for n := range 40 {
+		b := min(r.Max, r.Min<<min(n, 30))
+		for range 50 {
+			if d := r.Delay(n); d < b/2 || d > b {
+				t.Fatalf("Delay(%d) = %v; want in [%v, %v]", n, d, b/2, b)
+			}
+		}
+	}
+	if d := (lease.Retry{}).Delay(0); d < lease.DefaultRetry.Min/2 || d > lease.DefaultRetry.Min {
+		t.Fatalf("zero Retry Delay(0) = %v; want DefaultRetry's", d)
+	}
+}
+
+func TestWait(t *testing.T) {
+	slow := lease.Retry{Min: time.Minute, Max: time.Minute}
+	taken := func(context.Context) (*lease.Lease, time.Duration, error) { return nil, 0, lease.ErrTaken }
+
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+	defer cancel()
+	if _, err := lease.Wait(ctx, slow, nil, taken); !errors.Is(err, context.DeadlineExceeded) || !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Wait past deadline: %v; want DeadlineExceeded", err)
+	}
+
+	why := errors.New("stop")
+	cctx, ccancel := context.WithCancelCause(context.Background())
+	time.AfterFunc(10*time.Millisecond, func() { ccancel(why) })
+	if _, err := lease.Wait(cctx, slow, nil, taken); !errors.Is(err, context.Canceled) || !errors.Is(err, why) {
+		t.Fatalf("Wait cancelled with a cause: %v; want Canceled and the cause", err)
+	}
+
+	// A wake signal and a hint both cut the delay short.
+	wake := make(chan struct{}, 1)
+	var calls atomic.Int32
+	want := lease.New(&fake{}, grant(time.Minute), false)
+	defer want.Release(context.Background())
+	got, err := lease.Wait(context.Background(), slow, wake, func(context.Context) (*lease.Lease, time.Duration, error) {
+		switch calls.Add(1) {
+		case 1:
+			wake <- struct{}{}
+			return nil, 0, lease.ErrTaken
+		case 2:
+			return nil, time.Millisecond, lease.ErrTaken
+		}
+		return want, 0, nil
+	})
+	if err != nil || got != want || calls.Load() != 3 {
+		t.Fatalf("Wait = %p, %v after %d calls; want the lease after 3", got, err, calls.Load())
+	}
+
+	boom := errors.New("boom")
+	if _, err := lease.Wait(context.Background(), slow, nil, func(context.Context) (*lease.Lease, time.Duration, error) {
+		return nil, 0, boom
+	}); err != boom {
+		t.Fatalf("Wait with a failing attempt = %v; want it returned as is", err)
+	}
+}
+
+func TestNewOwner(t *testing.T) {
+	seen := map[string]bool{}
+	for range 100 {
+		o := lease.NewOwner()
+		if len(o) != 32 || seen[o] {
+			t.Fatalf("NewOwner = %q; want 32 fresh hex digits", o)
+		}
+		seen[o] = true
+	}
+}
+
+func TestApply(t *testing.T) {
+	o := lease.Apply(lease.Options{TTL: time.Second}, lease.WithTTL(time.Minute), nil, lease.WithAutoRenew(),
+		lease.WithRetry(lease.Retry{Min: 1, Max: 2}))
+	if o.TTL != time.Minute || !o.AutoRenew || o.Retry != (lease.Retry{Min: 1, Max: 2}) {
+		t.Fatalf("Apply = %+v", o)
+	}
+}
