@@ -1,0 +1,395 @@
+// Package single is the single-node lease strategy: a lock lives on one
+// Redis or Valkey server, judged by that server's clock alone, and fenced by
+// a counter the server bumps at every claim.
+//
+// Each key has one hash, dlock:{KEY}, holding the current owner, the end of
+// its lease in server milliseconds (until), and the attempts counter. The
+// counter is the lease's fencing token: a claim increments it, nothing else
+// touches it, so tokens of one key strictly increase for as long as the
+// server keeps its data (use AOF if they must survive a restart). For that
+// reason the hash never expires: one small hash per key ever locked stays
+// on the server. Release clears owner and until and leaves the counter.
+//
+// The hash tag is the user's key, so every key and channel of one lock
+// starts with dlock:{KEY} and the strategy runs unchanged on a Redis
+// Cluster.
+//
+// A single server is simple and cheap (one round trip to lock, one to
+// unlock) but the lock shares the fate of that server: with asynchronous
+// replication a failover can grant a lock twice. WithReplicas narrows that
+// window by waiting for replicas to acknowledge each claim.
+package single
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/dlockgo/dlock/fence"
+	"github.com/dlockgo/dlock/lease"
+	"github.com/dlockgo/dlock/node"
+)
+
+// DefaultTTL is the lease TTL when neither New nor the acquire sets one.
+const DefaultTTL = 30 * time.Second
+
+// ErrReplicas matches every *ReplicaError.
+var ErrReplicas = errors.New("dlock: too few replicas acknowledged the lock")
+
+// ReplicaError reports a claim that fewer replicas than WithReplicas asked
+// for acknowledged in time. The claim has been released: no lease is left.
+// It matches ErrReplicas with errors.Is.
+type ReplicaError struct {
+	Key    string
+	Acked  int // replicas that acknowledged the claim
+	Wanted int // replicas WithReplicas asked for
+}
+
+func (e *ReplicaError) Error() string {
+	return "dlock: lock on " + strconv.Quote(e.Key) + " acknowledged by " +
+		strconv.Itoa(e.Acked) + " of " + strconv.Itoa(e.Wanted) + " replicas"
+}
+
+// Is reports whether target is ErrReplicas.
+func (e *ReplicaError) Is(target error) bool { return target == ErrReplicas }
+
+// Option configures a Locker; pass options to New.
+type Option func(*config)
+
+type config struct {
+	ttl            time.Duration
+	drift          float64
+	replicas       int
+	replicaTimeout time.Duration
+}
+
+// WithTTL sets the TTL of leases whose acquire does not set one with
+// lease.WithTTL. The default is DefaultTTL.
+func WithTTL(ttl time.Duration) Option { return func(c *config) { c.ttl = ttl } }
+
+// WithDriftFactor sets the share of the TTL the client sets aside for its
+// clock running slower than the server's; the default is
+// lease.DefaultDriftFactor. lease.DriftFloor is always added.
+func WithDriftFactor(f float64) Option { return func(c *config) { c.drift = f } }
+
+// WithReplicas makes every claim wait, on the connection that sent it, until
+// n replicas acknowledged it or timeout passed. A claim acknowledged by
+// fewer is released and the acquire fails with a *ReplicaError. This
+// narrows, but does not close, the failover window of asynchronous
+// replication. Extensions do not wait.
+func WithReplicas(n int, timeout time.Duration) Option {
+	return func(c *config) { c.replicas, c.replicaTimeout = n, timeout }
+}
+
+// Locker grants leases on keys of one server. It implements dlock.Locker and
+// is safe for concurrent use.
+type Locker struct {
+	n   node.Node
+	cfg config
+}
+
+// New returns a Locker that keeps its locks on n. It returns an
+// *lease.ArgError when n is nil or an option is out of range. The Locker
+// does not own n: Close leaves it open.
+func New(n node.Node, opts ...Option) (*Locker, error) {
+	if n == nil {
+		return nil, &lease.ArgError{Arg: "node", Value: n, Rule: "must not be nil"}
+	}
+	cfg := config{ttl: DefaultTTL, drift: lease.DefaultDriftFactor}
+	for _, o := range opts {
+		if o != nil {
+			o(&cfg)
+		}
+	}
+	if err := lease.CheckDriftFactor(cfg.drift); err != nil {
+		return nil, err
+	}
+	if err := lease.CheckTTL(cfg.ttl, cfg.drift); err != nil {
+		return nil, err
+	}
+	if cfg.replicas < 0 {
+		return nil, &lease.ArgError{Arg: "replicas", Value: cfg.replicas, Rule: "must be >= 0"}
+	}
+	if cfg.replicas > 0 && cfg.replicaTimeout <= 0 {
+		// WAIT with timeout 0 blocks forever.
+		return nil, &lease.ArgError{Arg: "replica timeout", Value: cfg.replicaTimeout, Rule: "must be > 0 when replicas > 0"}
+	}
+	return &Locker{n: n, cfg: cfg}, nil
+}
+
+// Close does nothing: a Locker holds no resources of its own between calls,
+// and neither releases leases still held nor closes its Node.
+func (lk *Locker) Close() error { return nil }
+
+// hashKey returns the lock's hash; its channel and any other key of the
+// lock must start with it, so they share its slot.
+func hashKey(key string) string { return "dlock:{" + key + "}" }
+
+// serverNow is the Lua snippet that reads the server clock in milliseconds.
+const serverNow = `local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+`
+
+// claimScript: KEYS hash; ARGV owner, ttl ms. Replies {1, attempts, ttl}
+// when claimed, {0, ms the holder has left} when held. An owner whose
+// acquire was abandoned (see abandonScript) is refused, so a claim that
+// reaches the server late, after its cleanup, cannot hold the lock.
+var claimScript = node.NewScript(serverNow + `
+if redis.call('HEXISTS', KEYS[1] .. ':gone', ARGV[1]) == 1 then
+  return {0, 0}
+end
+local r = redis.call('HMGET', KEYS[1], 'owner', 'until')
+if r[1] and r[2] and tonumber(r[2]) > now then
+  return {0, tonumber(r[2]) - now}
+end
+local a = redis.call('HINCRBY', KEYS[1], 'attempts', 1)
+local ttl = tonumber(ARGV[2])
+redis.call('HSET', KEYS[1], 'owner', ARGV[1], 'until', string.format('%.0f', now + ttl))
+return {1, a, ttl}
+`)
+
+// extendScript: KEYS hash; ARGV owner, token, ttl ms. Replies 1, or
+// DLSTALE <attempts> unless owner and token match and the lease is still
+// running: an expired lease is never revived.
+var extendScript = node.NewScript(serverNow + `
+local r = redis.call('HMGET', KEYS[1], 'owner', 'attempts', 'until')
+if r[1] ~= ARGV[1] or r[2] ~= ARGV[2] or not r[3] or tonumber(r[3]) <= now then
+  return redis.error_reply('DLSTALE ' .. (r[2] or '0'))
+end
+redis.call('HSET', KEYS[1], 'until', string.format('%.0f', now + tonumber(ARGV[3])))
+return 1
+`)
+
+// releaseScript: KEYS hash; ARGV owner, token. Replies 1 when released, 0
+// when it was ours but had expired (cleared all the same), DLSTALE
+// <attempts> when it is not ours.
+var releaseScript = node.NewScript(serverNow + `
+local r = redis.call('HMGET', KEYS[1], 'owner', 'attempts', 'until')
+if r[1] ~= ARGV[1] or r[2] ~= ARGV[2] then
+  return redis.error_reply('DLSTALE ' .. (r[2] or '0'))
+end
+redis.call('HDEL', KEYS[1], 'owner', 'until')
+redis.call('PUBLISH', KEYS[1] .. ':released', '')
+if tonumber(r[3]) <= now then return 0 end
+return 1
+`)
+
+// abandonScript: KEYS hash; ARGV owner, ms to remember it. Gives up an
+// acquire whose claim may or may not have landed, and may still be in
+// flight: it releases the lock if owner holds it, and records owner in
+// dlock:{KEY}:gone so that claimScript refuses it if it arrives later.
+var abandonScript = node.NewScript(`
+local gone = KEYS[1] .. ':gone'
+redis.call('HSET', gone, ARGV[1], '1')
+if redis.call('PTTL', gone) < tonumber(ARGV[2]) then
+  redis.call('PEXPIRE', gone, ARGV[2])
+end
+if redis.call('HGET', KEYS[1], 'owner') == ARGV[1] then
+  redis.call('HDEL', KEYS[1], 'owner', 'until')
+  redis.call('PUBLISH', KEYS[1] .. ':released', '')
+  return 1
+end
+return 0
+`)
+
+// abandonKeep is how long an abandoned owner is remembered, at least: a
+// claim held up longer than that in a socket buffer or a paused server
+// could still land, and would then hold the lock for its TTL.
+const abandonKeep = time.Hour
+
+// TryAcquire makes one attempt at the lock on key. It returns an error
+// matching lease.ErrTaken when another owner holds it, and an
+// *lease.ArgError for a bad key or option. When ctx ends during the
+// attempt, a claim that may have landed is released before it returns.
+func (lk *Locker) TryAcquire(ctx context.Context, key string, opts ...lease.Option) (*lease.Lease, error) {
+	o, err := lk.options(key, opts)
+	if err != nil {
+		return nil, err
+	}
+	l, _, err := lk.claim(ctx, key, hashKey(key), lease.NewOwner(), o)
+	return l, err
+}
+
+// Acquire waits until the lock on key is granted or ctx ends. A waiter
+// wakes when the holder's release is published, else when the holder's
+// lease runs out or a delay from the retry policy passes. When ctx ends
+// first, the error matches ctx.Err() and no claim of this call is left on
+// the server.
+func (lk *Locker) Acquire(ctx context.Context, key string, opts ...lease.Option) (*lease.Lease, error) {
+	o, err := lk.options(key, opts)
+	if err != nil {
+		return nil, err
+	}
+	hkey := hashKey(key)
+	owner := lease.NewOwner()
+	l, _, err := lk.claim(ctx, key, hkey, owner, o)
+	if !errors.Is(err, lease.ErrTaken) {
+		return l, err
+	}
+	// Subscribed before the next attempt, so a release between that
+	// attempt and the wait still wakes us.
+	wake, stop, err := lk.n.Subscribe(ctx, hkey+":released")
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, ctxErr(ctx, err)
+		}
+		wake, stop = nil, func() {} // poll without the hint
+	}
+	defer stop()
+	return lease.Wait(ctx, o.Retry, wake, func(ctx context.Context) (*lease.Lease, time.Duration, error) {
+		return lk.claim(ctx, key, hkey, owner, o)
+	})
+}
+
+func (lk *Locker) options(key string, opts []lease.Option) (lease.Options, error) {
+	if err := lease.CheckKey(key); err != nil {
+		return lease.Options{}, err
+	}
+	o := lease.Apply(lease.Options{TTL: lk.cfg.ttl}, opts...)
+	if err := lease.CheckTTL(o.TTL, lk.cfg.drift); err != nil {
+		return o, err
+	}
+	if err := o.Retry.Check(); err != nil {
+		return o, err
+	}
+	return o, nil
+}
+
+// claim runs the claim script once. On lease.ErrTaken, hint is how long the
+// holder has left.
+func (lk *Locker) claim(ctx context.Context, key, hkey, owner string, o lease.Options) (*lease.Lease, time.Duration, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, 0, ctxErr(ctx, err)
+	}
+	ms := o.TTL.Milliseconds()
+	ttl := time.Duration(ms) * time.Millisecond
+	keys := []string{hkey}
+	msStr := strconv.FormatInt(ms, 10)
+	t1 := time.Now()
+	var (
+		r     node.Reply
+		err   error
+		acked int
+	)
+	if lk.cfg.replicas > 0 {
+		var res []node.Result
+		res, acked, err = lk.n.Pipeline(ctx,
+			[]node.Call{{Script: claimScript, Keys: keys, Args: []string{owner, msStr}}},
+			node.Wait{Replicas: lk.cfg.replicas, Timeout: lk.cfg.replicaTimeout})
+		if err == nil {
+			if len(res) != 1 {
+				err = fmt.Errorf("dlock: claim on %s: %d results for 1 call", lk.n, len(res))
+			} else {
+				r, err = res[0].Reply, res[0].Err
+			}
+		}
+	} else {
+		r, err = lk.n.Eval(ctx, claimScript, keys, owner, msStr)
+	}
+	if err != nil {
+		var re *node.ReplyError
+		if !errors.As(err, &re) {
+			// The claim may have landed with its reply lost, or may
+			// still be on its way.
+			lk.abandon(hkey, owner, ttl)
+		}
+		return nil, 0, fmt.Errorf("dlock: claim %q on %s: %w", key, lk.n, ctxErr(ctx, err))
+	}
+	if r.Int(0) != 1 {
+		return nil, time.Duration(r.Int(1)) * time.Millisecond, lease.ErrTaken
+	}
+	token := fence.Token(r.Int(1))
+	if err := ctx.Err(); err != nil {
+		// Not every client cuts a call short when ctx ends; a caller that
+		// gave up must not be left holding a lock it does not know of.
+		lk.releaseDetached(hkey, owner, token.String())
+		return nil, 0, fmt.Errorf("dlock: claim %q on %s: %w", key, lk.n, ctxErr(ctx, err))
+	}
+	if acked < lk.cfg.replicas {
+		lk.releaseDetached(hkey, owner, token.String())
+		return nil, 0, &ReplicaError{Key: key, Acked: acked, Wanted: lk.cfg.replicas}
+	}
+	until := t1.Add(ttl - lease.Drift(ttl, lk.cfg.drift))
+	if !time.Now().Before(until) {
+		lk.releaseDetached(hkey, owner, token.String())
+		return nil, 0, fmt.Errorf("dlock: lock on %q granted after its validity ran out: %w", key, lease.ErrExpired)
+	}
+	return lease.New((*backend)(lk), lease.Grant{
+		Key: key, Owner: owner, Token: token, TTL: o.TTL, Until: until,
+	}, o.AutoRenew), 0, nil
+}
+
+// abandon gives up owner's claims on hkey, on a context of its own: the
+// caller's may have ended already.
+func (lk *Locker) abandon(hkey, owner string, ttl time.Duration) {
+	ctx, cancel := context.WithTimeout(context.Background(), lease.ReleaseTimeout)
+	defer cancel()
+	keep := max(abandonKeep, 2*ttl).Milliseconds()
+	_, _ = lk.n.Eval(ctx, abandonScript, []string{hkey}, owner, strconv.FormatInt(keep, 10))
+}
+
+// releaseDetached releases a claim the caller must not keep, on a context
+// of its own: the caller's may have ended already.
+func (lk *Locker) releaseDetached(hkey, owner, token string) {
+	ctx, cancel := context.WithTimeout(context.Background(), lease.ReleaseTimeout)
+	defer cancel()
+	_, _ = lk.n.Eval(ctx, releaseScript, []string{hkey}, owner, token)
+}
+
+// backend is the Locker in its role of lease.Backend.
+type backend Locker
+
+func (b *backend) Extend(ctx context.Context, l *lease.Lease, ttl time.Duration) (time.Time, error) {
+	ms := ttl.Milliseconds()
+	if ms <= 0 {
+		return time.Time{}, &lease.ArgError{Arg: "ttl", Value: ttl, Rule: "must be at least 1ms"}
+	}
+	ttl = time.Duration(ms) * time.Millisecond
+	t1 := time.Now()
+	_, err := b.n.Eval(ctx, extendScript, []string{hashKey(l.Key())},
+		l.Owner(), l.Token().String(), strconv.FormatInt(ms, 10))
+	if err != nil {
+		return time.Time{}, b.refused("extend", l, ctx, err)
+	}
+	return t1.Add(ttl - lease.Drift(ttl, b.cfg.drift)), nil
+}
+
+func (b *backend) Release(ctx context.Context, l *lease.Lease) error {
+	r, err := b.n.Eval(ctx, releaseScript, []string{hashKey(l.Key())}, l.Owner(), l.Token().String())
+	if err != nil {
+		return b.refused("release", l, ctx, err)
+	}
+	if r.Int(0) != 1 {
+		return fmt.Errorf("dlock: release %q: %w: it had expired", l.Key(), lease.ErrNotHeld)
+	}
+	return nil
+}
+
+// refused maps a DLSTALE reply to an error matching lease.ErrNotHeld, and
+// also fence.ErrStale when the key has been claimed again since l's claim;
+// other errors keep their context error recognisable.
+func (b *backend) refused(op string, l *lease.Lease, ctx context.Context, err error) error {
+	var re *node.ReplyError
+	if !errors.As(err, &re) || !strings.HasPrefix(re.Msg, "DLSTALE ") {
+		return fmt.Errorf("dlock: %s %q on %s: %w", op, l.Key(), b.n, ctxErr(ctx, err))
+	}
+	h, _ := strconv.ParseUint(strings.TrimPrefix(re.Msg, "DLSTALE "), 10, 64)
+	if fence.Token(h) > l.Token() {
+		return fmt.Errorf("dlock: %s %q: %w: %w", op, l.Key(), lease.ErrNotHeld,
+			&fence.StaleError{Resource: l.Key(), Token: l.Token(), Highest: fence.Token(h)})
+	}
+	return fmt.Errorf("dlock: %s %q: %w: it expired or was released", op, l.Key(), lease.ErrNotHeld)
+}
+
+// ctxErr keeps ctx's end recognisable by errors.Is when a client reports
+// it as its own error.
+func ctxErr(ctx context.Context, err error) error {
+	cerr := ctx.Err()
+	if cerr == nil || errors.Is(err, cerr) {
+		return err
+	}
+	return fmt.Errorf("%w: %w", cerr, err)
+}

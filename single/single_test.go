@@ -1,0 +1,662 @@
+package single_test
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/dlockgo/dlock/fence"
+	"github.com/dlockgo/dlock/internal/redistest"
+	"github.com/dlockgo/dlock/lease"
+	"github.com/dlockgo/dlock/node"
+	"github.com/dlockgo/dlock/single"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// each runs f once per client library, each against a fresh server.
+func each(t *testing.T, f func(t *testing.T, srv *redistest.Server, n node.Node)) {
+	t.Helper()
+	for _, client := range redistest.Clients {
+		t.Run(client, func(t *testing.T) {
+			srv := redistest.Start(t)
+			f(t, srv, redistest.NodeFor(t, client, srv.Addr()))
+		})
+	}
+}
+
+func newLocker(t testing.TB, n node.Node, opts ...single.Option) *single.Locker {
+	t.Helper()
+	lk, err := single.New(n, opts...)
+	if err != nil {
+		t.Fatalf("New: %v", err)
+	}
+	t.Cleanup(func() { _ = lk.Close() })
+	return lk
+}
+
+// field reads one field of the lock's hash, "" when absent.
+func field(t *testing.T, srv *redistest.Server, key, f string) string {
+	t.Helper()
+	v, err := srv.Do("HGET", "dlock:{"+key+"}", f)
+	if err != nil && v != "" {
+		t.Fatalf("HGET %s %s: %v", key, f, err)
+	}
+	return v
+}
+
+func hash(t *testing.T, srv *redistest.Server, key string) string {
+	t.Helper()
+	v, err := srv.Do("HGETALL", "dlock:{"+key+"}")
+	if err != nil {
+		t.Fatalf("HGETALL %s: %v", key, err)
+	}
+	return v
+}
+
+func TestRaceOneWinner(t *testing.T) {
+	each(t, func(t *testing.T, srv *redistest.Server, n node.Node) {
+		lk := newLocker(t, n)
+		ctx := context.Background()
+		var (
+			wg     sync.WaitGroup
+			wins   atomic.Int32
+			mu     sync.Mutex
+			winner *lease.Lease
+			start  = make(chan struct{})
+		)
+		for range 100 {
+			wg.Go(func() {
+				<-start
+				l, err := lk.TryAcquire(ctx, "race")
+				switch {
+				case err == nil:
+					wins.Add(1)
+					mu.Lock()
+					winner = l
+					mu.Unlock()
+				case !errors.Is(err, lease.ErrTaken):
+					t.Errorf("TryAcquire: %v; want nil or ErrTaken", err)
+				}
+			})
+		}
+		close(start)
+		wg.Wait()
+		if got := wins.Load(); got != 1 {
+			t.Fatalf("winners = %d; want 1", got)
+		}
+		if err := winner.Release(ctx); err != nil {
+			t.Fatalf("Release: %v", err)
+		}
+	})
+}
+
+// TestTokensIncrease takes one key 1,000 times in turn: mostly released,
+// every 7th left to expire, every 11th lost to the next owner while its
+// holder still thinks it has it.
+func TestTokensIncrease(t *testing.T) {
+	each(t, func(t *testing.T, srv *redistest.Server, n node.Node) {
+		a, b := newLocker(t, n), newLocker(t, n)
+		ctx := context.Background()
+		var last fence.Token
+		var lost *lease.Lease
+		for i := range 1000 {
+			lk := a
+			if i%2 == 1 {
+				lk = b
+			}
+			ttl := time.Minute
+			if i%7 == 0 || i%11 == 0 {
+				ttl = 20 * time.Millisecond
+			}
+			l, err := lk.Acquire(ctx, "seq", lease.WithTTL(ttl))
+			if err != nil {
+				t.Fatalf("acquisition %d: %v", i, err)
+			}
+			if l.Token() <= last {
+				t.Fatalf("acquisition %d: token %d after %d; want strictly increasing", i, l.Token(), last)
+			}
+			last = l.Token()
+			if lost != nil {
+				if err := lost.Release(ctx); !errors.Is(err, lease.ErrNotHeld) || !errors.Is(err, fence.ErrStale) {
+					t.Fatalf("release of a lease lost to the next owner: %v; want ErrNotHeld and ErrStale", err)
+				}
+				lost = nil
+			}
+			switch {
+			case i%11 == 0:
+				lost = l // the next Acquire waits for its expiry on the server
+			case i%7 == 0:
+				<-l.Done()
+				if !errors.Is(l.Err(), lease.ErrExpired) {
+					t.Fatalf("lease %d ended with %v; want ErrExpired", i, l.Err())
+				}
+			default:
+				if err := l.Release(ctx); err != nil {
+					t.Fatalf("release %d: %v", i, err)
+				}
+			}
+		}
+		if lost != nil {
+			_ = lost.Release(ctx)
+		}
+		if got, want := field(t, srv, "seq", "attempts"), last.String(); got != want {
+			t.Fatalf("attempts = %s; want %s", got, want)
+		}
+	})
+}
+
+// takeOver lets a's lease on key expire on the server and b claim it.
+func takeOver(t *testing.T, a, b *single.Locker, key string) (old, cur *lease.Lease) {
+	t.Helper()
+	ctx := context.Background()
+	old, err := a.TryAcquire(ctx, key, lease.WithTTL(30*time.Millisecond))
+	if err != nil {
+		t.Fatalf("first TryAcquire: %v", err)
+	}
+	cur, err = b.Acquire(ctx, key)
+	if err != nil {
+		t.Fatalf("second Acquire: %v", err)
+	}
+	if cur.Token() <= old.Token() {
+		t.Fatalf("token %d after %d; want larger", cur.Token(), old.Token())
+	}
+	return old, cur
+}
+
+func TestStaleRefusedChangesNothing(t *testing.T) {
+	each(t, func(t *testing.T, srv *redistest.Server, n node.Node) {
+		ctx := context.Background()
+		a, b := newLocker(t, n), newLocker(t, n)
+		old, cur := takeOver(t, a, b, "stale")
+		defer cur.Release(ctx)
+		before := hash(t, srv, "stale")
+
+		err := old.Extend(ctx, time.Minute)
+		if !errors.Is(err, lease.ErrNotHeld) {
+			t.Fatalf("stale Extend: %v; want ErrNotHeld", err)
+		}
+		err = old.Release(ctx)
+		if !errors.Is(err, lease.ErrNotHeld) {
+			t.Fatalf("stale Release: %v; want ErrNotHeld", err)
+		}
+		if after := hash(t, srv, "stale"); after != before {
+			t.Fatalf("hash after stale calls:\n%s\nwant unchanged:\n%s", after, before)
+		}
+		if _, err := a.TryAcquire(ctx, "stale"); !errors.Is(err, lease.ErrTaken) {
+			t.Fatalf("TryAcquire while the new owner holds: %v; want ErrTaken", err)
+		}
+		if err := cur.Extend(ctx, time.Minute); err != nil {
+			t.Fatalf("current owner's Extend: %v", err)
+		}
+	})
+}
+
+func TestStaleErrorFromServer(t *testing.T) {
+	// The server itself refuses a stale token, even while the local
+	// validity has not run out: here the hash is rewritten under the lease.
+	each(t, func(t *testing.T, srv *redistest.Server, n node.Node) {
+		ctx := context.Background()
+		lk := newLocker(t, n)
+		l, err := lk.TryAcquire(ctx, "rewritten")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := srv.Do("HINCRBY", "dlock:{rewritten}", "attempts", "1"); err != nil {
+			t.Fatal(err)
+		}
+		before := hash(t, srv, "rewritten")
+		err = l.Extend(ctx, time.Minute)
+		var se *fence.StaleError
+		if !errors.Is(err, lease.ErrNotHeld) || !errors.As(err, &se) || se.Highest != l.Token()+1 {
+			t.Fatalf("Extend with a stale token: %v; want ErrNotHeld and *fence.StaleError{Highest: %d}", err, l.Token()+1)
+		}
+		if !errors.Is(l.Err(), lease.ErrLost) {
+			t.Fatalf("lease ended with %v; want ErrLost", l.Err())
+		}
+		if err := l.Release(ctx); !errors.Is(err, fence.ErrStale) {
+			t.Fatalf("Release with a stale token: %v; want ErrStale", err)
+		}
+		if after := hash(t, srv, "rewritten"); after != before {
+			t.Fatalf("hash after stale calls:\n%s\nwant unchanged:\n%s", after, before)
+		}
+	})
+}
+
+func TestExtendAfterExpiry(t *testing.T) {
+	each(t, func(t *testing.T, srv *redistest.Server, n node.Node) {
+		ctx := context.Background()
+		lk := newLocker(t, n)
+
+		// Expired by the local clock: refused without asking the server.
+		l, err := lk.TryAcquire(ctx, "exp", lease.WithTTL(20*time.Millisecond))
+		if err != nil {
+			t.Fatal(err)
+		}
+		<-l.Done()
+		if err := l.Extend(ctx, time.Minute); !errors.Is(err, lease.ErrNotHeld) || !errors.Is(err, lease.ErrExpired) {
+			t.Fatalf("Extend after local expiry: %v; want ErrNotHeld and ErrExpired", err)
+		}
+
+		// Expired on the server while the client still counts it valid
+		// (as after a jump of the server's clock): never revived.
+		l, err = lk.Acquire(ctx, "exp") // the server may still count the first
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := srv.Do("HSET", "dlock:{exp}", "until", "1"); err != nil {
+			t.Fatal(err)
+		}
+		err = l.Extend(ctx, time.Minute)
+		if !errors.Is(err, lease.ErrNotHeld) || errors.Is(err, fence.ErrStale) {
+			t.Fatalf("Extend after server expiry: %v; want ErrNotHeld, not ErrStale", err)
+		}
+		if got := field(t, srv, "exp", "until"); got != "1" {
+			t.Fatalf("until = %s after refused Extend; want 1", got)
+		}
+		if err := l.Release(ctx); !errors.Is(err, lease.ErrNotHeld) {
+			t.Fatalf("Release after server expiry: %v; want ErrNotHeld", err)
+		}
+		if got := field(t, srv, "exp", "owner"); got != "" {
+			t.Fatalf("owner = %q after release; want none", got)
+		}
+	})
+}
+
+func TestReleaseHeldByOther(t *testing.T) {
+	each(t, func(t *testing.T, srv *redistest.Server, n node.Node) {
+		ctx := context.Background()
+		a, b := newLocker(t, n), newLocker(t, n)
+		old, cur := takeOver(t, a, b, "other")
+		owner := field(t, srv, "other", "owner")
+		if err := old.Release(ctx); !errors.Is(err, lease.ErrNotHeld) {
+			t.Fatalf("Release: %v; want ErrNotHeld", err)
+		}
+		if got := field(t, srv, "other", "owner"); got != owner || got != cur.Owner() {
+			t.Fatalf("owner = %q; want %q unchanged", got, owner)
+		}
+		if err := cur.Release(ctx); err != nil {
+			t.Fatalf("owner's Release: %v", err)
+		}
+	})
+}
+
+// TestPausedHolderFenced: a holder paused past its TTL writes after the next
+// holder did; the Guard and the Store refuse it.
+func TestPausedHolderFenced(t *testing.T) {
+	each(t, func(t *testing.T, srv *redistest.Server, n node.Node) {
+		ctx := context.Background()
+		a, b := newLocker(t, n), newLocker(t, n)
+		store := fence.NewStore(n)
+		var guard fence.Guard
+
+		old, err := a.TryAcquire(ctx, "res", lease.WithTTL(50*time.Millisecond))
+		if err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(80 * time.Millisecond) // the pause
+		cur, err := b.TryAcquire(ctx, "res")
+		if err != nil {
+			t.Fatalf("next holder: %v", err)
+		}
+		defer cur.Release(ctx)
+		if err := guard.Admit("res", cur.Token()); err != nil {
+			t.Fatalf("guard, next holder: %v", err)
+		}
+		if err := store.Put(ctx, "data:res", "new", cur.Token()); err != nil {
+			t.Fatalf("store, next holder: %v", err)
+		}
+		if err := guard.Admit("res", old.Token()); !errors.Is(err, fence.ErrStale) {
+			t.Fatalf("guard, paused holder: %v; want ErrStale", err)
+		}
+		if err := store.Put(ctx, "data:res", "old", old.Token()); !errors.Is(err, fence.ErrStale) {
+			t.Fatalf("store, paused holder: %v; want ErrStale", err)
+		}
+		if v, tok, _, err := store.Get(ctx, "data:res"); err != nil || v != "new" || tok != cur.Token() {
+			t.Fatalf("store holds %q@%d, %v; want %q@%d", v, tok, err, "new", cur.Token())
+		}
+	})
+}
+
+func TestReplicas(t *testing.T) {
+	master := redistest.Start(t)
+	replica := redistest.Start(t, redistest.WithReplicaOf(master))
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := replica.WaitSynced(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range redistest.Nodes(t, master.Addr()) {
+		t.Run(c.Name, func(t *testing.T) {
+			lk := newLocker(t, c.Node, single.WithReplicas(1, 200*time.Millisecond))
+			l, err := lk.TryAcquire(ctx, "rep")
+			if err != nil {
+				t.Fatalf("TryAcquire with the replica up: %v", err)
+			}
+			if err := l.Release(ctx); err != nil {
+				t.Fatal(err)
+			}
+
+			if _, err := replica.Do("CLIENT", "PAUSE", "10000", "WRITE"); err != nil {
+				t.Fatal(err)
+			}
+			defer replica.Do("CLIENT", "UNPAUSE")
+			_, err = lk.TryAcquire(ctx, "rep")
+			var re *single.ReplicaError
+			if !errors.Is(err, single.ErrReplicas) || !errors.As(err, &re) || re.Acked != 0 || re.Wanted != 1 {
+				t.Fatalf("TryAcquire with the replica paused: %v; want *ReplicaError{Acked: 0, Wanted: 1}", err)
+			}
+			if got := field(t, master, "rep", "owner"); got != "" {
+				t.Fatalf("owner = %q after a failed claim; want none", got)
+			}
+			if _, err := replica.Do("CLIENT", "UNPAUSE"); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}
+
+func TestAcquireWakesOnRelease(t *testing.T) {
+	each(t, func(t *testing.T, srv *redistest.Server, n node.Node) {
+		ctx := context.Background()
+		a, b := newLocker(t, n), newLocker(t, n)
+		held, err := a.TryAcquire(ctx, "wake")
+		if err != nil {
+			t.Fatal(err)
+		}
+		type res struct {
+			l   *lease.Lease
+			at  time.Time
+			err error
+		}
+		got := make(chan res, 1)
+		go func() {
+			// A slow retry, so only the published release can wake it soon.
+			l, err := b.Acquire(ctx, "wake", lease.WithRetry(lease.Retry{Min: 10 * time.Second, Max: 10 * time.Second}))
+			got <- res{l, time.Now(), err}
+		}()
+		waitSubscribed(t, srv, "dlock:{wake}:released")
+		released := time.Now()
+		if err := held.Release(ctx); err != nil {
+			t.Fatal(err)
+		}
+		r := <-got
+		if r.err != nil {
+			t.Fatalf("Acquire: %v", r.err)
+		}
+		t.Logf("handoff: %v from release to the waiter's lease", r.at.Sub(released))
+		if r.l.Token() != held.Token()+1 {
+			t.Fatalf("token %d; want %d", r.l.Token(), held.Token()+1)
+		}
+		_ = r.l.Release(ctx)
+	})
+}
+
+func waitSubscribed(t testing.TB, srv *redistest.Server, channel string) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for time.Now().Before(deadline) {
+		out, err := srv.Do("PUBSUB", "NUMSUB", channel)
+		if err == nil && out != channel+"\n0" {
+			return
+		}
+		time.Sleep(time.Millisecond)
+	}
+	t.Fatalf("no subscriber on %s", channel)
+}
+
+func TestAcquireCancelled(t *testing.T) {
+	each(t, func(t *testing.T, srv *redistest.Server, n node.Node) {
+		a, b := newLocker(t, n), newLocker(t, n)
+		held, err := a.TryAcquire(context.Background(), "cancel")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer held.Release(context.Background())
+
+		ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+		defer cancel()
+		if _, err := b.Acquire(ctx, "cancel"); !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("Acquire past its deadline: %v; want DeadlineExceeded", err)
+		}
+		ctx, cancel = context.WithCancel(context.Background())
+		time.AfterFunc(30*time.Millisecond, cancel)
+		if _, err := b.Acquire(ctx, "cancel"); !errors.Is(err, context.Canceled) {
+			t.Fatalf("cancelled Acquire: %v; want Canceled", err)
+		}
+		if got := field(t, srv, "cancel", "owner"); got != held.Owner() {
+			t.Fatalf("owner = %q; want the holder's %q", got, held.Owner())
+		}
+	})
+}
+
+// TestAcquireCancelledMidClaim: the claim is sent to a stopped server, so
+// its reply can only come after the caller gave up; whichever of the claim
+// and its cleanup the server runs first, no owner is left.
+func TestAcquireCancelledMidClaim(t *testing.T) {
+	each(t, func(t *testing.T, srv *redistest.Server, n node.Node) {
+		lk := newLocker(t, n)
+		key := "mid"
+		if _, err := lk.TryAcquire(context.Background(), "warm"); err != nil { // load the scripts
+			t.Fatal(err)
+		}
+		srv.Pause()
+		resumed := false
+		defer func() {
+			if !resumed {
+				srv.Resume()
+			}
+		}()
+		ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+		defer cancel()
+		done := make(chan error, 1)
+		go func() {
+			_, err := lk.Acquire(ctx, key)
+			done <- err
+		}()
+		time.Sleep(300 * time.Millisecond)
+		srv.Resume()
+		resumed = true
+		if err := <-done; !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("Acquire: %v; want DeadlineExceeded", err)
+		}
+		time.Sleep(50 * time.Millisecond) // let a late claim land, if it were to
+		if got := field(t, srv, key, "owner"); got != "" {
+			t.Fatalf("owner = %q after a cancelled Acquire; want none", got)
+		}
+		l, err := lk.TryAcquire(context.Background(), key)
+		if err != nil {
+			t.Fatalf("TryAcquire after the cancelled one: %v", err)
+		}
+		_ = l.Release(context.Background())
+	})
+}
+
+func TestAutoRenewAndLoss(t *testing.T) {
+	each(t, func(t *testing.T, srv *redistest.Server, n node.Node) {
+		ctx := context.Background()
+		lk := newLocker(t, n)
+		l, err := lk.TryAcquire(ctx, "renew", lease.WithTTL(60*time.Millisecond), lease.WithAutoRenew())
+		if err != nil {
+			t.Fatal(err)
+		}
+		lctx := l.Context(ctx)
+		time.Sleep(200 * time.Millisecond)
+		if err := l.Err(); err != nil {
+			t.Fatalf("auto-renewed lease ended: %v", err)
+		}
+		// Another owner takes over on the server: the next renewal is refused.
+		if _, err := srv.Do("HSET", "dlock:{renew}", "owner", "intruder"); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case <-l.Done():
+		case <-time.After(2 * time.Second):
+			t.Fatal("lease did not end after its renewal was refused")
+		}
+		if !errors.Is(l.Err(), lease.ErrLost) || !errors.Is(context.Cause(lctx), lease.ErrLost) {
+			t.Fatalf("Err = %v, cause = %v; want ErrLost", l.Err(), context.Cause(lctx))
+		}
+		if err := l.Release(ctx); !errors.Is(err, lease.ErrNotHeld) {
+			t.Fatalf("Release of a lost lease: %v; want ErrNotHeld", err)
+		}
+		if got := field(t, srv, "renew", "owner"); got != "intruder" {
+			t.Fatalf("owner = %q; want intruder", got)
+		}
+
+		// Release stops the renewal and ends the lease with ErrReleased.
+		l, err = lk.TryAcquire(ctx, "renew2", lease.WithTTL(60*time.Millisecond), lease.WithAutoRenew())
+		if err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(100 * time.Millisecond)
+		if err := l.Release(ctx); err != nil {
+			t.Fatalf("Release: %v", err)
+		}
+		if !errors.Is(l.Err(), lease.ErrReleased) {
+			t.Fatalf("Err = %v; want ErrReleased", l.Err())
+		}
+		if got := field(t, srv, "renew2", "owner"); got != "" {
+			t.Fatalf("owner = %q after Release; want none", got)
+		}
+	})
+}
+
+func TestLocalValidity(t *testing.T) {
+	each(t, func(t *testing.T, srv *redistest.Server, n node.Node) {
+		ctx := context.Background()
+		lk := newLocker(t, n, single.WithDriftFactor(0.1))
+		before := time.Now()
+		l, err := lk.TryAcquire(ctx, "valid", lease.WithTTL(time.Second))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer l.Release(ctx)
+		max := time.Second - lease.Drift(time.Second, 0.1) - time.Since(before) + time.Millisecond
+		if got := l.TTL(); got <= 0 || got > max {
+			t.Fatalf("TTL = %v; want in (0, %v]", got, max)
+		}
+		pttl, err := srv.Do("HGET", "dlock:{valid}", "until")
+		if err != nil || pttl == "" {
+			t.Fatalf("until = %q, %v", pttl, err)
+		}
+		if ttl, _ := srv.Do("PTTL", "dlock:{valid}"); ttl != "-1" {
+			t.Fatalf("PTTL of the hash = %s; want -1 (no expiry: the counter must stay)", ttl)
+		}
+	})
+}
+
+func TestBadInput(t *testing.T) {
+	srv := redistest.Start(t)
+	n := redistest.NodeFor(t, "go-redis", srv.Addr())
+	for _, tc := range []struct {
+		name string
+		n    node.Node
+		opts []single.Option
+		arg  string
+	}{
+		{"nil node", nil, nil, "node"},
+		{"zero ttl", n, []single.Option{single.WithTTL(0)}, "ttl"},
+		{"tiny ttl", n, []single.Option{single.WithTTL(3 * time.Millisecond)}, "ttl"},
+		{"drift", n, []single.Option{single.WithDriftFactor(0.5)}, "drift factor"},
+		{"replicas", n, []single.Option{single.WithReplicas(-1, time.Second)}, "replicas"},
+		{"replica timeout", n, []single.Option{single.WithReplicas(1, 0)}, "replica timeout"},
+	} {
+		_, err := single.New(tc.n, tc.opts...)
+		var ae *lease.ArgError
+		if !errors.As(err, &ae) || ae.Arg != tc.arg || !errors.Is(err, lease.ErrInvalid) {
+			t.Errorf("New(%s) = %v; want *ArgError for %s", tc.name, err, tc.arg)
+		}
+	}
+
+	lk := newLocker(t, n)
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name string
+		key  string
+		opts []lease.Option
+		arg  string
+	}{
+		{"empty key", "", nil, "key"},
+		{"negative ttl", "k", []lease.Option{lease.WithTTL(-time.Second)}, "ttl"},
+		{"tiny ttl", "k", []lease.Option{lease.WithTTL(time.Millisecond)}, "ttl"},
+		{"retry", "k", []lease.Option{lease.WithRetry(lease.Retry{Min: time.Second, Max: time.Millisecond})}, "retry"},
+	} {
+		for name, call := range map[string]func(context.Context, string, ...lease.Option) (*lease.Lease, error){
+			"Acquire": lk.Acquire, "TryAcquire": lk.TryAcquire,
+		} {
+			_, err := call(ctx, tc.key, tc.opts...)
+			var ae *lease.ArgError
+			if !errors.As(err, &ae) || ae.Arg != tc.arg {
+				t.Errorf("%s(%s) = %v; want *ArgError for %s", name, tc.name, err, tc.arg)
+			}
+		}
+	}
+	l, err := lk.TryAcquire(ctx, "k")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Release(ctx)
+	if err := l.Extend(ctx, 0); !errors.Is(err, lease.ErrInvalid) {
+		t.Errorf("Extend(0) = %v; want ErrInvalid", err)
+	}
+}
+
+// BenchmarkHandoff measures the time from a release to the waiter's lease.
+func BenchmarkHandoff(b *testing.B) {
+	srv := redistest.Start(b)
+	for _, c := range redistest.Nodes(b, srv.Addr()) {
+		b.Run(c.Name, func(b *testing.B) {
+			lk := newLocker(b, c.Node)
+			ctx := context.Background()
+			var total time.Duration
+			for b.Loop() {
+				held, err := lk.TryAcquire(ctx, "handoff")
+				if err != nil {
+					b.Fatal(err)
+				}
+				got := make(chan time.Time, 1)
+				var next *lease.Lease
+				go func() {
+					next, _ = lk.Acquire(ctx, "handoff", lease.WithRetry(lease.Retry{Min: time.Second, Max: time.Second}))
+					got <- time.Now()
+				}()
+				waitSubscribed(b, srv, "dlock:{handoff}:released")
+				t0 := time.Now()
+				_ = held.Release(ctx)
+				total += (<-got).Sub(t0)
+				if next == nil {
+					b.Fatal("waiter got no lease")
+				}
+				_ = next.Release(ctx)
+			}
+			b.ReportMetric(float64(total.Microseconds())/float64(b.N), "µs-handoff/op")
+		})
+	}
+}
+
+// BenchmarkLockUnlock is the uncontended cost of TryAcquire plus Release.
+func BenchmarkLockUnlock(b *testing.B) {
+	srv := redistest.Start(b)
+	for _, c := range redistest.Nodes(b, srv.Addr()) {
+		b.Run(c.Name, func(b *testing.B) {
+			lk := newLocker(b, c.Node)
+			ctx := context.Background()
+			b.ReportAllocs()
+			for b.Loop() {
+				l, err := lk.TryAcquire(ctx, "bench")
+				if err != nil {
+					b.Fatal(err)
+				}
+				if err := l.Release(ctx); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
