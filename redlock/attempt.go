@@ -1,0 +1,313 @@
+package redlock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/dlockgo/dlock/fence"
+	"github.com/dlockgo/dlock/lease"
+	"github.com/dlockgo/dlock/node"
+)
+
+// vote is what phase 1 learned from one node.
+type vote struct {
+	answered bool
+	answer   NodeAnswer
+	set      bool   // the lock was set for this attempt's owner
+	lost     bool   // the node sits out after losing its data
+	repaired bool   // the node's counter for the key is trustworthy
+	counter  int64  // the node's fence counter for the key
+	epoch    string // the node's epoch, as stored
+	now      int64  // the node's clock when it set the lock, µs
+	pttl     int64  // the lock's remaining time when held by another, ms
+}
+
+// attemptState tells a late "yes" whether it must be undone: when the
+// attempt failed, or its lease has already ended.
+type attemptState struct {
+	mu     sync.Mutex
+	failed bool
+	l      *lease.Lease
+}
+
+func (s *attemptState) stale() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.failed || (s.l != nil && s.l.Err() != nil)
+}
+
+func (s *attemptState) fail() {
+	s.mu.Lock()
+	s.failed = true
+	s.mu.Unlock()
+}
+
+func (s *attemptState) hold(l *lease.Lease) {
+	s.mu.Lock()
+	s.l = l
+	s.mu.Unlock()
+}
+
+// tally counts phase 1 so far.
+type tally struct {
+	counted  int // votes that count: set, and not sitting out
+	repaired int // counted votes from nodes repaired for the key
+	readers  int // nodes not sitting out whose counter was read
+}
+
+func (lk *Locker) tally(votes []vote) tally {
+	var t tally
+	for _, v := range votes {
+		if !v.answered || v.lost || v.answer.Kind == KindError || v.answer.Kind == KindTimeout {
+			continue
+		}
+		t.readers++
+		if v.set {
+			t.counted++
+			if v.repaired {
+				t.repaired++
+			}
+		}
+	}
+	return t
+}
+
+// ready reports whether phase 1 may stop: the quorum is out of reach, or
+// reached with counters that give a safe token.
+func (lk *Locker) ready(t tally, pending int) bool {
+	q := lk.Quorum()
+	if t.counted+pending < q {
+		return true
+	}
+	if t.counted < q {
+		return false
+	}
+	return lk.cfg.noTokens || t.repaired >= q || t.readers >= q+1
+}
+
+// attempt is one acquisition: phase 1 (vote and read counters), phase 2
+// (commit the token) unless tokens are off, the validity check, and on any
+// failure the release of this attempt's owner on every node.
+func (lk *Locker) attempt(ctx context.Context, key string, o lease.Options) (*lease.Lease, time.Duration, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, 0, err
+	}
+	q := lk.Quorum()
+	owner := lease.NewOwner()
+	st := &attemptState{}
+	calls := []node.Call{
+		{Script: epochScript, Keys: []string{epochKey}},
+		{Script: acquireScript, Keys: keysOf(key), Args: []string{owner, strconv.FormatInt(o.TTL.Milliseconds(), 10)}},
+	}
+
+	t1 := time.Now()
+	r := lk.fanout(ctx, lk.all(), lk.cfg.nodeTimeout,
+		func(ctx context.Context, i int) ([]node.Result, error) {
+			res, _, err := lk.nodes[i].Pipeline(ctx, calls, node.Wait{})
+			return res, err
+		},
+		func(a result) {
+			if a.err == nil && len(a.res) == 2 && a.res[1].Err == nil && a.res[1].Reply.Int(0) == 1 && st.stale() {
+				lk.releaseOne(a.i, key, owner)
+			}
+		})
+	votes := make([]vote, len(lk.nodes))
+	for pending := len(lk.nodes); pending > 0 && !lk.ready(lk.tally(votes), pending); pending-- {
+		a := r.next()
+		votes[a.i] = lk.readVote(a)
+	}
+	r.abandon()
+
+	fail := func(op string, got int, answers []NodeAnswer, reason error) (*lease.Lease, time.Duration, error) {
+		st.fail()
+		lk.releaseAll(ctx, key, owner, false)
+		return nil, holdHint(votes), newQuorumError(op, key, got, q, answers, reason)
+	}
+
+	t := lk.tally(votes)
+	voters := make([]int, 0, len(votes))
+	for i, v := range votes {
+		if v.set && !v.lost && (lk.cfg.noTokens || v.repaired || t.readers >= q+1) {
+			voters = append(voters, i)
+		}
+	}
+	if len(voters) < q {
+		return fail("acquire", len(voters), lk.phase1Answers(votes, voters), nil)
+	}
+
+	var token int64
+	if !lk.cfg.noTokens {
+		var maxCounter int64
+		times := make([]int64, 0, len(voters))
+		for _, v := range votes {
+			if v.answered && !v.lost && (v.answer.Kind == KindOK || v.answer.Kind == KindHeld) {
+				maxCounter = max(maxCounter, v.counter)
+			}
+		}
+		for _, i := range voters {
+			times = append(times, votes[i].now)
+		}
+		token = tokenFor(maxCounter, times)
+		if answers, got := lk.commit(ctx, key, owner, token, votes, voters); got < q {
+			return fail("commit", got, answers, nil)
+		}
+	}
+
+	t2 := time.Now()
+	validity := lease.Validity(o.TTL, t2.Sub(t1), lease.Drift(o.TTL, lk.cfg.drift))
+	if validity <= 0 {
+		return fail("acquire", len(voters), lk.phase1Answers(votes, voters),
+			fmt.Errorf("%w: took %v of a %v TTL", ErrNoValidity, t2.Sub(t1), o.TTL))
+	}
+	l := lease.New(&backend{lk: lk}, lease.Grant{
+		Key:   key,
+		Owner: owner,
+		Token: fence.Token(token),
+		TTL:   o.TTL,
+		Until: t2.Add(validity),
+	}, o.AutoRenew)
+	st.hold(l)
+	return l, 0, nil
+}
+
+// readVote parses one node's phase 1 answer.
+func (lk *Locker) readVote(a result) vote {
+	name := lk.names[a.i]
+	v := vote{answered: true}
+	if a.err != nil {
+		v.answer = answerOf(name, a)
+		return v
+	}
+	if len(a.res) != 2 {
+		v.answer = NodeAnswer{Node: name, Kind: KindError, Err: fmt.Errorf("redlock: pipeline gave %d results, want 2", len(a.res))}
+		return v
+	}
+	for _, res := range a.res {
+		if res.Err != nil {
+			v.answer = NodeAnswer{Node: name, Kind: KindError, Err: res.Err}
+			return v
+		}
+	}
+	ep, acq := a.res[0].Reply, a.res[1].Reply
+	epoch, now := ep.Str(0), ep.Str(1)
+	e, err1 := strconv.ParseInt(epoch, 10, 64)
+	n, err2 := strconv.ParseInt(now, 10, 64)
+	if err := errors.Join(err1, err2); err != nil || len(acq) != 4 {
+		v.answer = NodeAnswer{Node: name, Kind: KindError, Err: fmt.Errorf("redlock: unexpected reply %v %v: %w", ep, acq, err)}
+		return v
+	}
+	v.epoch = epoch
+	v.set = acq.Int(0) == 1
+	v.counter = acq.Int(1)
+	v.repaired = !lk.cfg.guard || acq.Str(2) == epoch
+	if v.set {
+		v.now = acq.Int(3)
+		v.answer = NodeAnswer{Node: name, Kind: KindOK}
+	} else {
+		v.pttl = acq.Int(3)
+		v.answer = NodeAnswer{Node: name, Kind: KindHeld}
+	}
+	if lk.cfg.guard && n-e < lk.cfg.maxTTL.Microseconds() {
+		v.lost = true
+		v.answer = NodeAnswer{Node: name, Kind: KindLostData,
+			Err: fmt.Errorf("%w (%v ago)", errLostData, time.Duration(n-e)*time.Microsecond)}
+	}
+	return v
+}
+
+// phase1Answers lists each node's answer; a vote that was cast but cannot
+// count for want of a repaired counter is reported as lost data.
+func (lk *Locker) phase1Answers(votes []vote, voters []int) []NodeAnswer {
+	out := make([]NodeAnswer, len(votes))
+	for i, v := range votes {
+		switch {
+		case !v.answered:
+			out[i] = NodeAnswer{Node: lk.names[i], Kind: KindNotAwaited}
+		case v.answer.Kind == KindOK && !slices.Contains(voters, i):
+			out[i] = NodeAnswer{Node: lk.names[i], Kind: KindLostData, Err: errNotRepaired}
+		default:
+			out[i] = v.answer
+		}
+	}
+	return out
+}
+
+// commit is phase 2: the token on the voters, until a majority committed
+// or cannot.
+func (lk *Locker) commit(ctx context.Context, key, owner string, token int64, votes []vote, voters []int) ([]NodeAnswer, int) {
+	q := lk.Quorum()
+	epochs := make([]string, len(votes))
+	if lk.cfg.guard {
+		for _, i := range voters {
+			epochs[i] = votes[i].epoch
+		}
+	}
+	t := strconv.FormatInt(token, 10)
+	keys := keysOf(key)
+	r := lk.fanout(ctx, voters, lk.cfg.nodeTimeout,
+		func(ctx context.Context, i int) ([]node.Result, error) {
+			reply, err := lk.nodes[i].Eval(ctx, commitScript, keys, owner, t, epochs[i])
+			if err != nil {
+				return nil, err
+			}
+			return []node.Result{{Reply: reply}}, nil
+		}, nil)
+	answers := make([]NodeAnswer, len(votes))
+	for i := range answers {
+		answers[i] = NodeAnswer{Node: lk.names[i], Kind: KindNotAwaited}
+		if !slices.Contains(voters, i) && votes[i].answered {
+			answers[i] = votes[i].answer
+			if votes[i].answered && votes[i].answer.Kind == KindOK {
+				answers[i] = NodeAnswer{Node: lk.names[i], Kind: KindLostData, Err: errNotRepaired}
+			}
+		}
+	}
+	got := 0
+	for pending := len(voters); pending > 0 && got < q && got+pending >= q; pending-- {
+		a := r.next()
+		name := lk.names[a.i]
+		switch {
+		case a.err != nil:
+			answers[a.i] = answerOf(name, a)
+		case a.res[0].Reply.Int(0) == 1:
+			answers[a.i] = NodeAnswer{Node: name, Kind: KindOK}
+			got++
+		case a.res[0].Reply.Int(0) == 0:
+			answers[a.i] = NodeAnswer{Node: name, Kind: KindHeld}
+		default:
+			answers[a.i] = NodeAnswer{Node: name, Kind: KindError, Err: fmt.Errorf("%w: counter already at or above %s", errCounterAhead, t)}
+		}
+	}
+	r.abandon()
+	return answers, got
+}
+
+// tokenFor returns max(maxCounter+1, the lower median of times): the token
+// of an acquisition that read maxCounter as the highest counter and whose
+// voters' clocks read times (µs).
+func tokenFor(maxCounter int64, times []int64) int64 {
+	t := maxCounter + 1
+	if len(times) == 0 {
+		return t
+	}
+	s := slices.Clone(times)
+	slices.Sort(s)
+	return max(t, s[(len(s)-1)/2])
+}
+
+// holdHint is how long the lock seems to stay held by others: the shortest
+// remaining time among the holders, or 0.
+func holdHint(votes []vote) time.Duration {
+	var h int64
+	for _, v := range votes {
+		if v.answered && v.answer.Kind == KindHeld && v.pttl > 0 && (h == 0 || v.pttl < h) {
+			h = v.pttl
+		}
+	}
+	return time.Duration(h) * time.Millisecond
+}

@@ -1,0 +1,139 @@
+package redlock
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/dlockgo/dlock/lease"
+)
+
+// backend is the Locker's side of its leases.
+type backend struct{ lk *Locker }
+
+// Extend sets the lock's expiry to ttl on every node where the lease still
+// holds it; a node where it expired is not revived. It needs a majority
+// within the validity measured from the moment the request was sent.
+// Extension counts every node where this owner holds the lock, whatever its
+// epoch: holding the lock there is a fact, and a node that lost its data
+// lost this lock too, so it refuses.
+func (b *backend) Extend(ctx context.Context, l *lease.Lease, ttl time.Duration) (time.Time, error) {
+	lk := b.lk
+	if err := lk.checkTTL(ttl); err != nil {
+		return time.Time{}, err
+	}
+	if err := lk.begin(); err != nil {
+		return time.Time{}, err
+	}
+	defer lk.wg.Done()
+	q := lk.Quorum()
+	n := len(lk.nodes)
+	t1 := time.Now()
+	r := lk.fanout(ctx, lk.all(), lk.cfg.nodeTimeout,
+		lk.evalDo(extendScript, releaseKeys(l.Key()), l.Owner(), strconv.FormatInt(ttl.Milliseconds(), 10)), nil)
+	answers := make([]NodeAnswer, n)
+	for i := range answers {
+		answers[i] = NodeAnswer{Node: lk.names[i], Kind: KindNotAwaited}
+	}
+	got, refused := 0, 0
+	for pending := n; pending > 0 && got < q && refused <= n-q; pending-- {
+		a := r.next()
+		name := lk.names[a.i]
+		switch {
+		case a.err != nil:
+			answers[a.i] = answerOf(name, a)
+		case a.res[0].Reply.Int(0) == 1:
+			answers[a.i] = NodeAnswer{Node: name, Kind: KindOK}
+			got++
+		default:
+			answers[a.i] = NodeAnswer{Node: name, Kind: KindHeld}
+			refused++
+		}
+	}
+	r.abandon()
+	t2 := time.Now()
+	if got < q {
+		return time.Time{}, newQuorumError("extend", l.Key(), got, q, answers, nil)
+	}
+	validity := lease.Validity(ttl, t2.Sub(t1), lease.Drift(ttl, lk.cfg.drift))
+	if validity <= 0 {
+		return time.Time{}, newQuorumError("extend", l.Key(), got, q, answers,
+			fmt.Errorf("%w: took %v of a %v TTL", ErrNoValidity, t2.Sub(t1), ttl))
+	}
+	return t2.Add(validity), nil
+}
+
+// Release deletes the lock on every node where this owner still holds it,
+// and publishes the release. It succeeds when at least one node held it.
+func (b *backend) Release(ctx context.Context, l *lease.Lease) error {
+	lk := b.lk
+	if err := lk.begin(); err != nil {
+		return err
+	}
+	defer lk.wg.Done()
+	answers, released := lk.releaseAll(ctx, l.Key(), l.Owner(), true)
+	if released > 0 {
+		return nil
+	}
+	return newQuorumError("release", l.Key(), 0, lk.Quorum(), answers, nil)
+}
+
+// waker turns releases published on any node into signals on one channel.
+type waker struct {
+	done  chan struct{}
+	wg    sync.WaitGroup
+	stops []func()
+}
+
+// subscribe listens for releases of key on every node it can reach within a
+// few node timeouts, forwarding each to wake; the forwarders end at stop.
+// Once subscribed, it signals wake once, since a release published before
+// the subscriptions took effect was missed.
+func (lk *Locker) subscribe(ctx context.Context, key string, wake chan<- struct{}) *waker {
+	w := &waker{done: make(chan struct{})}
+	ctx, cancel := context.WithTimeout(ctx, lk.cleanupTimeout())
+	defer cancel()
+	var mu sync.Mutex
+	var sub sync.WaitGroup
+	for _, nd := range lk.nodes {
+		sub.Go(func() {
+			sig, stop, err := nd.Subscribe(ctx, channelOf(key))
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			w.stops = append(w.stops, stop)
+			mu.Unlock()
+			w.wg.Go(func() {
+				for {
+					select {
+					case <-w.done:
+						return
+					case <-sig:
+						select {
+						case wake <- struct{}{}:
+						default:
+						}
+					}
+				}
+			})
+		})
+	}
+	sub.Wait()
+	select {
+	case wake <- struct{}{}:
+	default:
+	}
+	return w
+}
+
+// stop ends the forwarders and the subscriptions.
+func (w *waker) stop() {
+	close(w.done)
+	w.wg.Wait()
+	for _, stop := range w.stops {
+		stop()
+	}
+}

@@ -1,0 +1,159 @@
+package redlock
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/hashicorp/go-multierror"
+
+	"github.com/dlockgo/dlock/lease"
+)
+
+// Kind is how one node answered a request.
+type Kind uint8
+
+const (
+	// KindOK: the node did what was asked (voted, committed, extended,
+	// released).
+	KindOK Kind = iota
+	// KindHeld: the lock is held there by another owner (for extend and
+	// release: this owner no longer holds it there).
+	KindHeld
+	// KindError: the node failed or refused (connection, script error,
+	// counter already higher in phase 2, the caller's context ended).
+	KindError
+	// KindTimeout: no answer within the node timeout; the request may
+	// still land later.
+	KindTimeout
+	// KindLostData: the node lost its data less than the maximum TTL ago,
+	// or voted before its counter for the key could be repaired; its vote
+	// does not count.
+	KindLostData
+	// KindNotAwaited: the outcome was decided before the node answered.
+	KindNotAwaited
+)
+
+func (k Kind) String() string {
+	switch k {
+	case KindOK:
+		return "ok"
+	case KindHeld:
+		return "held by other"
+	case KindError:
+		return "error"
+	case KindTimeout:
+		return "timeout"
+	case KindLostData:
+		return "lost data"
+	case KindNotAwaited:
+		return "not awaited"
+	default:
+		return fmt.Sprintf("Kind(%d)", uint8(k))
+	}
+}
+
+// NodeAnswer is one node's part in a quorum decision.
+type NodeAnswer struct {
+	Node string // the node's name (its address)
+	Kind Kind
+	Err  error // set for KindError, KindTimeout and KindLostData
+}
+
+// QuorumError reports a request that fewer than a majority of the nodes
+// granted, or that a majority granted too late (Reason is then
+// ErrNoValidity). errors.Is and errors.As see through it to each node's
+// error (context errors included) and to Reason. It matches lease.ErrTaken
+// when a majority of the nodes hold the lock for another owner, and
+// lease.ErrNotHeld when, on extend or release, so many nodes no longer held
+// the lease that a majority was out of reach.
+type QuorumError struct {
+	Op     string // "acquire", "commit", "extend" or "release"
+	Key    string
+	Got    int // nodes that granted the request
+	Needed int // the quorum
+	Nodes  []NodeAnswer
+	Reason error // why, beyond the nodes' answers; may be nil
+
+	nodeErrs *multierror.Error
+	taken    bool
+	notHeld  bool
+}
+
+func newQuorumError(op, key string, got, needed int, nodes []NodeAnswer, reason error) *QuorumError {
+	e := &QuorumError{Op: op, Key: key, Got: got, Needed: needed, Nodes: nodes, Reason: reason}
+	held := 0
+	for _, a := range nodes {
+		if a.Kind == KindHeld {
+			held++
+		}
+		if a.Err != nil {
+			e.nodeErrs = multierror.Append(e.nodeErrs, &nodeError{node: a.Node, err: a.Err})
+		}
+	}
+	switch op {
+	case "acquire":
+		e.taken = held >= needed
+	case "extend", "release":
+		e.notHeld = held > len(nodes)-needed
+	}
+	return e
+}
+
+// nodeError names the node an error came from.
+type nodeError struct {
+	node string
+	err  error
+}
+
+func (e *nodeError) Error() string { return e.node + ": " + e.err.Error() }
+func (e *nodeError) Unwrap() error { return e.err }
+
+func (e *QuorumError) Error() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "redlock: %s %q: %d of %d nodes agreed, %d needed", e.Op, e.Key, e.Got, len(e.Nodes), e.Needed)
+	if e.Reason != nil {
+		fmt.Fprintf(&b, " (%v)", e.Reason)
+	}
+	b.WriteString(": ")
+	for i, a := range e.Nodes {
+		if i > 0 {
+			b.WriteString("; ")
+		}
+		b.WriteString(a.Node)
+		b.WriteString(" ")
+		b.WriteString(a.Kind.String())
+		if a.Err != nil && a.Kind != KindLostData {
+			fmt.Fprintf(&b, " (%v)", a.Err)
+		}
+	}
+	return b.String()
+}
+
+// Unwrap returns each node's error and Reason.
+func (e *QuorumError) Unwrap() []error {
+	var errs []error
+	if e.nodeErrs != nil {
+		errs = append(errs, e.nodeErrs.WrappedErrors()...)
+	}
+	if e.Reason != nil {
+		errs = append(errs, e.Reason)
+	}
+	return errs
+}
+
+// Is reports whether target is lease.ErrTaken for an acquisition refused by
+// a majority of holders, or lease.ErrNotHeld for a lost lease.
+func (e *QuorumError) Is(target error) bool {
+	return (e.taken && target == lease.ErrTaken) || (e.notHeld && target == lease.ErrNotHeld)
+}
+
+// Failed returns the names of the nodes that did not grant the request.
+func (e *QuorumError) Failed() []string {
+	var out []string
+	for _, a := range e.Nodes {
+		if a.Kind != KindOK {
+			out = append(out, a.Node)
+		}
+	}
+	return out
+}

@@ -1,0 +1,156 @@
+package redlock
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"time"
+
+	"github.com/dlockgo/dlock/node"
+)
+
+// result is one node's answer to one fanned-out request.
+type result struct {
+	i       int
+	res     []node.Result
+	err     error
+	timeout bool
+}
+
+// round is one request sent to several nodes at once, one goroutine per
+// node. The caller reads answers until the outcome is decided and then
+// abandons the round: a goroutine whose node answers later hands its answer
+// to late instead, so a late "yes" can still be undone. Every goroutine
+// ends within the node timeout plus whatever late does, and is counted in
+// the Locker's WaitGroup, so Close waits for it.
+type round struct {
+	ch        chan result
+	mu        sync.Mutex
+	abandoned bool
+	late      func(result)
+}
+
+// fanout sends do to the nodes at idx, each bounded by timeout on a context
+// derived from ctx. The caller must hold an operation (begin).
+func (lk *Locker) fanout(ctx context.Context, idx []int, timeout time.Duration,
+	do func(ctx context.Context, i int) ([]node.Result, error), late func(result)) *round {
+	r := &round{ch: make(chan result, len(idx)), late: late}
+	lk.wg.Add(len(idx))
+	for _, i := range idx {
+		go func() {
+			defer lk.wg.Done()
+			nctx, cancel := context.WithTimeout(ctx, timeout)
+			res, err := do(nctx, i)
+			timedOut := err != nil && ctx.Err() == nil && errors.Is(nctx.Err(), context.DeadlineExceeded)
+			cancel()
+			a := result{i: i, res: res, err: err, timeout: timedOut}
+			r.mu.Lock()
+			if r.abandoned {
+				r.mu.Unlock()
+				if r.late != nil {
+					r.late(a)
+				}
+				return
+			}
+			r.ch <- a // buffered for every node: never blocks
+			r.mu.Unlock()
+		}()
+	}
+	return r
+}
+
+// next returns the next answer; the caller must not ask for more answers
+// than nodes it sent to.
+func (r *round) next() result { return <-r.ch }
+
+// abandon stops the caller's reading: answers already queued and answers
+// still to come go to late.
+func (r *round) abandon() {
+	r.mu.Lock()
+	r.abandoned = true
+	var queued []result
+	for {
+		select {
+		case a := <-r.ch:
+			queued = append(queued, a)
+			continue
+		default:
+		}
+		break
+	}
+	r.mu.Unlock()
+	if r.late != nil {
+		for _, a := range queued {
+			r.late(a)
+		}
+	}
+}
+
+// evalDo adapts one script call to fanout.
+func (lk *Locker) evalDo(s *node.Script, keys []string, args ...string) func(context.Context, int) ([]node.Result, error) {
+	return func(ctx context.Context, i int) ([]node.Result, error) {
+		reply, err := lk.nodes[i].Eval(ctx, s, keys, args...)
+		if err != nil {
+			return nil, err
+		}
+		return []node.Result{{Reply: reply}}, nil
+	}
+}
+
+// answerOf classifies a failed call.
+func answerOf(name string, a result) NodeAnswer {
+	if a.timeout {
+		return NodeAnswer{Node: name, Kind: KindTimeout, Err: a.err}
+	}
+	return NodeAnswer{Node: name, Kind: KindError, Err: a.err}
+}
+
+// cleanupTimeout bounds each node's part in a release: a few node timeouts,
+// since it runs on a context detached from the caller's.
+func (lk *Locker) cleanupTimeout() time.Duration {
+	return min(4*lk.cfg.nodeTimeout, 5*time.Second)
+}
+
+// releaseAll runs the release script on every node, detached from ctx's
+// cancellation and bounded by cleanupTimeout per node, and waits for every
+// answer. publish announces the release to waiters.
+func (lk *Locker) releaseAll(ctx context.Context, key, owner string, publish bool) (answers []NodeAnswer, released int) {
+	ch := ""
+	if publish {
+		ch = channelOf(key)
+	}
+	r := lk.fanout(context.WithoutCancel(ctx), lk.all(), lk.cleanupTimeout(),
+		lk.evalDo(releaseScript, releaseKeys(key), owner, ch), nil)
+	answers = make([]NodeAnswer, len(lk.nodes))
+	for range lk.nodes {
+		a := r.next()
+		name := lk.names[a.i]
+		switch {
+		case a.err != nil:
+			answers[a.i] = answerOf(name, a)
+		case a.res[0].Err != nil:
+			answers[a.i] = NodeAnswer{Node: name, Kind: KindError, Err: a.res[0].Err}
+		case a.res[0].Reply.Int(0) == 1:
+			answers[a.i] = NodeAnswer{Node: name, Kind: KindOK}
+			released++
+		default:
+			answers[a.i] = NodeAnswer{Node: name, Kind: KindHeld}
+		}
+	}
+	return answers, released
+}
+
+// releaseOne undoes a late grant on node i, on a context of its own.
+func (lk *Locker) releaseOne(i int, key, owner string) {
+	ctx, cancel := context.WithTimeout(context.Background(), lk.cleanupTimeout())
+	defer cancel()
+	_, _ = lk.nodes[i].Eval(ctx, releaseScript, releaseKeys(key), owner, "")
+}
+
+func (lk *Locker) all() []int {
+	idx := make([]int, len(lk.nodes))
+	for i := range idx {
+		idx[i] = i
+	}
+	return idx
+}

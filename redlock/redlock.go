@@ -1,0 +1,359 @@
+// Package redlock is the quorum strategy: the Redlock algorithm across N
+// independent Redis or Valkey masters (no replication between them), with a
+// fencing token ordered across the quorum and a guard against nodes that
+// lost their data.
+//
+// A lock is granted when a majority, N/2+1, of the nodes accepted it and the
+// time the acquisition took, plus a clock-drift margin, still leaves part of
+// the TTL: the lease's validity. It keeps working while a majority of the
+// nodes is reachable. An even N is wasteful: 4 nodes tolerate one failure,
+// as 3 do.
+//
+// # Keys
+//
+// For a lock on KEY, every key one script touches carries KEY as its hash
+// tag: the lock itself, dlock:{KEY}:lock (a string holding the owner's
+// random value, with a PX expiry), the fence counter dlock:{KEY}:fence and
+// the repair marker dlock:{KEY}:repaired, both kept forever. Releases are
+// published on the channel dlock:{KEY}:released. Each node also holds one
+// node-wide key, dlock:epoch, read in the same pipeline as every vote. Nodes
+// should be standalone servers (or one master each): a Redis Cluster client
+// cannot keep dlock:epoch and the vote on one connection.
+//
+// # Fencing token
+//
+// Unless WithoutTokens is given, an acquisition runs in two phases. Phase 1
+// sets the lock on every node and reads each node's fence counter. The token
+// is t = max(counters read)+1, floored at the median of the voters' server
+// clocks in microseconds. Phase 2 sets counter = t on the voters, only where
+// this owner still holds the lock and the counter is below t, and must
+// succeed on a majority. Any two successful acquisitions share a committing
+// node, where the later commit needed a strictly larger counter, so tokens
+// of one key are unique and follow the real-time order of acquisitions
+// without any clock assumption, as long as the nodes keep their counters.
+// The clock floor keeps tokens rising even when counters were lost, as long
+// as the servers' clocks do not step back. Tokens are compared as Lua
+// numbers on the servers: exact below 2^53, which microsecond clocks reach
+// in the year 2255.
+//
+// # Lost data
+//
+// A node restarted without persistence (or flushed) forgets the locks it
+// held and could grant one a second time. Each node carries an epoch,
+// dlock:epoch, stamped with its own clock when first found missing. A node
+// whose epoch is younger than the maximum TTL (WithMaxTTL) does not vote:
+// every acquisition that was in flight when it lost its data has ended by
+// then. This is Redlock's delayed restart, enforced by the client.
+//
+// Such a node also lost its fence counters. Repair is lazy and per key: the
+// phase 2 commit on a node also stores the node's epoch in
+// dlock:{KEY}:repaired. A voter whose marker differs from its epoch has not
+// been repaired for KEY since its last loss, and its vote counts only when
+// the attempt also read the counters of at least a majority of the OTHER
+// nodes (voters or not, as long as they are past their own sit-out). Every
+// earlier commit majority intersects those, so t exceeds every token issued
+// before, and committing t on the node repairs it. This is the repair step
+// of models/quorum_token_repair.pml, done per key at the first acquisition
+// that needs it; like the model, it assumes one node loses its counters at
+// a time (a commit majority never loses all of its counters for a key).
+//
+// A brand-new node is indistinguishable from one that lost its data: a fresh
+// deployment grants nothing during its first maximum TTL, and until a key
+// has been committed once on a node, acquiring that key needs answers from
+// a majority plus one nodes. Declare nodes that never lose acknowledged
+// writes (AOF with appendfsync always) with WithDurableNodes to skip both.
+package redlock
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"time"
+
+	"github.com/dlockgo/dlock/lease"
+	"github.com/dlockgo/dlock/node"
+)
+
+// Defaults of a Locker's options.
+const (
+	DefaultTTL         = 30 * time.Second
+	DefaultNodeTimeout = 50 * time.Millisecond
+)
+
+// ErrClosed is returned by a Locker's methods after Close.
+var ErrClosed = errors.New("redlock: locker closed")
+
+// ErrNoValidity is the reason of a *QuorumError when a majority granted the
+// lock but the acquisition took so long that no validity was left.
+var ErrNoValidity = errors.New("redlock: majority answered too late, no validity left")
+
+// errNotRepaired is a lost-data node's error when it voted but its counter
+// for the key could not be repaired in the attempt.
+var errNotRepaired = errors.New("redlock: fence counter not repaired since the node lost its data, and fewer than a majority of the other nodes answered")
+
+// errCounterAhead is a phase 2 refusal: the node's counter had already
+// reached the token, so another acquisition committed a token at least as
+// large in the meantime.
+var errCounterAhead = errors.New("redlock: fence counter moved ahead")
+
+// errLostData is a node's error while it sits out after losing its data.
+var errLostData = errors.New("redlock: node lost its data less than the maximum TTL ago")
+
+// Option configures a Locker.
+type Option func(*config)
+
+type config struct {
+	ttl         time.Duration
+	drift       float64
+	nodeTimeout time.Duration
+	retry       lease.Retry
+	noTokens    bool
+	guard       bool
+	maxTTL      time.Duration
+}
+
+// WithTTL sets the default TTL of a lease; lease.WithTTL overrides it per
+// acquisition. Default DefaultTTL.
+func WithTTL(ttl time.Duration) Option { return func(c *config) { c.ttl = ttl } }
+
+// WithDriftFactor sets the share of the TTL given up to clock drift, on top
+// of lease.DriftFloor. Default lease.DefaultDriftFactor.
+func WithDriftFactor(f float64) Option { return func(c *config) { c.drift = f } }
+
+// WithNodeTimeout bounds each call to one node. It must be small next to
+// the TTL (below half of it): a slow node is left behind, not waited for.
+// Default DefaultNodeTimeout.
+func WithNodeTimeout(d time.Duration) Option { return func(c *config) { c.nodeTimeout = d } }
+
+// WithRetry sets how Acquire paces its attempts by default; lease.WithRetry
+// overrides it per acquisition.
+func WithRetry(r lease.Retry) Option { return func(c *config) { c.retry = r } }
+
+// WithoutTokens makes acquisition the plain one-phase Redlock: faster, but
+// leases carry no fencing token (Token 0, Fenced false).
+func WithoutTokens() Option { return func(c *config) { c.noTokens = true } }
+
+// WithDurableNodes declares that no node ever loses an acknowledged write
+// (AOF with appendfsync always, and no flush): the lost-data guard is off,
+// so fresh nodes vote at once.
+func WithDurableNodes() Option { return func(c *config) { c.guard = false } }
+
+// WithoutLostDataGuard turns the lost-data guard off on nodes that are not
+// durable. A node restarted empty may then grant a lock that is still held,
+// and hand out a token that was already issued; it exists to show that.
+func WithoutLostDataGuard() Option { return func(c *config) { c.guard = false } }
+
+// WithMaxTTL sets how long a node that lost its data sits out. It must be at
+// least every TTL this Locker's leases use, including per-acquisition
+// lease.WithTTL and Extend: acquisitions and extensions with a longer TTL
+// are refused with an *lease.ArgError while the guard is on. Default: the
+// TTL of WithTTL.
+func WithMaxTTL(d time.Duration) Option { return func(c *config) { c.maxTTL = d } }
+
+// Locker grants leases on keys by majority of its nodes. Its methods are
+// safe for concurrent use.
+type Locker struct {
+	nodes []node.Node
+	names []string
+	cfg   config
+
+	mu     sync.Mutex
+	closed bool
+	wg     sync.WaitGroup // operations in progress and the goroutines they started
+}
+
+// New returns a Locker over nodes, which it uses but does not own: Close
+// leaves them open. Every node must be a distinct, independent server.
+// Bad arguments are reported as a *lease.ArgError.
+func New(nodes []node.Node, opts ...Option) (*Locker, error) {
+	cfg := config{
+		ttl:         DefaultTTL,
+		drift:       lease.DefaultDriftFactor,
+		nodeTimeout: DefaultNodeTimeout,
+		guard:       true,
+	}
+	for _, o := range opts {
+		if o != nil {
+			o(&cfg)
+		}
+	}
+	if len(nodes) == 0 {
+		return nil, &lease.ArgError{Arg: "nodes", Value: len(nodes), Rule: "must hold at least one node"}
+	}
+	names := make([]string, len(nodes))
+	for i, n := range nodes {
+		if n == nil {
+			return nil, &lease.ArgError{Arg: "nodes", Value: i, Rule: "must not hold a nil node (index given)"}
+		}
+		names[i] = n.String()
+	}
+	if err := lease.CheckDriftFactor(cfg.drift); err != nil {
+		return nil, err
+	}
+	if err := lease.CheckTTL(cfg.ttl, cfg.drift); err != nil {
+		return nil, err
+	}
+	if err := cfg.retry.Check(); err != nil {
+		return nil, err
+	}
+	if cfg.nodeTimeout <= 0 {
+		return nil, &lease.ArgError{Arg: "node timeout", Value: cfg.nodeTimeout, Rule: "must be > 0"}
+	}
+	if cfg.maxTTL == 0 {
+		cfg.maxTTL = cfg.ttl
+	}
+	if cfg.maxTTL < 0 {
+		return nil, &lease.ArgError{Arg: "max TTL", Value: cfg.maxTTL, Rule: "must be > 0"}
+	}
+	lk := &Locker{nodes: nodes, names: names, cfg: cfg}
+	if err := lk.checkTTL(cfg.ttl); err != nil {
+		return nil, err
+	}
+	return lk, nil
+}
+
+// Quorum returns the number of nodes that must agree: N/2+1.
+func (lk *Locker) Quorum() int { return len(lk.nodes)/2 + 1 }
+
+// checkTTL refuses a TTL the Locker cannot serve safely.
+func (lk *Locker) checkTTL(ttl time.Duration) error {
+	if err := lease.CheckTTL(ttl, lk.cfg.drift); err != nil {
+		return err
+	}
+	if lk.cfg.nodeTimeout >= ttl/2 {
+		return &lease.ArgError{Arg: "node timeout", Value: lk.cfg.nodeTimeout,
+			Rule: "must be below half the TTL (" + ttl.String() + ")"}
+	}
+	if lk.cfg.guard && ttl > lk.cfg.maxTTL {
+		return &lease.ArgError{Arg: "ttl", Value: ttl,
+			Rule: "must not exceed the max TTL (" + lk.cfg.maxTTL.String() + ") the lost-data guard waits out"}
+	}
+	return nil
+}
+
+// begin registers an operation, so Close waits for it and for the
+// goroutines it starts.
+func (lk *Locker) begin() error {
+	lk.mu.Lock()
+	defer lk.mu.Unlock()
+	if lk.closed {
+		return ErrClosed
+	}
+	lk.wg.Add(1)
+	return nil
+}
+
+// Close stops new operations and waits for those in progress, including
+// the cleanup of late answers. It neither closes the nodes nor releases
+// leases still held.
+func (lk *Locker) Close() error {
+	lk.mu.Lock()
+	lk.closed = true
+	lk.mu.Unlock()
+	lk.wg.Wait()
+	return nil
+}
+
+// TryAcquire makes exactly one attempt at the lock on key. It returns an
+// error matching lease.ErrTaken when a majority of the nodes hold the lock
+// for someone else, and a *QuorumError whenever the attempt failed, with
+// each node's answer.
+func (lk *Locker) TryAcquire(ctx context.Context, key string, opts ...lease.Option) (*lease.Lease, error) {
+	o, err := lk.options(key, opts)
+	if err != nil {
+		return nil, err
+	}
+	if err := lk.begin(); err != nil {
+		return nil, err
+	}
+	defer lk.wg.Done()
+	l, _, err := lk.attempt(ctx, key, o)
+	return l, err
+}
+
+// Acquire waits until the lock on key is granted or ctx ends. A failed
+// attempt, whatever the reason (taken, split vote, nodes down, too slow), is
+// retried after a jittered delay, cut short when a release is published on
+// any node. When ctx ends first, the error matches ctx.Err() and, when an
+// attempt failed for lack of a quorum, errors.As finds its *QuorumError.
+func (lk *Locker) Acquire(ctx context.Context, key string, opts ...lease.Option) (*lease.Lease, error) {
+	o, err := lk.options(key, opts)
+	if err != nil {
+		return nil, err
+	}
+	if err := lk.begin(); err != nil {
+		return nil, err
+	}
+	defer lk.wg.Done()
+
+	var (
+		w    *waker
+		last *QuorumError
+	)
+	wake := make(chan struct{}, 1)
+	defer func() {
+		if w != nil {
+			w.stop()
+		}
+	}()
+	l, err := lease.Wait(ctx, o.Retry, wake, func(ctx context.Context) (*lease.Lease, time.Duration, error) {
+		l, hint, err := lk.attempt(ctx, key, o)
+		var qe *QuorumError
+		if !errors.As(err, &qe) {
+			return l, hint, err
+		}
+		last = qe
+		if w == nil && ctx.Err() == nil {
+			w = lk.subscribe(ctx, key, wake)
+		}
+		if errors.Is(err, lease.ErrTaken) {
+			return nil, hint, err
+		}
+		return nil, hint, &retryError{qe}
+	})
+	if err != nil && last != nil && !errors.As(err, new(*QuorumError)) {
+		return nil, &waitError{err: err, last: last}
+	}
+	return l, err
+}
+
+// retryError makes lease.Wait retry an attempt that failed for lack of a
+// quorum without the lock being taken: Redlock retries every failure.
+type retryError struct{ *QuorumError }
+
+func (e *retryError) Is(target error) bool { return target == lease.ErrTaken }
+func (e *retryError) Unwrap() error        { return e.QuorumError }
+
+// waitError is Acquire's error when ctx ended: it reads as lease.Wait's
+// (which names the last attempt's failure) and also unwraps to that
+// attempt's *QuorumError.
+type waitError struct {
+	err  error
+	last *QuorumError
+}
+
+func (e *waitError) Error() string   { return e.err.Error() }
+func (e *waitError) Unwrap() []error { return []error{e.err, e.last} }
+
+func (lk *Locker) options(key string, opts []lease.Option) (lease.Options, error) {
+	if err := lease.CheckKey(key); err != nil {
+		return lease.Options{}, err
+	}
+	o := lease.Apply(lease.Options{TTL: lk.cfg.ttl, Retry: lk.cfg.retry}, opts...)
+	if err := lk.checkTTL(o.TTL); err != nil {
+		return lease.Options{}, err
+	}
+	if err := o.Retry.Check(); err != nil {
+		return lease.Options{}, err
+	}
+	return o, nil
+}
+
+func lockKey(key string) string       { return "dlock:{" + key + "}:lock" }
+func fenceKey(key string) string      { return "dlock:{" + key + "}:fence" }
+func markerKey(key string) string     { return "dlock:{" + key + "}:repaired" }
+func channelOf(key string) string     { return "dlock:{" + key + "}:released" }
+func keysOf(key string) []string      { return []string{lockKey(key), fenceKey(key), markerKey(key)} }
+func releaseKeys(key string) []string { return []string{lockKey(key)} }
+
+const epochKey = "dlock:epoch"
