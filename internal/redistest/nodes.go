@@ -1,0 +1,68 @@
+package redistest
+
+import (
+	"testing"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/valkey-io/valkey-go"
+
+	"github.com/dlockgo/dlock/node"
+)
+
+// Clients names the client libraries a Node can be built on, in the order
+// Nodes returns them.
+var Clients = []string{"go-redis", "valkey-go"}
+
+// NamedNode is a Node and the name of the client library behind it, for
+// t.Run.
+type NamedNode struct {
+	Name string
+	Node node.Node
+}
+
+// Nodes returns one Node per client library for addr, so a test can run
+// every case with each:
+//
+//	for _, c := range redistest.Nodes(t, srv.Addr()) {
+//		t.Run(c.Name, func(t *testing.T) { ... c.Node ... })
+//	}
+//
+// The Nodes and their clients are closed when the test ends.
+func Nodes(t testing.TB, addr string) []NamedNode {
+	t.Helper()
+	out := make([]NamedNode, len(Clients))
+	for i, name := range Clients {
+		out[i] = NamedNode{Name: name, Node: NodeFor(t, name, addr)}
+	}
+	return out
+}
+
+// NodeFor returns a Node for addr on the client library named client
+// ("go-redis" or "valkey-go"), closed with its client when the test ends.
+func NodeFor(t testing.TB, client, addr string) node.Node {
+	t.Helper()
+	switch client {
+	case "go-redis":
+		c := redis.NewClient(&redis.Options{Addr: addr, DisableIdentity: true})
+		n := node.FromGoRedis(c)
+		t.Cleanup(func() {
+			_ = n.Close()
+			_ = c.Close()
+		})
+		return n
+	case "valkey-go":
+		c, err := valkey.NewClient(valkey.ClientOption{InitAddress: []string{addr}, DisableCache: true})
+		if err != nil {
+			t.Fatalf("redistest: valkey-go client for %s: %v", addr, err)
+		}
+		n := node.FromValkey(c)
+		t.Cleanup(func() {
+			_ = n.Close()
+			c.Close()
+		})
+		return n
+	default:
+		t.Fatalf("redistest: unknown client %q (want one of %v)", client, Clients)
+		return nil
+	}
+}

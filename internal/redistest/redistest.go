@@ -1,0 +1,401 @@
+// Package redistest starts real redis-server processes for tests: one per
+// call, on a free loopback port, in its own temporary directory, stopped by
+// pid when the test ends (passed or failed).
+//
+// Servers run without persistence (--save ” --appendonly no) unless
+// WithAOF asks for it, so a Kill followed by Restart loses every key: the
+// data-loss case the lock strategies must survive.
+package redistest
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// startTimeout bounds how long a start (or restart) waits for PING to answer.
+const startTimeout = 5 * time.Second
+
+// Option changes how a Server is started.
+type Option func(*config)
+
+type config struct {
+	aof     bool
+	args    []string
+	env     []string
+	replica *Server
+}
+
+// WithAOF turns persistence on: appendonly yes with appendfsync always, in
+// the Server's directory, so Restart after Kill reloads every acknowledged
+// write.
+func WithAOF() Option { return func(c *config) { c.aof = true } }
+
+// WithArgs appends args to the redis-server command line; later flags win
+// over the defaults.
+func WithArgs(args ...string) Option {
+	return func(c *config) { c.args = append(c.args, args...) }
+}
+
+// WithEnv adds KEY=value entries to the redis-server environment (on top of
+// the test's own), for instance an LD_PRELOAD.
+func WithEnv(env ...string) Option {
+	return func(c *config) { c.env = append(c.env, env...) }
+}
+
+// WithReplicaOf starts the Server as a replica of master. Use WaitSynced to
+// wait for the first sync.
+func WithReplicaOf(master *Server) Option { return func(c *config) { c.replica = master } }
+
+// Server is one redis-server process owned by a test. Its methods fail the
+// test (t.Fatal) on errors the test cannot sensibly handle, and must then be
+// called from the test's goroutine; Do and WaitSynced return errors instead.
+type Server struct {
+	t    testing.TB
+	cfg  config
+	dir  string
+	port int
+
+	mu      sync.Mutex
+	cmd     *exec.Cmd
+	exited  chan struct{}
+	client  *redis.Client
+	stopped bool
+}
+
+// Start starts one redis-server and returns once it answers PING. The
+// process is killed when the test and its subtests end.
+func Start(t testing.TB, opts ...Option) *Server {
+	t.Helper()
+	if _, err := exec.LookPath("redis-server"); err != nil {
+		t.Skip("redistest: redis-server not installed")
+	}
+	s := &Server{t: t, dir: t.TempDir()}
+	for _, o := range opts {
+		o(&s.cfg)
+	}
+	t.Cleanup(s.cleanup)
+	var err error
+	for range 5 {
+		s.port, err = freePort()
+		if err != nil {
+			t.Fatalf("redistest: free port: %v", err)
+		}
+		err = s.start()
+		if err == nil {
+			return s
+		}
+		if !errors.Is(err, errBind) {
+			break
+		}
+	}
+	t.Fatalf("redistest: start redis-server: %v", err)
+	return nil
+}
+
+// StartN starts n servers with the same options.
+func StartN(t testing.TB, n int, opts ...Option) []*Server {
+	t.Helper()
+	ss := make([]*Server, n)
+	for i := range ss {
+		ss[i] = Start(t, opts...)
+	}
+	return ss
+}
+
+// Addr returns host:port, always on 127.0.0.1.
+func (s *Server) Addr() string { return net.JoinHostPort("127.0.0.1", strconv.Itoa(s.port)) }
+
+// Port returns the TCP port the server listens on; it stays the same across
+// Restart.
+func (s *Server) Port() int { return s.port }
+
+// Dir returns the server's working directory (log, AOF).
+func (s *Server) Dir() string { return s.dir }
+
+// Pid returns the process id of the running process, or 0 after Kill.
+func (s *Server) Pid() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cmd == nil {
+		return 0
+	}
+	return s.cmd.Process.Pid
+}
+
+// Kill sends SIGKILL and waits until the process is gone. Killing a server
+// that is not running does nothing.
+func (s *Server) Kill() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.killLocked()
+}
+
+// Pause stops the process with SIGSTOP: connections stay open, commands hang.
+func (s *Server) Pause() { s.signal(syscall.SIGSTOP) }
+
+// Resume continues a paused process with SIGCONT.
+func (s *Server) Resume() { s.signal(syscall.SIGCONT) }
+
+// Restart starts the server again on the same port, with the same options
+// and directory, killing it first if it still runs. With WithAOF it reloads
+// its data; without, it comes back empty.
+func (s *Server) Restart() {
+	s.t.Helper()
+	s.Kill()
+	deadline := time.Now().Add(startTimeout)
+	for {
+		err := s.start()
+		if err == nil {
+			return
+		}
+		if !errors.Is(err, errBind) || time.Now().After(deadline) {
+			s.t.Fatalf("redistest: restart on port %d: %v", s.port, err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// Do runs one command on a client owned by the Server and returns its reply
+// as text: strings as they are, integers in decimal, nil as "" with
+// redis.Nil, arrays as their elements joined by newlines. It is meant for
+// test setup and inspection, and gives up after 5 s.
+func (s *Server) Do(args ...string) (string, error) {
+	s.mu.Lock()
+	if s.client == nil {
+		s.client = redis.NewClient(&redis.Options{
+			Addr:            s.Addr(),
+			Protocol:        2,
+			DisableIdentity: true,
+		})
+	}
+	c := s.client
+	s.mu.Unlock()
+	ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
+	defer cancel()
+	a := make([]any, len(args))
+	for i, v := range args {
+		a[i] = v
+	}
+	v, err := c.Do(ctx, a...).Result()
+	if err != nil {
+		return "", err
+	}
+	return text(v), nil
+}
+
+func text(v any) string {
+	switch v := v.(type) {
+	case string:
+		return v
+	case int64:
+		return strconv.FormatInt(v, 10)
+	case nil:
+		return ""
+	case []any:
+		parts := make([]string, len(v))
+		for i, e := range v {
+			parts[i] = text(e)
+		}
+		return strings.Join(parts, "\n")
+	default:
+		return fmt.Sprint(v)
+	}
+}
+
+// Info returns one field of INFO (for instance "master_link_status"), or ""
+// when the field is absent.
+func (s *Server) Info(field string) (string, error) {
+	out, err := s.Do("INFO")
+	if err != nil {
+		return "", err
+	}
+	for line := range strings.SplitSeq(out, "\n") {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), field+":"); ok {
+			return v, nil
+		}
+	}
+	return "", nil
+}
+
+// WaitSynced waits until this replica reports master_link_status:up, or ctx
+// ends.
+func (s *Server) WaitSynced(ctx context.Context) error {
+	for {
+		st, err := s.Info("master_link_status")
+		if err == nil && st == "up" {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("redistest: replica %s not synced (status %q, last error %v): %w", s.Addr(), st, err, ctx.Err())
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
+var errBind = errors.New("address in use")
+
+func (s *Server) args() []string {
+	a := []string{
+		"--port", strconv.Itoa(s.port),
+		"--bind", "127.0.0.1",
+		"--protected-mode", "no",
+		"--daemonize", "no",
+		"--dir", s.dir,
+		"--logfile", filepath.Join(s.dir, "redis.log"),
+		"--repl-diskless-sync-delay", "0",
+		"--save", "",
+	}
+	if s.cfg.aof {
+		a = append(a, "--appendonly", "yes", "--appendfsync", "always")
+	} else {
+		a = append(a, "--appendonly", "no")
+	}
+	if m := s.cfg.replica; m != nil {
+		a = append(a, "--replicaof", "127.0.0.1", strconv.Itoa(m.port))
+	}
+	return append(a, s.cfg.args...)
+}
+
+func (s *Server) start() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.stopped {
+		return errors.New("redistest: server already cleaned up")
+	}
+	logPath := filepath.Join(s.dir, "redis.log")
+	logStart := fileSize(logPath)
+	cmd := exec.Command("redis-server", s.args()...)
+	cmd.Dir = s.dir
+	cmd.Env = append(os.Environ(), s.cfg.env...)
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	exited := make(chan struct{})
+	go func() {
+		_ = cmd.Wait()
+		close(exited)
+	}()
+	s.cmd, s.exited = cmd, exited
+
+	deadline := time.Now().Add(startTimeout)
+	for {
+		if ping(s.Addr()) == nil {
+			return nil
+		}
+		select {
+		case <-exited:
+			s.cmd = nil
+			log := tail(logPath, logStart)
+			if strings.Contains(log, "Address already in use") {
+				return fmt.Errorf("%w: %s", errBind, log)
+			}
+			return fmt.Errorf("redis-server exited: %s", log)
+		case <-time.After(10 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			s.killLocked()
+			return fmt.Errorf("no PONG within %v: %s", startTimeout, tail(logPath, logStart))
+		}
+	}
+}
+
+func (s *Server) killLocked() {
+	if s.cmd == nil {
+		return
+	}
+	_ = s.cmd.Process.Signal(syscall.SIGKILL)
+	<-s.exited
+	s.cmd = nil
+}
+
+func (s *Server) signal(sig syscall.Signal) {
+	s.t.Helper()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cmd == nil {
+		s.t.Fatalf("redistest: %v to %s: not running", sig, s.Addr())
+	}
+	if err := s.cmd.Process.Signal(sig); err != nil {
+		s.t.Fatalf("redistest: %v to %s: %v", sig, s.Addr(), err)
+	}
+}
+
+func (s *Server) cleanup() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.stopped = true
+	s.killLocked()
+	if s.client != nil {
+		_ = s.client.Close()
+		s.client = nil
+	}
+}
+
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+// ping succeeds only on +PONG, so a server still loading its AOF (-LOADING)
+// is not ready yet.
+func ping(addr string) error {
+	c, err := net.DialTimeout("tcp", addr, 200*time.Millisecond)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(500 * time.Millisecond))
+	if _, err := c.Write([]byte("PING\r\n")); err != nil {
+		return err
+	}
+	line, err := bufio.NewReader(c).ReadString('\n')
+	if err != nil {
+		return err
+	}
+	if strings.TrimSpace(line) != "+PONG" {
+		return errors.New(strings.TrimSpace(line))
+	}
+	return nil
+}
+
+func fileSize(path string) int64 {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return 0
+	}
+	return fi.Size()
+}
+
+func tail(path string, from int64) string {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return err.Error()
+	}
+	if from > int64(len(b)) {
+		from = 0
+	}
+	b = b[from:]
+	if len(b) > 2000 {
+		b = b[len(b)-2000:]
+	}
+	return strings.TrimSpace(string(b))
+}

@@ -1,0 +1,146 @@
+package redistest_test
+
+import (
+	"context"
+	"errors"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"go.uber.org/goleak"
+
+	"github.com/dlockgo/dlock/internal/redistest"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+func TestStartDo(t *testing.T) {
+	s := redistest.Start(t)
+	if s.Port() == 0 || s.Pid() == 0 {
+		t.Fatalf("port %d pid %d; want both set", s.Port(), s.Pid())
+	}
+	if got, err := s.Do("SET", "k", "v"); err != nil || got != "OK" {
+		t.Fatalf("SET = %q, %v; want OK", got, err)
+	}
+	if got, err := s.Do("GET", "k"); err != nil || got != "v" {
+		t.Fatalf("GET = %q, %v; want v", got, err)
+	}
+	if got, _ := s.Do("CONFIG", "GET", "appendonly"); got != "appendonly\nno" {
+		t.Fatalf("appendonly = %q; want no", got)
+	}
+	if got, _ := s.Do("CONFIG", "GET", "save"); got != "save\n" {
+		t.Fatalf("save = %q; want empty", got)
+	}
+}
+
+func TestStartN(t *testing.T) {
+	ss := redistest.StartN(t, 3)
+	seen := map[string]bool{}
+	for _, s := range ss {
+		if seen[s.Addr()] {
+			t.Fatalf("address %s used twice", s.Addr())
+		}
+		seen[s.Addr()] = true
+		if _, err := s.Do("PING"); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func TestKillRestartWithoutAOFLosesData(t *testing.T) {
+	s := redistest.Start(t)
+	mustDo(t, s, "SET", "k", "v")
+	port := s.Port()
+	s.Kill()
+	if s.Pid() != 0 {
+		t.Fatalf("pid after Kill = %d; want 0", s.Pid())
+	}
+	s.Restart()
+	if s.Port() != port {
+		t.Fatalf("port after Restart = %d; want %d", s.Port(), port)
+	}
+	if _, err := s.Do("GET", "k"); !isNil(err) {
+		t.Fatalf("GET after restart: err = %v; want nil reply", err)
+	}
+}
+
+func TestKillRestartWithAOFKeepsData(t *testing.T) {
+	s := redistest.Start(t, redistest.WithAOF())
+	mustDo(t, s, "SET", "k", "v")
+	s.Kill()
+	s.Restart()
+	if got, err := s.Do("GET", "k"); err != nil || got != "v" {
+		t.Fatalf("GET after restart = %q, %v; want v", got, err)
+	}
+}
+
+func TestPauseResume(t *testing.T) {
+	s := redistest.Start(t)
+	mustDo(t, s, "PING")
+	s.Pause()
+	done := make(chan error, 1)
+	go func() {
+		_, err := s.Do("PING")
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		t.Fatalf("PING answered while paused (err %v)", err)
+	case <-time.After(200 * time.Millisecond):
+	}
+	s.Resume()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("PING after resume: %v", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("PING not answered after resume")
+	}
+}
+
+func TestReplica(t *testing.T) {
+	m := redistest.Start(t)
+	r := redistest.Start(t, redistest.WithReplicaOf(m))
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := r.WaitSynced(ctx); err != nil {
+		t.Fatal(err)
+	}
+	mustDo(t, m, "SET", "k", "v")
+	if got := mustDo(t, m, "WAIT", "1", "1000"); got != "1" {
+		t.Fatalf("WAIT = %s; want 1", got)
+	}
+	if got := mustDo(t, r, "GET", "k"); got != "v" {
+		t.Fatalf("replica GET = %q; want v", got)
+	}
+}
+
+func TestArgsAndEnv(t *testing.T) {
+	s := redistest.Start(t, redistest.WithArgs("--maxmemory", "12345678"), redistest.WithEnv("DLOCK_TEST=1"))
+	if got := mustDo(t, s, "CONFIG", "GET", "maxmemory"); got != "maxmemory\n12345678" {
+		t.Fatalf("maxmemory = %q", got)
+	}
+}
+
+func TestCleanupKills(t *testing.T) {
+	var pid int
+	t.Run("inner", func(t *testing.T) {
+		pid = redistest.Start(t).Pid()
+	})
+	if err := syscall.Kill(pid, 0); !errors.Is(err, syscall.ESRCH) {
+		t.Fatalf("process %d after cleanup: %v; want ESRCH", pid, err)
+	}
+}
+
+func mustDo(t *testing.T, s *redistest.Server, args ...string) string {
+	t.Helper()
+	got, err := s.Do(args...)
+	if err != nil {
+		t.Fatalf("%v: %v", args, err)
+	}
+	return got
+}
+
+func isNil(err error) bool { return errors.Is(err, redis.Nil) }

@@ -1,0 +1,321 @@
+package node
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// FromGoRedis returns a Node that runs its commands through c.
+//
+// Pipeline keeps its calls on one connection for a *redis.Client (standalone
+// or failover); with a WAIT it holds one connection (Client.Conn) for the
+// whole exchange, including a resend after NOSCRIPT. A *redis.ClusterClient
+// splits a pipeline by slot: calls whose keys share a hash tag still travel
+// together, but a WAIT cannot be tied to their connection there.
+//
+// Subscribe uses one go-redis PubSub connection per Node, which reconnects
+// and resubscribes by itself; messages published while it is down are lost.
+func FromGoRedis(c redis.UniversalClient) Node {
+	return &goRedis{c: c, hub: newHub()}
+}
+
+type goRedis struct {
+	c   redis.UniversalClient
+	hub *hub
+
+	// ps and done are set by the first Subscribe, under hub.sem.
+	mu       sync.Mutex
+	ps       *redis.PubSub
+	done     chan struct{}
+	confirms chan string
+}
+
+func (n *goRedis) String() string {
+	switch c := n.c.(type) {
+	case *redis.Client:
+		return c.Options().Addr
+	case *redis.ClusterClient:
+		return strings.Join(c.Options().Addrs, ",")
+	case *redis.Ring:
+		addrs := make([]string, 0, len(c.Options().Addrs))
+		for _, a := range c.Options().Addrs {
+			addrs = append(addrs, a)
+		}
+		slices.Sort(addrs)
+		return strings.Join(addrs, ",")
+	default:
+		return "go-redis"
+	}
+}
+
+func (n *goRedis) Eval(ctx context.Context, s *Script, keys []string, args ...string) (Reply, error) {
+	argv := anys(args)
+	v, err := n.c.EvalSha(ctx, s.SHA(), keys, argv...).Result()
+	if isNoScript(err) {
+		v, err = n.c.Eval(ctx, s.Source(), keys, argv...).Result()
+	}
+	if errors.Is(err, redis.Nil) {
+		return Reply{}, nil
+	}
+	if err != nil {
+		return nil, goRedisErr(ctx, err)
+	}
+	return goRedisReply(v)
+}
+
+func (n *goRedis) Pipeline(ctx context.Context, calls []Call, wait Wait) ([]Result, int, error) {
+	if wait.Replicas > 0 {
+		if c, ok := n.c.(*redis.Client); ok {
+			conn := c.Conn()
+			defer conn.Close()
+			return goRedisPipeline(ctx, conn, calls, wait)
+		}
+	}
+	return goRedisPipeline(ctx, n.c, calls, wait)
+}
+
+type pipeliner interface{ Pipeline() redis.Pipeliner }
+
+func goRedisPipeline(ctx context.Context, src pipeliner, calls []Call, wait Wait) ([]Result, int, error) {
+	results := make([]Result, len(calls))
+	cmds := make([]*redis.Cmd, len(calls))
+	p := src.Pipeline()
+	for i, c := range calls {
+		cmds[i] = p.EvalSha(ctx, c.Script.SHA(), c.Keys, anys(c.Args)...)
+	}
+	var waitCmd *redis.Cmd
+	if wait.Replicas > 0 {
+		waitCmd = waitOn(ctx, p, wait)
+	}
+	_, _ = p.Exec(ctx)
+
+	var resend []int
+	for i, cmd := range cmds {
+		v, err := cmd.Result()
+		switch {
+		case isNoScript(err):
+			resend = append(resend, i)
+		case err != nil && !isReplyErr(err):
+			return nil, 0, goRedisErr(ctx, err)
+		default:
+			results[i] = goRedisResult(ctx, v, err)
+		}
+	}
+	if len(resend) > 0 {
+		// The NOSCRIPT calls did not run, so sending them again by EVAL
+		// runs each exactly once; the WAIT goes again after them, since it
+		// must count their writes too.
+		p = src.Pipeline()
+		cmds = cmds[:0]
+		for _, i := range resend {
+			c := calls[i]
+			cmds = append(cmds, p.Eval(ctx, c.Script.Source(), c.Keys, anys(c.Args)...))
+		}
+		if wait.Replicas > 0 {
+			waitCmd = waitOn(ctx, p, wait)
+		}
+		_, _ = p.Exec(ctx)
+		for j, cmd := range cmds {
+			v, err := cmd.Result()
+			if err != nil && !isReplyErr(err) {
+				return nil, 0, goRedisErr(ctx, err)
+			}
+			results[resend[j]] = goRedisResult(ctx, v, err)
+		}
+	}
+	if waitCmd == nil {
+		return results, 0, nil
+	}
+	acked, err := waitCmd.Int64()
+	if err != nil {
+		return nil, 0, fmt.Errorf("node: WAIT: %w", goRedisErr(ctx, err))
+	}
+	return results, int(acked), nil
+}
+
+// waitOn queues WAIT on p. Its reply is read within the client's
+// ReadTimeout, so wait.Timeout must stay below it.
+func waitOn(ctx context.Context, p redis.Pipeliner, wait Wait) *redis.Cmd {
+	return p.Do(ctx, "wait", wait.Replicas, wait.Timeout.Milliseconds())
+}
+
+func goRedisResult(ctx context.Context, v any, err error) Result {
+	if errors.Is(err, redis.Nil) {
+		return Result{Reply: Reply{}}
+	}
+	if err != nil {
+		return Result{Err: goRedisErr(ctx, err)}
+	}
+	r, err := goRedisReply(v)
+	return Result{Reply: r, Err: err}
+}
+
+// Subscribe creates the Node's PubSub on first use and starts the goroutine
+// that reads it; SUBSCRIBE is confirmed by that goroutine, which sees the
+// server's replies in the order they were sent.
+func (n *goRedis) Subscribe(ctx context.Context, channel string) (<-chan struct{}, func(), error) {
+	return n.hub.subscribe(ctx, channel, n.subscribe, n.unsubscribe)
+}
+
+func (n *goRedis) subscribe(ctx context.Context, channel string) error {
+	n.mu.Lock()
+	if n.done == nil {
+		n.ps = n.c.Subscribe(context.Background())
+		n.done = make(chan struct{})
+		n.confirms = make(chan string, 1)
+		go n.receive(n.ps, n.done, n.confirms)
+	}
+	ps, confirms := n.ps, n.confirms
+	n.mu.Unlock()
+	if err := ps.Subscribe(ctx, channel); err != nil {
+		return err
+	}
+	for {
+		select {
+		case ch, ok := <-confirms:
+			if !ok {
+				return ErrClosed
+			}
+			if ch == channel {
+				return nil
+			}
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+func (n *goRedis) unsubscribe(ctx context.Context, channel string) error {
+	n.mu.Lock()
+	ps := n.ps
+	n.mu.Unlock()
+	if ps == nil {
+		return nil
+	}
+	return ps.Unsubscribe(ctx, channel)
+}
+
+// receive is the Node's one subscription goroutine; it ends when Close
+// closes ps.
+func (n *goRedis) receive(ps *redis.PubSub, done chan struct{}, confirms chan<- string) {
+	defer close(done)
+	defer close(confirms)
+	for {
+		msg, err := ps.Receive(context.Background())
+		if err != nil {
+			if n.hub.isClosed() {
+				return
+			}
+			// The next Receive reconnects and resubscribes; the pause keeps
+			// a server that is down from turning this into a busy loop.
+			time.Sleep(50 * time.Millisecond)
+			continue
+		}
+		switch m := msg.(type) {
+		case *redis.Message:
+			n.hub.notify(m.Channel)
+		case *redis.Subscription:
+			if m.Kind == "subscribe" {
+				// Only the Subscribe holding hub.sem waits here; a
+				// confirmation from a resubscribe nobody waits for is
+				// dropped rather than blocking the reader.
+				select {
+				case confirms <- m.Channel:
+				default:
+				}
+			}
+		}
+	}
+}
+
+func (n *goRedis) Close() error {
+	if !n.hub.close() {
+		return nil
+	}
+	n.mu.Lock()
+	ps, done := n.ps, n.done
+	n.mu.Unlock()
+	if ps == nil {
+		return nil
+	}
+	err := ps.Close()
+	<-done
+	return err
+}
+
+func anys(args []string) []any {
+	if len(args) == 0 {
+		return nil
+	}
+	out := make([]any, len(args))
+	for i, a := range args {
+		out[i] = a
+	}
+	return out
+}
+
+func isNoScript(err error) bool {
+	return err != nil && redis.HasErrorPrefix(err, "NOSCRIPT")
+}
+
+func isReplyErr(err error) bool {
+	var re redis.Error
+	return errors.Is(err, redis.Nil) || errors.As(err, &re)
+}
+
+func goRedisErr(ctx context.Context, err error) error {
+	var re redis.Error
+	if errors.As(err, &re) && !errors.Is(err, redis.Nil) {
+		return &ReplyError{Msg: re.Error()}
+	}
+	return ctxErr(ctx, err)
+}
+
+func goRedisReply(v any) (Reply, error) {
+	switch v := v.(type) {
+	case []any:
+		r := make(Reply, len(v))
+		for i, e := range v {
+			val, err := goRedisValue(e)
+			if err != nil {
+				return nil, err
+			}
+			r[i] = val
+		}
+		return r, nil
+	default:
+		val, err := goRedisValue(v)
+		if err != nil {
+			return nil, err
+		}
+		return Reply{val}, nil
+	}
+}
+
+func goRedisValue(v any) (Value, error) {
+	switch v := v.(type) {
+	case nil:
+		return Value{}, nil
+	case int64:
+		return Value{Kind: Int, Int: v}, nil
+	case string:
+		return Value{Kind: Str, Str: v}, nil
+	case bool:
+		if v {
+			return Value{Kind: Int, Int: 1}, nil
+		}
+		return Value{Kind: Int}, nil
+	case float64:
+		return Value{Kind: Str, Str: strconv.FormatFloat(v, 'g', -1, 64)}, nil
+	default:
+		return Value{}, fmt.Errorf("node: unexpected reply element of type %T", v)
+	}
+}

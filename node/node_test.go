@@ -1,0 +1,389 @@
+package node_test
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/valkey-io/valkey-go"
+	"go.uber.org/goleak"
+
+	"github.com/dlockgo/dlock/internal/redistest"
+	"github.com/dlockgo/dlock/node"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+var (
+	incr    = node.NewScript(`return redis.call('INCR', KEYS[1])`)
+	incrBy  = node.NewScript(`return redis.call('INCRBY', KEYS[1], ARGV[1])`)
+	refuse  = node.NewScript(`return redis.error_reply('DLSTALE held by ' .. ARGV[1])`)
+	stamped = node.NewScript(`redis.call('SET', KEYS[1], ARGV[1]); return ARGV[1]`)
+)
+
+func TestEvalReplies(t *testing.T) {
+	srv := redistest.Start(t)
+	tests := []struct {
+		name string
+		src  string
+		want node.Reply
+	}{
+		{"int", `return 42`, node.Reply{{Kind: node.Int, Int: 42}}},
+		{"bulk", `return 'hi'`, node.Reply{{Kind: node.Str, Str: "hi"}}},
+		{"status", `return redis.status_reply('OK')`, node.Reply{{Kind: node.Str, Str: "OK"}}},
+		{"nil", `return nil`, node.Reply{}},
+		{"array", `return {7, 'x', false, -1}`, node.Reply{
+			{Kind: node.Int, Int: 7}, {Kind: node.Str, Str: "x"}, {Kind: node.Nil}, {Kind: node.Int, Int: -1},
+		}},
+		{"empty array", `return {}`, node.Reply{}},
+	}
+	for _, c := range redistest.Nodes(t, srv.Addr()) {
+		t.Run(c.Name, func(t *testing.T) {
+			for _, tt := range tests {
+				got, err := c.Node.Eval(t.Context(), node.NewScript(tt.src), nil)
+				if err != nil {
+					t.Fatalf("%s: err = %v", tt.name, err)
+				}
+				if len(got) != len(tt.want) {
+					t.Fatalf("%s: got %v; want %v", tt.name, got, tt.want)
+				}
+				for i := range got {
+					if got[i] != tt.want[i] {
+						t.Fatalf("%s: got %v; want %v", tt.name, got, tt.want)
+					}
+				}
+			}
+		})
+	}
+}
+
+func TestEvalKeysArgsAndError(t *testing.T) {
+	srv := redistest.Start(t)
+	for _, c := range redistest.Nodes(t, srv.Addr()) {
+		t.Run(c.Name, func(t *testing.T) {
+			key := "{k}" + c.Name
+			got, err := c.Node.Eval(t.Context(), incrBy, []string{key}, "5")
+			if err != nil || got.Int(0) != 5 {
+				t.Fatalf("INCRBY = %v, %v; want 5", got, err)
+			}
+			_, err = c.Node.Eval(t.Context(), refuse, nil, "someone")
+			var re *node.ReplyError
+			if !errors.As(err, &re) {
+				t.Fatalf("err = %v (%T); want *node.ReplyError", err, err)
+			}
+			if re.Msg != "DLSTALE held by someone" {
+				t.Fatalf("Msg = %q; want %q", re.Msg, "DLSTALE held by someone")
+			}
+		})
+	}
+}
+
+func TestEvalNoScriptFallback(t *testing.T) {
+	srv := redistest.Start(t)
+	for _, c := range redistest.Nodes(t, srv.Addr()) {
+		t.Run(c.Name, func(t *testing.T) {
+			key := "{n}" + c.Name
+			for want := int64(1); want <= 3; want++ {
+				mustDo(t, srv, "SCRIPT", "FLUSH")
+				got, err := c.Node.Eval(t.Context(), incr, []string{key})
+				if err != nil || got.Int(0) != want {
+					t.Fatalf("after flush: %v, %v; want %d", got, err, want)
+				}
+			}
+			if got := mustDo(t, srv, "SCRIPT", "EXISTS", incr.SHA()); got != "1" {
+				t.Fatalf("SCRIPT EXISTS after EVAL fallback = %s; want 1", got)
+			}
+		})
+	}
+}
+
+func TestEvalContext(t *testing.T) {
+	srv := redistest.Start(t)
+	for _, c := range redistest.Nodes(t, srv.Addr()) {
+		t.Run(c.Name, func(t *testing.T) {
+			ctx, cancel := context.WithCancel(t.Context())
+			cancel()
+			if _, err := c.Node.Eval(ctx, incr, []string{"{c}"}); !errors.Is(err, context.Canceled) {
+				t.Fatalf("cancelled: err = %v; want context.Canceled", err)
+			}
+			if _, err := c.Node.Eval(t.Context(), incr, []string{"{c}"}); err != nil {
+				t.Fatal(err)
+			}
+			srv.Pause()
+			defer srv.Resume()
+			ctx, cancel = context.WithTimeout(t.Context(), 100*time.Millisecond)
+			defer cancel()
+			if _, err := c.Node.Eval(ctx, incr, []string{"{c}"}); !errors.Is(err, context.DeadlineExceeded) {
+				t.Fatalf("paused server: err = %v; want context.DeadlineExceeded", err)
+			}
+			ctx, cancel = context.WithTimeout(t.Context(), 100*time.Millisecond)
+			defer cancel()
+			_, _, err := c.Node.Pipeline(ctx, []node.Call{{Script: incr, Keys: []string{"{c}"}}}, node.Wait{})
+			if !errors.Is(err, context.DeadlineExceeded) {
+				t.Fatalf("paused server, pipeline: err = %v; want context.DeadlineExceeded", err)
+			}
+		})
+	}
+}
+
+func TestPipeline(t *testing.T) {
+	srv := redistest.Start(t)
+	for _, c := range redistest.Nodes(t, srv.Addr()) {
+		t.Run(c.Name, func(t *testing.T) {
+			key := "{p}" + c.Name
+			calls := []node.Call{
+				{Script: incrBy, Keys: []string{key}, Args: []string{"2"}},
+				{Script: refuse, Args: []string{"x"}},
+				{Script: incr, Keys: []string{key}},
+			}
+			res, acked, err := c.Node.Pipeline(t.Context(), calls, node.Wait{})
+			if err != nil || acked != 0 {
+				t.Fatalf("Pipeline: acked %d, err %v; want 0, nil", acked, err)
+			}
+			if len(res) != 3 {
+				t.Fatalf("%d results; want 3", len(res))
+			}
+			if res[0].Err != nil || res[0].Reply.Int(0) != 2 {
+				t.Fatalf("call 0 = %v; want 2", res[0])
+			}
+			var re *node.ReplyError
+			if !errors.As(res[1].Err, &re) || re.Msg != "DLSTALE held by x" {
+				t.Fatalf("call 1 err = %v; want ReplyError DLSTALE held by x", res[1].Err)
+			}
+			if res[2].Err != nil || res[2].Reply.Int(0) != 3 {
+				t.Fatalf("call 2 = %v; want 3", res[2])
+			}
+		})
+	}
+}
+
+// TestPipelineNoScriptRunsEachCallOnce checks that the resend after NOSCRIPT
+// does not repeat calls whose script was cached.
+func TestPipelineNoScriptRunsEachCallOnce(t *testing.T) {
+	srv := redistest.Start(t)
+	for _, c := range redistest.Nodes(t, srv.Addr()) {
+		t.Run(c.Name, func(t *testing.T) {
+			a, b := "{q}a"+c.Name, "{q}b"+c.Name
+			mustDo(t, srv, "SCRIPT", "FLUSH")
+			mustDo(t, srv, "SCRIPT", "LOAD", incrBy.Source())
+			calls := []node.Call{
+				{Script: incrBy, Keys: []string{a}, Args: []string{"10"}},
+				{Script: incr, Keys: []string{b}},
+				{Script: incrBy, Keys: []string{a}, Args: []string{"1"}},
+			}
+			res, _, err := c.Node.Pipeline(t.Context(), calls, node.Wait{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i, want := range []int64{10, 1, 11} {
+				if res[i].Err != nil || res[i].Reply.Int(0) != want {
+					t.Fatalf("call %d = %+v; want %d", i, res[i], want)
+				}
+			}
+			if got := mustDo(t, srv, "GET", a); got != "11" {
+				t.Fatalf("%s = %s; want 11", a, got)
+			}
+			if got := mustDo(t, srv, "GET", b); got != "1" {
+				t.Fatalf("%s = %s; want 1", b, got)
+			}
+		})
+	}
+}
+
+// TestPipelineWait shows that the WAIT counts the pipeline's own writes:
+// with the replica refusing writes, a WAIT on a connection that wrote
+// nothing would still report the replica at once.
+func TestPipelineWait(t *testing.T) {
+	master := redistest.Start(t)
+	replica := redistest.Start(t, redistest.WithReplicaOf(master))
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	if err := replica.WaitSynced(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range redistest.Nodes(t, master.Addr()) {
+		t.Run(c.Name, func(t *testing.T) {
+			key := "{w}" + c.Name
+			n := 0
+			call := func(wait node.Wait) int {
+				t.Helper()
+				n++
+				res, acked, err := c.Node.Pipeline(t.Context(),
+					[]node.Call{{Script: stamped, Keys: []string{key}, Args: []string{strconv.Itoa(n)}}}, wait)
+				if err != nil || res[0].Err != nil {
+					t.Fatalf("Pipeline: %v, %+v", err, res)
+				}
+				return acked
+			}
+			if got := call(node.Wait{Replicas: 1, Timeout: 2 * time.Second}); got != 1 {
+				t.Fatalf("healthy replica: acked = %d; want 1", got)
+			}
+			mustDo(t, master, "SCRIPT", "FLUSH")
+			if got := call(node.Wait{Replicas: 1, Timeout: 2 * time.Second}); got != 1 {
+				t.Fatalf("healthy replica, after SCRIPT FLUSH: acked = %d; want 1", got)
+			}
+
+			mustDo(t, replica, "CLIENT", "PAUSE", "10000", "WRITE")
+			defer mustDo(t, replica, "CLIENT", "UNPAUSE")
+			if got := call(node.Wait{Replicas: 1, Timeout: 200 * time.Millisecond}); got != 0 {
+				t.Fatalf("paused replica: acked = %d; want 0", got)
+			}
+			mustDo(t, master, "SCRIPT", "FLUSH")
+			if got := call(node.Wait{Replicas: 1, Timeout: 200 * time.Millisecond}); got != 0 {
+				t.Fatalf("paused replica, after SCRIPT FLUSH: acked = %d; want 0", got)
+			}
+			mustDo(t, replica, "CLIENT", "UNPAUSE")
+			if got := call(node.Wait{Replicas: 1, Timeout: 2 * time.Second}); got != 1 {
+				t.Fatalf("unpaused replica: acked = %d; want 1", got)
+			}
+		})
+	}
+}
+
+func TestSubscribe(t *testing.T) {
+	srv := redistest.Start(t)
+	for _, c := range redistest.Nodes(t, srv.Addr()) {
+		t.Run(c.Name, func(t *testing.T) {
+			ch := "rel:" + c.Name
+			sig1, stop1, err := c.Node.Subscribe(t.Context(), ch)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer stop1()
+			if got := mustDo(t, srv, "PUBLISH", ch, "x"); got != "1" {
+				t.Fatalf("PUBLISH right after Subscribe reached %s subscribers; want 1", got)
+			}
+			receive(t, sig1)
+
+			sig2, stop2, err := c.Node.Subscribe(t.Context(), ch)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := mustDo(t, srv, "PUBLISH", ch, "x"); got != "1" {
+				t.Fatalf("two local subscribers use %s server subscriptions; want 1", got)
+			}
+			receive(t, sig1)
+			receive(t, sig2)
+
+			for range 3 {
+				mustDo(t, srv, "PUBLISH", ch, "x")
+			}
+			time.Sleep(100 * time.Millisecond)
+			receive(t, sig1)
+			select {
+			case <-sig1:
+				t.Fatal("three publishes left more than one pending signal")
+			default:
+			}
+			receive(t, sig2)
+
+			stop2()
+			stop2()
+			mustDo(t, srv, "PUBLISH", ch, "x")
+			receive(t, sig1)
+			stop1()
+			waitFor(t, func() bool { return mustDo(t, srv, "PUBSUB", "NUMSUB", ch) == ch+"\n0" },
+				"server subscription ended after the last stop")
+		})
+	}
+}
+
+func TestSubscribeSurvivesRestart(t *testing.T) {
+	srv := redistest.Start(t)
+	for _, c := range redistest.Nodes(t, srv.Addr()) {
+		t.Run(c.Name, func(t *testing.T) {
+			ch := "restart:" + c.Name
+			sig, stop, err := c.Node.Subscribe(t.Context(), ch)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer stop()
+			srv.Kill()
+			srv.Restart()
+			waitFor(t, func() bool { return mustDo(t, srv, "PUBLISH", ch, "x") == "1" }, "resubscribed after restart")
+			receive(t, sig)
+		})
+	}
+}
+
+func TestCloseEndsSubscription(t *testing.T) {
+	srv := redistest.Start(t)
+	builders := map[string]func() (node.Node, func()){
+		"go-redis": func() (node.Node, func()) {
+			c := redis.NewClient(&redis.Options{Addr: srv.Addr(), DisableIdentity: true})
+			return node.FromGoRedis(c), func() { _ = c.Close() }
+		},
+		"valkey-go": func() (node.Node, func()) {
+			c, err := valkey.NewClient(valkey.ClientOption{InitAddress: []string{srv.Addr()}, DisableCache: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return node.FromValkey(c), c.Close
+		},
+	}
+	for _, name := range redistest.Clients {
+		t.Run(name, func(t *testing.T) {
+			before := goleak.IgnoreCurrent()
+			n, closeClient := builders[name]()
+			_, stop, err := n.Subscribe(t.Context(), "close")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := n.Close(); err != nil {
+				t.Fatalf("Close: %v", err)
+			}
+			stop()
+			if err := n.Close(); err != nil {
+				t.Fatalf("second Close: %v", err)
+			}
+			if _, _, err := n.Subscribe(t.Context(), "close"); !errors.Is(err, node.ErrClosed) {
+				t.Fatalf("Subscribe after Close: err = %v; want ErrClosed", err)
+			}
+			waitFor(t, func() bool { return mustDo(t, srv, "PUBSUB", "NUMSUB", "close") == "close\n0" },
+				"subscription connection closed")
+			closeClient()
+			goleak.VerifyNone(t, before)
+		})
+	}
+}
+
+func TestString(t *testing.T) {
+	srv := redistest.Start(t)
+	for _, c := range redistest.Nodes(t, srv.Addr()) {
+		if got := c.Node.String(); got != srv.Addr() {
+			t.Errorf("%s: String() = %q; want %q", c.Name, got, srv.Addr())
+		}
+	}
+}
+
+func receive(t *testing.T, sig <-chan struct{}) {
+	t.Helper()
+	select {
+	case <-sig:
+	case <-time.After(2 * time.Second):
+		t.Fatal("no signal within 2s")
+	}
+}
+
+func waitFor(t *testing.T, cond func() bool, what string) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting: %s", what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func mustDo(t *testing.T, s *redistest.Server, args ...string) string {
+	t.Helper()
+	got, err := s.Do(args...)
+	if err != nil {
+		t.Fatalf("%v: %v", args, err)
+	}
+	return got
+}

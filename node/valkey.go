@@ -1,0 +1,353 @@
+package node
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/valkey-io/valkey-go"
+)
+
+// FromValkey returns a Node that runs its commands through c. Eval is plain
+// c.Do, so concurrent callers share valkey-go's auto-pipelined connection.
+//
+// Pipeline is one DoMulti, which valkey-go writes on one connection in one
+// round trip. With a WAIT, the whole exchange (including a resend after
+// NOSCRIPT) runs in c.Dedicated, so the WAIT counts exactly these writes.
+//
+// Subscribe uses one dedicated connection per Node, opened on first use and
+// reopened (with every active channel resubscribed) when it breaks; messages
+// published while it is down are lost. On a cluster client Subscribe is not
+// supported, since a dedicated cluster connection is chosen by a key.
+func FromValkey(c valkey.Client) Node {
+	return &valkeyNode{c: c, hub: newHub()}
+}
+
+type valkeyNode struct {
+	c   valkey.Client
+	hub *hub
+
+	mu   sync.Mutex
+	dc   valkey.DedicatedClient // current subscription connection, nil while down
+	errs <-chan error           // reports dc breaking
+	quit chan struct{}          // closed by Close to end watch
+	done chan struct{}          // closed by watch when it ends
+}
+
+func (n *valkeyNode) String() string {
+	for addr := range n.c.Nodes() {
+		return addr
+	}
+	return "valkey"
+}
+
+func (n *valkeyNode) Eval(ctx context.Context, s *Script, keys []string, args ...string) (Reply, error) {
+	return valkeyEval(ctx, n.c, s, keys, args)
+}
+
+type doer interface {
+	B() valkey.Builder
+	Do(ctx context.Context, cmd valkey.Completed) valkey.ValkeyResult
+	DoMulti(ctx context.Context, cmds ...valkey.Completed) []valkey.ValkeyResult
+}
+
+func valkeyEval(ctx context.Context, c doer, s *Script, keys, args []string) (Reply, error) {
+	r, err := valkeyResult(ctx, c.Do(ctx, evalsha(c, s, keys, args)))
+	if isValkeyNoScript(err) {
+		r, err = valkeyResult(ctx, c.Do(ctx, eval(c, s, keys, args)))
+	}
+	return r, err
+}
+
+func evalsha(c doer, s *Script, keys, args []string) valkey.Completed {
+	return c.B().Evalsha().Sha1(s.SHA()).Numkeys(int64(len(keys))).Key(keys...).Arg(args...).Build()
+}
+
+func eval(c doer, s *Script, keys, args []string) valkey.Completed {
+	return c.B().Eval().Script(s.Source()).Numkeys(int64(len(keys))).Key(keys...).Arg(args...).Build()
+}
+
+func (n *valkeyNode) Pipeline(ctx context.Context, calls []Call, wait Wait) (results []Result, acked int, err error) {
+	if wait.Replicas <= 0 {
+		return valkeyPipeline(ctx, n.c, calls, wait)
+	}
+	err = n.c.Dedicated(func(dc valkey.DedicatedClient) error {
+		var err error
+		results, acked, err = valkeyPipeline(ctx, dc, calls, wait)
+		return err
+	})
+	return results, acked, err
+}
+
+func valkeyPipeline(ctx context.Context, c doer, calls []Call, wait Wait) ([]Result, int, error) {
+	n := len(calls)
+	if wait.Replicas > 0 {
+		n++
+	}
+	cmds := make([]valkey.Completed, 0, n)
+	for _, call := range calls {
+		cmds = append(cmds, evalsha(c, call.Script, call.Keys, call.Args))
+	}
+	if wait.Replicas > 0 {
+		cmds = append(cmds, waitCmd(c, wait))
+	}
+	resps := c.DoMulti(ctx, cmds...)
+	results := make([]Result, len(calls))
+	var resend []int
+	for i := range calls {
+		r, err := valkeyResult(ctx, resps[i])
+		switch {
+		case isValkeyNoScript(err):
+			resend = append(resend, i)
+		case err != nil && !isReplyError(err):
+			return nil, 0, err
+		default:
+			results[i] = Result{Reply: r, Err: err}
+		}
+	}
+	waitResp := resps[len(resps)-1]
+	if len(resend) > 0 {
+		// The NOSCRIPT calls did not run, so sending them again by EVAL
+		// runs each exactly once; the WAIT goes again after them, since it
+		// must count their writes too.
+		cmds = cmds[:0]
+		for _, i := range resend {
+			call := calls[i]
+			cmds = append(cmds, eval(c, call.Script, call.Keys, call.Args))
+		}
+		if wait.Replicas > 0 {
+			cmds = append(cmds, waitCmd(c, wait))
+		}
+		resps = c.DoMulti(ctx, cmds...)
+		for j, i := range resend {
+			r, err := valkeyResult(ctx, resps[j])
+			if err != nil && !isReplyError(err) {
+				return nil, 0, err
+			}
+			results[i] = Result{Reply: r, Err: err}
+		}
+		waitResp = resps[len(resps)-1]
+	}
+	if wait.Replicas <= 0 {
+		return results, 0, nil
+	}
+	acked, err := waitResp.AsInt64()
+	if err != nil {
+		return nil, 0, fmt.Errorf("node: WAIT: %w", valkeyErr(ctx, err))
+	}
+	return results, int(acked), nil
+}
+
+func waitCmd(c doer, wait Wait) valkey.Completed {
+	return c.B().Wait().Numreplicas(int64(wait.Replicas)).Timeout(wait.Timeout.Milliseconds()).Build()
+}
+
+// Subscribe opens the Node's subscription connection on first use; valkey-go
+// answers a SUBSCRIBE only once the server confirmed it.
+func (n *valkeyNode) Subscribe(ctx context.Context, channel string) (<-chan struct{}, func(), error) {
+	return n.hub.subscribe(ctx, channel, n.subscribe, n.unsubscribe)
+}
+
+// subscribe runs under hub.sem, as do connect and every other use of n.dc.
+func (n *valkeyNode) subscribe(ctx context.Context, channel string) error {
+	n.mu.Lock()
+	dc := n.dc
+	n.mu.Unlock()
+	if dc == nil {
+		var err error
+		if dc, err = n.connect(ctx); err != nil {
+			return err
+		}
+	}
+	return dc.Do(ctx, dc.B().Subscribe().Channel(channel).Build()).Error()
+}
+
+func (n *valkeyNode) unsubscribe(ctx context.Context, channel string) error {
+	n.mu.Lock()
+	dc := n.dc
+	n.mu.Unlock()
+	if dc == nil {
+		return nil
+	}
+	return dc.Do(ctx, dc.B().Unsubscribe().Channel(channel).Build()).Error()
+}
+
+// connect opens a subscription connection, subscribes it to every channel
+// that has listeners, and makes sure the watch goroutine runs. It runs under
+// hub.sem.
+func (n *valkeyNode) connect(ctx context.Context) (valkey.DedicatedClient, error) {
+	if n.hub.isClosed() {
+		return nil, ErrClosed
+	}
+	dc, _ := n.c.Dedicate()
+	errs := dc.SetPubSubHooks(valkey.PubSubHooks{
+		OnMessage: func(m valkey.PubSubMessage) { n.hub.notify(m.Channel) },
+	})
+	if chans := n.hub.channels(); len(chans) > 0 {
+		if err := dc.Do(ctx, dc.B().Subscribe().Channel(chans...).Build()).Error(); err != nil {
+			dc.Close()
+			return nil, err
+		}
+	}
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.hub.isClosed() {
+		dc.Close()
+		return nil, ErrClosed
+	}
+	n.dc, n.errs = dc, errs
+	if n.done == nil {
+		n.quit, n.done = make(chan struct{}), make(chan struct{})
+		go n.watch(n.quit, n.done)
+	}
+	return dc, nil
+}
+
+// watch is the Node's one subscription goroutine: when the subscription
+// connection breaks it opens another, until Close closes quit.
+func (n *valkeyNode) watch(quit, done chan struct{}) {
+	defer close(done)
+	for {
+		n.mu.Lock()
+		errs := n.errs
+		n.mu.Unlock()
+		select {
+		case <-quit:
+			return
+		case <-errs:
+		}
+		n.mu.Lock()
+		if n.errs == errs {
+			n.dc.Close()
+			n.dc, n.errs = nil, nil
+		}
+		n.mu.Unlock()
+		for !n.reconnect(quit) {
+		}
+		select {
+		case <-quit:
+			return
+		default:
+		}
+	}
+}
+
+// reconnect makes one attempt, after a pause so a server that is down does
+// not turn watch into a busy loop; it reports whether watch can go back to
+// waiting (connected, or closing).
+func (n *valkeyNode) reconnect(quit chan struct{}) bool {
+	select {
+	case <-quit:
+		return true
+	case <-time.After(100 * time.Millisecond):
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	if n.hub.lock(ctx) != nil {
+		return false
+	}
+	defer n.hub.unlock()
+	n.mu.Lock()
+	up := n.dc != nil
+	n.mu.Unlock()
+	if up {
+		return true
+	}
+	_, err := n.connect(ctx)
+	return err == nil || errors.Is(err, ErrClosed)
+}
+
+func (n *valkeyNode) Close() error {
+	if !n.hub.close() {
+		return nil
+	}
+	n.mu.Lock()
+	dc, quit, done := n.dc, n.quit, n.done
+	n.dc, n.errs = nil, nil
+	n.mu.Unlock()
+	if quit == nil {
+		return nil
+	}
+	close(quit)
+	<-done
+	if dc != nil {
+		dc.Close()
+	}
+	return nil
+}
+
+func isValkeyNoScript(err error) bool {
+	var re *ReplyError
+	return errors.As(err, &re) && len(re.Msg) >= 8 && re.Msg[:8] == "NOSCRIPT"
+}
+
+func isReplyError(err error) bool {
+	var re *ReplyError
+	return errors.As(err, &re)
+}
+
+// valkeyResult converts one reply: a server error becomes a *ReplyError, a
+// nil reply an empty Reply, anything else a transport error kept
+// recognisable by errors.Is for the context's end.
+func valkeyResult(ctx context.Context, res valkey.ValkeyResult) (Reply, error) {
+	m, err := res.ToMessage()
+	if err != nil {
+		if valkey.IsValkeyNil(err) {
+			return Reply{}, nil
+		}
+		return nil, valkeyErr(ctx, err)
+	}
+	if m.IsArray() {
+		elems, _ := m.ToArray()
+		r := make(Reply, len(elems))
+		for i := range elems {
+			if r[i], err = valkeyValue(&elems[i]); err != nil {
+				return nil, err
+			}
+		}
+		return r, nil
+	}
+	v, err := valkeyValue(&m)
+	if err != nil {
+		return nil, err
+	}
+	return Reply{v}, nil
+}
+
+func valkeyErr(ctx context.Context, err error) error {
+	if ve, ok := valkey.IsValkeyErr(err); ok && !ve.IsNil() {
+		return &ReplyError{Msg: ve.Error()}
+	}
+	return ctxErr(ctx, err)
+}
+
+func valkeyValue(m *valkey.ValkeyMessage) (Value, error) {
+	switch {
+	case m.IsNil():
+		return Value{}, nil
+	case m.IsInt64():
+		i, _ := m.AsInt64()
+		return Value{Kind: Int, Int: i}, nil
+	case m.IsString():
+		s, _ := m.ToString()
+		return Value{Kind: Str, Str: s}, nil
+	case m.IsBool():
+		if b, _ := m.AsBool(); b {
+			return Value{Kind: Int, Int: 1}, nil
+		}
+		return Value{Kind: Int}, nil
+	case m.IsFloat64():
+		f, _ := m.AsFloat64()
+		return Value{Kind: Str, Str: strconv.FormatFloat(f, 'g', -1, 64)}, nil
+	}
+	if err := m.Error(); err != nil {
+		if ve, ok := valkey.IsValkeyErr(err); ok {
+			return Value{}, &ReplyError{Msg: ve.Error()}
+		}
+		return Value{}, err
+	}
+	return Value{}, errors.New("node: unexpected reply element (nested or map)")
+}
