@@ -1,0 +1,289 @@
+package redistest
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os/exec"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/valkey-io/valkey-go"
+
+	"github.com/dlockgo/dlock/node"
+)
+
+// clusterTimeout bounds cluster creation and each wait for the nodes to agree.
+const clusterTimeout = 30 * time.Second
+
+// Cluster is a Redis Cluster of masters only (no replicas), each a Server
+// owned by the test. Its methods fail the test on errors and must be called
+// from the test's goroutine.
+type Cluster struct {
+	t       testing.TB
+	servers []*Server
+	ids     []string
+}
+
+// StartCluster starts masters (at least 3) redis-servers with
+// cluster-enabled, joins them with redis-cli --cluster create, and returns
+// once every node reports cluster_state:ok and knows every other. Slots are
+// spread evenly, as redis-cli does. opts apply to every server.
+func StartCluster(t testing.TB, masters int, opts ...Option) *Cluster {
+	t.Helper()
+	if masters < 3 {
+		t.Fatalf("redistest: a cluster needs at least 3 masters, got %d", masters)
+	}
+	cli, err := exec.LookPath("redis-cli")
+	if err != nil {
+		t.Fatalf("redistest: redis-cli is needed to create a cluster: %v", err)
+	}
+	c := &Cluster{t: t}
+	for range masters {
+		// The bus port is chosen explicitly: the default, port+10000, may be
+		// taken or out of range.
+		bus, err := freePort()
+		if err != nil {
+			t.Fatalf("redistest: free port: %v", err)
+		}
+		s := Start(t, append(slices.Clip(opts), WithArgs(
+			"--cluster-enabled", "yes",
+			"--cluster-config-file", "nodes.conf",
+			"--cluster-port", strconv.Itoa(bus),
+			"--cluster-node-timeout", "5000",
+		))...)
+		c.servers = append(c.servers, s)
+		c.ids = append(c.ids, c.do(s, "CLUSTER", "MYID"))
+	}
+
+	ctx, cancel := context.WithTimeout(context.Background(), clusterTimeout)
+	defer cancel()
+	args := append(c.Addrs(), "--cluster-replicas", "0", "--cluster-yes")
+	out, err := exec.CommandContext(ctx, cli, append([]string{"--cluster", "create"}, args...)...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("redistest: redis-cli --cluster create: %v\n%s", err, out)
+	}
+	c.waitFor("cluster_state:ok on every node", func() bool {
+		for _, s := range c.servers {
+			info, err := s.Do("CLUSTER", "INFO")
+			if err != nil || field(info, "cluster_state") != "ok" ||
+				field(info, "cluster_known_nodes") != strconv.Itoa(masters) {
+				return false
+			}
+		}
+		return true
+	})
+	return c
+}
+
+// Addrs returns the masters' host:port, in index order.
+func (c *Cluster) Addrs() []string {
+	a := make([]string, len(c.servers))
+	for i, s := range c.servers {
+		a[i] = s.Addr()
+	}
+	return a
+}
+
+// Servers returns the masters, in index order.
+func (c *Cluster) Servers() []*Server { return slices.Clone(c.servers) }
+
+// Slot returns the hash slot of key.
+func (c *Cluster) Slot(key string) int {
+	n, err := strconv.Atoi(c.do(c.servers[0], "CLUSTER", "KEYSLOT", key))
+	if err != nil {
+		c.t.Fatalf("redistest: CLUSTER KEYSLOT %q: %v", key, err)
+	}
+	return n
+}
+
+// Owner returns the index of the master that serves slot, as master 0 sees
+// the cluster, or -1 when no master does.
+func (c *Cluster) Owner(slot int) int { return c.ownerSeenBy(0, slot) }
+
+// Nodes returns one cluster-aware node.Node per client library (see
+// Clients), closed with their clients when the test ends.
+func (c *Cluster) Nodes(t testing.TB) []NamedNode {
+	t.Helper()
+	gr := redis.NewClusterClient(&redis.ClusterOptions{Addrs: c.Addrs(), DisableIdentity: true})
+	vk, err := valkey.NewClient(valkey.ClientOption{InitAddress: c.Addrs(), DisableCache: true})
+	if err != nil {
+		_ = gr.Close()
+		t.Fatalf("redistest: valkey-go cluster client: %v", err)
+	}
+	gn, vn := node.FromGoRedis(gr), node.FromValkey(vk)
+	t.Cleanup(func() {
+		_ = gn.Close()
+		_ = vn.Close()
+		_ = gr.Close()
+		vk.Close()
+		awaitValkeyRefresh()
+	})
+	return []NamedNode{{Name: "go-redis", Node: gn}, {Name: "valkey-go", Node: vn}}
+}
+
+// MoveSlot moves slot, with its keys, to master to by a live migration, as
+// an operator resharding a running cluster would; it returns once every
+// master agrees on the new owner. Moving a slot to its owner does nothing.
+func (c *Cluster) MoveSlot(slot, to int) {
+	c.t.Helper()
+	c.BeginMove(slot, to).Finish()
+}
+
+// SlotMove is a migration of one slot in progress: between BeginMove and
+// Finish the source answers for keys it still has and redirects clients
+// with ASK for the others, and the destination accepts ASKING clients.
+type SlotMove struct {
+	c              *Cluster
+	slot, from, to int
+}
+
+// BeginMove marks slot as importing on master to and migrating on its
+// owner, and moves no key yet.
+func (c *Cluster) BeginMove(slot, to int) *SlotMove {
+	c.t.Helper()
+	if to < 0 || to >= len(c.servers) {
+		c.t.Fatalf("redistest: move slot %d to master %d of %d", slot, to, len(c.servers))
+	}
+	from := c.Owner(slot)
+	if from < 0 {
+		c.t.Fatalf("redistest: slot %d has no owner", slot)
+	}
+	m := &SlotMove{c: c, slot: slot, from: from, to: to}
+	if from == to {
+		return m
+	}
+	s := strconv.Itoa(slot)
+	c.do(c.servers[to], "CLUSTER", "SETSLOT", s, "IMPORTING", c.ids[from])
+	c.do(c.servers[from], "CLUSTER", "SETSLOT", s, "MIGRATING", c.ids[to])
+	return m
+}
+
+// MigrateKeys moves the keys the source still holds in the slot to the
+// destination, and returns how many it moved.
+func (m *SlotMove) MigrateKeys() int {
+	c := m.c
+	c.t.Helper()
+	if m.from == m.to {
+		return 0
+	}
+	src, dst := c.servers[m.from], c.servers[m.to]
+	moved := 0
+	for {
+		out := c.do(src, "CLUSTER", "GETKEYSINSLOT", strconv.Itoa(m.slot), "100")
+		if out == "" {
+			return moved
+		}
+		keys := strings.Split(out, "\n")
+		args := append([]string{"MIGRATE", "127.0.0.1", strconv.Itoa(dst.Port()), "", "0", "5000", "KEYS"}, keys...)
+		c.do(src, args...)
+		moved += len(keys)
+	}
+}
+
+// Finish moves the remaining keys, assigns the slot to the destination on
+// every master (the destination first, so it never refuses the slot's
+// clients), and waits until all of them agree.
+func (m *SlotMove) Finish() {
+	c := m.c
+	c.t.Helper()
+	if m.from == m.to {
+		return
+	}
+	m.MigrateKeys()
+	s := strconv.Itoa(m.slot)
+	order := []int{m.to, m.from}
+	for i := range c.servers {
+		if i != m.to && i != m.from {
+			order = append(order, i)
+		}
+	}
+	for _, i := range order {
+		c.do(c.servers[i], "CLUSTER", "SETSLOT", s, "NODE", c.ids[m.to])
+	}
+	c.waitFor(fmt.Sprintf("every master to see slot %d on master %d", m.slot, m.to), func() bool {
+		for i := range c.servers {
+			if c.ownerSeenBy(i, m.slot) != m.to {
+				return false
+			}
+		}
+		return true
+	})
+}
+
+// awaitValkeyRefresh waits, at most 6 s, for the goroutines valkey-go starts
+// after a topology change to close the replaced connections 5 s later:
+// Close does not stop them, and a test's leak check would see them.
+func awaitValkeyRefresh() {
+	const mark = "valkey-go.(*clusterClient)._refresh"
+	buf := make([]byte, 1<<20)
+	for deadline := time.Now().Add(6 * time.Second); time.Now().Before(deadline); {
+		if !bytes.Contains(buf[:runtime.Stack(buf, true)], []byte(mark)) {
+			return
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// ownerSeenBy parses CLUSTER NODES of master i: each line is
+// "<id> <addr> <flags> <master> <ping> <pong> <epoch> <link> <slots>...",
+// where a slot entry is "n", "a-b", or a bracketed migration mark.
+func (c *Cluster) ownerSeenBy(i, slot int) int {
+	out := c.do(c.servers[i], "CLUSTER", "NODES")
+	for line := range strings.SplitSeq(out, "\n") {
+		f := strings.Fields(line)
+		if len(f) < 9 {
+			continue
+		}
+		for _, r := range f[8:] {
+			if strings.HasPrefix(r, "[") {
+				continue
+			}
+			lo, hi, isRange := strings.Cut(r, "-")
+			a, err1 := strconv.Atoi(lo)
+			b, err2 := a, error(nil)
+			if isRange {
+				b, err2 = strconv.Atoi(hi)
+			}
+			if err1 == nil && err2 == nil && a <= slot && slot <= b {
+				return slices.Index(c.ids, f[0])
+			}
+		}
+	}
+	return -1
+}
+
+func (c *Cluster) do(s *Server, args ...string) string {
+	c.t.Helper()
+	out, err := s.Do(args...)
+	if err != nil {
+		c.t.Fatalf("redistest: %s on %s: %v", strings.Join(args, " "), s.Addr(), err)
+	}
+	return out
+}
+
+func (c *Cluster) waitFor(what string, ok func() bool) {
+	c.t.Helper()
+	deadline := time.Now().Add(clusterTimeout)
+	for !ok() {
+		if time.Now().After(deadline) {
+			c.t.Fatalf("redistest: cluster: no %s within %v", what, clusterTimeout)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// field returns the value of name in a "name:value" per line reply.
+func field(reply, name string) string {
+	for line := range strings.SplitSeq(reply, "\n") {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), name+":"); ok {
+			return v
+		}
+	}
+	return ""
+}
