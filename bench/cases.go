@@ -10,7 +10,7 @@ import (
 
 // ttl is the lease every case asks for: long next to the 1 ms hold, so
 // no lock expires under a holder.
-const ttl = 10 * time.Second
+const ttl = 5 * time.Second
 
 // subject is one library, strategy and client, set up afresh for each
 // measurement on new clients.
@@ -42,7 +42,8 @@ func uncontendedSubjects() []subject {
 		{library: "floor", strategy: "evalsha", client: "go-redis", nodes: 1, setup: floorGoRedis},
 		{library: "floor", strategy: "evalsha", client: "valkey-go", nodes: 1, setup: floorValkey},
 	}
-	s = append(s, dlockSubjects("")...)
+	singles, quorums := dlockSubjects("")
+	s = append(s, singles...)
 	s = append(s,
 		subject{library: "redislock", strategy: "single", client: "go-redis", nodes: 1,
 			setup: func(_ context.Context, a []string) (*instance, error) {
@@ -53,14 +54,16 @@ func uncontendedSubjects() []subject {
 		subject{library: "redsync", strategy: "redlock", client: "go-redis", nodes: 5,
 			setup: func(_ context.Context, a []string) (*instance, error) { return redsyncInstance(a[:5], ttl) }},
 	)
-	return s
+	// Last: the quorum nodes sit out their first TTL meanwhile.
+	return append(s, quorums...)
 }
 
 // contentionSubjects each block until the lock is theirs, in the way the
 // variant names.
 func contentionSubjects() []subject {
 	tuned := []redsync.Option{redsync.WithRetryDelay(time.Millisecond), redsync.WithTries(1 << 30)}
-	s := dlockSubjects("blocking Acquire")
+	singles, quorums := dlockSubjects("blocking Acquire")
+	s := append(singles, quorums...)
 	s = append(s,
 		subject{library: "redislock", strategy: "single", client: "go-redis", nodes: 1, variant: "linear 1ms backoff",
 			setup: func(_ context.Context, a []string) (*instance, error) {

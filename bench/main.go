@@ -18,26 +18,38 @@ import (
 	"os/signal"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
 )
 
-// settings bound every loop in count and in time.
+// settings bound every loop in count and in time. Subjects take turns
+// (batches, windows), so a burst of load from elsewhere on the machine
+// falls on all of them rather than on one.
 type settings struct {
-	warm      int           // unmeasured ops before c=1
-	serialOps int           // c=1: at most this many ops…
-	serialDur time.Duration // …or this long
-	parWarm   time.Duration // c=64: unmeasured warm-up
-	parDur    time.Duration // c=64: measured window
-	parOps    int64         // c=64: per-goroutine cap
-	contDur   time.Duration // contention window
+	warm       int           // c=1: unmeasured ops per subject
+	batch      int           // c=1: ops per subject per turn
+	serialOps  int           // c=1: at most this many ops per subject…
+	serialDur  time.Duration // …or this much time per subject
+	parWarm    time.Duration // c=64: one unmeasured window per subject first
+	parWindow  time.Duration // c=64: one turn (30 ms of it unmeasured)
+	parRounds  int
+	parOps     int64         // c=64: per-goroutine cap per window
+	contWindow time.Duration // contention: one turn
+	contRounds int
 }
 
 var (
-	full  = settings{warm: 300, serialOps: 5000, serialDur: 3 * time.Second, parWarm: 300 * time.Millisecond, parDur: 3 * time.Second, parOps: 1 << 20, contDur: 5 * time.Second}
-	quick = settings{warm: 100, serialOps: 1000, serialDur: 500 * time.Millisecond, parWarm: 150 * time.Millisecond, parDur: 600 * time.Millisecond, parOps: 1 << 18, contDur: time.Second}
+	full = settings{warm: 300, batch: 50, serialOps: 5000, serialDur: 3 * time.Second,
+		parWarm: 300 * time.Millisecond, parWindow: 330 * time.Millisecond, parRounds: 10, parOps: 1 << 20,
+		contWindow: 2500 * time.Millisecond, contRounds: 2}
+	quick = settings{warm: 100, batch: 50, serialOps: 1000, serialDur: 500 * time.Millisecond,
+		parWarm: 100 * time.Millisecond, parWindow: 230 * time.Millisecond, parRounds: 3, parOps: 1 << 18,
+		contWindow: time.Second, contRounds: 1}
 )
+
+const parWindowWarm = 30 * time.Millisecond
 
 const (
 	parallelism = 64
@@ -87,7 +99,7 @@ func run(isQuick bool, runs int, jsonOut, svgOut, bin, only string) error {
 	prog := newProgress(began)
 	defer prog.done()
 
-	prog.set("starting %d redis-server processes", serverCount)
+	prog.set("starting", fmt.Sprintf("%d redis-server processes", serverCount))
 	servers, err := startServers(ctx, bin, serverCount)
 	if err != nil {
 		return err
@@ -102,37 +114,27 @@ func run(isQuick bool, runs int, jsonOut, svgOut, bin, only string) error {
 	if filter != nil {
 		unc, cont = keep(unc, filter), keep(cont, filter)
 	}
-	steps := runs * (2*len(unc) + len(cont))
-	step := 0
+	for _, s := range append(slices.Clone(unc), cont...) {
+		if s.library == "dlock" && s.nodes > 1 {
+			prog.set("priming", "stamping the quorum nodes' lost-data epochs")
+			if err := primeQuorum(ctx, addrs); err != nil {
+				return fmt.Errorf("priming quorum nodes: %w", err)
+			}
+			break
+		}
+	}
 	var all [][]Result
 	for r := range runs {
-		var res []Result
-		for _, s := range unc {
-			for _, c := range []int{1, parallelism} {
-				step++
-				prog.set("run %d/%d  [%d/%d]  %s c=%d", r+1, runs, step, steps, s.name(), c)
-				out, err := measureUncontended(ctx, s, addrs, c, set, fmt.Sprintf("%d", r))
-				if ctx.Err() != nil {
-					return errors.New("interrupted")
-				}
-				if err != nil {
-					return fmt.Errorf("%s c=%d: %w", s.name(), c, err)
-				}
-				res = append(res, out)
-			}
+		tag := fmt.Sprintf("run %d/%d", r+1, runs)
+		res, err := uncontended(ctx, unc, addrs, set, prog, tag, r)
+		if err != nil {
+			return err
 		}
-		for _, s := range cont {
-			step++
-			prog.set("run %d/%d  [%d/%d]  contention %s", r+1, runs, step, steps, s.name())
-			out, err := measureContended(ctx, s, addrs, set, fmt.Sprintf("%d", r))
-			if ctx.Err() != nil {
-				return errors.New("interrupted")
-			}
-			if err != nil {
-				return fmt.Errorf("contention %s: %w", s.name(), err)
-			}
-			res = append(res, out)
+		cres, err := contended(ctx, cont, addrs, set, prog, tag, r)
+		if err != nil {
+			return err
 		}
+		res = append(res, cres...)
 		fillXRTT(res)
 		all = append(all, res)
 	}
@@ -210,61 +212,190 @@ func writeFile(path string, b []byte) error {
 	return os.WriteFile(path, b, 0o644)
 }
 
-func measureUncontended(ctx context.Context, s subject, addrs []string, c int, set settings, run string) (Result, error) {
-	in, err := s.setup(ctx, addrs)
-	if err != nil {
-		return Result{}, err
-	}
-	defer in.close()
-	kind := "lock+unlock"
-	if s.library == "floor" {
-		kind = "floor"
-	}
-	res := newResult(kind, s, c)
-	prefix := fmt.Sprintf("bench:%s:%s:%s:c%d:", run, s.library, slug(s.name()), c)
-	if c == 1 {
-		r := measureSerial(ctx, in.op, prefix+"0", set.warm, set.serialOps, set.serialDur)
-		res.Ops, res.Errors = int64(r.ops), int64(r.errs)
-		res.P50us, res.P99us = us(r.p50), us(r.p99)
-		res.AllocsPerOp, res.BytesPerOp = f(r.allocs), f(r.bytes)
-		if r.firstErr != nil {
-			res.FirstError = r.firstErr.Error()
-		}
-		return res, nil
-	}
-	keys := make([]string, c)
-	for i := range keys {
-		keys[i] = fmt.Sprintf("%s%d", prefix, i)
-	}
-	r := measureParallel(ctx, in.op, keys, set.parWarm, set.parDur, set.parOps)
-	res.Ops, res.Errors = r.ops, r.errs
-	res.OpsPerS = f(r.perSec)
-	if r.firstErr != nil {
-		res.FirstError = r.firstErr.Error()
-	}
-	return res, nil
+// live is a subject set up for one run.
+type live struct {
+	subject
+	*instance
 }
 
-func measureContended(ctx context.Context, s subject, addrs []string, set settings, run string) (Result, error) {
-	in, err := s.setup(ctx, addrs)
+func setupAll(ctx context.Context, ss []subject, addrs []string, prog *progress, tag string) ([]live, func(), error) {
+	var ls []live
+	closeAll := func() {
+		for _, l := range ls {
+			l.close()
+		}
+	}
+	for _, s := range ss {
+		prog.set(tag+"  setting up", s.name())
+		in, err := s.setup(ctx, addrs)
+		if err != nil {
+			closeAll()
+			if ctx.Err() != nil {
+				return nil, nil, errors.New("interrupted")
+			}
+			return nil, nil, fmt.Errorf("%s: %w", s.name(), err)
+		}
+		ls = append(ls, live{s, in})
+	}
+	return ls, closeAll, nil
+}
+
+// turns returns the subjects' indexes in a different rotation each round,
+// so no subject always follows the same one.
+func turns(n, round int) []int {
+	out := make([]int, n)
+	for i := range out {
+		out[i] = (i + round) % n
+	}
+	return out
+}
+
+func uncontended(ctx context.Context, ss []subject, addrs []string, set settings, prog *progress, tag string, run int) ([]Result, error) {
+	if len(ss) == 0 {
+		return nil, nil
+	}
+	ls, closeAll, err := setupAll(ctx, ss, addrs, prog, tag)
 	if err != nil {
-		return Result{}, err
+		return nil, err
 	}
-	defer in.close()
-	res := newResult("contention", s, contenders)
-	key := fmt.Sprintf("bench:%s:contention:%s", run, slug(s.name()))
-	r := measureContention(ctx, in.acquire, key, contenders, hold, set.contDur)
-	res.Ops, res.Errors = int64(r.acquisitions), int64(r.errs)
-	res.AcquisitionsPerS = f(r.perSec)
-	res.SelfShare = f(r.selfShare)
-	res.MaxShare, res.MinShare = f(r.maxShare), f(r.minShare)
-	res.WaitP50ms, res.WaitP99ms, res.WaitMaxms = ms(r.waitP50), ms(r.waitP99), ms(r.waitMax)
-	res.GapP50ms, res.GapP99ms = ms(r.gapP50), ms(r.gapP99)
-	res.GaveUp, res.Overlaps = int64(r.failures), int64(r.overlaps)
-	if r.firstErr != nil {
-		res.FirstError = r.firstErr.Error()
+	defer closeAll()
+	key := func(l live, c, i int) string {
+		return fmt.Sprintf("bench:%d:%s:c%d:%d", run, slug(l.name()), c, i)
 	}
-	return res, nil
+
+	// c=1: batches in turn, each subject up to serialOps or serialDur of
+	// its own time.
+	accs := make([]serialAcc, len(ls))
+	spent := make([]time.Duration, len(ls))
+	for i, l := range ls {
+		prog.set(tag+"  c=1 warm-up", l.name())
+		var warm serialAcc
+		serialBatch(ctx, l.op, key(l, 1, 0), set.warm, &warm)
+		accs[i].lat = make([]time.Duration, 0, set.serialOps)
+	}
+	for round := 0; ctx.Err() == nil; round++ {
+		busy := false
+		for _, i := range turns(len(ls), round) {
+			l, acc := ls[i], &accs[i]
+			n := min(set.batch, set.serialOps-len(acc.lat))
+			if n <= 0 || spent[i] >= set.serialDur {
+				continue
+			}
+			busy = true
+			prog.set(tag+"  c=1 lock+unlock", fmt.Sprintf("%s (%d/%d)", l.name(), len(acc.lat), set.serialOps))
+			t0 := time.Now()
+			serialBatch(ctx, l.op, key(l, 1, 0), n, acc)
+			spent[i] += time.Since(t0)
+		}
+		if !busy {
+			break
+		}
+	}
+	if ctx.Err() != nil {
+		return nil, errors.New("interrupted")
+	}
+
+	// c=64: windows in turn.
+	keys := make([][]string, len(ls))
+	ops := make([]int64, len(ls))
+	elapsed := make([]time.Duration, len(ls))
+	errs := make([]int64, len(ls))
+	firstErr := make([]error, len(ls))
+	for i, l := range ls {
+		keys[i] = make([]string, parallelism)
+		for k := range keys[i] {
+			keys[i][k] = key(l, parallelism, k)
+		}
+		prog.set(tag+"  c=64 warm-up", l.name())
+		measureParallel(ctx, l.op, keys[i], 0, set.parWarm, set.parOps)
+	}
+	for round := range set.parRounds {
+		for _, i := range turns(len(ls), round) {
+			prog.set(tag+"  c=64 lock+unlock", fmt.Sprintf("%s (window %d/%d)", ls[i].name(), round+1, set.parRounds))
+			r := measureParallel(ctx, ls[i].op, keys[i], parWindowWarm, set.parWindow-parWindowWarm, set.parOps)
+			ops[i] += r.ops
+			elapsed[i] += r.elapsed
+			errs[i] += r.errs
+			if firstErr[i] == nil {
+				firstErr[i] = r.firstErr
+			}
+		}
+	}
+	if ctx.Err() != nil {
+		return nil, errors.New("interrupted")
+	}
+
+	var out []Result
+	for i, l := range ls {
+		kind := "lock+unlock"
+		if l.library == "floor" {
+			kind = "floor"
+		}
+		one := newResult(kind, l.subject, 1)
+		acc := &accs[i]
+		one.Ops, one.Errors = int64(len(acc.lat)), int64(acc.errs)
+		if n := len(acc.lat); n > 0 {
+			slices.Sort(acc.lat)
+			one.P50us, one.P99us = us(quantile(acc.lat, 0.5)), us(quantile(acc.lat, 0.99))
+			one.AllocsPerOp = f(float64(acc.mallocs) / float64(n))
+			one.BytesPerOp = f(float64(acc.bytes) / float64(n))
+		}
+		if acc.firstErr != nil {
+			one.FirstError = acc.firstErr.Error()
+		}
+		par := newResult(kind, l.subject, parallelism)
+		par.Ops, par.Errors = ops[i], errs[i]
+		if elapsed[i] > 0 {
+			par.OpsPerS = f(float64(ops[i]) / elapsed[i].Seconds())
+		}
+		if firstErr[i] != nil {
+			par.FirstError = firstErr[i].Error()
+		}
+		out = append(out, one, par)
+	}
+	return out, nil
+}
+
+func contended(ctx context.Context, ss []subject, addrs []string, set settings, prog *progress, tag string, run int) ([]Result, error) {
+	if len(ss) == 0 {
+		return nil, nil
+	}
+	ls, closeAll, err := setupAll(ctx, ss, addrs, prog, tag)
+	if err != nil {
+		return nil, err
+	}
+	defer closeAll()
+	accs := make([]contentionAcc, len(ls))
+	for round := range set.contRounds {
+		for _, i := range turns(len(ls), round) {
+			l := ls[i]
+			prog.set(tag+"  contention", fmt.Sprintf("%s (window %d/%d)", l.name(), round+1, set.contRounds))
+			key := fmt.Sprintf("bench:%d:contention:%s", run, slug(l.name()))
+			contentionWindow(ctx, l.acquire, key, contenders, hold, set.contWindow, &accs[i])
+		}
+	}
+	if ctx.Err() != nil {
+		return nil, errors.New("interrupted")
+	}
+	var out []Result
+	for i, l := range ls {
+		acc := &accs[i]
+		r := acc.result()
+		res := newResult("contention", l.subject, contenders)
+		res.Ops, res.Errors = int64(r.acquisitions), int64(acc.errs)
+		res.AcquisitionsPerS = f(r.perSec)
+		res.SelfShare = f(r.selfShare)
+		res.MaxShare, res.MinShare = f(r.maxShare), f(r.minShare)
+		res.WaitP50ms, res.WaitP99ms, res.WaitMaxms = ms(r.waitP50), ms(r.waitP99), ms(r.waitMax)
+		res.GapP50ms, res.GapP99ms = ms(r.gapP50), ms(r.gapP99)
+		res.HoldMeanms, res.Busy = ms(r.holdMean), f(r.busy)
+		res.GaveUp, res.Overlaps = int64(acc.failures), int64(acc.overlaps)
+		if acc.firstErr != nil {
+			res.FirstError = acc.firstErr.Error()
+		}
+		out = append(out, res)
+	}
+	return out, nil
 }
 
 func slug(s string) string {

@@ -25,57 +25,39 @@ type acquireFunc func(ctx context.Context, key string) (held, error)
 // releaseTimeout bounds every release, which runs on a context of its own.
 const releaseTimeout = 2 * time.Second
 
-type serialResult struct {
-	ops           int
-	p50, p99      time.Duration
-	allocs, bytes float64
-	errs          int
-	firstErr      error
+// serialAcc gathers the c=1 figures of one subject over many batches.
+type serialAcc struct {
+	lat      []time.Duration
+	mallocs  uint64
+	bytes    uint64
+	errs     int
+	firstErr error
 }
 
-// measureSerial runs op on key one at a time, warm times unmeasured, then up
-// to maxOps times or for maxDur, whichever ends first. Allocations are the
-// process's runtime.MemStats deltas divided by ops, so they include whatever
-// the client's own goroutines allocate for the op.
-func measureSerial(ctx context.Context, op opFunc, key string, warm, maxOps int, maxDur time.Duration) serialResult {
-	var r serialResult
-	for range warm {
-		if ctx.Err() != nil {
-			return r
-		}
-		_ = op(ctx, key)
-	}
-	lat := make([]time.Duration, 0, maxOps)
+// serialBatch runs op on key n times, one at a time. Allocations are the
+// process's runtime.MemStats deltas around the batch, so they include what
+// the client's own goroutines allocate for the ops; only this subject runs
+// during the batch.
+func serialBatch(ctx context.Context, op opFunc, key string, n int, acc *serialAcc) {
 	var before, after runtime.MemStats
-	runtime.GC()
 	runtime.ReadMemStats(&before)
-	start := time.Now()
-	end := start.Add(maxDur)
-	for len(lat) < maxOps && ctx.Err() == nil {
-		t0 := time.Now()
-		if t0.After(end) {
+	for range n {
+		if ctx.Err() != nil {
 			break
 		}
+		t0 := time.Now()
 		err := op(ctx, key)
-		lat = append(lat, time.Since(t0))
+		acc.lat = append(acc.lat, time.Since(t0))
 		if err != nil {
-			r.errs++
-			if r.firstErr == nil {
-				r.firstErr = err
+			acc.errs++
+			if acc.firstErr == nil {
+				acc.firstErr = err
 			}
 		}
 	}
 	runtime.ReadMemStats(&after)
-	r.ops = len(lat)
-	if r.ops == 0 {
-		return r
-	}
-	r.allocs = float64(after.Mallocs-before.Mallocs) / float64(r.ops)
-	r.bytes = float64(after.TotalAlloc-before.TotalAlloc) / float64(r.ops)
-	slices.Sort(lat)
-	r.p50 = quantile(lat, 0.50)
-	r.p99 = quantile(lat, 0.99)
-	return r
+	acc.mallocs += after.Mallocs - before.Mallocs
+	acc.bytes += after.TotalAlloc - before.TotalAlloc
 }
 
 func quantile(sorted []time.Duration, q float64) time.Duration {
@@ -88,7 +70,7 @@ func quantile(sorted []time.Duration, q float64) time.Duration {
 
 type parallelResult struct {
 	ops      int64
-	perSec   float64
+	elapsed  time.Duration
 	errs     int64
 	firstErr error
 }
@@ -139,7 +121,7 @@ func measureParallel(ctx context.Context, op opFunc, keys []string, warm, dur ti
 	stop.Store(true)
 	wg.Wait()
 	r.ops = n1 - n0
-	r.perSec = float64(r.ops) / t1.Sub(t0).Seconds()
+	r.elapsed = t1.Sub(t0)
 	r.errs = errsTot.Load()
 	return r
 }
@@ -153,40 +135,49 @@ func sleepCtx(ctx context.Context, d time.Duration) {
 	}
 }
 
-type contentionResult struct {
-	acquisitions int
-	perSec       float64
-	selfShare    float64 // of acquisitions after the first, those by the goroutine that released last
-	maxShare     float64 // the busiest goroutine's acquisitions over a fair share
-	minShare     float64 // the idlest goroutine's acquisitions over a fair share
-	waitP50      time.Duration
-	waitP99      time.Duration
-	waitMax      time.Duration // includes waits still open when the window closed
-	gapP50       time.Duration // release call → next acquire's return
-	gapP99       time.Duration
-	failures     int // acquire calls that gave up (retries exhausted) and were repeated
-	overlaps     int // acquisitions while another goroutine still held the lock: must be 0
-	errs         int
-	firstErr     error
+// contentionAcc gathers one subject's contention figures over windows.
+type contentionAcc struct {
+	dur       time.Duration
+	perWorker []int
+	waits     []time.Duration
+	gaps      []time.Duration // Release called → next holder's acquire returned
+	self      int             // acquisitions by the goroutine that released last
+	held      time.Duration   // total time holders held the lock (acquire returned → Release called)
+	open      []time.Duration // waits still open when a window closed
+	failures  int             // acquires that gave up (retries exhausted) and were repeated
+	overlaps  int             // acquisitions while another goroutine held the lock: must stay 0
+	errs      int
+	firstErr  error
 }
 
-// measureContention runs workers goroutines that each, in a loop, acquire
-// key, hold it for hold, and release it, for dur. An acquire that gives up
-// (a peer's retries ran out) is repeated at once, its wait still counting.
-func measureContention(ctx context.Context, acquire acquireFunc, key string, workers int, hold, dur time.Duration) contentionResult {
+type contentionResult struct {
+	acquisitions     int
+	perSec           float64
+	selfShare        float64 // of acquisitions with a predecessor, those by the goroutine that released last
+	maxShare         float64 // busiest goroutine's acquisitions over a fair share
+	minShare         float64
+	waitP50, waitP99 time.Duration
+	waitMax          time.Duration // includes waits still open when a window closed
+	gapP50, gapP99   time.Duration
+	holdMean         time.Duration // the hold as slept, overshoot included: 1/holdMean bounds acquisitions/s
+	busy             float64       // share of the time the lock was held
+}
+
+// contentionWindow runs workers goroutines that each, in a loop, acquire
+// key, hold it for hold, and release it, for dur, adding to acc. An acquire
+// that gives up (a peer's retries ran out) is repeated at once, its wait
+// still counting.
+func contentionWindow(ctx context.Context, acquire acquireFunc, key string, workers int, hold, dur time.Duration, acc *contentionAcc) {
 	var (
-		r           contentionResult
 		mu          sync.Mutex
 		lastHolder  = -1
 		lastRelease time.Time
-		perWorker   = make([]int, workers)
-		waits       []time.Duration
-		gaps        []time.Duration
-		self        int
-		open        []time.Duration
 		holding     atomic.Int32
 		wg          sync.WaitGroup
 	)
+	if acc.perWorker == nil {
+		acc.perWorker = make([]int, workers)
+	}
 	start := time.Now()
 	deadline := start.Add(dur)
 	actx, cancel := context.WithDeadline(ctx, deadline)
@@ -199,24 +190,22 @@ func measureContention(ctx context.Context, acquire acquireFunc, key string, wor
 				for actx.Err() == nil {
 					var err error
 					h, err = acquire(actx, key)
-					if err == nil {
+					if err == nil || actx.Err() != nil {
 						break
 					}
-					if actx.Err() != nil {
-						break
-					}
+					gaveUp := errors.Is(err, errGaveUp)
 					mu.Lock()
-					if errors.Is(err, errGaveUp) {
-						r.failures++
+					if gaveUp {
+						acc.failures++
 					} else {
-						r.errs++
-						if r.firstErr == nil {
-							r.firstErr = err
+						acc.errs++
+						if acc.firstErr == nil {
+							acc.firstErr = err
 						}
 					}
 					mu.Unlock()
-					if !errors.Is(err, errGaveUp) {
-						sleepCtx(actx, time.Millisecond) // don't spin on a broken node
+					if !gaveUp {
+						sleepCtx(actx, time.Millisecond) // don't spin on a failing node
 					}
 				}
 				t1 := time.Now()
@@ -225,55 +214,67 @@ func measureContention(ctx context.Context, acquire acquireFunc, key string, wor
 						releaseBounded(h)
 					}
 					mu.Lock()
-					open = append(open, t1.Sub(t0))
+					acc.open = append(acc.open, t1.Sub(t0))
 					mu.Unlock()
 					return
 				}
-				if holding.Add(1) != 1 {
-					mu.Lock()
-					r.overlaps++
-					mu.Unlock()
-				}
 				mu.Lock()
-				waits = append(waits, t1.Sub(t0))
+				if holding.Add(1) != 1 {
+					acc.overlaps++
+				}
+				acc.waits = append(acc.waits, t1.Sub(t0))
 				if lastHolder >= 0 {
-					gaps = append(gaps, t1.Sub(lastRelease))
+					acc.gaps = append(acc.gaps, t1.Sub(lastRelease))
 					if lastHolder == w {
-						self++
+						acc.self++
 					}
 				}
-				perWorker[w]++
+				acc.perWorker[w]++
 				mu.Unlock()
 				time.Sleep(hold)
 				mu.Lock()
 				lastHolder, lastRelease = w, time.Now()
-				mu.Unlock()
+				acc.held += lastRelease.Sub(t1)
 				holding.Add(-1)
+				mu.Unlock()
 				releaseBounded(h)
 			}
 		})
 	}
 	wg.Wait()
-	r.acquisitions = len(waits)
-	r.perSec = float64(r.acquisitions) / dur.Seconds()
-	if len(gaps) > 0 {
-		r.selfShare = float64(self) / float64(len(gaps))
+	acc.dur += dur
+}
+
+func (acc *contentionAcc) result() contentionResult {
+	var r contentionResult
+	r.acquisitions = len(acc.waits)
+	if acc.dur > 0 {
+		r.perSec = float64(r.acquisitions) / acc.dur.Seconds()
 	}
 	if r.acquisitions > 0 {
-		fair := float64(r.acquisitions) / float64(workers)
-		r.maxShare = float64(slices.Max(perWorker)) / fair
-		r.minShare = float64(slices.Min(perWorker)) / fair
+		r.holdMean = acc.held / time.Duration(r.acquisitions)
 	}
-	slices.Sort(waits)
-	slices.Sort(gaps)
-	r.waitP50, r.waitP99 = quantile(waits, 0.5), quantile(waits, 0.99)
-	if len(waits) > 0 {
-		r.waitMax = waits[len(waits)-1]
+	if acc.dur > 0 {
+		r.busy = float64(acc.held) / float64(acc.dur)
 	}
-	for _, o := range open {
+	if len(acc.gaps) > 0 {
+		r.selfShare = float64(acc.self) / float64(len(acc.gaps))
+	}
+	if r.acquisitions > 0 {
+		fair := float64(r.acquisitions) / float64(len(acc.perWorker))
+		r.maxShare = float64(slices.Max(acc.perWorker)) / fair
+		r.minShare = float64(slices.Min(acc.perWorker)) / fair
+	}
+	slices.Sort(acc.waits)
+	slices.Sort(acc.gaps)
+	r.waitP50, r.waitP99 = quantile(acc.waits, 0.5), quantile(acc.waits, 0.99)
+	if len(acc.waits) > 0 {
+		r.waitMax = acc.waits[len(acc.waits)-1]
+	}
+	for _, o := range acc.open {
 		r.waitMax = max(r.waitMax, o)
 	}
-	r.gapP50, r.gapP99 = quantile(gaps, 0.5), quantile(gaps, 0.99)
+	r.gapP50, r.gapP99 = quantile(acc.gaps, 0.5), quantile(acc.gaps, 0.99)
 	return r
 }
 

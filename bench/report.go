@@ -99,16 +99,16 @@ func printTable(w io.Writer, rs []Result, m Meta) {
 			kilo(rp.OpsPerS), num(r1.AllocsPerOp, 1), num(r1.BytesPerOp, 0), r1.Errors+rp.Errors)
 	}
 	fmt.Fprintln(w)
-	fmt.Fprintf(w, "Contention: %d goroutines on one key, hold %s. handoff: Release called → next holder's acquire returned.\n\n", contenders, hold)
-	fmt.Fprintln(w, "| case | client | waiting | acq/s | self_share | max/min share | wait p50 ms | wait p99 ms | wait max ms | handoff p50 ms | handoff p99 ms |")
-	fmt.Fprintln(w, "|---|---|---|--:|--:|--:|--:|--:|--:|--:|--:|")
+	fmt.Fprintf(w, "Contention: %d goroutines on one key, hold %s (time.Sleep; mean as slept: %s). handoff: Release called → next holder's acquire returned.\n\n", contenders, hold, meanHold(rs))
+	fmt.Fprintln(w, "| case | client | waiting | acq/s | self_share | max/min share | wait p50 ms | wait p99 ms | wait max ms | handoff p50 ms | handoff p99 ms | lock busy |")
+	fmt.Fprintln(w, "|---|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|")
 	for _, r := range rs {
 		if r.Case != "contention" {
 			continue
 		}
-		fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %s/%s | %s | %s | %s | %s | %s |\n",
+		fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %s/%s | %s | %s | %s | %s | %s | %s |\n",
 			label(r), r.Client, r.Variant, num(r.AcquisitionsPerS, 0), pct(r.SelfShare), num(r.MaxShare, 2), num(r.MinShare, 2),
-			num(r.WaitP50ms, 2), num(r.WaitP99ms, 1), num(r.WaitMaxms, 0), num(r.GapP50ms, 2), num(r.GapP99ms, 2))
+			num(r.WaitP50ms, 2), num(r.WaitP99ms, 1), num(r.WaitMaxms, 0), num(r.GapP50ms, 2), num(r.GapP99ms, 2), pct(r.Busy))
 	}
 	fmt.Fprintln(w)
 	for _, r := range rs {
@@ -223,7 +223,7 @@ func printChecks(w io.Writer, cs []Check) {
 func writeJSON(path string, m Meta, rs []Result, cs []Check) error {
 	for i := range rs {
 		for _, p := range []**float64{&rs[i].OpsPerS, &rs[i].P50us, &rs[i].P99us, &rs[i].XRTT, &rs[i].XRTTp99, &rs[i].AllocsPerOp, &rs[i].BytesPerOp,
-			&rs[i].AcquisitionsPerS, &rs[i].SelfShare, &rs[i].MaxShare, &rs[i].MinShare, &rs[i].WaitP50ms, &rs[i].WaitP99ms, &rs[i].WaitMaxms, &rs[i].GapP50ms, &rs[i].GapP99ms} {
+			&rs[i].AcquisitionsPerS, &rs[i].SelfShare, &rs[i].MaxShare, &rs[i].MinShare, &rs[i].WaitP50ms, &rs[i].WaitP99ms, &rs[i].WaitMaxms, &rs[i].GapP50ms, &rs[i].GapP99ms, &rs[i].HoldMeanms, &rs[i].Busy} {
 			if *p != nil {
 				*p = f(round(**p, 3))
 			}
@@ -238,4 +238,19 @@ func writeJSON(path string, m Meta, rs []Result, cs []Check) error {
 		return err
 	}
 	return writeFile(path, append(b, '\n'))
+}
+
+func meanHold(rs []Result) string {
+	var sum float64
+	var n int
+	for _, r := range rs {
+		if r.HoldMeanms != nil {
+			sum += *r.HoldMeanms
+			n++
+		}
+	}
+	if n == 0 {
+		return "–"
+	}
+	return fmt.Sprintf("%.3f ms, so at most %.0f acq/s", sum/float64(n), 1000/(sum/float64(n)))
 }

@@ -40,6 +40,8 @@ type Result struct {
 	WaitMaxms        *float64 `json:"wait_max_ms"`
 	GapP50ms         *float64 `json:"handoff_p50_ms"` // Release called → next holder's acquire returned
 	GapP99ms         *float64 `json:"handoff_p99_ms"`
+	HoldMeanms       *float64 `json:"hold_mean_ms"` // the 1 ms hold as slept; 1000/hold_mean_ms bounds acquisitions_per_s
+	Busy             *float64 `json:"lock_busy"`    // share of the time the lock was held
 
 	Ops        int64  `json:"ops"`
 	Errors     int64  `json:"errors"`
@@ -109,7 +111,7 @@ func medians(runs [][]Result) []Result {
 		}
 		fields := func(r *Result) []**float64 {
 			return []**float64{&r.OpsPerS, &r.P50us, &r.P99us, &r.XRTT, &r.XRTTp99, &r.AllocsPerOp, &r.BytesPerOp,
-				&r.AcquisitionsPerS, &r.SelfShare, &r.MaxShare, &r.MinShare, &r.WaitP50ms, &r.WaitP99ms, &r.WaitMaxms, &r.GapP50ms, &r.GapP99ms}
+				&r.AcquisitionsPerS, &r.SelfShare, &r.MaxShare, &r.MinShare, &r.WaitP50ms, &r.WaitP99ms, &r.WaitMaxms, &r.GapP50ms, &r.GapP99ms, &r.HoldMeanms, &r.Busy}
 		}
 		dst := fields(o)
 		for k := range dst {
@@ -174,6 +176,7 @@ type progress struct {
 	began time.Time
 	tty   bool
 	mu    sync.Mutex
+	phase string
 	msg   string
 	stop  chan struct{}
 	once  sync.Once
@@ -189,15 +192,16 @@ func newProgress(began time.Time) *progress {
 	return p
 }
 
-func (p *progress) set(format string, args ...any) {
-	msg := fmt.Sprintf(format, args...)
+// set shows phase and detail; off a terminal only a new phase is printed.
+func (p *progress) set(phase, detail string) {
 	p.mu.Lock()
-	p.msg = msg
+	newPhase := phase != p.phase
+	p.phase, p.msg = phase, phase+"  "+detail
 	p.mu.Unlock()
 	if p.tty {
 		p.draw()
-	} else {
-		fmt.Fprintf(os.Stderr, "%6.1fs  %s\n", time.Since(p.began).Seconds(), msg)
+	} else if newPhase {
+		fmt.Fprintf(os.Stderr, "%6.1fs  %s\n", time.Since(p.began).Seconds(), phase)
 	}
 }
 
