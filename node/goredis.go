@@ -32,10 +32,11 @@ type goRedis struct {
 	hub *hub
 
 	// ps and done are set by the first Subscribe, under hub.sem.
-	mu       sync.Mutex
-	ps       *redis.PubSub
-	done     chan struct{}
-	confirms chan string
+	mu    sync.Mutex
+	ps    *redis.PubSub
+	done  chan struct{}
+	pongs chan string
+	seq   uint64
 }
 
 func (n *goRedis) String() string {
@@ -57,10 +58,9 @@ func (n *goRedis) String() string {
 }
 
 func (n *goRedis) Eval(ctx context.Context, s *Script, keys []string, args ...string) (Reply, error) {
-	argv := anys(args)
-	v, err := n.c.EvalSha(ctx, s.SHA(), keys, argv...).Result()
+	v, err := n.c.Do(ctx, evalArgs("evalsha", s.SHA(), keys, args)...).Result()
 	if isNoScript(err) {
-		v, err = n.c.Eval(ctx, s.Source(), keys, argv...).Result()
+		v, err = n.c.Do(ctx, evalArgs("eval", s.Source(), keys, args)...).Result()
 	}
 	if errors.Is(err, redis.Nil) {
 		return Reply{}, nil
@@ -89,7 +89,7 @@ func goRedisPipeline(ctx context.Context, src pipeliner, calls []Call, wait Wait
 	cmds := make([]*redis.Cmd, len(calls))
 	p := src.Pipeline()
 	for i, c := range calls {
-		cmds[i] = p.EvalSha(ctx, c.Script.SHA(), c.Keys, anys(c.Args)...)
+		cmds[i] = p.Do(ctx, evalArgs("evalsha", c.Script.SHA(), c.Keys, c.Args)...)
 	}
 	var waitCmd *redis.Cmd
 	if wait.Replicas > 0 {
@@ -117,7 +117,7 @@ func goRedisPipeline(ctx context.Context, src pipeliner, calls []Call, wait Wait
 		cmds = cmds[:0]
 		for _, i := range resend {
 			c := calls[i]
-			cmds = append(cmds, p.Eval(ctx, c.Script.Source(), c.Keys, anys(c.Args)...))
+			cmds = append(cmds, p.Do(ctx, evalArgs("eval", c.Script.Source(), c.Keys, c.Args)...))
 		}
 		if wait.Replicas > 0 {
 			waitCmd = waitOn(ctx, p, wait)
@@ -159,8 +159,7 @@ func goRedisResult(ctx context.Context, v any, err error) Result {
 }
 
 // Subscribe creates the Node's PubSub on first use and starts the goroutine
-// that reads it; SUBSCRIBE is confirmed by that goroutine, which sees the
-// server's replies in the order they were sent.
+// that reads it.
 func (n *goRedis) Subscribe(ctx context.Context, channel string) (<-chan struct{}, func(), error) {
 	return n.hub.subscribe(ctx, channel, n.subscribe, n.unsubscribe)
 }
@@ -170,21 +169,29 @@ func (n *goRedis) subscribe(ctx context.Context, channel string) error {
 	if n.done == nil {
 		n.ps = n.c.Subscribe(context.Background())
 		n.done = make(chan struct{})
-		n.confirms = make(chan string, 1)
-		go n.receive(n.ps, n.done, n.confirms)
+		n.pongs = make(chan string, 1)
+		go n.receive(n.ps, n.done, n.pongs)
 	}
-	ps, confirms := n.ps, n.confirms
+	ps, pongs := n.ps, n.pongs
+	n.seq++
+	token := "dlock-sub-" + strconv.FormatUint(n.seq, 10)
 	n.mu.Unlock()
+	// The server answers in order, so the PONG carrying this token proves
+	// the SUBSCRIBE before it took effect; a subscribe confirmation could
+	// be a stale one from an earlier, abandoned attempt.
 	if err := ps.Subscribe(ctx, channel); err != nil {
+		return err
+	}
+	if err := ps.Ping(ctx, token); err != nil {
 		return err
 	}
 	for {
 		select {
-		case ch, ok := <-confirms:
+		case p, ok := <-pongs:
 			if !ok {
 				return ErrClosed
 			}
-			if ch == channel {
+			if p == token {
 				return nil
 			}
 		case <-ctx.Done():
@@ -205,9 +212,9 @@ func (n *goRedis) unsubscribe(ctx context.Context, channel string) error {
 
 // receive is the Node's one subscription goroutine; it ends when Close
 // closes ps.
-func (n *goRedis) receive(ps *redis.PubSub, done chan struct{}, confirms chan<- string) {
+func (n *goRedis) receive(ps *redis.PubSub, done chan struct{}, pongs chan<- string) {
 	defer close(done)
-	defer close(confirms)
+	defer close(pongs)
 	for {
 		msg, err := ps.Receive(context.Background())
 		if err != nil {
@@ -222,15 +229,12 @@ func (n *goRedis) receive(ps *redis.PubSub, done chan struct{}, confirms chan<- 
 		switch m := msg.(type) {
 		case *redis.Message:
 			n.hub.notify(m.Channel)
-		case *redis.Subscription:
-			if m.Kind == "subscribe" {
-				// Only the Subscribe holding hub.sem waits here; a
-				// confirmation from a resubscribe nobody waits for is
-				// dropped rather than blocking the reader.
-				select {
-				case confirms <- m.Channel:
-				default:
-				}
+		case *redis.Pong:
+			// Only the Subscribe holding hub.sem waits here; a PONG that
+			// one gave up on is dropped rather than blocking the reader.
+			select {
+			case pongs <- m.Payload:
+			default:
 			}
 		}
 	}
@@ -251,15 +255,18 @@ func (n *goRedis) Close() error {
 	return err
 }
 
-func anys(args []string) []any {
-	if len(args) == 0 {
-		return nil
+// evalArgs builds EVAL or EVALSHA as one argument list, which go-redis's
+// own EvalSha would build again from a second one.
+func evalArgs(cmd, body string, keys, args []string) []any {
+	argv := make([]any, 0, 3+len(keys)+len(args))
+	argv = append(argv, cmd, body, len(keys))
+	for _, k := range keys {
+		argv = append(argv, k)
 	}
-	out := make([]any, len(args))
-	for i, a := range args {
-		out[i] = a
+	for _, a := range args {
+		argv = append(argv, a)
 	}
-	return out
+	return argv
 }
 
 func isNoScript(err error) bool {

@@ -136,9 +136,11 @@ func (h *hub) subscribe(ctx context.Context, channel string,
 	}
 	l, first, err := h.add(channel)
 	if err == nil && first {
-		err = sub(ctx, channel)
-		if err != nil {
-			h.remove(channel, l)
+		if err = sub(ctx, channel); err != nil && h.remove(channel, l) {
+			// The SUBSCRIBE may have reached the server all the same.
+			uctx, cancel := context.WithTimeout(context.Background(), unsubscribeTimeout)
+			_ = unsub(uctx, channel)
+			cancel()
 		}
 	}
 	h.unlock()

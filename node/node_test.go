@@ -387,3 +387,37 @@ func mustDo(t *testing.T, s *redistest.Server, args ...string) string {
 	}
 	return got
 }
+
+func BenchmarkEval(b *testing.B) {
+	srv := redistest.Start(b)
+	for _, c := range redistest.Nodes(b, srv.Addr()) {
+		b.Run(c.Name, func(b *testing.B) {
+			keys := []string{"{b}" + c.Name}
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := c.Node.Eval(b.Context(), incrBy, keys, "1"); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+func BenchmarkPipelineWait(b *testing.B) {
+	master := redistest.Start(b)
+	replica := redistest.Start(b, redistest.WithReplicaOf(master))
+	if err := replica.WaitSynced(b.Context()); err != nil {
+		b.Fatal(err)
+	}
+	for _, c := range redistest.Nodes(b, master.Addr()) {
+		b.Run(c.Name, func(b *testing.B) {
+			calls := []node.Call{{Script: incrBy, Keys: []string{"{b}" + c.Name}, Args: []string{"1"}}}
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, acked, err := c.Node.Pipeline(b.Context(), calls, node.Wait{Replicas: 1, Timeout: time.Second}); err != nil || acked != 1 {
+					b.Fatal(acked, err)
+				}
+			}
+		})
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -279,14 +280,17 @@ func (n *valkeyNode) Close() error {
 	return nil
 }
 
+// isValkeyNoScript and isReplyError see errors made by valkeyResult, never
+// wrapped, so a type assertion does (and keeps the hot path free of the
+// allocation errors.As would cost).
 func isValkeyNoScript(err error) bool {
-	var re *ReplyError
-	return errors.As(err, &re) && len(re.Msg) >= 8 && re.Msg[:8] == "NOSCRIPT"
+	re, ok := err.(*ReplyError)
+	return ok && strings.HasPrefix(re.Msg, "NOSCRIPT")
 }
 
 func isReplyError(err error) bool {
-	var re *ReplyError
-	return errors.As(err, &re)
+	_, ok := err.(*ReplyError)
+	return ok
 }
 
 // valkeyResult converts one reply: a server error becomes a *ReplyError, a
