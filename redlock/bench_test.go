@@ -1,0 +1,95 @@
+package redlock_test
+
+import (
+	"context"
+	"strconv"
+	"sync/atomic"
+	"testing"
+
+	"github.com/dlockgo/dlock/internal/redistest"
+	"github.com/dlockgo/dlock/node"
+	"github.com/dlockgo/dlock/redlock"
+)
+
+// The uncontended quorum lock+unlock of bench/ (which adds redsync), on
+// N=5, as go test benchmarks so benchstat can compare commits:
+//
+//	go test -run '^$' -bench . -count 10 ./redlock/ > new.txt
+//	benchstat old.txt new.txt
+//
+// The nodes are declared durable so the benchmark need not wait out the
+// lost-data guard of fresh servers; the guard's epoch read stays in every
+// vote's pipeline either way, so the cost per operation is the same.
+
+const benchNodes = 5
+
+// benchQuorum runs f once per client library and token mode, each on a
+// Locker over the same five servers.
+func benchQuorum(b *testing.B, f func(b *testing.B, lk *redlock.Locker)) {
+	srvs := redistest.StartN(b, benchNodes)
+	for _, client := range redistest.Clients {
+		ns := make([]node.Node, len(srvs))
+		for i, s := range srvs {
+			ns[i] = redistest.NodeFor(b, client, s.Addr())
+		}
+		for _, mode := range []string{"tokens", "notokens"} {
+			b.Run(client+"/"+mode, func(b *testing.B) {
+				opts := []redlock.Option{redlock.WithDurableNodes()}
+				if mode == "notokens" {
+					opts = append(opts, redlock.WithoutTokens())
+				}
+				lk, err := redlock.New(ns, opts...)
+				if err != nil {
+					b.Fatalf("New: %v", err)
+				}
+				defer lk.Close()
+				f(b, lk)
+			})
+		}
+	}
+}
+
+// BenchmarkTryAcquireRelease is one TryAcquire and Release at a time, on
+// one key.
+func BenchmarkTryAcquireRelease(b *testing.B) {
+	benchQuorum(b, func(b *testing.B, lk *redlock.Locker) {
+		ctx := context.Background()
+		b.ReportAllocs()
+		for b.Loop() {
+			l, err := lk.TryAcquire(ctx, "bench-serial")
+			if err != nil {
+				b.Fatal(err)
+			}
+			if err := l.Release(ctx); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
+
+// BenchmarkTryAcquireReleaseParallel runs 32 goroutines per GOMAXPROCS
+// (64 on the 2-core machines of docs/benchmarks.md), each on its own key.
+// A failed attempt (a node slower than the node timeout under this load)
+// is counted in the failed/op metric, not fatal.
+func BenchmarkTryAcquireReleaseParallel(b *testing.B) {
+	benchQuorum(b, func(b *testing.B, lk *redlock.Locker) {
+		var next, failed atomic.Int64
+		b.ReportAllocs()
+		b.SetParallelism(32)
+		b.RunParallel(func(pb *testing.PB) {
+			ctx := context.Background()
+			key := "bench-par-" + strconv.FormatInt(next.Add(1), 10)
+			for pb.Next() {
+				l, err := lk.TryAcquire(ctx, key)
+				if err != nil {
+					failed.Add(1)
+					continue
+				}
+				if err := l.Release(ctx); err != nil {
+					failed.Add(1)
+				}
+			}
+		})
+		b.ReportMetric(float64(failed.Load())/float64(b.N), "failed/op")
+	})
+}

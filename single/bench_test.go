@@ -1,0 +1,101 @@
+package single_test
+
+import (
+	"context"
+	"strconv"
+	"sync/atomic"
+	"testing"
+
+	"github.com/dlockgo/dlock/internal/redistest"
+	"github.com/dlockgo/dlock/node"
+	"github.com/dlockgo/dlock/single"
+)
+
+// The uncontended lock+unlock of bench/ (which adds the peer libraries),
+// here as go test benchmarks so benchstat can compare commits:
+//
+//	go test -run '^$' -bench . -count 10 ./single/ > new.txt
+//	benchstat old.txt new.txt
+//
+// BenchmarkEvalFloor is one EVALSHA through the same Node: the round trip
+// every lock+unlock pays twice, so its ratio to the floor is the cost of
+// dlock itself.
+
+var benchFloor = node.NewScript("redis.call('SET', KEYS[1], ARGV[1], 'PX', 10000) return 1")
+
+func benchLocker(b *testing.B, n node.Node) *single.Locker {
+	b.Helper()
+	lk, err := single.New(n)
+	if err != nil {
+		b.Fatalf("New: %v", err)
+	}
+	b.Cleanup(func() { _ = lk.Close() })
+	return lk
+}
+
+func BenchmarkEvalFloor(b *testing.B) {
+	srv := redistest.Start(b)
+	for _, c := range redistest.Nodes(b, srv.Addr()) {
+		b.Run(c.Name, func(b *testing.B) {
+			ctx := context.Background()
+			keys := []string{"bench-floor"}
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := c.Node.Eval(ctx, benchFloor, keys, "1"); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkTryAcquireRelease is one TryAcquire and Release at a time, on
+// one key.
+func BenchmarkTryAcquireRelease(b *testing.B) {
+	srv := redistest.Start(b)
+	for _, c := range redistest.Nodes(b, srv.Addr()) {
+		b.Run(c.Name, func(b *testing.B) {
+			lk := benchLocker(b, c.Node)
+			ctx := context.Background()
+			b.ReportAllocs()
+			for b.Loop() {
+				l, err := lk.TryAcquire(ctx, "bench-serial")
+				if err != nil {
+					b.Fatal(err)
+				}
+				if err := l.Release(ctx); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkTryAcquireReleaseParallel runs 32 goroutines per GOMAXPROCS
+// (64 on the 2-core machines of docs/benchmarks.md), each on its own key.
+func BenchmarkTryAcquireReleaseParallel(b *testing.B) {
+	srv := redistest.Start(b)
+	for _, c := range redistest.Nodes(b, srv.Addr()) {
+		b.Run(c.Name, func(b *testing.B) {
+			lk := benchLocker(b, c.Node)
+			var next atomic.Int64
+			b.ReportAllocs()
+			b.SetParallelism(32)
+			b.RunParallel(func(pb *testing.PB) {
+				ctx := context.Background()
+				key := "bench-par-" + strconv.FormatInt(next.Add(1), 10)
+				for pb.Next() {
+					l, err := lk.TryAcquire(ctx, key)
+					if err != nil {
+						b.Error(err)
+						return
+					}
+					if err := l.Release(ctx); err != nil {
+						b.Error(err)
+						return
+					}
+				}
+			})
+		})
+	}
+}
