@@ -1,0 +1,353 @@
+package dlock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/valkey-io/valkey-go"
+
+	"github.com/dlockgo/dlock/lease"
+	"github.com/dlockgo/dlock/node"
+	"github.com/dlockgo/dlock/redlock"
+	"github.com/dlockgo/dlock/single"
+)
+
+// Strategies and clients a Config can name.
+const (
+	StrategySingle = "single" // one server: package single
+	StrategyQuorum = "quorum" // Redlock across N masters: package redlock
+
+	ClientGoRedis  = "go-redis"  // github.com/redis/go-redis/v9
+	ClientValkeyGo = "valkey-go" // github.com/valkey-io/valkey-go
+)
+
+// Config chooses a strategy and the servers it runs on. The zero values of
+// its optional fields select the defaults.
+type Config struct {
+	// Strategy is StrategySingle (the default when empty) or StrategyQuorum.
+	Strategy string
+	// Addrs are the servers, as host:port: exactly one for single, the N
+	// independent masters for quorum.
+	Addrs []string
+	// TTL is the default lease TTL; 0 keeps the strategy's default (30s).
+	TTL time.Duration
+	// Client is ClientGoRedis (the default when empty) or ClientValkeyGo.
+	Client string
+	// Username and Password authenticate to every server (AUTH); empty
+	// for none.
+	Username, Password string
+	// DB is the database every server selects.
+	DB int
+	// DialTimeout bounds each connection attempt; 0 keeps the client's
+	// default.
+	DialTimeout time.Duration
+}
+
+// Open builds the clients for cfg's servers and a Locker of cfg's strategy
+// over them. The Locker owns those clients: its Close closes them. With the
+// single strategy, Open checks with ctx that the server answers; a quorum
+// keeps working with a minority of its servers down, so Open does not
+// require them to answer. A bad Config is reported as an *lease.ArgError
+// naming the field.
+func Open(ctx context.Context, cfg Config) (Locker, error) {
+	if err := cfg.check(); err != nil {
+		return nil, err
+	}
+	o := &opened{}
+	for _, addr := range cfg.Addrs {
+		n, c, err := cfg.dial(addr)
+		if err != nil {
+			o.closeAll()
+			return nil, err
+		}
+		o.nodes = append(o.nodes, n)
+		o.clients = append(o.clients, c)
+	}
+	if cfg.Strategy == "" || cfg.Strategy == StrategySingle {
+		if err := o.ping(ctx); err != nil {
+			o.closeAll()
+			return nil, err
+		}
+	}
+	var err error
+	switch cfg.Strategy {
+	case "", StrategySingle:
+		var opts []single.Option
+		if cfg.TTL != 0 {
+			opts = append(opts, single.WithTTL(cfg.TTL))
+		}
+		o.Locker, err = single.New(o.nodes[0], opts...)
+	case StrategyQuorum:
+		var opts []redlock.Option
+		if cfg.TTL != 0 {
+			opts = append(opts, redlock.WithTTL(cfg.TTL))
+		}
+		o.Locker, err = redlock.New(o.nodes, opts...)
+	}
+	if err != nil {
+		o.closeAll()
+		return nil, err
+	}
+	return o, nil
+}
+
+func (cfg *Config) check() error {
+	switch cfg.Strategy {
+	case "", StrategySingle:
+		if len(cfg.Addrs) > 1 {
+			return &lease.ArgError{Arg: "Config.Addrs", Value: cfg.Addrs, Rule: "must hold exactly one address for strategy \"single\""}
+		}
+	case StrategyQuorum:
+	default:
+		return &lease.ArgError{Arg: "Config.Strategy", Value: cfg.Strategy, Rule: `must be "single" or "quorum"`}
+	}
+	if len(cfg.Addrs) == 0 {
+		return &lease.ArgError{Arg: "Config.Addrs", Value: cfg.Addrs, Rule: "must hold at least one address"}
+	}
+	seen := make(map[string]bool, len(cfg.Addrs))
+	for _, a := range cfg.Addrs {
+		if _, port, err := net.SplitHostPort(a); err != nil || port == "" {
+			return &lease.ArgError{Arg: "Config.Addrs", Value: a, Rule: "must be host:port"}
+		}
+		if seen[a] {
+			return &lease.ArgError{Arg: "Config.Addrs", Value: a, Rule: "must not repeat an address"}
+		}
+		seen[a] = true
+	}
+	switch cfg.Client {
+	case "", ClientGoRedis, ClientValkeyGo:
+	default:
+		return &lease.ArgError{Arg: "Config.Client", Value: cfg.Client, Rule: `must be "go-redis" or "valkey-go"`}
+	}
+	if cfg.TTL != 0 {
+		if err := lease.CheckTTL(cfg.TTL, lease.DefaultDriftFactor); err != nil {
+			var ae *lease.ArgError
+			if errors.As(err, &ae) {
+				return &lease.ArgError{Arg: "Config.TTL", Value: cfg.TTL, Rule: ae.Rule}
+			}
+			return err
+		}
+	}
+	if cfg.DB < 0 {
+		return &lease.ArgError{Arg: "Config.DB", Value: cfg.DB, Rule: "must be >= 0"}
+	}
+	if cfg.DialTimeout < 0 {
+		return &lease.ArgError{Arg: "Config.DialTimeout", Value: cfg.DialTimeout, Rule: "must be >= 0"}
+	}
+	return nil
+}
+
+// dial builds the client for addr and its Node.
+func (cfg *Config) dial(addr string) (node.Node, ownedClient, error) {
+	if cfg.Client == ClientValkeyGo {
+		opt := valkey.ClientOption{
+			InitAddress:  []string{addr},
+			Username:     cfg.Username,
+			Password:     cfg.Password,
+			SelectDB:     cfg.DB,
+			DisableCache: true, // locks must read the server, never a client-side cache
+			// A standalone server, and a client even while it is down:
+			// a quorum must open with a minority of its masters away.
+			ForceSingleClient: true,
+		}
+		opt.Dialer.Timeout = cfg.DialTimeout
+		c, err := valkey.NewClient(opt)
+		if c == nil {
+			return nil, nil, fmt.Errorf("dlock: connect to %s: %w", addr, err)
+		}
+		return node.FromValkey(c), valkeyClient{c}, nil
+	}
+	c := redis.NewClient(&redis.Options{
+		Addr:        addr,
+		Username:    cfg.Username,
+		Password:    cfg.Password,
+		DB:          cfg.DB,
+		DialTimeout: cfg.DialTimeout,
+		// Cut calls short when the caller's context ends, rather than at
+		// the read timeout.
+		ContextTimeoutEnabled: true,
+		DisableIdentity:       true,
+	})
+	return node.FromGoRedis(c), goRedisClient{c}, nil
+}
+
+// ownedClient is a client Open built, and so must close.
+type ownedClient interface {
+	ping(ctx context.Context) error
+	close() error
+}
+
+type goRedisClient struct{ c *redis.Client }
+
+func (c goRedisClient) ping(ctx context.Context) error { return c.c.Ping(ctx).Err() }
+func (c goRedisClient) close() error                   { return c.c.Close() }
+
+type valkeyClient struct{ c valkey.Client }
+
+func (c valkeyClient) ping(ctx context.Context) error {
+	return c.c.Do(ctx, c.c.B().Ping().Build()).Error()
+}
+func (c valkeyClient) close() error { c.c.Close(); return nil }
+
+// opened is a Locker Open built, with the nodes and clients it owns.
+type opened struct {
+	Locker
+	nodes   []node.Node
+	clients []ownedClient
+
+	once sync.Once
+	err  error
+}
+
+func (o *opened) ping(ctx context.Context) error {
+	for i, c := range o.clients {
+		if err := c.ping(ctx); err != nil {
+			return fmt.Errorf("dlock: %s does not answer: %w", o.nodes[i], err)
+		}
+	}
+	return nil
+}
+
+// Close closes the Locker, then the nodes and clients Open made. It is safe
+// to call more than once.
+func (o *opened) Close() error {
+	o.once.Do(func() {
+		if o.Locker != nil {
+			o.err = o.Locker.Close()
+		}
+		o.err = errors.Join(o.err, o.closeAll())
+	})
+	return o.err
+}
+
+func (o *opened) closeAll() error {
+	var errs []error
+	for _, n := range o.nodes {
+		errs = append(errs, n.Close())
+	}
+	for _, c := range o.clients {
+		errs = append(errs, c.close())
+	}
+	o.nodes, o.clients = nil, nil
+	return errors.Join(errs...)
+}
+
+// OpenURL opens a Locker described by a URL:
+//
+//	redis://[user:password@]host[:port][/db][?ttl=30s&client=valkey-go&dial_timeout=5s]
+//	redlock://[user:password@]host1[:port],host2[:port],...[/db][?...]
+//
+// redis:// selects the single strategy on one server, redlock:// the quorum
+// strategy across the listed masters. The port defaults to 6379. A
+// malformed URL or an unknown parameter is reported as an *lease.ArgError.
+func OpenURL(ctx context.Context, rawURL string) (Locker, error) {
+	cfg, err := ParseURL(rawURL)
+	if err != nil {
+		return nil, err
+	}
+	return Open(ctx, cfg)
+}
+
+// ParseURL returns the Config that OpenURL would open.
+func ParseURL(rawURL string) (Config, error) {
+	bad := func(rule string) (Config, error) {
+		return Config{}, &lease.ArgError{Arg: "url", Value: redactURL(rawURL), Rule: rule}
+	}
+	var cfg Config
+	scheme, rest, ok := strings.Cut(rawURL, "://")
+	if !ok {
+		return bad("must start with redis:// or redlock://")
+	}
+	switch scheme {
+	case "redis":
+		cfg.Strategy = StrategySingle
+	case "redlock":
+		cfg.Strategy = StrategyQuorum
+	default:
+		return bad("scheme must be redis or redlock")
+	}
+	rest, query, _ := strings.Cut(rest, "?")
+	hosts, path, _ := strings.Cut(rest, "/")
+	if i := strings.LastIndex(hosts, "@"); i >= 0 {
+		user, pass, hasPass := strings.Cut(hosts[:i], ":")
+		var err1, err2 error
+		cfg.Username, err1 = url.PathUnescape(user)
+		if hasPass {
+			cfg.Password, err2 = url.PathUnescape(pass)
+		}
+		if err1 != nil || err2 != nil {
+			return bad("user and password must be percent-encoded")
+		}
+		hosts = hosts[i+1:]
+	}
+	if hosts == "" {
+		return bad("must name a host")
+	}
+	for h := range strings.SplitSeq(hosts, ",") {
+		if h == "" {
+			return bad("must not hold an empty host")
+		}
+		if _, _, err := net.SplitHostPort(h); err != nil {
+			h = net.JoinHostPort(strings.Trim(h, "[]"), "6379")
+			if _, _, err := net.SplitHostPort(h); err != nil {
+				return bad("hosts must be host or host:port")
+			}
+		}
+		cfg.Addrs = append(cfg.Addrs, h)
+	}
+	if path != "" {
+		db, err := strconv.Atoi(path)
+		if err != nil || db < 0 {
+			return bad("path must be a database number")
+		}
+		cfg.DB = db
+	}
+	q, err := url.ParseQuery(query)
+	if err != nil {
+		return bad("query: " + err.Error())
+	}
+	for k, vs := range q {
+		v := vs[len(vs)-1]
+		switch k {
+		case "ttl", "dial_timeout":
+			d, err := time.ParseDuration(v)
+			if err != nil {
+				return bad(k + " must be a duration such as 30s")
+			}
+			if k == "ttl" {
+				cfg.TTL = d
+			} else {
+				cfg.DialTimeout = d
+			}
+		case "client":
+			cfg.Client = v
+		default:
+			return bad("unknown parameter " + strconv.Quote(k) + " (known: ttl, client, dial_timeout)")
+		}
+	}
+	return cfg, nil
+}
+
+// redactURL hides a password before the URL goes into an error.
+func redactURL(raw string) string {
+	scheme, rest, ok := strings.Cut(raw, "://")
+	if !ok {
+		return raw
+	}
+	i := strings.LastIndex(strings.SplitN(rest, "/", 2)[0], "@")
+	if i < 0 {
+		return raw
+	}
+	if user, _, hasPass := strings.Cut(rest[:i], ":"); hasPass {
+		return scheme + "://" + user + ":xxxxx" + rest[i:]
+	}
+	return raw
+}

@@ -1,0 +1,198 @@
+package dlock_test
+
+import (
+	"context"
+	"errors"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/dlockgo/dlock"
+	"github.com/dlockgo/dlock/internal/redistest"
+	"github.com/dlockgo/dlock/lease"
+)
+
+func TestParseURL(t *testing.T) {
+	for _, tc := range []struct {
+		url  string
+		want dlock.Config
+	}{
+		{"redis://127.0.0.1:6380", dlock.Config{Strategy: "single", Addrs: []string{"127.0.0.1:6380"}}},
+		{"redis://localhost", dlock.Config{Strategy: "single", Addrs: []string{"localhost:6379"}}},
+		{"redis://[::1]:7000/2", dlock.Config{Strategy: "single", Addrs: []string{"[::1]:7000"}, DB: 2}},
+		{"redis://[::1]", dlock.Config{Strategy: "single", Addrs: []string{"[::1]:6379"}}},
+		{"redis://u:p%40ss@h:1/3?ttl=5s&client=valkey-go&dial_timeout=2s", dlock.Config{
+			Strategy: "single", Addrs: []string{"h:1"}, DB: 3, TTL: 5 * time.Second,
+			Client: "valkey-go", Username: "u", Password: "p@ss", DialTimeout: 2 * time.Second}},
+		{"redis://:secret@h:1", dlock.Config{Strategy: "single", Addrs: []string{"h:1"}, Password: "secret"}},
+		{"redlock://a:1,b:2,c", dlock.Config{Strategy: "quorum", Addrs: []string{"a:1", "b:2", "c:6379"}}},
+		{"redlock://a:1,b:2,c:3?ttl=10s", dlock.Config{Strategy: "quorum", Addrs: []string{"a:1", "b:2", "c:3"}, TTL: 10 * time.Second}},
+	} {
+		got, err := dlock.ParseURL(tc.url)
+		if err != nil || !reflect.DeepEqual(got, tc.want) {
+			t.Errorf("ParseURL(%q) = %+v, %v; want %+v", tc.url, got, err, tc.want)
+		}
+	}
+}
+
+func TestParseURLErrors(t *testing.T) {
+	for _, raw := range []string{
+		"",
+		"127.0.0.1:6379",
+		"http://h:1",
+		"rediss://h:1",
+		"redis://",
+		"redis://h:1/x",
+		"redis://h:1/-1",
+		"redis://h:1?ttl=forever",
+		"redis://h:1?dial_timeout=1",
+		"redis://h:1?color=red",
+		"redlock://a:1,,b:2",
+		"redis://u:%zz@h:1",
+	} {
+		_, err := dlock.ParseURL(raw)
+		var ae *lease.ArgError
+		if !errors.As(err, &ae) || ae.Arg != "url" || !errors.Is(err, dlock.ErrInvalid) {
+			t.Errorf("ParseURL(%q) = %v; want *ArgError for url", raw, err)
+		}
+	}
+	_, err := dlock.ParseURL("redis://user:hunter2@h:1?color=red")
+	if err == nil || strings.Contains(err.Error(), "hunter2") {
+		t.Errorf("error %v; want one that hides the password", err)
+	}
+}
+
+func TestOpenBadConfig(t *testing.T) {
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name string
+		cfg  dlock.Config
+		arg  string
+	}{
+		{"unknown strategy", dlock.Config{Strategy: "paxos", Addrs: []string{"h:1"}}, "Config.Strategy"},
+		{"no addrs", dlock.Config{}, "Config.Addrs"},
+		{"no addrs quorum", dlock.Config{Strategy: "quorum"}, "Config.Addrs"},
+		{"single with two", dlock.Config{Addrs: []string{"a:1", "b:2"}}, "Config.Addrs"},
+		{"no port", dlock.Config{Addrs: []string{"h"}}, "Config.Addrs"},
+		{"repeated", dlock.Config{Strategy: "quorum", Addrs: []string{"a:1", "a:1", "b:1"}}, "Config.Addrs"},
+		{"client", dlock.Config{Addrs: []string{"h:1"}, Client: "jedis"}, "Config.Client"},
+		{"ttl", dlock.Config{Addrs: []string{"h:1"}, TTL: -time.Second}, "Config.TTL"},
+		{"tiny ttl", dlock.Config{Addrs: []string{"h:1"}, TTL: time.Millisecond}, "Config.TTL"},
+		{"db", dlock.Config{Addrs: []string{"h:1"}, DB: -1}, "Config.DB"},
+		{"dial timeout", dlock.Config{Addrs: []string{"h:1"}, DialTimeout: -1}, "Config.DialTimeout"},
+	} {
+		lk, err := dlock.Open(ctx, tc.cfg)
+		var ae *lease.ArgError
+		if lk != nil || !errors.As(err, &ae) || ae.Arg != tc.arg {
+			t.Errorf("Open(%s) = %v, %v; want *ArgError for %s", tc.name, lk, err, tc.arg)
+		}
+	}
+}
+
+// withUser adds an ACL user alice with password s3cret, so Open's
+// credentials are checked while the test's own client needs none.
+func withUser(t *testing.T, srv *redistest.Server) {
+	t.Helper()
+	if _, err := srv.Do("ACL", "SETUSER", "alice", "on", ">s3cret", "~*", "&*", "+@all"); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestOpenRoundTrip(t *testing.T) {
+	srv := redistest.Start(t)
+	withUser(t, srv)
+	ctx := context.Background()
+	for _, client := range redistest.Clients {
+		t.Run(client, func(t *testing.T) {
+			lk, err := dlock.OpenURL(ctx, "redis://alice:s3cret@"+srv.Addr()+"/3?ttl=5s&client="+client)
+			if err != nil {
+				t.Fatalf("OpenURL: %v", err)
+			}
+			l, err := lk.TryAcquire(ctx, "open-"+client)
+			if err != nil {
+				t.Fatalf("TryAcquire: %v", err)
+			}
+			if ttl := l.TTL(); ttl <= 0 || ttl > 5*time.Second {
+				t.Fatalf("TTL = %v; want within the URL's 5s", ttl)
+			}
+			if _, err := lk.TryAcquire(ctx, "open-"+client); !errors.Is(err, dlock.ErrTaken) {
+				t.Fatalf("second TryAcquire: %v; want ErrTaken", err)
+			}
+			if ks, _ := srv.Info("db3"); !strings.HasPrefix(ks, "keys=") {
+				t.Fatalf("INFO db3 = %q; want the lock's hash in database 3", ks)
+			}
+			if err := l.Release(ctx); err != nil {
+				t.Fatalf("Release: %v", err)
+			}
+			if err := lk.Close(); err != nil {
+				t.Fatalf("Close: %v", err)
+			}
+			if err := lk.Close(); err != nil {
+				t.Fatalf("second Close: %v", err)
+			}
+		})
+	}
+}
+
+func TestOpenWrongPassword(t *testing.T) {
+	srv := redistest.Start(t)
+	withUser(t, srv)
+	for _, client := range redistest.Clients {
+		lk, err := dlock.Open(context.Background(), dlock.Config{Addrs: []string{srv.Addr()}, Username: "alice", Password: "nope", Client: client})
+		if err == nil {
+			lk.Close()
+			t.Errorf("%s: Open with a wrong password succeeded", client)
+		}
+	}
+}
+
+func TestOpenUnreachable(t *testing.T) {
+	srv := redistest.Start(t)
+	addr := srv.Addr()
+	srv.Kill()
+	for _, client := range redistest.Clients {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		lk, err := dlock.Open(ctx, dlock.Config{Addrs: []string{addr}, Client: client, DialTimeout: 200 * time.Millisecond})
+		cancel()
+		if err == nil {
+			lk.Close()
+			t.Errorf("%s: Open of a dead single server succeeded", client)
+		}
+	}
+}
+
+func TestOpenQuorum(t *testing.T) {
+	srvs := redistest.StartN(t, 4)
+	down := redistest.Start(t)
+	downAddr := down.Addr()
+	down.Kill()
+	for _, client := range redistest.Clients {
+		t.Run(client, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			// Five masters, one of them down. A fresh key needs answers
+			// from a majority plus one of them (redlock's lost-data guard
+			// repairs its counters first): four are up.
+			url := "redlock://" + srvs[0].Addr() + "," + srvs[1].Addr() + "," + srvs[2].Addr() + "," +
+				srvs[3].Addr() + "," + downAddr + "?ttl=300ms&dial_timeout=100ms&client=" + client
+			lk, err := dlock.OpenURL(ctx, url)
+			if err != nil {
+				t.Fatalf("OpenURL: %v", err)
+			}
+			defer lk.Close()
+			// Fresh nodes sit out one maximum TTL, so Acquire rather than
+			// TryAcquire.
+			l, err := lk.Acquire(ctx, "q-"+client)
+			if err != nil {
+				t.Fatalf("Acquire: %v", err)
+			}
+			if !l.Fenced() {
+				t.Fatalf("quorum lease has no token")
+			}
+			if err := l.Release(ctx); err != nil {
+				t.Fatalf("Release: %v", err)
+			}
+		})
+	}
+}
