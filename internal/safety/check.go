@@ -1,0 +1,306 @@
+package safety
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/anishathalye/porcupine"
+
+	"github.com/dlockgo/dlock/fence"
+)
+
+// CheckTimeout bounds the linearizability search of one Check; a search cut
+// short counts as not linearizable, with a note saying so.
+var CheckTimeout = 30 * time.Second
+
+// maxNotes bounds the examples a Report keeps per kind of violation.
+const maxNotes = 3
+
+// Report is what Check found in a history.
+type Report struct {
+	// Holders is the number of distinct leases seen (by owner).
+	Holders int
+	// Writes is the number of write attempts.
+	Writes int
+	// Overlaps counts the pairs of leases of distinct holders whose
+	// intervals [granted, valid until], each by its holder's own clock,
+	// overlap: two holders who both believed they held the lock.
+	Overlaps int
+	// StaleAccepted counts the writes accepted from a stale holder: a
+	// fenced write whose token is lower than one accepted before it began,
+	// or an unfenced write by a holder whose lease another holder had been
+	// granted after it, before the write began.
+	StaleAccepted int
+	// UnfencedDoubleWrites is the part of StaleAccepted that carried no
+	// fence: writes that a fenced resource might have refused.
+	UnfencedDoubleWrites int
+	// FencedRefused counts the fenced writes the fence refused.
+	FencedRefused int
+	// Linearizable reports whether the reads and writes are linearizable
+	// as operations on a fenced register (see Check).
+	Linearizable bool
+	// Notes describes a few of the violations counted above.
+	Notes []string
+}
+
+// Safe reports whether no stale write was accepted and the register stayed
+// linearizable. Overlaps alone do not make a history unsafe: they are what
+// a fence is there to absorb.
+func (r Report) Safe() bool { return r.StaleAccepted == 0 && r.Linearizable }
+
+// String returns the counts on one line, then the notes, one per line.
+func (r Report) String() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "holders=%d writes=%d overlaps=%d stale_accepted=%d unfenced_double_writes=%d fenced_refused=%d linearizable=%t",
+		r.Holders, r.Writes, r.Overlaps, r.StaleAccepted, r.UnfencedDoubleWrites, r.FencedRefused, r.Linearizable)
+	for _, n := range r.Notes {
+		b.WriteString("\n  ")
+		b.WriteString(n)
+	}
+	return b.String()
+}
+
+type interval struct {
+	holder   string
+	from, to time.Time
+}
+
+// Check checks h. A lease's interval runs from its first grant to the
+// latest end of validity seen at a grant or at a write made while the
+// lease was still valid by its holder's clock, or to its release if that
+// came first; a holder with no grant recorded starts at its first write.
+//
+// Linearizability is checked against a sequential register holding a value
+// and a token, initially empty and 0: a fenced write with token t succeeds,
+// storing both, iff t > 0 and t >= the stored token, and is otherwise
+// refused with no effect; an unfenced write always succeeds and stores the
+// value only; a read returns both. A write of Unknown outcome may take
+// effect at any time after its call, or never; a read of Unknown outcome is
+// left out.
+func Check(h History) Report {
+	var rep Report
+	ivs := leases(h)
+	rep.Holders = len(ivs)
+
+	slices.SortFunc(ivs, func(a, b interval) int { return a.from.Compare(b.from) })
+	for i, a := range ivs {
+		for _, b := range ivs[i+1:] {
+			if !b.from.Before(a.to) {
+				break // sorted by start: no later lease overlaps a either
+			}
+			rep.Overlaps++
+			rep.note(&rep.Overlaps, fmt.Sprintf("overlap: %s valid until %s, %s granted at %s",
+				a.holder, stamp(a.to), b.holder, stamp(b.from)))
+		}
+	}
+
+	start := map[string]time.Time{}
+	for _, iv := range ivs {
+		start[iv.holder] = iv.from
+	}
+	for _, op := range h.Ops {
+		if op.Kind != Write {
+			continue
+		}
+		rep.Writes++
+		switch {
+		case op.Outcome == Refused && op.Fenced:
+			rep.FencedRefused++
+		case op.Outcome != Accepted:
+		case op.Fenced:
+			if v, ok := newerAccepted(h.Ops, op); ok {
+				rep.StaleAccepted++
+				rep.note(&rep.StaleAccepted, fmt.Sprintf("stale write accepted: %s token %s at %s, after token %s was accepted at %s",
+					op.Holder, op.Token, stamp(op.Call), v.Token, stamp(v.Return)))
+			}
+		default:
+			if g, ok := supersededBy(ivs, start[op.Holder], op); ok {
+				rep.StaleAccepted++
+				rep.UnfencedDoubleWrites++
+				rep.note(&rep.UnfencedDoubleWrites, fmt.Sprintf("unfenced write by superseded holder: %s at %s, after %s was granted at %s",
+					op.Holder, stamp(op.Call), g.holder, stamp(g.from)))
+			}
+		}
+	}
+
+	switch res := porcupine.CheckOperationsTimeout(registerModel, operations(h.Ops), CheckTimeout); res {
+	case porcupine.Ok:
+		rep.Linearizable = true
+	case porcupine.Unknown:
+		rep.Notes = append(rep.Notes, fmt.Sprintf("linearizability: search cut short after %v", CheckTimeout))
+	default:
+		rep.Notes = append(rep.Notes, "linearizability: no linear order of the reads and writes fits a fenced register")
+	}
+	return rep
+}
+
+// note keeps an example while the count it explains is small.
+func (r *Report) note(count *int, s string) {
+	if *count <= maxNotes {
+		r.Notes = append(r.Notes, s)
+	}
+}
+
+func leases(h History) []interval {
+	byHolder := map[string]*interval{}
+	granted := map[string]bool{}
+	var order []string
+	get := func(holder string, from time.Time) *interval {
+		iv := byHolder[holder]
+		if iv == nil {
+			iv = &interval{holder: holder, from: from, to: from}
+			byHolder[holder] = iv
+			order = append(order, holder)
+		}
+		return iv
+	}
+	for _, g := range h.Grants {
+		granted[g.Holder] = true
+		iv := get(g.Holder, g.At)
+		iv.from = earliest(iv.from, g.At)
+		iv.to = latest(iv.to, g.Until)
+	}
+	for _, op := range h.Ops {
+		if op.Kind != Write || op.Holder == "" {
+			continue
+		}
+		iv := get(op.Holder, op.Call)
+		if !granted[op.Holder] {
+			iv.from = earliest(iv.from, op.Call)
+		}
+		// A write made after the lease ended by its holder's own clock
+		// does not stretch the lease: that is the stale write itself.
+		if op.ValidUntil.After(op.Call) {
+			iv.to = latest(iv.to, op.ValidUntil)
+		}
+	}
+	for _, rel := range h.Releases {
+		if iv := byHolder[rel.Holder]; iv != nil {
+			iv.to = latest(iv.from, earliest(iv.to, rel.At))
+		}
+	}
+	out := make([]interval, len(order))
+	for i, holder := range order {
+		out[i] = *byHolder[holder]
+	}
+	return out
+}
+
+func earliest(a, b time.Time) time.Time {
+	if b.Before(a) {
+		return b
+	}
+	return a
+}
+
+func latest(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
+}
+
+// newerAccepted returns a fenced write accepted, with a larger token,
+// before w began.
+func newerAccepted(ops []Op, w Op) (Op, bool) {
+	for _, v := range ops {
+		if v.Kind == Write && v.Fenced && v.Outcome == Accepted && v.Token > w.Token && v.Return.Before(w.Call) {
+			return v, true
+		}
+	}
+	return Op{}, false
+}
+
+// supersededBy returns a lease of another holder granted after the
+// writer's own, before w began.
+func supersededBy(ivs []interval, own time.Time, w Op) (interval, bool) {
+	for _, iv := range ivs {
+		if iv.holder != w.Holder && iv.from.After(own) && iv.from.Before(w.Call) {
+			return iv, true
+		}
+	}
+	return interval{}, false
+}
+
+func stamp(t time.Time) string { return t.Format("15:04:05.000000") }
+
+type register struct {
+	value string
+	token fence.Token
+}
+
+type writeInput struct {
+	token  fence.Token
+	value  string
+	fenced bool
+}
+
+type readInput struct{}
+
+var registerModel = porcupine.Model{
+	Init: func() any { return register{} },
+	Step: func(state, input, output any) (bool, any) {
+		st := state.(register)
+		switch in := input.(type) {
+		case writeInput:
+			if !in.fenced {
+				return output.(Outcome) != Refused, register{value: in.value, token: st.token}
+			}
+			admissible := in.token > 0 && in.token >= st.token
+			next := st
+			if admissible {
+				next = register{value: in.value, token: in.token}
+			}
+			switch output.(Outcome) {
+			case Accepted:
+				return admissible, next
+			case Refused:
+				return !admissible, st
+			default:
+				// Put last in any order, "took effect" also covers "never".
+				return true, next
+			}
+		case readInput:
+			return output.(register) == st, st
+		}
+		return false, st
+	},
+	DescribeOperation: func(input, output any) string {
+		switch in := input.(type) {
+		case writeInput:
+			return fmt.Sprintf("write(%s, %q, fenced=%t) -> %v", in.token, in.value, in.fenced, output)
+		default:
+			r := output.(register)
+			return fmt.Sprintf("read() -> %q, %s", r.value, r.token)
+		}
+	},
+}
+
+func operations(ops []Op) []porcupine.Operation {
+	if len(ops) == 0 {
+		return nil
+	}
+	base := slices.MinFunc(ops, func(a, b Op) int { return a.Call.Compare(b.Call) }).Call
+	out := make([]porcupine.Operation, 0, len(ops))
+	for _, op := range ops {
+		p := porcupine.Operation{Call: int64(op.Call.Sub(base)), Return: int64(op.Return.Sub(base))}
+		switch {
+		case op.Kind == Write:
+			p.Input = writeInput{token: op.Token, value: op.Value, fenced: op.Fenced}
+			p.Output = op.Outcome
+			if op.Outcome == Unknown {
+				p.Return = math.MaxInt64
+			}
+		case op.Kind == Read && op.Outcome == Accepted:
+			p.Input = readInput{}
+			p.Output = register{value: op.Value, token: op.Token}
+		default:
+			continue
+		}
+		out = append(out, p)
+	}
+	return out
+}
