@@ -18,8 +18,10 @@ import (
 // Pipeline keeps its calls on one connection for a *redis.Client (standalone
 // or failover); with a WAIT it holds one connection (Client.Conn) for the
 // whole exchange, including a resend after NOSCRIPT. A *redis.ClusterClient
-// splits a pipeline by slot: calls whose keys share a hash tag still travel
-// together, but a WAIT cannot be tied to their connection there.
+// splits a pipeline by slot; with a WAIT, every key must be served by one
+// master (else ErrCrossSlot), whose connection is then held the same way,
+// and a MOVED reply comes back as that call's *ReplyError rather than being
+// followed.
 //
 // Subscribe uses one go-redis PubSub connection per Node, which reconnects
 // and resubscribes by itself; messages published while it is down are lost.
@@ -73,13 +75,40 @@ func (n *goRedis) Eval(ctx context.Context, s *Script, keys []string, args ...st
 
 func (n *goRedis) Pipeline(ctx context.Context, calls []Call, wait Wait) ([]Result, int, error) {
 	if wait.Replicas > 0 {
-		if c, ok := n.c.(*redis.Client); ok {
+		c, ok := n.c.(*redis.Client)
+		if cc, isCluster := n.c.(*redis.ClusterClient); isCluster {
+			var err error
+			if c, err = clusterMaster(ctx, cc, calls); err != nil {
+				return nil, 0, err
+			}
+			ok = c != nil
+		}
+		if ok {
 			conn := c.Conn()
 			defer conn.Close()
 			return goRedisPipeline(ctx, conn, calls, wait)
 		}
 	}
 	return goRedisPipeline(ctx, n.c, calls, wait)
+}
+
+// clusterMaster returns the one master serving every key of calls, or nil
+// when calls have no keys.
+func clusterMaster(ctx context.Context, cc *redis.ClusterClient, calls []Call) (*redis.Client, error) {
+	var master *redis.Client
+	for _, call := range calls {
+		for _, k := range call.Keys {
+			m, err := cc.MasterForKey(ctx, k)
+			if err != nil {
+				return nil, ctxErr(ctx, err)
+			}
+			if master != nil && m != master {
+				return nil, ErrCrossSlot
+			}
+			master = m
+		}
+	}
+	return master, nil
 }
 
 type pipeliner interface{ Pipeline() redis.Pipeliner }

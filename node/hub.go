@@ -11,6 +11,11 @@ import (
 // ErrClosed is returned by a Node's Subscribe after Close.
 var ErrClosed = errors.New("node: closed")
 
+// ErrCrossSlot is returned by Pipeline on a cluster client when a WAIT is
+// asked for and the calls' keys are spread so that no single connection can
+// carry them all (see FromGoRedis and FromValkey for each client's rule).
+var ErrCrossSlot = errors.New("node: pipeline with WAIT spans more than one cluster slot")
+
 // hub is the client-independent half of Subscribe: which local subscribers
 // listen on which channel, and the coalescing signal to each.
 type hub struct {

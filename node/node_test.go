@@ -421,3 +421,57 @@ func BenchmarkPipelineWait(b *testing.B) {
 		})
 	}
 }
+
+func TestCluster(t *testing.T) {
+	cl := redistest.StartCluster(t, 3)
+	for _, c := range cl.Nodes(t) {
+		t.Run(c.Name, func(t *testing.T) {
+			for _, k := range []string{"a", "b", "c", "d", "e"} {
+				key := "{" + k + "}" + c.Name
+				res, _, err := c.Node.Pipeline(t.Context(), []node.Call{
+					{Script: incrBy, Keys: []string{key}, Args: []string{"3"}},
+					{Script: incr, Keys: []string{key}},
+				}, node.Wait{})
+				if err != nil || res[0].Reply.Int(0) != 3 || res[1].Reply.Int(0) != 4 {
+					t.Fatalf("%s: %+v, %v; want 3 then 4", key, res, err)
+				}
+				if got, err := c.Node.Eval(t.Context(), incr, []string{key}); err != nil || got.Int(0) != 5 {
+					t.Fatalf("%s: Eval = %v, %v; want 5", key, got, err)
+				}
+			}
+			sig, stop, err := c.Node.Subscribe(t.Context(), "cl:"+c.Name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer stop()
+			for _, s := range cl.Servers() {
+				mustDo(t, s, "PUBLISH", "cl:"+c.Name, "x")
+				receive(t, sig)
+			}
+		})
+	}
+}
+
+func TestClusterWaitCrossSlot(t *testing.T) {
+	cl := redistest.StartCluster(t, 3)
+	a, b := "{a}", "{b}"
+	for i := 0; cl.Owner(cl.Slot(a)) == cl.Owner(cl.Slot(b)); i++ {
+		b = "{b" + strconv.Itoa(i) + "}"
+	}
+	for _, c := range cl.Nodes(t) {
+		_, _, err := c.Node.Pipeline(t.Context(), []node.Call{
+			{Script: incr, Keys: []string{a}},
+			{Script: incr, Keys: []string{b}},
+		}, node.Wait{Replicas: 1, Timeout: 10 * time.Millisecond})
+		if !errors.Is(err, node.ErrCrossSlot) {
+			t.Fatalf("%s: err = %v; want ErrCrossSlot", c.Name, err)
+		}
+		_, acked, err := c.Node.Pipeline(t.Context(), []node.Call{
+			{Script: incr, Keys: []string{"{a}x"}},
+			{Script: incr, Keys: []string{"{a}y"}},
+		}, node.Wait{Replicas: 1, Timeout: 10 * time.Millisecond})
+		if err != nil || acked != 0 {
+			t.Fatalf("%s: one slot, no replicas: acked %d, err %v; want 0, nil", c.Name, acked, err)
+		}
+	}
+}

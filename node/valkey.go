@@ -21,8 +21,11 @@ import (
 //
 // Subscribe uses one dedicated connection per Node, opened on first use and
 // reopened (with every active channel resubscribed) when it breaks; messages
-// published while it is down are lost. On a cluster client Subscribe is not
-// supported, since a dedicated cluster connection is chosen by a key.
+// published while it is down are lost. On a cluster client the connection
+// goes to any one master, which hears every PUBLISH of the cluster.
+//
+// A cluster client splits a Pipeline by slot; with a WAIT, its calls must
+// all be in one slot (one hash tag), or Pipeline fails with ErrCrossSlot.
 func FromValkey(c valkey.Client) Node {
 	return &valkeyNode{c: c, hub: newHub()}
 }
@@ -74,6 +77,9 @@ func eval(c doer, s *Script, keys, args []string) valkey.Completed {
 func (n *valkeyNode) Pipeline(ctx context.Context, calls []Call, wait Wait) (results []Result, acked int, err error) {
 	if wait.Replicas <= 0 {
 		return valkeyPipeline(ctx, n.c, calls, wait)
+	}
+	if n.c.Mode() == valkey.ClientModeCluster && !sameSlot(n.c, calls) {
+		return nil, 0, ErrCrossSlot
 	}
 	err = n.c.Dedicated(func(dc valkey.DedicatedClient) error {
 		var err error
@@ -140,6 +146,21 @@ func valkeyPipeline(ctx context.Context, c doer, calls []Call, wait Wait) ([]Res
 		return nil, 0, fmt.Errorf("node: WAIT: %w", valkeyErr(ctx, err))
 	}
 	return results, int(acked), nil
+}
+
+func sameSlot(c valkey.Client, calls []Call) bool {
+	slot, seen := uint16(0), false
+	for _, call := range calls {
+		for _, k := range call.Keys {
+			cmd := c.B().Get().Key(k).Build()
+			s := cmd.Slot()
+			if seen && s != slot {
+				return false
+			}
+			slot, seen = s, true
+		}
+	}
+	return true
 }
 
 func waitCmd(c doer, wait Wait) valkey.Completed {
