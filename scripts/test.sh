@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# The whole test suite, as the README promises: installs what the tests need
+# on a fresh Debian machine (redis-server, redis-cli, gcc), then vets and runs
+# every test with the race detector against real redis-server processes.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+need=()
+command -v redis-server >/dev/null || need+=(redis-server)
+command -v redis-cli >/dev/null || need+=(redis-tools)
+command -v gcc >/dev/null || need+=(gcc libc6-dev)
+if [ ${#need[@]} -gt 0 ]; then
+  echo "installing: ${need[*]}" >&2
+  sudo=""; [ "$(id -u)" -eq 0 ] || sudo="sudo"
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
+fi
+
+go vet ./...
+go test -race -count=1 -timeout 15m ./...
