@@ -172,7 +172,9 @@ func (s *Server) Restart() {
 // Do runs one command on a client owned by the Server and returns its reply
 // as text: strings as they are, integers in decimal, nil as "" with
 // redis.Nil, arrays as their elements joined by newlines. It is meant for
-// test setup and inspection, and gives up after 5 s.
+// test setup and inspection, and gives up after 5 s. Calls go through a
+// connection pool, so two calls may use two connections: a WAIT sent by Do
+// does not count an earlier Do's write.
 func (s *Server) Do(args ...string) (string, error) {
 	s.mu.Lock()
 	if s.client == nil {
@@ -231,12 +233,13 @@ func (s *Server) Info(field string) (string, error) {
 	return "", nil
 }
 
-// WaitSynced waits until this replica reports master_link_status:up, or ctx
-// ends.
+// WaitSynced waits until this replica reports master_link_status:up and,
+// when it was started WithReplicaOf, its master lists it as online (only
+// then does the master's WAIT count it), or until ctx ends.
 func (s *Server) WaitSynced(ctx context.Context) error {
 	for {
 		st, err := s.Info("master_link_status")
-		if err == nil && st == "up" {
+		if err == nil && st == "up" && s.onlineAtMaster() {
 			return nil
 		}
 		select {
@@ -245,6 +248,24 @@ func (s *Server) WaitSynced(ctx context.Context) error {
 		case <-time.After(20 * time.Millisecond):
 		}
 	}
+}
+
+func (s *Server) onlineAtMaster() bool {
+	m := s.cfg.replica
+	if m == nil {
+		return true
+	}
+	out, err := m.Do("INFO", "replication")
+	if err != nil {
+		return false
+	}
+	want := "port=" + strconv.Itoa(s.port) + ",state=online"
+	for line := range strings.SplitSeq(out, "\n") {
+		if strings.HasPrefix(line, "slave") && strings.Contains(line, want) {
+			return true
+		}
+	}
+	return false
 }
 
 var errBind = errors.New("address in use")
