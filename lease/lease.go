@@ -41,6 +41,9 @@ type Grant struct {
 	Token fence.Token   // 0 when the strategy hands out no token
 	TTL   time.Duration // the TTL asked for; renewal asks for it again
 	Until time.Time     // local monotonic end of validity, drift taken off
+
+	Strategy string   // "single" or "quorum", for Observer events
+	Observer Observer // hears renewals, loss and release; may be nil
 }
 
 // ReleaseTimeout bounds the cleanup a lease does on a context of its own:
@@ -194,6 +197,7 @@ func (l *Lease) Release(ctx context.Context) error {
 	err := l.b.Release(ctx, l)
 	l.extMu.Unlock()
 	l.end(ErrReleased)
+	l.observe(Released, err)
 	return err
 }
 
@@ -214,8 +218,8 @@ func (l *Lease) stopRenewal() {
 // end ends the lease with cause, once.
 func (l *Lease) end(cause error) {
 	l.mu.Lock()
-	defer l.mu.Unlock()
 	if l.cause != nil {
+		l.mu.Unlock()
 		return
 	}
 	l.cause = cause
@@ -224,6 +228,16 @@ func (l *Lease) end(cause error) {
 	for id, cancel := range l.cancels {
 		cancel(cause)
 		delete(l.cancels, id)
+	}
+	l.mu.Unlock()
+	if cause != ErrReleased {
+		l.observe(Lost, cause)
+	}
+}
+
+func (l *Lease) observe(kind EventKind, err error) {
+	if l.g.Observer != nil {
+		l.g.Observer.Observe(Event{Kind: kind, Strategy: l.g.Strategy, Key: l.g.Key, Err: err})
 	}
 }
 
@@ -262,6 +276,7 @@ func (l *Lease) renew() {
 		ctx, cancel := context.WithTimeout(context.Background(), min(ReleaseTimeout, max(l.TTL(), time.Millisecond)))
 		err := l.Extend(ctx, l.g.TTL)
 		cancel()
+		l.observe(Renewed, err)
 		wait = every
 		if err != nil {
 			if errors.Is(err, ErrNotHeld) {

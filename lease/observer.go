@@ -1,0 +1,80 @@
+package lease
+
+import (
+	"context"
+	"errors"
+	"time"
+)
+
+// Observer hears about the life of locks: acquisitions, per-node votes,
+// renewals, losses and releases. It is called synchronously on the path it
+// reports, so it must return quickly and never block; a nil Observer costs
+// nothing. Events carry no owner values or tokens: they name keys and nodes.
+type Observer interface {
+	Observe(Event)
+}
+
+// EventKind says what an Event reports.
+type EventKind uint8
+
+const (
+	// AcquireStarted: an Acquire or TryAcquire began.
+	AcquireStarted EventKind = iota + 1
+	// AcquireEnded: it ended; Wait is how long it took, Err its outcome.
+	AcquireEnded
+	// Vote: one node answered one attempt of a quorum acquisition; Node
+	// names it, Outcome says how it voted, Wait is its round trip.
+	Vote
+	// Renewed: an extension ended; Err is nil when the servers agreed.
+	Renewed
+	// Lost: the lease ended before Release; Err is the cause (ErrLost or
+	// ErrExpired).
+	Lost
+	// Released: Release ended; Err is its error, if any.
+	Released
+)
+
+func (k EventKind) String() string {
+	switch k {
+	case AcquireStarted:
+		return "acquire_started"
+	case AcquireEnded:
+		return "acquire_ended"
+	case Vote:
+		return "vote"
+	case Renewed:
+		return "renewed"
+	case Lost:
+		return "lost"
+	case Released:
+		return "released"
+	}
+	return "unknown"
+}
+
+// Event is one thing an Observer hears.
+type Event struct {
+	Kind     EventKind
+	Strategy string        // "single" or "quorum"
+	Key      string        // the lock's key
+	Node     string        // the node, for a Vote
+	Outcome  string        // a Vote's answer: "ok", "taken", "error", "timeout", "lost_data"
+	Wait     time.Duration // AcquireEnded: time to the outcome; Vote: round trip
+	Err      error         // the outcome's error, if any
+}
+
+// Outcome names an acquisition's result for metrics: "acquired", "taken",
+// "canceled", "invalid" or "error".
+func Outcome(err error) string {
+	switch {
+	case err == nil:
+		return "acquired"
+	case errors.Is(err, ErrTaken):
+		return "taken"
+	case errors.Is(err, ErrInvalid):
+		return "invalid"
+	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		return "canceled"
+	}
+	return "error"
+}
