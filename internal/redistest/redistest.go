@@ -81,7 +81,7 @@ type Server struct {
 func Start(t testing.TB, opts ...Option) *Server {
 	t.Helper()
 	if _, err := exec.LookPath("redis-server"); err != nil {
-		t.Skip("redistest: redis-server not installed")
+		t.Fatal("redistest: redis-server is not on PATH; ./scripts/test.sh installs it")
 	}
 	s := &Server{t: t, dir: t.TempDir()}
 	for _, o := range opts {
