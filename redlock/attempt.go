@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
-	"sync"
 	"time"
 
 	"github.com/dlockgo/dlock/fence"
@@ -28,29 +27,30 @@ type vote struct {
 }
 
 // attemptState tells a late "yes" whether it must be undone: when the
-// attempt failed, or its lease has already ended.
+// attempt failed, or its lease has already ended. A late answer waits for
+// the attempt's outcome: undoing it before would race with the attempt's
+// own release, which may reach the node on another connection first.
 type attemptState struct {
-	mu     sync.Mutex
-	failed bool
-	l      *lease.Lease
+	decided chan struct{} // closed by fail or hold
+	failed  bool          // written before decided is closed
+	l       *lease.Lease  // written before decided is closed
 }
 
+func newAttemptState() *attemptState { return &attemptState{decided: make(chan struct{})} }
+
 func (s *attemptState) stale() bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.failed || (s.l != nil && s.l.Err() != nil)
+	<-s.decided
+	return s.failed || s.l.Err() != nil
 }
 
 func (s *attemptState) fail() {
-	s.mu.Lock()
 	s.failed = true
-	s.mu.Unlock()
+	close(s.decided)
 }
 
 func (s *attemptState) hold(l *lease.Lease) {
-	s.mu.Lock()
 	s.l = l
-	s.mu.Unlock()
+	close(s.decided)
 }
 
 // tally counts phase 1 so far.
@@ -99,7 +99,7 @@ func (lk *Locker) attempt(ctx context.Context, key string, o lease.Options) (*le
 	}
 	q := lk.Quorum()
 	owner := lease.NewOwner()
-	st := &attemptState{}
+	st := newAttemptState()
 	calls := []node.Call{
 		{Script: epochScript, Keys: []string{epochKey}},
 		{Script: acquireScript, Keys: keysOf(key), Args: []string{owner, strconv.FormatInt(o.TTL.Milliseconds(), 10)}},
@@ -125,7 +125,12 @@ func (lk *Locker) attempt(ctx context.Context, key string, o lease.Options) (*le
 
 	fail := func(op string, got int, answers []NodeAnswer, reason error) (*lease.Lease, time.Duration, error) {
 		st.fail()
-		lk.releaseAll(ctx, key, owner, false)
+		// Wait only where the lock may be set and the node is alive: a
+		// node that failed or timed out is released in the background, so
+		// a dead node does not hold up the failure.
+		lk.releaseAll(ctx, key, owner, false, func(i int) bool {
+			return !votes[i].answered || votes[i].set
+		})
 		return nil, holdHint(votes), newQuorumError(op, key, got, q, answers, reason)
 	}
 

@@ -73,7 +73,7 @@ func (b *backend) Release(ctx context.Context, l *lease.Lease) error {
 		return err
 	}
 	defer lk.wg.Done()
-	answers, released := lk.releaseAll(ctx, l.Key(), l.Owner(), true)
+	answers, released := lk.releaseAll(ctx, l.Key(), l.Owner(), true, nil)
 	if released > 0 {
 		return nil
 	}

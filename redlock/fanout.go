@@ -3,6 +3,7 @@ package redlock
 import (
 	"context"
 	"errors"
+	"os"
 	"sync"
 	"time"
 
@@ -28,20 +29,24 @@ type round struct {
 	mu        sync.Mutex
 	abandoned bool
 	late      func(result)
+	wg        *sync.WaitGroup
 }
 
 // fanout sends do to the nodes at idx, each bounded by timeout on a context
 // derived from ctx. The caller must hold an operation (begin).
 func (lk *Locker) fanout(ctx context.Context, idx []int, timeout time.Duration,
 	do func(ctx context.Context, i int) ([]node.Result, error), late func(result)) *round {
-	r := &round{ch: make(chan result, len(idx)), late: late}
+	r := &round{ch: make(chan result, len(idx)), late: late, wg: &lk.wg}
 	lk.wg.Add(len(idx))
 	for _, i := range idx {
 		go func() {
 			defer lk.wg.Done()
 			nctx, cancel := context.WithTimeout(ctx, timeout)
 			res, err := do(nctx, i)
-			timedOut := err != nil && ctx.Err() == nil && errors.Is(nctx.Err(), context.DeadlineExceeded)
+			// Clients may give up a little before the context's deadline,
+			// reporting it themselves.
+			timedOut := err != nil && ctx.Err() == nil && (errors.Is(nctx.Err(), context.DeadlineExceeded) ||
+				errors.Is(err, context.DeadlineExceeded) || errors.Is(err, os.ErrDeadlineExceeded))
 			cancel()
 			a := result{i: i, res: res, err: err, timeout: timedOut}
 			r.mu.Lock()
@@ -64,7 +69,8 @@ func (lk *Locker) fanout(ctx context.Context, idx []int, timeout time.Duration,
 func (r *round) next() result { return <-r.ch }
 
 // abandon stops the caller's reading: answers already queued and answers
-// still to come go to late.
+// still to come go to late, which runs on goroutines of its own since it
+// may wait for the caller's outcome.
 func (r *round) abandon() {
 	r.mu.Lock()
 	r.abandoned = true
@@ -79,10 +85,12 @@ func (r *round) abandon() {
 		break
 	}
 	r.mu.Unlock()
-	if r.late != nil {
-		for _, a := range queued {
-			r.late(a)
-		}
+	if r.late != nil && len(queued) > 0 {
+		r.wg.Go(func() {
+			for _, a := range queued {
+				r.late(a)
+			}
+		})
 	}
 }
 
@@ -112,9 +120,12 @@ func (lk *Locker) cleanupTimeout() time.Duration {
 }
 
 // releaseAll runs the release script on every node, detached from ctx's
-// cancellation and bounded by cleanupTimeout per node, and waits for every
-// answer. publish announces the release to waiters.
-func (lk *Locker) releaseAll(ctx context.Context, key, owner string, publish bool) (answers []NodeAnswer, released int) {
+// cancellation and bounded by cleanupTimeout per node. It waits for the
+// answers of the nodes for which await is true (all when await is nil); the
+// others are released in the background, by goroutines Close waits for.
+// publish announces the release to waiters. Nodes not awaited are reported
+// as KindNotAwaited.
+func (lk *Locker) releaseAll(ctx context.Context, key, owner string, publish bool, await func(i int) bool) (answers []NodeAnswer, released int) {
 	ch := ""
 	if publish {
 		ch = channelOf(key)
@@ -122,9 +133,19 @@ func (lk *Locker) releaseAll(ctx context.Context, key, owner string, publish boo
 	r := lk.fanout(context.WithoutCancel(ctx), lk.all(), lk.cleanupTimeout(),
 		lk.evalDo(releaseScript, releaseKeys(key), owner, ch), nil)
 	answers = make([]NodeAnswer, len(lk.nodes))
-	for range lk.nodes {
+	waiting := 0
+	for i := range answers {
+		answers[i] = NodeAnswer{Node: lk.names[i], Kind: KindNotAwaited}
+		if await == nil || await(i) {
+			waiting++
+		}
+	}
+	for got := 0; waiting > 0 && got < len(lk.nodes); got++ {
 		a := r.next()
 		name := lk.names[a.i]
+		if await == nil || await(a.i) {
+			waiting--
+		}
 		switch {
 		case a.err != nil:
 			answers[a.i] = answerOf(name, a)
@@ -137,6 +158,7 @@ func (lk *Locker) releaseAll(ctx context.Context, key, owner string, publish boo
 			answers[a.i] = NodeAnswer{Node: name, Kind: KindHeld}
 		}
 	}
+	r.abandon()
 	return answers, released
 }
 

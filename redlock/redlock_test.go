@@ -1,0 +1,781 @@
+package redlock_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/dlockgo/dlock/fence"
+	"github.com/dlockgo/dlock/internal/redistest"
+	"github.com/dlockgo/dlock/lease"
+	"github.com/dlockgo/dlock/node"
+	"github.com/dlockgo/dlock/redlock"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// mixed builds a quorum whose nodes alternate between the client libraries.
+const mixed = "mixed"
+
+// each runs f once per client library, in parallel subtests.
+func each(t *testing.T, f func(t *testing.T, client string)) {
+	for _, c := range redistest.Clients {
+		t.Run(c, func(t *testing.T) {
+			t.Parallel()
+			f(t, c)
+		})
+	}
+}
+
+func nodesOn(t *testing.T, srvs []*redistest.Server, client string) []node.Node {
+	t.Helper()
+	out := make([]node.Node, len(srvs))
+	for i, s := range srvs {
+		c := client
+		if c == mixed {
+			c = redistest.Clients[i%len(redistest.Clients)]
+		}
+		out[i] = redistest.NodeFor(t, c, s.Addr())
+	}
+	return out
+}
+
+// testNodeTimeout replaces the 50ms default: servers started by parallel
+// tests under the race detector answer a first call on a new connection
+// slower than that.
+const testNodeTimeout = 250 * time.Millisecond
+
+func newLocker(t *testing.T, nodes []node.Node, opts ...redlock.Option) *redlock.Locker {
+	t.Helper()
+	lk, err := redlock.New(nodes, append([]redlock.Option{redlock.WithNodeTimeout(testNodeTimeout)}, opts...)...)
+	if err != nil {
+		t.Fatalf("New: %v", err)
+	}
+	t.Cleanup(func() { _ = lk.Close() })
+	return lk
+}
+
+func do(t *testing.T, s *redistest.Server, args ...string) string {
+	t.Helper()
+	out, err := s.Do(args...)
+	if err != nil && err.Error() != "redis: nil" {
+		t.Fatalf("%s %v: %v", s.Addr(), args, err)
+	}
+	return out
+}
+
+// lockKeysLeft returns the servers (by index) still holding key's lock.
+func lockKeysLeft(t *testing.T, srvs []*redistest.Server, key string, only ...int) []int {
+	t.Helper()
+	var left []int
+	for i, s := range srvs {
+		if len(only) > 0 && !slices.Contains(only, i) {
+			continue
+		}
+		if do(t, s, "EXISTS", "dlock:{"+key+"}:lock") == "1" {
+			left = append(left, i)
+		}
+	}
+	return left
+}
+
+// eventuallyNoLock is lockKeysLeft after giving late answers up to a
+// second to be undone.
+func eventuallyNoLock(t *testing.T, srvs []*redistest.Server, key string, only ...int) []int {
+	t.Helper()
+	deadline := time.Now().Add(time.Second)
+	for {
+		left := lockKeysLeft(t, srvs, key, only...)
+		if len(left) == 0 || time.Now().After(deadline) {
+			return left
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func TestTokenFor(t *testing.T) {
+	tests := []struct {
+		max   int64
+		times []int64
+		want  int64
+	}{
+		{0, nil, 1},
+		{41, nil, 42},
+		{5, []int64{100}, 100},
+		{5, []int64{300, 100, 200}, 200},
+		{5, []int64{400, 100, 300, 200}, 200}, // even count: the lower middle
+		{999, []int64{100, 200, 300}, 1000},
+		{199, []int64{200, 100, 300}, 200},
+		{200, []int64{200, 100, 300}, 201},
+		{1 << 52, []int64{1_700_000_000_000_000, 1_700_000_000_000_001, 1}, 1<<52 + 1},
+	}
+	for _, tc := range tests {
+		if got := redlock.TokenFor(tc.max, tc.times); got != tc.want {
+			t.Errorf("TokenFor(%d, %v) = %d; want %d", tc.max, tc.times, got, tc.want)
+		}
+	}
+}
+
+func TestNewArgs(t *testing.T) {
+	srv := redistest.Start(t)
+	n := redistest.NodeFor(t, "go-redis", srv.Addr())
+	cases := []struct {
+		name  string
+		nodes []node.Node
+		opts  []redlock.Option
+	}{
+		{"no nodes", nil, nil},
+		{"nil node", []node.Node{n, nil}, nil},
+		{"node timeout vs TTL", []node.Node{n}, []redlock.Option{redlock.WithTTL(time.Second), redlock.WithNodeTimeout(500 * time.Millisecond)}},
+		{"zero node timeout", []node.Node{n}, []redlock.Option{redlock.WithNodeTimeout(-1)}},
+		{"negative TTL", []node.Node{n}, []redlock.Option{redlock.WithTTL(-time.Second)}},
+		{"drift factor", []node.Node{n}, []redlock.Option{redlock.WithDriftFactor(0.7)}},
+		{"TTL above max TTL", []node.Node{n}, []redlock.Option{redlock.WithTTL(2 * time.Second), redlock.WithMaxTTL(time.Second)}},
+		{"retry", []node.Node{n}, []redlock.Option{redlock.WithRetry(lease.Retry{Min: time.Second})}},
+	}
+	for _, tc := range cases {
+		_, err := redlock.New(tc.nodes, tc.opts...)
+		var ae *lease.ArgError
+		if !errors.As(err, &ae) || !errors.Is(err, lease.ErrInvalid) {
+			t.Errorf("%s: err = %v; want *lease.ArgError", tc.name, err)
+		}
+	}
+	lk := newLocker(t, []node.Node{n}, redlock.WithTTL(time.Second), redlock.WithDurableNodes())
+	ctx := context.Background()
+	if _, err := lk.TryAcquire(ctx, ""); !errors.Is(err, lease.ErrInvalid) {
+		t.Errorf("empty key: err = %v; want ErrInvalid", err)
+	}
+	if _, err := lk.TryAcquire(ctx, "k", lease.WithTTL(80*time.Millisecond)); !errors.Is(err, lease.ErrInvalid) {
+		t.Errorf("TTL below twice the node timeout: err = %v; want ErrInvalid", err)
+	}
+	guarded := newLocker(t, []node.Node{n}, redlock.WithTTL(time.Second))
+	if _, err := guarded.TryAcquire(ctx, "k", lease.WithTTL(2*time.Second)); !errors.Is(err, lease.ErrInvalid) {
+		t.Errorf("TTL above max TTL: err = %v; want ErrInvalid", err)
+	}
+}
+
+func TestAcquireExtendRelease(t *testing.T) {
+	for _, c := range append(slices.Clone(redistest.Clients), mixed) {
+		t.Run(c, func(t *testing.T) {
+			t.Parallel()
+			srvs := redistest.StartN(t, 5)
+			lk := newLocker(t, nodesOn(t, srvs, c), redlock.WithDurableNodes(), redlock.WithTTL(5*time.Second))
+			ctx := context.Background()
+			l, err := lk.TryAcquire(ctx, "k")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !l.Fenced() || l.Token() == 0 {
+				t.Fatalf("token = %v, fenced %v; want a token", l.Token(), l.Fenced())
+			}
+			if ttl := l.TTL(); ttl <= 4*time.Second || ttl > 5*time.Second {
+				t.Errorf("TTL() = %v; want just under 5s", ttl)
+			}
+			if got := lockKeysLeft(t, srvs, "k"); len(got) < 3 {
+				t.Errorf("lock on servers %v; want at least a majority", got)
+			}
+			_, err = lk.TryAcquire(ctx, "k")
+			var qe *redlock.QuorumError
+			if !errors.Is(err, lease.ErrTaken) || !errors.As(err, &qe) || qe.Got != 0 || qe.Needed != 3 {
+				t.Fatalf("second TryAcquire: %v; want ErrTaken with a QuorumError of 0/3", err)
+			}
+			t.Logf("taken: %v", err)
+			if err := l.Extend(ctx, 8*time.Second); err != nil {
+				t.Fatal(err)
+			}
+			extended := 0
+			for _, s := range srvs {
+				if pttl := do(t, s, "PTTL", "dlock:{k}:lock"); len(pttl) == 4 && pttl > "7000" {
+					extended++
+				}
+			}
+			if extended < 3 {
+				t.Errorf("lock extended to about 8s on %d servers; want a majority", extended)
+			}
+			if err := l.Release(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if got := lockKeysLeft(t, srvs, "k"); len(got) != 0 {
+				t.Errorf("lock left on %v after release", got)
+			}
+			l2, err := lk.TryAcquire(ctx, "k")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if l2.Token() <= l.Token() {
+				t.Errorf("token after release = %v; want > %v", l2.Token(), l.Token())
+			}
+			// The grant did not wait for the slowest nodes: let their SETs
+			// land before deleting the lock behind l2's back.
+			time.Sleep(100 * time.Millisecond)
+			for _, s := range srvs {
+				do(t, s, "DEL", "dlock:{k}:lock")
+			}
+			if err := l2.Release(ctx); !errors.Is(err, lease.ErrNotHeld) {
+				t.Errorf("release of a lock gone everywhere: %v; want ErrNotHeld", err)
+			}
+		})
+	}
+}
+
+func TestWithoutTokens(t *testing.T) {
+	each(t, func(t *testing.T, c string) {
+		srvs := redistest.StartN(t, 3)
+		lk := newLocker(t, nodesOn(t, srvs, c), redlock.WithDurableNodes(), redlock.WithoutTokens(), redlock.WithTTL(2*time.Second))
+		l, err := lk.TryAcquire(context.Background(), "k")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if l.Token() != 0 || l.Fenced() {
+			t.Errorf("token %v fenced %v; want 0, false", l.Token(), l.Fenced())
+		}
+		if got := do(t, srvs[0], "EXISTS", "dlock:{k}:fence"); got != "0" {
+			t.Errorf("fence counter written without tokens")
+		}
+		if err := l.Release(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
+
+func TestRaceOneWinner(t *testing.T) {
+	for _, c := range append(slices.Clone(redistest.Clients), mixed) {
+		t.Run(c, func(t *testing.T) {
+			t.Parallel()
+			srvs := redistest.StartN(t, 5)
+			lk := newLocker(t, nodesOn(t, srvs, c), redlock.WithDurableNodes(), redlock.WithTTL(10*time.Second))
+			ctx, cancel := context.WithTimeout(context.Background(), 4*time.Second)
+			defer cancel()
+			var (
+				mu      sync.Mutex
+				winners []*lease.Lease
+				wg      sync.WaitGroup
+				lastErr atomic.Value
+			)
+			start := make(chan struct{})
+			for range 100 {
+				wg.Go(func() {
+					<-start
+					l, err := lk.Acquire(ctx, "race")
+					if err != nil {
+						if !errors.Is(err, context.DeadlineExceeded) {
+							t.Errorf("Acquire: %v; want a deadline", err)
+						}
+						lastErr.Store(err)
+						return
+					}
+					mu.Lock()
+					winners = append(winners, l)
+					mu.Unlock()
+				})
+			}
+			close(start)
+			wg.Wait()
+			if len(winners) != 1 {
+				t.Fatalf("%d winners; want exactly 1 (a loser's error: %v)", len(winners), lastErr.Load())
+			}
+			if err := winners[0].Release(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}
+
+func TestTokensIncrease(t *testing.T) {
+	for _, c := range append(slices.Clone(redistest.Clients), mixed) {
+		t.Run(c, func(t *testing.T) {
+			t.Parallel()
+			srvs := redistest.StartN(t, 5)
+			lk := newLocker(t, nodesOn(t, srvs, c), redlock.WithDurableNodes(), redlock.WithTTL(5*time.Second))
+			ctx := context.Background()
+			var last fence.Token
+			start := time.Now()
+			const n = 1000
+			for i := range n {
+				l, err := lk.TryAcquire(ctx, "seq")
+				if err != nil {
+					t.Fatalf("acquisition %d: %v", i, err)
+				}
+				if l.Token() <= last {
+					t.Fatalf("acquisition %d: token %v after %v; want strictly larger", i, l.Token(), last)
+				}
+				last = l.Token()
+				if err := l.Release(ctx); err != nil {
+					t.Fatalf("release %d: %v", i, err)
+				}
+			}
+			t.Logf("%d acquire+release on 5 nodes: %v each", n, time.Since(start)/n)
+		})
+	}
+}
+
+func TestTwoOfFiveDead(t *testing.T) {
+	each(t, func(t *testing.T, c string) {
+		srvs := redistest.StartN(t, 5)
+		lk := newLocker(t, nodesOn(t, srvs, c), redlock.WithDurableNodes(), redlock.WithTTL(2*time.Second))
+		srvs[1].Kill()
+		srvs[3].Kill()
+		ctx := context.Background()
+		start := time.Now()
+		l, err := lk.TryAcquire(ctx, "k")
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("acquire with 2 of 5 dead: %v", time.Since(start))
+		if err := l.Extend(ctx, 2*time.Second); err != nil {
+			t.Fatalf("extend: %v", err)
+		}
+		if err := l.Release(ctx); err != nil {
+			t.Fatalf("release: %v", err)
+		}
+		if left := eventuallyNoLock(t, srvs, "k", 0, 2, 4); len(left) != 0 {
+			t.Errorf("lock left on %v", left)
+		}
+	})
+}
+
+func TestThreeOfFiveDead(t *testing.T) {
+	each(t, func(t *testing.T, c string) {
+		srvs := redistest.StartN(t, 5)
+		const ttl = 2 * time.Second
+		lk := newLocker(t, nodesOn(t, srvs, c), redlock.WithDurableNodes(), redlock.WithTTL(ttl))
+		dead := []int{0, 2, 3}
+		for _, i := range dead {
+			srvs[i].Kill()
+		}
+		start := time.Now()
+		_, err := lk.TryAcquire(context.Background(), "k")
+		elapsed := time.Since(start)
+		t.Logf("failed after %v: %v", elapsed, err)
+		var qe *redlock.QuorumError
+		if !errors.As(err, &qe) {
+			t.Fatalf("err = %v; want *QuorumError", err)
+		}
+		if errors.Is(err, lease.ErrTaken) {
+			t.Errorf("dead nodes reported as taken: %v", err)
+		}
+		if qe.Got > 2 || qe.Needed != 3 {
+			t.Errorf("got %d needed %d; want <= 2 of 3", qe.Got, qe.Needed)
+		}
+		for _, i := range dead {
+			a := qe.Nodes[i]
+			if a.Node != srvs[i].Addr() || (a.Kind != redlock.KindError && a.Kind != redlock.KindTimeout && a.Kind != redlock.KindNotAwaited) {
+				t.Errorf("answer of dead node %s = %+v", srvs[i].Addr(), a)
+			}
+		}
+		if !slices.Contains(qe.Failed(), srvs[0].Addr()) {
+			t.Errorf("Failed() = %v; want it to name %s", qe.Failed(), srvs[0].Addr())
+		}
+		if elapsed >= ttl/2 {
+			t.Errorf("failure took %v; want well under %v", elapsed, ttl/2)
+		}
+		// A living node that answered after the failure was decided is
+		// released as soon as its answer comes.
+		if left := eventuallyNoLock(t, srvs, "k", 1, 4); len(left) != 0 {
+			t.Errorf("lock left on living servers %v", left)
+		}
+	})
+}
+
+func TestPausedNode(t *testing.T) {
+	each(t, func(t *testing.T, c string) {
+		srvs := redistest.StartN(t, 5)
+		const ttl = time.Second
+		lk := newLocker(t, nodesOn(t, srvs, c), redlock.WithDurableNodes(), redlock.WithTTL(ttl))
+		ctx := context.Background()
+		// Connections are open before the pause, as in a running service.
+		l, err := lk.TryAcquire(ctx, "warm")
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = l.Release(ctx)
+
+		srvs[2].Pause()
+		start := time.Now()
+		l, err = lk.TryAcquire(ctx, "k")
+		if err != nil {
+			srvs[2].Resume()
+			t.Fatal(err)
+		}
+		t.Logf("acquire with a paused node: %v", time.Since(start))
+		if err := l.Extend(ctx, ttl); err != nil {
+			t.Errorf("extend: %v", err)
+		}
+		start = time.Now()
+		if err := l.Release(ctx); err != nil {
+			t.Errorf("release: %v", err)
+		}
+		t.Logf("release with a paused node: %v", time.Since(start))
+		srvs[2].Resume()
+		time.Sleep(ttl + 200*time.Millisecond)
+		if left := lockKeysLeft(t, srvs, "k"); len(left) != 0 {
+			t.Errorf("stray lock on %v a TTL after SIGCONT", left)
+		}
+	})
+}
+
+func TestValidityExhausted(t *testing.T) {
+	each(t, func(t *testing.T, c string) {
+		srvs := redistest.StartN(t, 3)
+		proxies := make([]*redistest.Proxy, len(srvs))
+		nodes := make([]node.Node, len(srvs))
+		for i, s := range srvs {
+			proxies[i] = redistest.StartProxy(t, s.Addr())
+			nodes[i] = redistest.NodeFor(t, c, proxies[i].Addr())
+		}
+		// Drift 0.4*1s+2ms = 402ms; two phases at 320ms each leave none,
+		// while each call stays within the 450ms node timeout.
+		const ttl = time.Second
+		lk := newLocker(t, nodes, redlock.WithDurableNodes(), redlock.WithTTL(ttl),
+			redlock.WithDriftFactor(0.4), redlock.WithNodeTimeout(450*time.Millisecond))
+		ctx := context.Background()
+		// Open the connections and load every script first, so each call
+		// below is one round trip.
+		for _, s := range srvs {
+			for _, sc := range redlock.Scripts() {
+				do(t, s, "SCRIPT", "LOAD", sc.Source())
+			}
+		}
+		l, err := lk.TryAcquire(ctx, "warm")
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = l.Release(ctx)
+		for _, p := range proxies {
+			p.SetLatency(320 * time.Millisecond)
+		}
+		start := time.Now()
+		_, err = lk.TryAcquire(ctx, "k")
+		t.Logf("after %v: %v", time.Since(start), err)
+		var qe *redlock.QuorumError
+		if !errors.As(err, &qe) || !errors.Is(err, redlock.ErrNoValidity) {
+			t.Fatalf("err = %v; want a QuorumError for lack of validity", err)
+		}
+		if qe.Got < qe.Needed {
+			t.Errorf("Got = %d; want a majority to have said yes", qe.Got)
+		}
+		if left := eventuallyNoLock(t, srvs, "k"); len(left) != 0 {
+			t.Errorf("lock left on %v after the failed acquisition", left)
+		}
+	})
+}
+
+func TestForcedViolationTokens(t *testing.T) {
+	each(t, func(t *testing.T, c string) {
+		srvs := redistest.StartN(t, 5)
+		lk := newLocker(t, nodesOn(t, srvs, c), redlock.WithDurableNodes(), redlock.WithTTL(5*time.Second))
+		ctx := context.Background()
+		a, err := lk.TryAcquire(ctx, "k")
+		if err != nil {
+			t.Fatal(err)
+		}
+		// The lock vanishes behind a's back (expiry, clock jump, operator).
+		for _, s := range srvs {
+			do(t, s, "DEL", "dlock:{k}:lock")
+		}
+		b, err := lk.TryAcquire(ctx, "k")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if a.TTL() <= 0 || b.TTL() <= 0 {
+			t.Fatalf("want both leases alive by their own clocks")
+		}
+		if b.Token() <= a.Token() {
+			t.Fatalf("tokens %v then %v; want the second larger", a.Token(), b.Token())
+		}
+		var g fence.Guard
+		if err := g.Admit("resource", b.Token()); err != nil {
+			t.Fatal(err)
+		}
+		if err := g.Admit("resource", a.Token()); !errors.Is(err, fence.ErrStale) {
+			t.Fatalf("stale holder admitted: %v", err)
+		}
+		_ = b.Release(ctx)
+		_ = a.Release(ctx)
+	})
+}
+
+func TestAcquireWaitsForRelease(t *testing.T) {
+	each(t, func(t *testing.T, c string) {
+		srvs := redistest.StartN(t, 5)
+		lk := newLocker(t, nodesOn(t, srvs, c), redlock.WithDurableNodes(), redlock.WithTTL(10*time.Second),
+			redlock.WithRetry(lease.Retry{Min: time.Second, Max: 2 * time.Second}))
+		ctx := context.Background()
+		a, err := lk.TryAcquire(ctx, "k")
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := make(chan time.Time, 1)
+		done := make(chan error, 1)
+		go func() {
+			l, err := lk.Acquire(ctx, "k")
+			got <- time.Now()
+			if err == nil {
+				err = l.Release(ctx)
+			}
+			done <- err
+		}()
+		time.Sleep(300 * time.Millisecond)
+		released := time.Now()
+		if err := a.Release(ctx); err != nil {
+			t.Fatal(err)
+		}
+		wait := (<-got).Sub(released)
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("waiter held the lock %v after the release", wait)
+		if wait > 500*time.Millisecond {
+			t.Errorf("waiter took %v after the release; the published release should wake it (retry delay >= 500ms)", wait)
+		}
+
+		// A waiter whose context ends sees the deadline and the last QuorumError.
+		b, err := lk.TryAcquire(ctx, "k")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer b.Release(ctx)
+		wctx, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
+		defer cancel()
+		_, err = lk.Acquire(wctx, "k")
+		var qe *redlock.QuorumError
+		if !errors.Is(err, context.DeadlineExceeded) || !errors.As(err, &qe) {
+			t.Errorf("err = %v; want a deadline and a QuorumError", err)
+		}
+	})
+}
+
+// touch makes every node stamp its epoch (first contact), and waits out
+// the sit-out that follows.
+func touch(t *testing.T, lk *redlock.Locker, ttl time.Duration) {
+	t.Helper()
+	for start := time.Now(); ; {
+		_, err := lk.TryAcquire(context.Background(), "touch")
+		var qe *redlock.QuorumError
+		if !errors.As(err, &qe) || qe.Got != 0 {
+			t.Fatalf("TryAcquire on fresh nodes: %v; want refused as lost data", err)
+		}
+		lost := 0
+		for _, a := range qe.Nodes {
+			if a.Kind == redlock.KindOK || a.Kind == redlock.KindHeld {
+				t.Fatalf("fresh node %s counted as %v", a.Node, a.Kind)
+			}
+			if a.Kind == redlock.KindLostData {
+				lost++
+			}
+		}
+		if lost > 0 {
+			break
+		}
+		// A first call on a loaded machine may time out (scripts load).
+		if time.Since(start) > 2*time.Second {
+			t.Fatalf("no fresh node reported lost data: %v", err)
+		}
+	}
+	time.Sleep(ttl + 100*time.Millisecond)
+}
+
+func TestLostDataGuard(t *testing.T) {
+	const ttl = time.Second
+	each(t, func(t *testing.T, c string) {
+		for _, guard := range []bool{true, false} {
+			t.Run(fmt.Sprintf("guard=%v", guard), func(t *testing.T) {
+				srvs := redistest.StartN(t, 5)
+				opts := []redlock.Option{redlock.WithTTL(ttl)}
+				if !guard {
+					opts = append(opts, redlock.WithoutLostDataGuard())
+				}
+				lk := newLocker(t, nodesOn(t, srvs, c), opts...)
+				ctx := context.Background()
+				if guard {
+					touch(t, lk, ttl) // fresh nodes look like nodes that just lost their data
+				}
+				a, err := lk.TryAcquire(ctx, "k")
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, i := range []int{0, 1, 2} {
+					srvs[i].Restart() // SIGKILL, back without its data
+				}
+				restarted := time.Now()
+				sawLost := false
+				var b *lease.Lease
+				for {
+					b, err = lk.TryAcquire(ctx, "k")
+					if err == nil {
+						break
+					}
+					var qe *redlock.QuorumError
+					if !errors.As(err, &qe) {
+						t.Fatalf("err = %v; want a QuorumError", err)
+					}
+					for _, a := range qe.Nodes {
+						sawLost = sawLost || a.Kind == redlock.KindLostData
+					}
+					if time.Since(restarted) > 3*ttl {
+						t.Fatalf("still refused %v after the restart: %v", time.Since(restarted), err)
+					}
+					time.Sleep(20 * time.Millisecond)
+				}
+				since := time.Since(restarted)
+				if !guard {
+					// Clients may need one call to notice the broken connections.
+					if a.TTL() <= 0 {
+						t.Fatalf("a expired before b acquired; the test shows nothing")
+					}
+					t.Logf("double grant without the guard, %v after the restart: a (token %v, %v left) and b (token %v)", since, a.Token(), a.TTL(), b.Token())
+					return
+				}
+				t.Logf("granted %v after the restart; a token %v, b token %v", since, a.Token(), b.Token())
+				if !sawLost {
+					t.Errorf("no refusal named a node as lost data")
+				}
+				if since < ttl-50*time.Millisecond {
+					t.Errorf("granted %v after the restart; want after the max TTL (%v)", since, ttl)
+				}
+				if b.Token() <= a.Token() {
+					t.Errorf("token after repair %v; want > %v", b.Token(), a.Token())
+				}
+				_ = b.Release(ctx)
+			})
+		}
+	})
+}
+
+// TestRepair: a token is committed on {0,1,2}; node 2 loses its data; the
+// next tokens go through {2,3,4}, whose only overlap with the first
+// majority is the restarted node. Counters set far above the clock floor
+// make the floor useless, so only the repair can keep the order.
+func TestRepair(t *testing.T) {
+	const ttl = time.Second
+	const high = "4503599627370496" // 2^52
+	each(t, func(t *testing.T, c string) {
+		for _, guard := range []bool{true, false} {
+			t.Run(fmt.Sprintf("guard=%v", guard), func(t *testing.T) {
+				srvs := redistest.StartN(t, 5)
+				opts := []redlock.Option{redlock.WithTTL(ttl)}
+				if !guard {
+					opts = append(opts, redlock.WithoutLostDataGuard())
+				}
+				lk := newLocker(t, nodesOn(t, srvs, c), opts...)
+				ctx := context.Background()
+				if guard {
+					touch(t, lk, ttl)
+				}
+				for _, i := range []int{0, 1, 2} {
+					do(t, srvs[i], "SET", "dlock:{k}:fence", high)
+				}
+				block := func(idx ...int) {
+					for _, i := range idx {
+						do(t, srvs[i], "SET", "dlock:{k}:lock", "someone-else", "PX", "60000")
+					}
+				}
+				block(3, 4)
+				a, err := lk.TryAcquire(ctx, "k")
+				if err != nil {
+					t.Fatal(err)
+				}
+				_ = a.Release(ctx)
+				for _, i := range []int{3, 4} {
+					do(t, srvs[i], "DEL", "dlock:{k}:lock")
+				}
+				srvs[2].Restart()
+				restarted := time.Now()
+				retry := func() *lease.Lease {
+					t.Helper()
+					for {
+						l, err := lk.TryAcquire(ctx, "k")
+						if err == nil {
+							return l
+						}
+						if time.Since(restarted) > 3*ttl {
+							t.Fatalf("still refused: %v", err)
+						}
+						time.Sleep(20 * time.Millisecond)
+					}
+				}
+				if !guard {
+					srvs[0].Kill()
+					srvs[1].Kill()
+					b := retry()
+					t.Logf("without the guard: a %v, then b %v through {2,3,4}", a.Token(), b.Token())
+					if b.Token() > a.Token() {
+						t.Errorf("b's token %v exceeds a's %v: the test shows nothing", b.Token(), a.Token())
+					}
+					return
+				}
+				// Nodes 0 and 1 answer "held by other", with their counters:
+				// b's acquisition repairs node 2 from them.
+				block(0, 1)
+				b := retry()
+				t.Logf("a %v, b %v, b granted %v after the restart", a.Token(), b.Token(), time.Since(restarted))
+				if b.Token() <= a.Token() {
+					t.Errorf("token through the repaired node %v; want > %v", b.Token(), a.Token())
+				}
+				if m, e := do(t, srvs[2], "GET", "dlock:{k}:repaired"), do(t, srvs[2], "GET", "dlock:epoch"); m != e || m == "" {
+					t.Errorf("marker %q, epoch %q; want equal", m, e)
+				}
+				_ = b.Release(ctx)
+				// Now with nodes 0 and 1 gone: {2,3,4} alone, repaired.
+				srvs[0].Kill()
+				srvs[1].Kill()
+				c, err := lk.TryAcquire(ctx, "k")
+				if err != nil {
+					t.Fatal(err)
+				}
+				if c.Token() <= b.Token() {
+					t.Errorf("token %v after %v; want larger", c.Token(), b.Token())
+				}
+				_ = c.Release(ctx)
+			})
+		}
+	})
+}
+
+// With a node that must be repaired and too few other nodes answering, no
+// token is issued at all.
+func TestRepairNeedsOthers(t *testing.T) {
+	const ttl = time.Second
+	each(t, func(t *testing.T, c string) {
+		srvs := redistest.StartN(t, 3)
+		lk := newLocker(t, nodesOn(t, srvs, c), redlock.WithTTL(ttl))
+		ctx := context.Background()
+		touch(t, lk, ttl)
+		srvs[0].Kill()
+		// Fresh key: no node has a marker, only 2 answer: each voter needs
+		// 2 other readers.
+		_, err := lk.TryAcquire(ctx, "k")
+		var qe *redlock.QuorumError
+		if !errors.As(err, &qe) || qe.Nodes[1].Kind != redlock.KindLostData || !errors.Is(err, redlock.ErrNotRepaired) {
+			t.Fatalf("err = %v; want voters refused as not repaired", err)
+		}
+		t.Logf("%v", err)
+		if left := eventuallyNoLock(t, srvs, "k", 1, 2); len(left) != 0 {
+			t.Errorf("lock left on %v", left)
+		}
+	})
+}
+
+func TestCanceledContext(t *testing.T) {
+	srvs := redistest.StartN(t, 3)
+	lk := newLocker(t, nodesOn(t, srvs, "go-redis"), redlock.WithDurableNodes(), redlock.WithTTL(2*time.Second))
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := lk.TryAcquire(ctx, "k"); !errors.Is(err, context.Canceled) {
+		t.Errorf("TryAcquire: %v; want context.Canceled", err)
+	}
+	if _, err := lk.Acquire(ctx, "k"); !errors.Is(err, context.Canceled) {
+		t.Errorf("Acquire: %v; want context.Canceled", err)
+	}
+	_ = lk.Close()
+	if _, err := lk.TryAcquire(context.Background(), "k"); !errors.Is(err, redlock.ErrClosed) {
+		t.Errorf("after Close: %v; want ErrClosed", err)
+	}
+}
