@@ -87,8 +87,9 @@ func WithReplicas(n int, timeout time.Duration) Option {
 // Locker grants leases on keys of one server. It implements dlock.Locker and
 // is safe for concurrent use.
 type Locker struct {
-	n   node.Node
-	cfg config
+	n     node.Node
+	cfg   config
+	ttlMs string // cfg.ttl in ms, formatted once
 }
 
 // New returns a Locker that keeps its locks on n. It returns an
@@ -117,7 +118,7 @@ func New(n node.Node, opts ...Option) (*Locker, error) {
 		// WAIT with timeout 0 blocks forever.
 		return nil, &lease.ArgError{Arg: "replica timeout", Value: cfg.replicaTimeout, Rule: "must be > 0 when replicas > 0"}
 	}
-	return &Locker{n: n, cfg: cfg}, nil
+	return &Locker{n: n, cfg: cfg, ttlMs: strconv.FormatInt(cfg.ttl.Milliseconds(), 10)}, nil
 }
 
 // Close does nothing: a Locker holds no resources of its own between calls,
@@ -209,7 +210,7 @@ func (lk *Locker) TryAcquire(ctx context.Context, key string, opts ...lease.Opti
 	if err != nil {
 		return nil, err
 	}
-	l, _, err := lk.claim(ctx, key, hashKey(key), lease.NewOwner(), o)
+	l, _, err := lk.newClaim(key, o).try(ctx)
 	return l, err
 }
 
@@ -223,15 +224,14 @@ func (lk *Locker) Acquire(ctx context.Context, key string, opts ...lease.Option)
 	if err != nil {
 		return nil, err
 	}
-	hkey := hashKey(key)
-	owner := lease.NewOwner()
-	l, _, err := lk.claim(ctx, key, hkey, owner, o)
+	c := lk.newClaim(key, o)
+	l, _, err := c.again(ctx)
 	if !errors.Is(err, lease.ErrTaken) {
 		return l, err
 	}
 	// Subscribed before the next attempt, so a release between that
 	// attempt and the wait still wakes us.
-	wake, stop, err := lk.n.Subscribe(ctx, hkey+":released")
+	wake, stop, err := lk.n.Subscribe(ctx, c.keys[0]+":released")
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, ctxErr(ctx, err)
@@ -239,35 +239,77 @@ func (lk *Locker) Acquire(ctx context.Context, key string, opts ...lease.Option)
 		wake, stop = nil, func() {} // poll without the hint
 	}
 	defer stop()
-	return lease.Wait(ctx, o.Retry, wake, func(ctx context.Context) (*lease.Lease, time.Duration, error) {
-		return lk.claim(ctx, key, hkey, owner, o)
-	})
+	return lease.Wait(ctx, o.Retry, wake, c.again)
 }
 
 func (lk *Locker) options(key string, opts []lease.Option) (lease.Options, error) {
 	if err := lease.CheckKey(key); err != nil {
 		return lease.Options{}, err
 	}
-	o := lease.Apply(lease.Options{TTL: lk.cfg.ttl}, opts...)
-	if err := lease.CheckTTL(o.TTL, lk.cfg.drift); err != nil {
-		return o, err
-	}
-	if err := o.Retry.Check(); err != nil {
-		return o, err
+	o := lease.Options{TTL: lk.cfg.ttl}
+	if len(opts) > 0 { // Apply moves o to the heap
+		o = lease.Apply(o, opts...)
+		if err := lease.CheckTTL(o.TTL, lk.cfg.drift); err != nil {
+			return o, err
+		}
+		if err := o.Retry.Check(); err != nil {
+			return o, err
+		}
 	}
 	return o, nil
 }
 
-// claim runs the claim script once. On lease.ErrTaken, hint is how long the
-// holder has left.
-func (lk *Locker) claim(ctx context.Context, key, hkey, owner string, o lease.Options) (*lease.Lease, time.Duration, error) {
+// claim is one acquisition: its attempts, and then the lease.Backend of
+// the lease it was granted. Its key and argument slices are built once for
+// all the server calls of the acquisition and the lease; the Lease
+// serialises the Backend calls, and no attempt runs once it exists.
+type claim struct {
+	lk    *Locker
+	key   string
+	o     lease.Options
+	ttl   time.Duration // o.TTL in whole milliseconds, as the server gets it
+	ttlMs string        // the TTL in ms, as the claim script's argument
+	keys  [1]string     // the hash
+	args  [2]string     // owner, then ttlMs while claiming, the token once granted
+}
+
+// errLate is the cause of a claim granted after its validity had run out
+// on the way: it has been released again.
+var errLate = errors.New("dlock: granted after its validity ran out on the way")
+
+func (lk *Locker) newClaim(key string, o lease.Options) *claim {
+	c := &claim{lk: lk, key: key, o: o}
+	ms := o.TTL.Milliseconds()
+	c.ttl = time.Duration(ms) * time.Millisecond
+	c.keys[0] = hashKey(key)
+	c.args[0] = lease.NewOwner()
+	if o.TTL == lk.cfg.ttl {
+		c.ttlMs = lk.ttlMs
+	} else {
+		c.ttlMs = strconv.FormatInt(ms, 10)
+	}
+	return c
+}
+
+// again is try for a blocking acquire: a grant that came too late to be
+// used is one more attempt that found the lock taken.
+func (c *claim) again(ctx context.Context) (*lease.Lease, time.Duration, error) {
+	l, hint, err := c.try(ctx)
+	if errors.Is(err, errLate) {
+		return nil, 0, fmt.Errorf("%w (%w)", lease.ErrTaken, err)
+	}
+	return l, hint, err
+}
+
+// try runs the claim script once. On lease.ErrTaken, hint is how long the
+// holder has left. A grant whose validity ran out before its reply arrived
+// is released again and reported as an error matching lease.ErrExpired.
+func (c *claim) try(ctx context.Context) (*lease.Lease, time.Duration, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, 0, ctxErr(ctx, err)
 	}
-	ms := o.TTL.Milliseconds()
-	ttl := time.Duration(ms) * time.Millisecond
-	keys := []string{hkey}
-	msStr := strconv.FormatInt(ms, 10)
+	lk := c.lk
+	c.args[1] = c.ttlMs
 	t1 := time.Now()
 	var (
 		r     node.Reply
@@ -277,7 +319,7 @@ func (lk *Locker) claim(ctx context.Context, key, hkey, owner string, o lease.Op
 	if lk.cfg.replicas > 0 {
 		var res []node.Result
 		res, acked, err = lk.n.Pipeline(ctx,
-			[]node.Call{{Script: claimScript, Keys: keys, Args: []string{owner, msStr}}},
+			[]node.Call{{Script: claimScript, Keys: c.keys[:], Args: c.args[:]}},
 			node.Wait{Replicas: lk.cfg.replicas, Timeout: lk.cfg.replicaTimeout})
 		if err == nil {
 			if len(res) != 1 {
@@ -287,80 +329,79 @@ func (lk *Locker) claim(ctx context.Context, key, hkey, owner string, o lease.Op
 			}
 		}
 	} else {
-		r, err = lk.n.Eval(ctx, claimScript, keys, owner, msStr)
+		r, err = lk.n.Eval(ctx, claimScript, c.keys[:], c.args[:]...)
 	}
 	if err != nil {
 		var re *node.ReplyError
 		if !errors.As(err, &re) {
 			// The claim may have landed with its reply lost, or may
 			// still be on its way.
-			lk.abandon(hkey, owner, ttl)
+			c.abandon()
 		}
-		return nil, 0, fmt.Errorf("dlock: claim %q on %s: %w", key, lk.n, ctxErr(ctx, err))
+		return nil, 0, fmt.Errorf("dlock: claim %q on %s: %w", c.key, lk.n, ctxErr(ctx, err))
 	}
 	if r.Int(0) != 1 {
 		return nil, time.Duration(r.Int(1)) * time.Millisecond, lease.ErrTaken
 	}
 	token := fence.Token(r.Int(1))
+	c.args[1] = token.String()
 	if err := ctx.Err(); err != nil {
 		// Not every client cuts a call short when ctx ends; a caller that
 		// gave up must not be left holding a lock it does not know of.
-		lk.releaseDetached(hkey, owner, token.String())
-		return nil, 0, fmt.Errorf("dlock: claim %q on %s: %w", key, lk.n, ctxErr(ctx, err))
+		c.releaseDetached()
+		return nil, 0, fmt.Errorf("dlock: claim %q on %s: %w", c.key, lk.n, ctxErr(ctx, err))
 	}
 	if acked < lk.cfg.replicas {
-		lk.releaseDetached(hkey, owner, token.String())
-		return nil, 0, &ReplicaError{Key: key, Acked: acked, Wanted: lk.cfg.replicas}
+		c.releaseDetached()
+		return nil, 0, &ReplicaError{Key: c.key, Acked: acked, Wanted: lk.cfg.replicas}
 	}
-	until := t1.Add(ttl - lease.Drift(ttl, lk.cfg.drift))
+	until := t1.Add(c.ttl - lease.Drift(c.ttl, lk.cfg.drift))
 	if !time.Now().Before(until) {
-		lk.releaseDetached(hkey, owner, token.String())
-		return nil, 0, fmt.Errorf("dlock: lock on %q granted after its validity ran out: %w", key, lease.ErrExpired)
+		c.releaseDetached()
+		return nil, 0, fmt.Errorf("dlock: lock on %q: %w: %w", c.key, errLate, lease.ErrExpired)
 	}
-	return lease.New((*backend)(lk), lease.Grant{
-		Key: key, Owner: owner, Token: token, TTL: o.TTL, Until: until,
-	}, o.AutoRenew), 0, nil
+	return lease.New(c, lease.Grant{
+		Key: c.key, Owner: c.args[0], Token: token, TTL: c.o.TTL, Until: until,
+	}, c.o.AutoRenew), 0, nil
 }
 
-// abandon gives up owner's claims on hkey, on a context of its own: the
-// caller's may have ended already.
-func (lk *Locker) abandon(hkey, owner string, ttl time.Duration) {
+// abandon gives up the claim whether or not it landed, on a context of its
+// own: the caller's may have ended already.
+func (c *claim) abandon() {
 	ctx, cancel := context.WithTimeout(context.Background(), lease.ReleaseTimeout)
 	defer cancel()
-	keep := max(abandonKeep, 2*ttl).Milliseconds()
-	_, _ = lk.n.Eval(ctx, abandonScript, []string{hkey}, owner, strconv.FormatInt(keep, 10))
+	keep := max(abandonKeep, 2*c.ttl).Milliseconds()
+	_, _ = c.lk.n.Eval(ctx, abandonScript, c.keys[:], c.args[0], strconv.FormatInt(keep, 10))
 }
 
-// releaseDetached releases a claim the caller must not keep, on a context
-// of its own: the caller's may have ended already.
-func (lk *Locker) releaseDetached(hkey, owner, token string) {
+// releaseDetached releases a granted claim the caller must not keep, on a
+// context of its own: the caller's may have ended already.
+func (c *claim) releaseDetached() {
 	ctx, cancel := context.WithTimeout(context.Background(), lease.ReleaseTimeout)
 	defer cancel()
-	_, _ = lk.n.Eval(ctx, releaseScript, []string{hkey}, owner, token)
+	_, _ = c.lk.n.Eval(ctx, releaseScript, c.keys[:], c.args[:]...)
 }
 
-// backend is the Locker in its role of lease.Backend.
-type backend Locker
-
-func (b *backend) Extend(ctx context.Context, l *lease.Lease, ttl time.Duration) (time.Time, error) {
+// Extend implements lease.Backend.
+func (c *claim) Extend(ctx context.Context, l *lease.Lease, ttl time.Duration) (time.Time, error) {
 	ms := ttl.Milliseconds()
 	if ms <= 0 {
 		return time.Time{}, &lease.ArgError{Arg: "ttl", Value: ttl, Rule: "must be at least 1ms"}
 	}
 	ttl = time.Duration(ms) * time.Millisecond
 	t1 := time.Now()
-	_, err := b.n.Eval(ctx, extendScript, []string{hashKey(l.Key())},
-		l.Owner(), l.Token().String(), strconv.FormatInt(ms, 10))
+	_, err := c.lk.n.Eval(ctx, extendScript, c.keys[:], c.args[0], c.args[1], strconv.FormatInt(ms, 10))
 	if err != nil {
-		return time.Time{}, b.refused("extend", l, ctx, err)
+		return time.Time{}, c.refused("extend", l, ctx, err)
 	}
-	return t1.Add(ttl - lease.Drift(ttl, b.cfg.drift)), nil
+	return t1.Add(ttl - lease.Drift(ttl, c.lk.cfg.drift)), nil
 }
 
-func (b *backend) Release(ctx context.Context, l *lease.Lease) error {
-	r, err := b.n.Eval(ctx, releaseScript, []string{hashKey(l.Key())}, l.Owner(), l.Token().String())
+// Release implements lease.Backend.
+func (c *claim) Release(ctx context.Context, l *lease.Lease) error {
+	r, err := c.lk.n.Eval(ctx, releaseScript, c.keys[:], c.args[:]...)
 	if err != nil {
-		return b.refused("release", l, ctx, err)
+		return c.refused("release", l, ctx, err)
 	}
 	if r.Int(0) != 1 {
 		return fmt.Errorf("dlock: release %q: %w: it had expired", l.Key(), lease.ErrNotHeld)
@@ -371,10 +412,10 @@ func (b *backend) Release(ctx context.Context, l *lease.Lease) error {
 // refused maps a DLSTALE reply to an error matching lease.ErrNotHeld, and
 // also fence.ErrStale when the key has been claimed again since l's claim;
 // other errors keep their context error recognisable.
-func (b *backend) refused(op string, l *lease.Lease, ctx context.Context, err error) error {
+func (c *claim) refused(op string, l *lease.Lease, ctx context.Context, err error) error {
 	var re *node.ReplyError
 	if !errors.As(err, &re) || !strings.HasPrefix(re.Msg, "DLSTALE ") {
-		return fmt.Errorf("dlock: %s %q on %s: %w", op, l.Key(), b.n, ctxErr(ctx, err))
+		return fmt.Errorf("dlock: %s %q on %s: %w", op, l.Key(), c.lk.n, ctxErr(ctx, err))
 	}
 	h, _ := strconv.ParseUint(strings.TrimPrefix(re.Msg, "DLSTALE "), 10, 64)
 	if fence.Token(h) > l.Token() {
