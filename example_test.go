@@ -1,0 +1,152 @@
+package dlock_test
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"log"
+	"net"
+	"os/exec"
+	"strconv"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/dlockgo/dlock"
+	"github.com/dlockgo/dlock/fence"
+	"github.com/dlockgo/dlock/lease"
+	"github.com/dlockgo/dlock/node"
+	"github.com/dlockgo/dlock/single"
+)
+
+func Example() {
+	addr, stop := startServer()
+	defer stop()
+	ctx := context.Background()
+
+	locker, err := dlock.OpenURL(ctx, "redis://"+addr+"?ttl=10s")
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer locker.Close()
+
+	l, err := locker.Acquire(ctx, "invoice:42")
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println("holding", l.Key(), "with token", l.Token())
+
+	// A second attempt, while the lease lasts, finds the lock taken.
+	_, err = locker.TryAcquire(ctx, "invoice:42")
+	fmt.Println("second attempt taken:", errors.Is(err, dlock.ErrTaken))
+
+	if err := l.Release(ctx); err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println("released:", errors.Is(l.Err(), dlock.ErrReleased))
+	// Output:
+	// holding invoice:42 with token 1
+	// second attempt taken: true
+	// released: true
+}
+
+func ExampleDo() {
+	addr, stop := startServer()
+	defer stop()
+	ctx := context.Background()
+
+	locker, err := dlock.Open(ctx, dlock.Config{Addrs: []string{addr}})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer locker.Close()
+
+	// Do holds the lock, renewed, while the function runs. The function's
+	// context ends if the lease is lost.
+	err = dlock.Do(ctx, locker, "nightly-report", func(ctx context.Context, token fence.Token) error {
+		fmt.Println("running under token", token)
+		return nil
+	})
+	fmt.Println("err:", err)
+	// Output:
+	// running under token 1
+	// err: <nil>
+}
+
+// A holder that stalls past its TTL loses the lock to the next one; the
+// fenced store then refuses its late write.
+func Example_fencedWrite() {
+	addr, stop := startServer()
+	defer stop()
+	ctx := context.Background()
+
+	client := redis.NewClient(&redis.Options{Addr: addr})
+	defer client.Close()
+	n := node.FromGoRedis(client)
+	defer n.Close()
+	locker, err := single.New(n)
+	if err != nil {
+		log.Fatal(err)
+	}
+	store := fence.NewStore(n)
+
+	slow, err := locker.Acquire(ctx, "report", lease.WithTTL(50*time.Millisecond))
+	if err != nil {
+		log.Fatal(err)
+	}
+	time.Sleep(100 * time.Millisecond) // a GC pause, a stalled VM...
+
+	next, err := locker.Acquire(ctx, "report")
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer next.Release(ctx)
+	if err := store.Put(ctx, "report:body", "fresh", next.Token()); err != nil {
+		log.Fatal(err)
+	}
+
+	err = store.Put(ctx, "report:body", "late", slow.Token())
+	fmt.Println("late write refused:", errors.Is(err, fence.ErrStale))
+	body, token, _, _ := store.Get(ctx, "report:body")
+	fmt.Println("stored:", body, "under token", token)
+	// Output:
+	// late write refused: true
+	// stored: fresh under token 2
+}
+
+// startServer runs a throwaway redis-server on a free loopback port for an
+// example, and returns its address and the function that kills it.
+func startServer() (addr string, stop func()) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		log.Fatal(err)
+	}
+	port := l.Addr().(*net.TCPAddr).Port
+	l.Close()
+	cmd := exec.Command("redis-server", "--port", strconv.Itoa(port), "--bind", "127.0.0.1",
+		"--save", "", "--appendonly", "no")
+	if err := cmd.Start(); err != nil {
+		log.Fatal(err)
+	}
+	addr = net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+	stop = func() {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+	}
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			continue
+		}
+		_, _ = c.Write([]byte("PING\r\n"))
+		line, _ := bufio.NewReader(c).ReadString('\n')
+		c.Close()
+		if line == "+PONG\r\n" {
+			return addr, stop
+		}
+	}
+	stop()
+	log.Fatalf("redis-server on %s did not answer", addr)
+	return "", nil
+}
