@@ -60,7 +60,8 @@ func Do(ctx context.Context, l Locker, key string, fn func(ctx context.Context, 
 	if fn == nil {
 		return &lease.ArgError{Arg: "fn", Value: "nil", Rule: "must not be nil"}
 	}
-	ls, err := l.Acquire(ctx, key, append(opts, lease.WithAutoRenew())...)
+	// A fresh slice: appending to opts could write into the caller's array.
+	ls, err := l.Acquire(ctx, key, append(opts[:len(opts):len(opts)], lease.WithAutoRenew())...)
 	if err != nil {
 		return err
 	}

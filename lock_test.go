@@ -139,3 +139,17 @@ func TestDoCancelledWhileWaiting(t *testing.T) {
 		}
 	})
 }
+
+func TestDoLeavesCallerOptionsAlone(t *testing.T) {
+	eachLocker(t, func(t *testing.T, srv *redistest.Server, lk dlock.Locker) {
+		opts := make([]lease.Option, 1, 4)
+		opts[0] = lease.WithTTL(time.Second)
+		err := dlock.Do(context.Background(), lk, "job", func(context.Context, fence.Token) error { return nil }, opts...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if opts[:2][1] != nil {
+			t.Fatal("Do wrote into the spare capacity of the caller's options")
+		}
+	})
+}

@@ -12,7 +12,16 @@
 //
 // The hash tag is the user's key, so every key and channel of one lock
 // starts with dlock:{KEY} and the strategy runs unchanged on a Redis
-// Cluster.
+// Cluster. Releases are published on dlock:{KEY}:released, which waiting
+// acquirers subscribe to. An acquire abandoned while its claim was in
+// flight (its context ended) records its owner in a second small hash,
+// dlock:{KEY}:gone, which expires after an hour, so that the claim is
+// refused if it reaches the server after the cleanup.
+//
+// Extend and Release check owner and token. A refusal matches
+// lease.ErrNotHeld; when the key has been claimed again since, so that the
+// lease's token is older than the key's latest, the error also matches
+// fence.ErrStale and carries a *fence.StaleError with the latest token.
 //
 // A single server is simple and cheap (one round trip to lock, one to
 // unlock) but the lock shares the fate of that server: with asynchronous
