@@ -65,16 +65,17 @@ func main() {
 		jsonOut = flag.String("json", "", "JSON output (default docs/results/bench.json at the repository root; bench-quick.json with -quick; \"-\" for none)")
 		svgOut  = flag.String("svg", "", "SVG chart output (default docs/results/bench.svg, bench-quick.svg with -quick; \"-\" for none)")
 		bin     = flag.String("redis-server", "redis-server", "redis-server binary")
+		commit  = flag.String("commit", "", "the library commit measured, for the record (default: from git, +dirty when changed)")
 		only    = flag.String("only", "", "run only cases whose name matches this regexp")
 	)
 	flag.Parse()
-	if err := run(*quickF, *runs, *jsonOut, *svgOut, *bin, *only); err != nil {
+	if err := run(*quickF, *runs, *jsonOut, *svgOut, *bin, *only, *commit); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(1)
 	}
 }
 
-func run(isQuick bool, runs int, jsonOut, svgOut, bin, only string) error {
+func run(isQuick bool, runs int, jsonOut, svgOut, bin, only, commit string) error {
 	if runs < 1 || runs > 9 {
 		return fmt.Errorf("-runs %d: want 1..9", runs)
 	}
@@ -108,6 +109,7 @@ func run(isQuick bool, runs int, jsonOut, svgOut, bin, only string) error {
 	addrs := make([]string, len(servers))
 	for i, s := range servers {
 		addrs[i] = s.addr
+		serverPids = append(serverPids, s.cmd.Process.Pid)
 	}
 
 	unc, cont := uncontendedSubjects(), contentionSubjects()
@@ -140,7 +142,10 @@ func run(isQuick bool, runs int, jsonOut, svgOut, bin, only string) error {
 	}
 	prog.done()
 	results := medians(all)
-	meta := Meta{
+	if commit == "" {
+		commit = libraryCommit(repoRoot())
+	}
+	meta := Meta{Commit: commit,
 		Quick: isQuick, Runs: runs, Elapsed: time.Since(began).Round(time.Millisecond).String(),
 		GoVersion: goVersion(), CPUs: cpus(), RedisVersion: redisVersion(bin), When: time.Now().UTC().Format(time.RFC3339),
 	}
@@ -299,6 +304,7 @@ func uncontended(ctx context.Context, ss []subject, addrs []string, set settings
 	keys := make([][]string, len(ls))
 	ops := make([]int64, len(ls))
 	elapsed := make([]time.Duration, len(ls))
+	cpu := make([]cpuSnap, len(ls))
 	errs := make([]int64, len(ls))
 	firstErr := make([]error, len(ls))
 	for i, l := range ls {
@@ -315,6 +321,8 @@ func uncontended(ctx context.Context, ss []subject, addrs []string, set settings
 			r := measureParallel(ctx, ls[i].op, keys[i], parWindowWarm, set.parWindow-parWindowWarm, set.parOps)
 			ops[i] += r.ops
 			elapsed[i] += r.elapsed
+			cpu[i].client += r.cpu.client
+			cpu[i].server += r.cpu.server
 			errs[i] += r.errs
 			if firstErr[i] == nil {
 				firstErr[i] = r.firstErr
@@ -339,6 +347,8 @@ func uncontended(ctx context.Context, ss []subject, addrs []string, set settings
 			one.P50us, one.P99us = us(quantile(acc.lat, 0.5)), us(quantile(acc.lat, 0.99))
 			one.AllocsPerOp = f(float64(acc.mallocs) / float64(n))
 			one.BytesPerOp = f(float64(acc.bytes) / float64(n))
+			one.ClientCPUus = f(float64(acc.cpu.client) / float64(time.Microsecond) / float64(n))
+			one.ServerCPUus = f(float64(acc.cpu.server) / float64(time.Microsecond) / float64(n))
 		}
 		if acc.firstErr != nil {
 			one.FirstError = acc.firstErr.Error()
@@ -347,6 +357,10 @@ func uncontended(ctx context.Context, ss []subject, addrs []string, set settings
 		par.Ops, par.Errors = ops[i], errs[i]
 		if elapsed[i] > 0 {
 			par.OpsPerS = f(float64(ops[i]) / elapsed[i].Seconds())
+		}
+		if ops[i] > 0 {
+			par.ClientCPUus = f(float64(cpu[i].client) / float64(time.Microsecond) / float64(ops[i]))
+			par.ServerCPUus = f(float64(cpu[i].server) / float64(time.Microsecond) / float64(ops[i]))
 		}
 		if firstErr[i] != nil {
 			par.FirstError = firstErr[i].Error()

@@ -28,6 +28,7 @@ const releaseTimeout = 2 * time.Second
 // serialAcc gathers the c=1 figures of one subject over many batches.
 type serialAcc struct {
 	lat      []time.Duration
+	cpu      cpuSnap
 	mallocs  uint64
 	bytes    uint64
 	errs     int
@@ -40,6 +41,7 @@ type serialAcc struct {
 // during the batch.
 func serialBatch(ctx context.Context, op opFunc, key string, n int, acc *serialAcc) {
 	var before, after runtime.MemStats
+	c0 := sampleCPU() // outside the MemStats window: it allocates
 	runtime.ReadMemStats(&before)
 	for range n {
 		if ctx.Err() != nil {
@@ -56,6 +58,10 @@ func serialBatch(ctx context.Context, op opFunc, key string, n int, acc *serialA
 		}
 	}
 	runtime.ReadMemStats(&after)
+	c1 := sampleCPU()
+	d := c1.sub(c0)
+	acc.cpu.client += d.client
+	acc.cpu.server += d.server
 	acc.mallocs += after.Mallocs - before.Mallocs
 	acc.bytes += after.TotalAlloc - before.TotalAlloc
 }
@@ -71,6 +77,7 @@ func quantile(sorted []time.Duration, q float64) time.Duration {
 type parallelResult struct {
 	ops      int64
 	elapsed  time.Duration
+	cpu      cpuSnap
 	errs     int64
 	firstErr error
 }
@@ -82,7 +89,8 @@ type counter struct {
 }
 
 // measureParallel runs op from len(keys) goroutines, each on its own key,
-// for warm (unmeasured) then dur, each goroutine stopping after maxOps.
+// for warm (unmeasured) then dur, each goroutine stopping after maxOps
+// calls. Only successful ops count.
 func measureParallel(ctx context.Context, op opFunc, keys []string, warm, dur time.Duration, maxOps int64) parallelResult {
 	var (
 		r       parallelResult
@@ -102,6 +110,7 @@ func measureParallel(ctx context.Context, op opFunc, keys []string, warm, dur ti
 						r.firstErr = err
 						errMu.Unlock()
 					}
+					continue // ops/s counts completed lock+unlocks only
 				}
 				c.n.Add(1)
 			}
@@ -115,13 +124,14 @@ func measureParallel(ctx context.Context, op opFunc, keys []string, warm, dur ti
 		return s
 	}
 	sleepCtx(ctx, warm)
-	n0, t0 := sum(), time.Now()
+	n0, t0, c0 := sum(), time.Now(), sampleCPU()
 	sleepCtx(ctx, dur)
-	n1, t1 := sum(), time.Now()
+	n1, t1, c1 := sum(), time.Now(), sampleCPU()
 	stop.Store(true)
 	wg.Wait()
 	r.ops = n1 - n0
 	r.elapsed = t1.Sub(t0)
+	r.cpu = c1.sub(c0)
 	r.errs = errsTot.Load()
 	return r
 }

@@ -75,11 +75,11 @@ func uncontendedRows(rs []Result) [][2]*Result {
 }
 
 func printTable(w io.Writer, rs []Result, m Meta) {
-	fmt.Fprintf(w, "\n%s, %d CPUs, redis-server %s, %d run(s)%s, %s\n\n", m.GoVersion, m.CPUs, m.RedisVersion, m.Runs, map[bool]string{true: " (quick)"}[m.Quick], m.Elapsed)
+	fmt.Fprintf(w, "\ndlock %s, %s, %d CPUs, redis-server %s, %d run(s)%s, %s\n\n", m.Commit, m.GoVersion, m.CPUs, m.RedisVersion, m.Runs, map[bool]string{true: " (quick)"}[m.Quick], m.Elapsed)
 	fmt.Fprintln(w, "Uncontended lock+unlock on distinct keys (floor: one EVALSHA). xRTT: over the same client's floor p50.")
 	fmt.Fprintln(w)
-	fmt.Fprintln(w, "| case | client | c=1 p50 µs | c=1 p99 µs | xRTT p50 | xRTT p99 | c=64 ops/s | allocs/op | B/op | errors |")
-	fmt.Fprintln(w, "|---|---|--:|--:|--:|--:|--:|--:|--:|--:|")
+	fmt.Fprintln(w, "| case | client | c=1 p50 µs | c=1 p99 µs | xRTT p50 | xRTT p99 | c=64 ops/s | c=64 CPU µs/op client+server | allocs/op | B/op | errors |")
+	fmt.Fprintln(w, "|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|")
 	for _, row := range uncontendedRows(rs) {
 		one, par := row[0], row[1]
 		base := one
@@ -94,9 +94,9 @@ func printTable(w io.Writer, rs []Result, m Meta) {
 		if par != nil {
 			rp = *par
 		}
-		fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %d |\n",
+		fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %s | %s | %s+%s | %s | %s | %d |\n",
 			label(*base), base.Client, num(r1.P50us, 0), num(r1.P99us, 0), num(r1.XRTT, 2), num(r1.XRTTp99, 2),
-			kilo(rp.OpsPerS), num(r1.AllocsPerOp, 1), num(r1.BytesPerOp, 0), r1.Errors+rp.Errors)
+			kilo(rp.OpsPerS), num(rp.ClientCPUus, 1), num(rp.ServerCPUus, 1), num(r1.AllocsPerOp, 1), num(r1.BytesPerOp, 0), r1.Errors+rp.Errors)
 	}
 	fmt.Fprintln(w)
 	fmt.Fprintf(w, "Contention: %d goroutines on one key, hold %s (time.Sleep; mean as slept: %s). handoff: Release called → next holder's acquire returned.\n\n", contenders, hold, meanHold(rs))
@@ -222,7 +222,7 @@ func printChecks(w io.Writer, cs []Check) {
 
 func writeJSON(path string, m Meta, rs []Result, cs []Check) error {
 	for i := range rs {
-		for _, p := range []**float64{&rs[i].OpsPerS, &rs[i].P50us, &rs[i].P99us, &rs[i].XRTT, &rs[i].XRTTp99, &rs[i].AllocsPerOp, &rs[i].BytesPerOp,
+		for _, p := range []**float64{&rs[i].OpsPerS, &rs[i].P50us, &rs[i].P99us, &rs[i].XRTT, &rs[i].XRTTp99, &rs[i].AllocsPerOp, &rs[i].BytesPerOp, &rs[i].ClientCPUus, &rs[i].ServerCPUus,
 			&rs[i].AcquisitionsPerS, &rs[i].SelfShare, &rs[i].MaxShare, &rs[i].MinShare, &rs[i].WaitP50ms, &rs[i].WaitP99ms, &rs[i].WaitMaxms, &rs[i].GapP50ms, &rs[i].GapP99ms, &rs[i].HoldMeanms, &rs[i].Busy} {
 			if *p != nil {
 				*p = f(round(**p, 3))

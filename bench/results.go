@@ -30,6 +30,8 @@ type Result struct {
 	XRTTp99     *float64 `json:"xrtt_p99"` // p99 over the same floor p50
 	AllocsPerOp *float64 `json:"allocs_per_op"`
 	BytesPerOp  *float64 `json:"bytes_per_op"`
+	ClientCPUus *float64 `json:"client_cpu_us_per_op"` // CPU of this process (the library and its client) per op
+	ServerCPUus *float64 `json:"server_cpu_us_per_op"` // CPU of the redis-server processes per op
 
 	AcquisitionsPerS *float64 `json:"acquisitions_per_s"`
 	SelfShare        *float64 `json:"self_share"` // acquisitions that went back to the goroutine that just released
@@ -59,6 +61,22 @@ type Meta struct {
 	GoVersion    string `json:"go"`
 	CPUs         int    `json:"cpus"`
 	RedisVersion string `json:"redis_server"`
+	Commit       string `json:"commit"` // of the library measured; "+dirty" when its files differ from it
+}
+
+// libraryCommit names the library's commit at root, with "+dirty" when
+// tracked files outside bench/ and docs/ have uncommitted changes.
+func libraryCommit(root string) string {
+	out, err := exec.Command("git", "-C", root, "rev-parse", "--short=12", "HEAD").Output()
+	if err != nil {
+		return "unknown"
+	}
+	c := strings.TrimSpace(string(out))
+	st, err := exec.Command("git", "-C", root, "status", "--porcelain", "--untracked-files=no", "--", ".", ":!bench", ":!docs").Output()
+	if err == nil && len(strings.TrimSpace(string(st))) > 0 {
+		c += "+dirty"
+	}
+	return c
 }
 
 func newResult(kind string, s subject, c int) Result {
@@ -110,7 +128,7 @@ func medians(runs [][]Result) []Result {
 			}
 		}
 		fields := func(r *Result) []**float64 {
-			return []**float64{&r.OpsPerS, &r.P50us, &r.P99us, &r.XRTT, &r.XRTTp99, &r.AllocsPerOp, &r.BytesPerOp,
+			return []**float64{&r.OpsPerS, &r.P50us, &r.P99us, &r.XRTT, &r.XRTTp99, &r.AllocsPerOp, &r.BytesPerOp, &r.ClientCPUus, &r.ServerCPUus,
 				&r.AcquisitionsPerS, &r.SelfShare, &r.MaxShare, &r.MinShare, &r.WaitP50ms, &r.WaitP99ms, &r.WaitMaxms, &r.GapP50ms, &r.GapP99ms, &r.HoldMeanms, &r.Busy}
 		}
 		dst := fields(o)

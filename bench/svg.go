@@ -70,7 +70,7 @@ func renderSVG(rs []Result, m Meta) []byte {
 	var out bytes.Buffer
 	fmt.Fprintf(&out, `<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" viewBox="0 0 %d %d" font-family="sans-serif" font-size="12">`+"\n", svgWidth, y+10, svgWidth, y+10)
 	fmt.Fprintf(&out, `<rect width="100%%" height="100%%" fill="#fff"/>`+"\n")
-	title := fmt.Sprintf("dlock vs bsm/redislock vs go-redsync/redsync — %s, %d CPUs, redis-server %s, median of %d run(s)", m.GoVersion, m.CPUs, m.RedisVersion, m.Runs)
+	title := fmt.Sprintf("dlock %s vs bsm/redislock vs go-redsync/redsync — %s, %d CPUs, redis-server %s, median of %d run(s)", m.Commit, m.GoVersion, m.CPUs, m.RedisVersion, m.Runs)
 	if m.Quick {
 		title += ", quick"
 	}
