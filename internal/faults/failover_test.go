@@ -1,0 +1,152 @@
+package faults
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/dlockgo/dlock/internal/redistest"
+	"github.com/dlockgo/dlock/single"
+)
+
+// TestFailoverRace is the seed's opening: A claims on a master whose write
+// never reaches its replica; the master dies; the replica is promoted; B
+// claims on it. Without WithReplicas both hold the lock, and because the
+// promoted replica never saw A's increment of the attempts counter, B's
+// token EQUALS A's: the fence, which admits a token equal to the highest
+// it has seen, cannot tell B from A and accepts A's stale write. With
+// WithReplicas(1, 100ms), A's claim is refused (WAIT counts 0 replicas).
+// The quorum strategy has no replication to fail over: not applicable.
+func TestFailoverRace(t *testing.T) {
+	for _, replicas := range []bool{false, true} {
+		variant := "async replica, no WAIT"
+		if replicas {
+			variant = "WithReplicas(1, 100ms)"
+		}
+		t.Run(fmt.Sprintf("replicas=%v", replicas), func(t *testing.T) {
+			t.Parallel()
+			eachClient(t, func(t *testing.T, client string) { failoverRace(t, client, replicas, variant) })
+		})
+	}
+}
+
+func failoverRace(t *testing.T, client string, replicas bool, variant string) {
+	const ttl = 2 * time.Second
+	row := &Row{Scenario: "1 failover race", Variant: variant, Strategy: "single", Client: client}
+	if replicas {
+		row.Expected = "A's claim refused (WAIT acked 0 of 1); one holder; no overlap"
+	} else {
+		row.Expected = "two holders (overlap); B's token equals A's, so the fence admits A's stale write"
+	}
+	record(t, row)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+
+	master := redistest.Start(t)
+	replica := redistest.Start(t, redistest.WithReplicaOf(master))
+	if err := replica.WaitSynced(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// A master streams to a fresh replica only after the replica's first
+	// ACK (sent once a second): until then WAIT counts 0 replicas.
+	do(t, master, "SET", "probe", "1")
+	for do(t, replica, "GET", "probe") != "1" {
+		if ctx.Err() != nil {
+			t.Fatal("the replica never received a write")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	var opts []single.Option
+	if replicas {
+		opts = append(opts, single.WithReplicas(1, 100*time.Millisecond))
+	}
+	lkA := newSingle(t, redistest.NodeFor(t, client, master.Addr()), append(opts, single.WithTTL(ttl))...)
+	lkB := newSingle(t, redistest.NodeFor(t, client, replica.Addr()), single.WithTTL(ttl))
+	res := newResource()
+
+	// A history that did replicate, so tokens start above 1.
+	l0, err := lkA.TryAcquire(ctx, "k")
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.granted(l0)
+	_ = res.write(l0, "zero")
+	res.released(l0)
+	if err := l0.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for do(t, replica, "HGET", "dlock:{k}", "attempts") != l0.Token().String() ||
+		do(t, replica, "HEXISTS", "dlock:{k}", "owner") != "0" {
+		if ctx.Err() != nil {
+			t.Fatal("the first claim and its release never reached the replica")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+
+	// The replica stops applying the replication stream: A's claim will
+	// be acknowledged by the master alone.
+	do(t, replica, "CLIENT", "PAUSE", "10000", "WRITE")
+	a, errA := lkA.TryAcquire(ctx, "k")
+	if a != nil {
+		res.granted(a)
+		if err := res.write(a, "a1"); err != nil {
+			t.Errorf("A's first write: %v", err)
+		}
+	}
+	master.Kill()
+	do(t, replica, "REPLICAOF", "NO", "ONE") // before unpausing: the buffered claim is dropped
+	do(t, replica, "CLIENT", "UNPAUSE")
+
+	b, errB := lkB.TryAcquire(ctx, "k")
+	if errB != nil {
+		t.Fatalf("B on the promoted replica: %v", errB)
+	}
+	res.granted(b)
+	if err := res.write(b, "b1"); err != nil {
+		t.Errorf("B's write: %v", err)
+	}
+	var errA2 error
+	if a != nil {
+		errA2 = res.write(a, "a2") // A still holds by its own clock
+	}
+	res.fill(t, row)
+
+	if replicas {
+		var re *single.ReplicaError
+		if !errors.As(errA, &re) || re.Acked != 0 {
+			t.Fatalf("A's acquire = %v; want a ReplicaError with 0 acks", errA)
+		}
+		row.Observed = fmt.Sprintf("A refused: %q; B token %v", errKind(errA), b.Token())
+		if *row.Overlaps != 0 || *row.StaleAccepted != 0 {
+			t.Errorf("overlaps %d, stale accepted %d; want 0 and 0", *row.Overlaps, *row.StaleAccepted)
+		}
+		return
+	}
+	if errA != nil {
+		t.Fatalf("A's acquire on the master: %v", errA)
+	}
+	row.Observed = fmt.Sprintf("A token %v, B token %v on the promoted replica (A's HINCRBY was lost); A's write after B's: %v",
+		a.Token(), b.Token(), outcome(errA2))
+	if a.TTL() <= 0 {
+		t.Fatalf("A's lease ended before B's grant; the run shows nothing")
+	}
+	if *row.Overlaps != 1 || *row.UnfencedDoubleWrites != 1 {
+		t.Errorf("overlaps %d, unfenced double writes %d; want the double grant shown: 1 and 1",
+			*row.Overlaps, *row.UnfencedDoubleWrites)
+	}
+	if b.Token() != a.Token() {
+		t.Errorf("B's token %v, A's %v; want equal: the promoted replica lost A's increment", b.Token(), a.Token())
+	}
+	if errA2 != nil || *row.StaleAccepted != 1 {
+		t.Errorf("A's stale write: %v, stale accepted %d; want it admitted (equal tokens), counted once", errA2, *row.StaleAccepted)
+	}
+}
+
+func outcome(err error) string {
+	if err == nil {
+		return "accepted"
+	}
+	return "refused"
+}
