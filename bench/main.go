@@ -11,6 +11,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -65,10 +66,18 @@ func main() {
 		jsonOut = flag.String("json", "", "JSON output (default docs/results/bench.json at the repository root; bench-quick.json with -quick; \"-\" for none)")
 		svgOut  = flag.String("svg", "", "SVG chart output (default docs/results/bench.svg, bench-quick.svg with -quick; \"-\" for none)")
 		bin     = flag.String("redis-server", "redis-server", "redis-server binary")
+		render  = flag.String("render", "", "measure nothing: print the tables of this JSON file and write -svg from it")
 		commit  = flag.String("commit", "", "the library commit measured, for the record (default: from git, +dirty when changed)")
 		only    = flag.String("only", "", "run only cases whose name matches this regexp")
 	)
 	flag.Parse()
+	if *render != "" {
+		if err := rerender(*render, defaultOut(*svgOut, "bench.svg")); err != nil {
+			fmt.Fprintln(os.Stderr, "bench:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	if err := run(*quickF, *runs, *jsonOut, *svgOut, *bin, *only, *commit); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(1)
@@ -420,4 +429,30 @@ func slug(s string) string {
 		}
 		return '_'
 	}, s)
+}
+
+// rerender prints the tables of a JSON file written by an earlier run and
+// redraws its chart.
+func rerender(path, svgOut string) error {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	var in struct {
+		Meta    Meta     `json:"meta"`
+		Results []Result `json:"results"`
+	}
+	if err := json.Unmarshal(b, &in); err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	printTable(os.Stdout, in.Results, in.Meta)
+	printChecks(os.Stdout, evaluate(in.Results))
+	if svgOut == "" {
+		return nil
+	}
+	if err := writeFile(svgOut, renderSVG(in.Results, in.Meta)); err != nil {
+		return err
+	}
+	fmt.Fprintln(os.Stderr, "wrote", svgOut)
+	return nil
 }

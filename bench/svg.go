@@ -39,7 +39,7 @@ func renderSVG(rs []Result, m Meta) []byte {
 	var lat, thr, acq, wait []bar
 	for _, row := range uncontendedRows(rs) {
 		if one := row[0]; one != nil && one.XRTT != nil {
-			lat = append(lat, bar{label: label(*one) + " · " + one.Client, lib: one.Library, value: *one.XRTT, tick: *one.XRTTp99,
+			lat = append(lat, bar{label: label(*one) + " · " + one.Client, lib: one.Library, value: *one.XRTT,
 				text: fmt.Sprintf("%.2f (p99 %.2f) xRTT · %.0f µs", *one.XRTT, *one.XRTTp99, *one.P50us)})
 		}
 		if par := row[1]; par != nil && par.OpsPerS != nil {
@@ -62,10 +62,13 @@ func renderSVG(rs []Result, m Meta) []byte {
 	}
 	var body bytes.Buffer
 	y := 44
-	y = panel(&body, y, "Lock+unlock latency at c=1, in xRTT (bar p50, tick p99; lower is better)", lat, false)
+	y = panel(&body, y, "Lock+unlock latency at c=1, p50 in xRTT: one EVALSHA on the same client (lower is better)", lat, false,
+		ref{2.1, "single target 2.1"})
 	y = panel(&body, y, "Lock+unlock throughput at c=64, distinct keys (higher is better)", thr, false)
-	y = panel(&body, y, fmt.Sprintf("Contention: acquisitions/s, %d goroutines on one key, hold %s (higher is better)", contenders, hold), acq, false)
-	y = panel(&body, y, "Contention: acquire wait p99 in ms, log scale (tick: max; lower is better)", wait, true)
+	y = panel(&body, y, fmt.Sprintf("Contention: acquisitions/s, %d goroutines on one key, hold %s (higher is better)", contenders, hold), acq, false,
+		ref{850, "target 850"})
+	y = panel(&body, y, "Contention: acquire wait p99 in ms, log scale (tick: max; lower is better)", wait, true,
+		ref{15, "target 15 ms"})
 
 	var out bytes.Buffer
 	fmt.Fprintf(&out, `<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" viewBox="0 0 %d %d" font-family="sans-serif" font-size="12">`+"\n", svgWidth, y+10, svgWidth, y+10)
@@ -85,7 +88,13 @@ func renderSVG(rs []Result, m Meta) []byte {
 	return out.Bytes()
 }
 
-func panel(w *bytes.Buffer, y int, title string, bars []bar, logScale bool) int {
+// ref is a vertical reference line across a panel: a target.
+type ref struct {
+	value float64
+	label string
+}
+
+func panel(w *bytes.Buffer, y int, title string, bars []bar, logScale bool, refs ...ref) int {
 	if len(bars) == 0 {
 		return y
 	}
@@ -93,6 +102,9 @@ func panel(w *bytes.Buffer, y int, title string, bars []bar, logScale bool) int 
 	y += panelHead
 	hi := 0.0
 	lo := math.Inf(1)
+	for _, r := range refs {
+		hi = max(hi, r.value)
+	}
 	for _, b := range bars {
 		hi = max(hi, b.value, b.tick)
 		if b.value > 0 {
@@ -127,8 +139,14 @@ func panel(w *bytes.Buffer, y int, title string, bars []bar, logScale bool) int 
 		}
 		fmt.Fprintf(w, `<text x="%d" y="%d" fill="#333">%s</text>`+"\n", x0+barW+8, ry+14, esc(b.text))
 	}
+	top := y
 	y += len(bars) * rowH
-	fmt.Fprintf(w, `<line x1="%d" y1="%d" x2="%d" y2="%d" stroke="#999"/>`+"\n", x0, y-len(bars)*rowH, x0, y)
+	fmt.Fprintf(w, `<line x1="%d" y1="%d" x2="%d" y2="%d" stroke="#999"/>`+"\n", x0, top, x0, y)
+	for _, r := range refs {
+		rx := float64(x0) + scale(r.value)
+		fmt.Fprintf(w, `<line x1="%.1f" y1="%d" x2="%.1f" y2="%d" stroke="#2da44e" stroke-width="1.5" stroke-dasharray="4 3"/>`+"\n", rx, top-4, rx, y)
+		fmt.Fprintf(w, `<text x="%.1f" y="%d" fill="#2da44e" font-size="10" text-anchor="middle">%s</text>`+"\n", rx, y+11, esc(r.label))
+	}
 	return y + panelFoot
 }
 
