@@ -47,7 +47,7 @@ type NodeInfo struct {
 }
 
 // inspectScript reads the lock (KEYS[1]) and the fence counter (KEYS[2])
-// and writes nothing. Reply: {owner or ”, pttl, counter}.
+// and writes nothing. Reply: {owner (empty when none), pttl, counter}.
 var inspectScript = node.NewScript(`
 local o = redis.call('GET', KEYS[1])
 local p = redis.call('PTTL', KEYS[1])

@@ -28,7 +28,7 @@ type Info struct {
 	TTL time.Duration
 }
 
-// inspectScript: KEYS hash. Replies {owner or ”, attempts, ms left}, with
+// inspectScript: KEYS hash. Replies {owner (empty when none), attempts, ms left}, with
 // ms left <= 0 when nobody holds the lock. It writes nothing.
 var inspectScript = node.NewScript(serverNow + `
 local r = redis.call('HMGET', KEYS[1], 'owner', 'attempts', 'until')

@@ -1,0 +1,222 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/valkey-io/valkey-go"
+
+	"github.com/dlockgo/dlock"
+	"github.com/dlockgo/dlock/node"
+)
+
+// defaultURL is used when neither flags, $DLOCK_URL nor a config file name
+// servers, as redis-cli does.
+const defaultURL = "redis://127.0.0.1:6379"
+
+// connFlags are the flags that say where the locks live.
+type connFlags struct {
+	url, strategy, addrs, client, file string
+}
+
+func (c *connFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&c.url, "url", "", "servers as a URL: redis://host:port[/db] (single) or redlock://h1:p1,h2:p2,h3:p3 (quorum)")
+	fs.StringVar(&c.addrs, "addrs", "", "servers as host:port,host:port,... (with --strategy)")
+	fs.StringVar(&c.strategy, "strategy", "", `"single" (one server, the default) or "quorum" (Redlock across --addrs)`)
+	fs.StringVar(&c.client, "client", "", `client library: "go-redis" (default) or "valkey-go"`)
+	fs.StringVar(&c.file, "config", "", "read url, addrs, strategy, client, username, password, db from FILE (key=value lines)")
+}
+
+// usageError is a mistake of the caller's: flags, arguments, configuration.
+type usageError struct{ msg string }
+
+func (e *usageError) Error() string { return e.msg }
+
+func usagef(format string, args ...any) error {
+	return &usageError{msg: fmt.Sprintf(format, args...)}
+}
+
+// resolve returns the Config the flags, the environment and the config file
+// describe, and where it came from. The first source that names servers
+// wins: --url or --addrs, then $DLOCK_URL, then --config FILE, then
+// defaultURL; --client applies to whichever wins.
+func (c *connFlags) resolve(getenv func(string) string) (dlock.Config, string, error) {
+	var (
+		cfg    dlock.Config
+		source string
+		err    error
+	)
+	switch {
+	case c.url != "" && c.addrs != "":
+		return cfg, "", usagef("--url and --addrs name servers twice: give one")
+	case c.url != "" && c.strategy != "":
+		return cfg, "", usagef("--strategy goes with --addrs; a URL's scheme chooses it (redis:// or redlock://)")
+	case c.url != "":
+		cfg, err = dlock.ParseURL(c.url)
+		source = "--url"
+	case c.addrs != "":
+		cfg = dlock.Config{Strategy: c.strategy, Addrs: splitList(c.addrs)}
+		source = "--addrs"
+	case c.strategy != "":
+		return cfg, "", usagef("--strategy needs --addrs")
+	case getenv("DLOCK_URL") != "":
+		cfg, err = dlock.ParseURL(getenv("DLOCK_URL"))
+		source = "$DLOCK_URL"
+	case c.file != "":
+		cfg, err = readConfigFile(c.file)
+		source = c.file
+	default:
+		cfg, err = dlock.ParseURL(defaultURL)
+		source = "default"
+	}
+	if err != nil {
+		return cfg, "", &usageError{msg: fmt.Sprintf("%s: %v", source, err)}
+	}
+	if c.client != "" {
+		cfg.Client = c.client
+	}
+	switch cfg.Client {
+	case "", dlock.ClientGoRedis, dlock.ClientValkeyGo:
+	default:
+		return cfg, "", usagef("--client %q: want go-redis or valkey-go", cfg.Client)
+	}
+	switch cfg.Strategy {
+	case "", dlock.StrategySingle:
+		if len(cfg.Addrs) != 1 {
+			return cfg, "", usagef("%s: strategy single takes exactly one server, got %d", source, len(cfg.Addrs))
+		}
+	case dlock.StrategyQuorum:
+	default:
+		return cfg, "", usagef("%s: strategy %q: want single or quorum", source, cfg.Strategy)
+	}
+	return cfg, source, nil
+}
+
+func splitList(s string) []string {
+	var out []string
+	for f := range strings.SplitSeq(s, ",") {
+		if f = strings.TrimSpace(f); f != "" {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// readConfigFile reads key=value lines; blank lines and lines starting with
+// # are skipped. A url line and addrs/strategy lines are exclusive.
+func readConfigFile(path string) (dlock.Config, error) {
+	var cfg dlock.Config
+	f, err := os.Open(path)
+	if err != nil {
+		return cfg, err
+	}
+	defer f.Close()
+	var url string
+	sc := bufio.NewScanner(f)
+	for n := 1; sc.Scan(); n++ {
+		line := strings.TrimSpace(sc.Text())
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		k, v, ok := strings.Cut(line, "=")
+		if !ok {
+			return cfg, fmt.Errorf("line %d: want key=value", n)
+		}
+		k, v = strings.TrimSpace(k), strings.TrimSpace(v)
+		switch k {
+		case "url":
+			url = v
+		case "addrs":
+			cfg.Addrs = splitList(v)
+		case "strategy":
+			cfg.Strategy = v
+		case "client":
+			cfg.Client = v
+		case "username":
+			cfg.Username = v
+		case "password":
+			cfg.Password = v
+		case "db":
+			if cfg.DB, err = strconv.Atoi(v); err != nil || cfg.DB < 0 {
+				return cfg, fmt.Errorf("line %d: db must be a number >= 0", n)
+			}
+		default:
+			return cfg, fmt.Errorf("line %d: unknown key %q (known: url, addrs, strategy, client, username, password, db)", n, k)
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return cfg, err
+	}
+	if url == "" {
+		if len(cfg.Addrs) == 0 {
+			return cfg, errors.New("names no servers: set url, or addrs")
+		}
+		return cfg, nil
+	}
+	if len(cfg.Addrs) > 0 || cfg.Strategy != "" {
+		return cfg, errors.New("url and addrs/strategy name servers twice: give one")
+	}
+	u, err := dlock.ParseURL(url)
+	if err != nil {
+		return cfg, err
+	}
+	u.Client = cfg.Client
+	if cfg.Username != "" || cfg.Password != "" {
+		u.Username, u.Password = cfg.Username, cfg.Password
+	}
+	if cfg.DB != 0 {
+		u.DB = cfg.DB
+	}
+	return u, nil
+}
+
+// dialNodes builds one Node per server of cfg, on cfg's client library, as
+// dlock.Open does; close closes the nodes and their clients.
+func dialNodes(cfg dlock.Config) (nodes []node.Node, close func(), err error) {
+	var closers []func()
+	close = func() {
+		for _, c := range closers {
+			c()
+		}
+	}
+	for _, addr := range cfg.Addrs {
+		var n node.Node
+		if cfg.Client == dlock.ClientValkeyGo {
+			c, err := valkey.NewClient(valkey.ClientOption{
+				InitAddress: []string{addr}, Username: cfg.Username, Password: cfg.Password,
+				SelectDB: cfg.DB, DisableCache: true, ForceSingleClient: true,
+			})
+			if c == nil {
+				close()
+				return nil, nil, fmt.Errorf("connect to %s: %w", addr, err)
+			}
+			n = node.FromValkey(c)
+			closers = append(closers, func() { _ = n.Close(); c.Close() })
+		} else {
+			c := redis.NewClient(&redis.Options{
+				Addr: addr, Username: cfg.Username, Password: cfg.Password, DB: cfg.DB,
+				ContextTimeoutEnabled: true, DisableIdentity: true,
+				MaxRetries: -1, // one dead server must not hold up a quorum call
+			})
+			n = node.FromGoRedis(c)
+			closers = append(closers, func() { _ = n.Close(); _ = c.Close() })
+		}
+		nodes = append(nodes, n)
+	}
+	return nodes, close, nil
+}
+
+// ping checks that a node answers, through a read-only script.
+func ping(ctx context.Context, n node.Node) error {
+	_, err := n.Eval(ctx, pingScript, nil)
+	return err
+}
+
+var pingScript = node.NewScript(`return 1`)

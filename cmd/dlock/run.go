@@ -1,0 +1,301 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/dlockgo/dlock"
+	"github.com/dlockgo/dlock/lease"
+	"github.com/dlockgo/dlock/redlock"
+)
+
+const runUsage = `Usage: dlock run [flags] --key KEY -- CMD [ARGS...]
+
+Runs CMD while holding the lock on KEY, like flock(1) across hosts. The
+lease is renewed at a third of --ttl while CMD runs, and released when CMD
+exits; dlock then exits with CMD's exit code. CMD gets DLOCK_KEY and
+DLOCK_TOKEN (the lease's fencing token: pass it to every write you fence)
+in its environment, and runs in a process group of its own.
+
+If the lease is lost (a renewal refused: someone else holds the lock; or
+the servers unreachable until its validity ran out), dlock sends SIGTERM
+to CMD's process group, SIGKILL after --grace, and exits 76. SIGINT,
+SIGTERM and SIGHUP sent to dlock are forwarded to CMD's process group.
+
+Examples:
+  dlock run --key nightly-report -- ./report.sh --date today
+  dlock run --key backup --wait 0 -- pg_dump -f /backups/db.sql   # skip if running elsewhere
+  dlock run --url redis://lock.internal:6379/2 --key migrate --ttl 2m --wait 10m -- ./migrate
+  dlock run --addrs r1:6379,r2:6379,r3:6379 --strategy quorum --key leader -- ./serve
+  DLOCK_URL=redlock://r1,r2,r3,r4,r5 dlock run --key rotate -- sh -c 'rotate --fence "$DLOCK_TOKEN"'
+  dlock run --config /etc/dlock.conf --key cleanup -- ./cleanup   # url=... or addrs=... lines
+
+Flags:
+`
+
+func runMain(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("dlock run", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var (
+		conn    connFlags
+		key     = fs.String("key", "", "the lock's key (required)")
+		ttl     = fs.Duration("ttl", 30*time.Second, "lease TTL; the lease is renewed at a third of it")
+		wait    = fs.Duration("wait", time.Minute, "how long to wait for the lock; 0: one attempt")
+		grace   = fs.Duration("grace", 10*time.Second, "after a lost lease, time between SIGTERM and SIGKILL to CMD")
+		verbose = fs.Bool("v", false, "report acquisition and release on stderr")
+	)
+	conn.register(fs)
+	fs.Usage = func() {
+		fmt.Fprint(fs.Output(), runUsage)
+		fs.PrintDefaults()
+		fmt.Fprint(fs.Output(), "\n", exitCodesHelp)
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			fs.SetOutput(stdout)
+			fs.Usage()
+			return exitOK
+		}
+		return exitUsage
+	}
+	argv := fs.Args()
+	switch {
+	case *key == "":
+		fmt.Fprintln(stderr, "dlock run: --key is required (dlock run --help)")
+		return exitUsage
+	case len(argv) == 0:
+		fmt.Fprintln(stderr, "dlock run: no command given: dlock run --key KEY -- CMD [ARGS...]")
+		return exitUsage
+	case *ttl <= 0 || *wait < 0 || *grace < 0:
+		fmt.Fprintln(stderr, "dlock run: --ttl must be > 0, --wait and --grace >= 0")
+		return exitUsage
+	}
+	cfg, _, err := conn.resolve(os.Getenv)
+	if err != nil {
+		fmt.Fprintf(stderr, "dlock run: %v\n", err)
+		return exitUsage
+	}
+	// The quorum strategy refuses leases longer than its lost-data sit-out,
+	// which is the Config's TTL.
+	cfg.TTL = *ttl
+	r := &runner{
+		key: *key, ttl: *ttl, wait: *wait, grace: *grace, argv: argv,
+		verbose: *verbose, stderr: stderr,
+	}
+	return r.run(cfg)
+}
+
+type runner struct {
+	key              string
+	ttl, wait, grace time.Duration
+	argv             []string
+	verbose          bool
+	stderr           io.Writer
+}
+
+func (r *runner) logf(format string, args ...any) {
+	fmt.Fprintf(r.stderr, "dlock run: "+format+"\n", args...)
+}
+
+func (r *runner) run(cfg dlock.Config) int {
+	// Signals are caught from the start: one that arrives while waiting
+	// for the lock ends the wait; once CMD runs, they are forwarded.
+	sigs := make(chan os.Signal, 4)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
+	defer signal.Stop(sigs)
+
+	ctx, cancel := context.WithCancelCause(context.Background())
+	defer cancel(nil)
+	stopWatch := make(chan struct{})
+	watchDone := make(chan struct{})
+	go func() {
+		defer close(watchDone)
+		select {
+		case s := <-sigs:
+			cancel(signalError{s})
+		case <-stopWatch:
+		}
+	}()
+	endWatch := func() {
+		close(stopWatch)
+		<-watchDone
+	}
+
+	ls, locker, code := r.acquire(ctx, cfg)
+	endWatch()
+	if ls == nil {
+		if locker != nil {
+			_ = locker.Close()
+		}
+		return code
+	}
+	defer locker.Close()
+	if r.verbose {
+		r.logf("holding %q, token %v, ttl %v", r.key, ls.Token(), r.ttl)
+	}
+	return r.supervise(ls, sigs)
+}
+
+// signalError is the cause of a wait cut short by a signal.
+type signalError struct{ sig os.Signal }
+
+func (e signalError) Error() string { return "got signal " + e.sig.String() }
+
+// acquire opens the Locker and takes the lease, or returns the exit code
+// that says why not.
+func (r *runner) acquire(ctx context.Context, cfg dlock.Config) (*lease.Lease, dlock.Locker, int) {
+	openCtx, cancelOpen := context.WithTimeout(ctx, 10*time.Second)
+	locker, err := dlock.Open(openCtx, cfg)
+	cancelOpen()
+	if err != nil {
+		return nil, nil, r.failed("open", ctx, err)
+	}
+	opts := []lease.Option{lease.WithTTL(r.ttl), lease.WithAutoRenew()}
+	var ls *lease.Lease
+	if r.wait == 0 {
+		ls, err = locker.TryAcquire(ctx, r.key, opts...)
+	} else {
+		wctx, cancelWait := context.WithTimeout(ctx, r.wait)
+		ls, err = locker.Acquire(wctx, r.key, opts...)
+		cancelWait()
+	}
+	if err != nil {
+		return nil, locker, r.failed("acquire", ctx, err)
+	}
+	return ls, locker, exitOK
+}
+
+// failed reports err and returns its exit code.
+func (r *runner) failed(op string, ctx context.Context, err error) int {
+	var se signalError
+	if errors.As(context.Cause(ctx), &se) {
+		r.logf("%s %q: interrupted (%v)", op, r.key, se.sig)
+		return exitSignal + int(se.sig.(syscall.Signal))
+	}
+	code := acquireExitCode(err)
+	if code == exitTaken && errors.Is(err, context.DeadlineExceeded) {
+		r.logf("%s %q: held elsewhere; gave up after --wait %v", op, r.key, r.wait)
+		return code
+	}
+	r.logf("%s %q: %v", op, r.key, err)
+	return code
+}
+
+// acquireExitCode maps an error of Open or of an acquisition to an exit
+// code.
+func acquireExitCode(err error) int {
+	var qe *redlock.QuorumError
+	switch {
+	case errors.Is(err, dlock.ErrInvalid):
+		return exitUsage
+	case errors.Is(err, dlock.ErrTaken):
+		return exitTaken
+	case errors.As(err, &qe):
+		// A quorum's wait ended on an attempt that failed for want of
+		// answers, not because the lock was taken.
+		return exitUnavailable
+	case errors.Is(err, context.DeadlineExceeded):
+		// --wait ran out; the single strategy retries only while the
+		// lock is taken, so the server was answering.
+		return exitTaken
+	default:
+		return exitUnavailable
+	}
+}
+
+// supervise runs CMD under ls and returns dlock's exit code.
+func (r *runner) supervise(ls *lease.Lease, sigs <-chan os.Signal) int {
+	cmd := exec.Command(r.argv[0], r.argv[1:]...)
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
+	cmd.Env = append(os.Environ(), "DLOCK_KEY="+r.key, "DLOCK_TOKEN="+ls.Token().String())
+	setProcessGroup(cmd)
+	if err := cmd.Start(); err != nil {
+		r.release(ls)
+		r.logf("start %s: %v", r.argv[0], err)
+		if errors.Is(err, exec.ErrNotFound) || errors.Is(err, os.ErrNotExist) {
+			return exitNotFound
+		}
+		return exitCannotExec
+	}
+	exited := make(chan struct{})
+	var waitErr error
+	go func() {
+		waitErr = cmd.Wait()
+		close(exited)
+	}()
+
+wait:
+	for {
+		select {
+		case s := <-sigs:
+			signalGroup(cmd, s.(syscall.Signal))
+		case <-ls.Done():
+			r.logf("lease on %q ended while %s ran (%v): stopping it", r.key, r.argv[0], ls.Err())
+			r.stop(cmd, exited, sigs)
+			return exitLost
+		case <-exited:
+			break wait
+		}
+	}
+	code := childExitCode(cmd, waitErr)
+	if err := ls.Err(); err != nil {
+		// The lease ended as CMD finished: its end may have come first.
+		r.logf("lease on %q ended as %s exited (%v)", r.key, r.argv[0], err)
+		return exitLost
+	}
+	r.release(ls)
+	return code
+}
+
+// stop ends CMD's process group: SIGTERM, then SIGKILL after the grace
+// period. Signals to dlock meanwhile are still forwarded.
+func (r *runner) stop(cmd *exec.Cmd, exited <-chan struct{}, sigs <-chan os.Signal) {
+	signalGroup(cmd, syscall.SIGTERM)
+	t := time.NewTimer(r.grace)
+	defer t.Stop()
+	for {
+		select {
+		case <-exited:
+			// The group may outlive its leader; nothing of it may run on
+			// without the lock.
+			signalGroup(cmd, syscall.SIGKILL)
+			return
+		case s := <-sigs:
+			signalGroup(cmd, s.(syscall.Signal))
+		case <-t.C:
+			r.logf("%s still running after %v: SIGKILL", r.argv[0], r.grace)
+			signalGroup(cmd, syscall.SIGKILL)
+			<-exited
+			return
+		}
+	}
+}
+
+func (r *runner) release(ls *lease.Lease) {
+	ctx, cancel := context.WithTimeout(context.Background(), lease.ReleaseTimeout)
+	defer cancel()
+	if err := ls.Release(ctx); err != nil {
+		r.logf("release %q: %v (the lock ends with its TTL)", r.key, err)
+	} else if r.verbose {
+		r.logf("released %q", r.key)
+	}
+}
+
+// childExitCode is CMD's exit code, or 128+n when signal n killed it.
+func childExitCode(cmd *exec.Cmd, err error) int {
+	if cmd.ProcessState == nil {
+		return exitSoftware
+	}
+	if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		return exitSignal + int(ws.Signal())
+	}
+	return cmd.ProcessState.ExitCode()
+}
