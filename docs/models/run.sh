@@ -1,0 +1,48 @@
+#!/bin/sh
+# Checks the quorum token models with spin (Debian package "spin") and gcc,
+# and prints one line per model variant and claim: errors found, states.
+# The variants are derived from the two .pml files by the edits below.
+# Usage: docs/models/run.sh   (from anywhere; works in a temporary directory)
+set -eu
+here=$(cd "$(dirname "$0")" && pwd)
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+cd "$work"
+cp "$here"/quorum_token.pml "$here"/quorum_token_repair.pml .
+
+# Phase 2 needs only one commit instead of a majority.
+sed 's/commits >= Q -> tok/commits >= 1 -> tok/' quorum_token.pml > commit_one.pml
+# Phase 2 checks neither ownership nor counter < t (only counter <= t).
+sed 's/vote\[i\] \&\& lock\[i\] == c \&\& ctr\[i\] < t/vote[i] \&\& ctr[i] <= t/' quorum_token.pml > commit_unchecked.pml
+# The lost node sits out, then votes again with its counter not repaired.
+sed 's/atomic { if :: m > ctr\[0\] -> ctr\[0\] = m :: else -> skip fi; guard\[0\] = 0 }/atomic { guard[0] = 0 }/' \
+	quorum_token_repair.pml > guard_no_repair.pml
+# The lost node is repaired at once, without waiting out the acquisitions in flight.
+sed 's/(lost \&\& guard\[0\] \&\& inflight_at_loss == 0);/(lost \&\& guard[0]);/' \
+	quorum_token_repair.pml > repair_no_wait.pml
+for f in guard_no_repair.pml repair_no_wait.pml commit_one.pml commit_unchecked.pml; do
+	if cmp -s "$f" quorum_token.pml || cmp -s "$f" quorum_token_repair.pml; then
+		echo "run.sh: the edit for $f no longer applies" >&2
+		exit 1
+	fi
+done
+
+check() { # model, defines, claim
+	rm -rf run && mkdir run && cp "$1" run/ && (
+		cd run
+		spin -a $2 "$1" >/dev/null
+		gcc -O2 -w -o pan pan.c
+		./pan -a -N "$3" >out.txt 2>&1 || true
+		printf '%-28s %-22s %-8s %s, %s\n' "$1" "$2" "$3" \
+			"$(grep -o 'errors: [0-9]*' out.txt)" \
+			"$(grep -o '[0-9]* states, stored' out.txt)"
+	)
+}
+for m in "quorum_token.pml|" "commit_one.pml|" "commit_unchecked.pml|" \
+	"quorum_token_repair.pml|-DREPAIR=0" "guard_no_repair.pml|" \
+	"repair_no_wait.pml|" "quorum_token_repair.pml|-DREPAIR=1"; do
+	f=${m%%|*} d=${m#*|}
+	check "$f" "$d -DSEQ=0" unique
+	check "$f" "$d -DSEQ=1" unique
+	check "$f" "$d -DSEQ=1" ordered
+done
