@@ -2,7 +2,6 @@ package main
 
 import (
 	"bufio"
-	"context"
 	"errors"
 	"flag"
 	"fmt"
@@ -212,11 +211,3 @@ func dialNodes(cfg dlock.Config) (nodes []node.Node, close func(), err error) {
 	}
 	return nodes, close, nil
 }
-
-// ping checks that a node answers, through a read-only script.
-func ping(ctx context.Context, n node.Node) error {
-	_, err := n.Eval(ctx, pingScript, nil)
-	return err
-}
-
-var pingScript = node.NewScript(`return 1`)
