@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"os"
+	"slices"
 	"sync"
 	"time"
 
@@ -24,19 +25,32 @@ type result struct {
 // to late instead, so a late "yes" can still be undone. Every goroutine
 // ends within the node timeout plus whatever late does, and is counted in
 // the Locker's WaitGroup, so Close waits for it.
+//
+// The caller does not rely on the clients to honour the context's deadline
+// (go-redis without ContextTimeoutEnabled waits for its read timeout):
+// past the node timeout, or once ctx ends, next reports the nodes still
+// silent as timed out, and their real answers, when they come, go to late.
 type round struct {
 	ch        chan result
 	mu        sync.Mutex
 	abandoned bool
 	late      func(result)
 	wg        *sync.WaitGroup
+
+	// Used by the caller's goroutine only.
+	ctx     context.Context
+	timer   *time.Timer
+	pending []int        // nodes not answered yet, as far as the caller knows
+	seen    map[int]bool // nodes already reported by next
 }
 
 // fanout sends do to the nodes at idx, each bounded by timeout on a context
 // derived from ctx. The caller must hold an operation (begin).
 func (lk *Locker) fanout(ctx context.Context, idx []int, timeout time.Duration,
 	do func(ctx context.Context, i int) ([]node.Result, error), late func(result)) *round {
-	r := &round{ch: make(chan result, len(idx)), late: late, wg: &lk.wg}
+	r := &round{ch: make(chan result, len(idx)), late: late, wg: &lk.wg, ctx: ctx,
+		timer:   time.NewTimer(timeout + timeout/10 + time.Millisecond),
+		pending: slices.Clone(idx), seen: make(map[int]bool, len(idx))}
 	lk.wg.Add(len(idx))
 	for _, i := range idx {
 		go func() {
@@ -66,7 +80,36 @@ func (lk *Locker) fanout(ctx context.Context, idx []int, timeout time.Duration,
 
 // next returns the next answer; the caller must not ask for more answers
 // than nodes it sent to.
-func (r *round) next() result { return <-r.ch }
+func (r *round) next() result {
+	for {
+		var a result
+		select {
+		case a = <-r.ch:
+		case <-r.timer.C:
+			r.timer.Reset(0) // every later call reports the next silent node at once
+			return r.silent(context.DeadlineExceeded, true)
+		case <-r.ctx.Done():
+			return r.silent(r.ctx.Err(), false)
+		}
+		if !r.seen[a.i] {
+			r.seen[a.i] = true
+			r.pending = slices.DeleteFunc(r.pending, func(i int) bool { return i == a.i })
+			return a
+		}
+		// Already reported as silent: a late answer.
+		if r.late != nil {
+			r.wg.Go(func() { r.late(a) })
+		}
+	}
+}
+
+// silent reports the first node still silent as failed with err.
+func (r *round) silent(err error, timeout bool) result {
+	i := r.pending[0]
+	r.pending = r.pending[1:]
+	r.seen[i] = true
+	return result{i: i, err: err, timeout: timeout}
+}
 
 // abandon stops the caller's reading: answers already queued and answers
 // still to come go to late, which runs on goroutines of its own since it
@@ -85,6 +128,7 @@ func (r *round) abandon() {
 		break
 	}
 	r.mu.Unlock()
+	r.timer.Stop()
 	if r.late != nil && len(queued) > 0 {
 		r.wg.Go(func() {
 			for _, a := range queued {

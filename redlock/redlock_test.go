@@ -299,7 +299,11 @@ func TestTokensIncrease(t *testing.T) {
 			start := time.Now()
 			const n = 1000
 			for i := range n {
-				l, err := lk.TryAcquire(ctx, "seq")
+				// Acquire, not TryAcquire: a stall of the loaded test machine
+				// may fail one attempt, which is retried.
+				actx, cancel := context.WithTimeout(ctx, 5*time.Second)
+				l, err := lk.Acquire(actx, "seq")
+				cancel()
 				if err != nil {
 					t.Fatalf("acquisition %d: %v", i, err)
 				}
@@ -430,11 +434,11 @@ func TestValidityExhausted(t *testing.T) {
 			proxies[i] = redistest.StartProxy(t, s.Addr())
 			nodes[i] = redistest.NodeFor(t, c, proxies[i].Addr())
 		}
-		// Drift 0.4*1s+2ms = 402ms; two phases at 320ms each leave none,
-		// while each call stays within the 450ms node timeout.
-		const ttl = time.Second
+		// Drift 0.45*2s+2ms = 902ms; two phases at 600ms each leave none,
+		// while each call stays well within the 990ms node timeout.
+		const ttl = 2 * time.Second
 		lk := newLocker(t, nodes, redlock.WithDurableNodes(), redlock.WithTTL(ttl),
-			redlock.WithDriftFactor(0.4), redlock.WithNodeTimeout(450*time.Millisecond))
+			redlock.WithDriftFactor(0.45), redlock.WithNodeTimeout(990*time.Millisecond))
 		ctx := context.Background()
 		// Open the connections and load every script first, so each call
 		// below is one round trip.
@@ -449,7 +453,7 @@ func TestValidityExhausted(t *testing.T) {
 		}
 		_ = l.Release(ctx)
 		for _, p := range proxies {
-			p.SetLatency(320 * time.Millisecond)
+			p.SetLatency(600 * time.Millisecond)
 		}
 		start := time.Now()
 		_, err = lk.TryAcquire(ctx, "k")
