@@ -190,7 +190,13 @@ func supersededAccepted(h safety.History) int {
 // that failed (nil when none failed).
 func attempts(t *testing.T, lk locker, res *resource, key string, n int) (ok int, ttf *float64, errs []error) {
 	t.Helper()
-	var failed []float64
+	var failed, took []float64
+	defer func() {
+		if len(took) > 0 {
+			slices.Sort(took)
+			t.Logf("%d granted, median %.1fms", len(took), took[len(took)/2])
+		}
+	}()
 	for i := range n {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		start := time.Now()
@@ -203,6 +209,7 @@ func attempts(t *testing.T, lk locker, res *resource, key string, n int) (ok int
 			continue
 		}
 		ok++
+		took = append(took, float64(d.Microseconds())/1000)
 		res.granted(l)
 		_ = res.write(l, key+"-"+strconv.Itoa(i))
 		res.released(l)
@@ -268,8 +275,6 @@ func errKind(err error) string {
 		return "taken"
 	case errors.Is(err, single.ErrReplicas):
 		return "too few replicas"
-	case errors.Is(err, context.DeadlineExceeded):
-		return "deadline"
 	case errors.As(err, &qe):
 		timeouts, lost := 0, 0
 		for _, a := range qe.Nodes {
@@ -283,6 +288,8 @@ func errKind(err error) string {
 			return "quorum: node timeouts"
 		}
 		return "quorum: " + strconv.Itoa(qe.Got) + "/" + strconv.Itoa(qe.Needed) + " votes"
+	case errors.Is(err, context.DeadlineExceeded):
+		return "deadline"
 	}
 	return "error"
 }
