@@ -1,0 +1,245 @@
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/dlockgo/dlock/internal/redistest"
+)
+
+func urlOf(srvs ...*redistest.Server) string {
+	if len(srvs) == 1 {
+		return "redis://" + srvs[0].Addr()
+	}
+	addrs := make([]string, len(srvs))
+	for i, s := range srvs {
+		addrs[i] = s.Addr()
+	}
+	return "redlock://" + strings.Join(addrs, ",")
+}
+
+func TestRunExitCode(t *testing.T) {
+	t.Parallel()
+	url := urlOf(redistest.Start(t))
+	for _, tc := range []struct {
+		argv []string
+		want int
+	}{
+		{[]string{"true"}, 0},
+		{[]string{"sh", "-c", "exit 7"}, 7},
+		{[]string{"sh", "-c", "kill -9 $$"}, 128 + 9},
+		{[]string{"/nonexistent/cmd"}, exitNotFound},
+	} {
+		for _, client := range []string{"go-redis", "valkey-go"} {
+			r := runBin(t, nil, append([]string{"run", "--url", url, "--client", client, "--key", "exit", "--"}, tc.argv...)...)
+			if r.code != tc.want {
+				t.Errorf("run %v (%s): got %v; want exit %d", tc.argv, client, r, tc.want)
+			}
+		}
+	}
+	// Every run released the lock.
+	if r := runBin(t, nil, "inspect", "--url", url, "exit"); r.code != exitNotHeld {
+		t.Errorf("inspect after the runs: got %v; want exit %d (free)", r, exitNotHeld)
+	}
+}
+
+func TestRunEnv(t *testing.T) {
+	t.Parallel()
+	srv := redistest.Start(t)
+	for i, env := range [][]string{{"DLOCK_URL=" + urlOf(srv)}, nil} {
+		args := []string{"run", "--key", "env", "--", "sh", "-c", `echo "$DLOCK_KEY $DLOCK_TOKEN"`}
+		if env == nil {
+			args = append([]string{"run", "--url", urlOf(srv)}, args[1:]...)
+		}
+		r := runBin(t, env, args...)
+		want := fmt.Sprintf("env %d\n", i+1)
+		if r.code != 0 || r.stdout != want {
+			t.Errorf("got %v; want exit 0 and %q", r, want)
+		}
+	}
+}
+
+func TestRunQuorum(t *testing.T) {
+	t.Parallel()
+	url := urlOf(redistest.StartN(t, 3)...)
+	// Fresh nodes sit out one max TTL (here the 1s TTL) before they vote.
+	r := runBin(t, nil, "run", "--url", url, "--ttl", "1s", "--wait", "10s", "--key", "q", "--",
+		"sh", "-c", `echo "$DLOCK_TOKEN"; exit 3`)
+	tok, err := strconv.ParseUint(strings.TrimSpace(r.stdout), 10, 64)
+	if r.code != 3 || err != nil || tok < 1e15 {
+		t.Errorf("got %v; want exit 3 and a quorum token (server µs)", r)
+	}
+}
+
+// TestRunNoOverlap runs several dlock run of one key at once; each child
+// appends start and end lines to one file, which must never interleave.
+func TestRunNoOverlap(t *testing.T) {
+	t.Parallel()
+	url := urlOf(redistest.Start(t))
+	file := filepath.Join(t.TempDir(), "log")
+	const n = 5
+	var wg sync.WaitGroup
+	results := make([]result, n)
+	for i := range n {
+		wg.Go(func() {
+			results[i] = runBin(t, nil, "run", "--url", url, "--key", "overlap", "--wait", "30s", "--",
+				"sh", "-c", fmt.Sprintf(`echo "start %d" >> %s; sleep 0.2; echo "end %d" >> %s`, i, file, i, file))
+		})
+	}
+	wg.Wait()
+	for i, r := range results {
+		if r.code != 0 {
+			t.Errorf("run %d: %v", i, r)
+		}
+	}
+	b, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	if len(lines) != 2*n {
+		t.Fatalf("got %d lines; want %d:\n%s", len(lines), 2*n, b)
+	}
+	for i := 0; i < len(lines); i += 2 {
+		id, ok := strings.CutPrefix(lines[i], "start ")
+		if !ok || lines[i+1] != "end "+id {
+			t.Fatalf("runs overlapped at line %d:\n%s", i+1, b)
+		}
+	}
+}
+
+func TestRunTaken(t *testing.T) {
+	t.Parallel()
+	srv := redistest.Start(t)
+	url := urlOf(srv)
+	holder := command(nil, "run", "--url", url, "--key", "taken", "--", "sleep", "3")
+	var hout, herr bytes.Buffer
+	holder.Stdout, holder.Stderr = &hout, &herr
+	if err := holder.Start(); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the holder's lock", func() bool {
+		out, _ := srv.Do("HGET", "dlock:{taken}", "owner")
+		return out != ""
+	})
+	for _, wait := range []string{"0", "300ms"} {
+		r := runBin(t, nil, "run", "--url", url, "--key", "taken", "--wait", wait, "--", "true")
+		if r.code != exitTaken || !strings.Contains(r.stderr, "taken") && !strings.Contains(r.stderr, "held elsewhere") {
+			t.Errorf("--wait %s: got %v; want exit %d", wait, r, exitTaken)
+		}
+	}
+	r := runBin(t, nil, "inspect", "--url", url, "taken")
+	if r.code != 0 || !strings.Contains(r.stdout, "held") || !strings.Contains(r.stdout, "token     1") {
+		t.Errorf("inspect: got %v; want held, token 1", r)
+	}
+	if hr := wait(t, holder, &hout, &herr); hr.code != 0 {
+		t.Errorf("holder: %v", hr)
+	}
+}
+
+// TestRunLost takes the lock away behind a running command's back: dlock
+// must stop the command (SIGKILL when it ignores SIGTERM) and exit 76.
+func TestRunLost(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name   string
+		script string
+		steal  []string
+	}{
+		{"deleted", `echo $$ > %s; exec sleep 30`, []string{"DEL", "dlock:{lost-deleted}"}},
+		{"taken over, TERM ignored", `trap "" TERM; echo $$ > %s; while :; do sleep 0.1; done`,
+			[]string{"HSET", "dlock:{lost-taken over, TERM ignored}", "owner", "someone-else"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			srv := redistest.Start(t)
+			pidFile := filepath.Join(t.TempDir(), "pid")
+			cmd := command(nil, "run", "--url", urlOf(srv), "--key", "lost-"+tc.name, "--ttl", "1s", "--grace", "300ms",
+				"--", "sh", "-c", fmt.Sprintf(tc.script, pidFile))
+			var stdout, stderr bytes.Buffer
+			cmd.Stdout, cmd.Stderr = &stdout, &stderr
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			var pid int
+			waitFor(t, "the child's pid", func() bool {
+				b, _ := os.ReadFile(pidFile)
+				pid, _ = strconv.Atoi(strings.TrimSpace(string(b)))
+				return pid > 0
+			})
+			if _, err := srv.Do(tc.steal...); err != nil {
+				t.Fatal(err)
+			}
+			start := time.Now()
+			r := wait(t, cmd, &stdout, &stderr)
+			if r.code != exitLost || !strings.Contains(r.stderr, "lease lost") {
+				t.Errorf("got %v; want exit %d and the lost lease reported", r, exitLost)
+			}
+			// Renewal at a third of the TTL notices; the grace bounds the rest.
+			if d := time.Since(start); d > 3*time.Second {
+				t.Errorf("dlock exited %v after the lock was taken; want within about a TTL plus the grace", d)
+			}
+			if err := syscall.Kill(pid, 0); err == nil {
+				t.Errorf("child %d still runs after dlock exited", pid)
+			}
+		})
+	}
+}
+
+// TestRunSignal sends SIGTERM to dlock: the child gets it and its exit
+// code comes back.
+func TestRunSignal(t *testing.T) {
+	t.Parallel()
+	srv := redistest.Start(t)
+	dir := t.TempDir()
+	ready := filepath.Join(dir, "ready")
+	cmd := command(nil, "run", "--url", urlOf(srv), "--key", "signal", "--",
+		"sh", "-c", fmt.Sprintf(`trap "exit 9" TERM; touch %s; while :; do sleep 0.05; done`, ready))
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the child", func() bool { _, err := os.Stat(ready); return err == nil })
+	_ = cmd.Process.Signal(syscall.SIGTERM)
+	if r := wait(t, cmd, &stdout, &stderr); r.code != 9 {
+		t.Errorf("got %v; want the child's exit 9", r)
+	}
+	if out, _ := srv.Do("HGET", "dlock:{signal}", "owner"); out != "" {
+		t.Errorf("lock still held after the child exited")
+	}
+}
+
+func TestRunUsageAndUnavailable(t *testing.T) {
+	t.Parallel()
+	srv := redistest.Start(t)
+	dead := redistest.Start(t)
+	dead.Kill()
+	for _, tc := range []struct {
+		args []string
+		want int
+	}{
+		{[]string{"run", "--url", urlOf(srv), "--", "true"}, exitUsage}, // no key
+		{[]string{"run", "--url", urlOf(srv), "--key", "k"}, exitUsage}, // no command
+		{[]string{"run", "--url", urlOf(srv), "--client", "x", "--key", "k", "--", "true"}, exitUsage},
+		{[]string{"run", "--url", "http://x", "--key", "k", "--", "true"}, exitUsage},
+		{[]string{"run", "--url", urlOf(srv), "--addrs", srv.Addr(), "--key", "k", "--", "true"}, exitUsage},
+		{[]string{"run", "--bogus"}, exitUsage},
+		{[]string{"nope"}, exitUsage},
+		{[]string{"run", "--url", urlOf(dead), "--key", "k", "--", "true"}, exitUnavailable},
+		{[]string{"inspect", "--url", urlOf(dead), "k"}, exitUnavailable},
+		{[]string{"run", "--help"}, exitOK},
+	} {
+		if r := runBin(t, nil, tc.args...); r.code != tc.want {
+			t.Errorf("dlock %v: got %v; want exit %d", tc.args, r, tc.want)
+		}
+	}
+}
