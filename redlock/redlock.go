@@ -157,9 +157,11 @@ type Locker struct {
 	names []string
 	cfg   config
 
-	mu     sync.Mutex
-	closed bool
-	wg     sync.WaitGroup // operations in progress and the goroutines they started
+	mu      sync.Mutex
+	closed  bool
+	wg      sync.WaitGroup // operations in progress and the goroutines they started
+	closing context.Context
+	close   context.CancelCauseFunc
 }
 
 // New returns a Locker over nodes, which it uses but does not own: Close
@@ -206,6 +208,7 @@ func New(nodes []node.Node, opts ...Option) (*Locker, error) {
 		return nil, &lease.ArgError{Arg: "max TTL", Value: cfg.maxTTL, Rule: "must be > 0"}
 	}
 	lk := &Locker{nodes: nodes, names: names, cfg: cfg}
+	lk.closing, lk.close = context.WithCancelCause(context.Background())
 	if err := lk.checkTTL(cfg.ttl); err != nil {
 		return nil, err
 	}
@@ -243,13 +246,16 @@ func (lk *Locker) begin() error {
 	return nil
 }
 
-// Close stops new operations and waits for those in progress, including
-// the cleanup of late answers. It neither closes the nodes nor releases
-// leases still held.
+// Close stops new operations, ends the waits of Acquire calls in progress
+// (their error then matches ErrClosed), and waits for the operations in
+// progress, including the cleanup of late answers. It neither closes the
+// nodes nor releases leases still held; those can no longer be extended or
+// released (ErrClosed) and expire on the servers at the end of their TTL.
 func (lk *Locker) Close() error {
 	lk.mu.Lock()
 	lk.closed = true
 	lk.mu.Unlock()
+	lk.close(ErrClosed)
 	lk.wg.Wait()
 	return nil
 }
@@ -285,6 +291,9 @@ func (lk *Locker) Acquire(ctx context.Context, key string, opts ...lease.Option)
 		return nil, err
 	}
 	defer lk.wg.Done()
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	defer context.AfterFunc(lk.closing, func() { cancel(ErrClosed) })()
 
 	var (
 		w    *waker

@@ -778,7 +778,24 @@ func TestCanceledContext(t *testing.T) {
 	if _, err := lk.Acquire(ctx, "k"); !errors.Is(err, context.Canceled) {
 		t.Errorf("Acquire: %v; want context.Canceled", err)
 	}
+	// Close ends a waiting Acquire.
+	held, err := lk.TryAcquire(context.Background(), "held")
+	if err != nil {
+		t.Fatal(err)
+	}
+	waited := make(chan error, 1)
+	go func() {
+		_, err := lk.Acquire(context.Background(), "held")
+		waited <- err
+	}()
+	time.Sleep(100 * time.Millisecond)
 	_ = lk.Close()
+	if err := <-waited; !errors.Is(err, redlock.ErrClosed) {
+		t.Errorf("Acquire ended by Close: %v; want ErrClosed", err)
+	}
+	if err := held.Release(context.Background()); !errors.Is(err, redlock.ErrClosed) {
+		t.Errorf("Release after Close: %v; want ErrClosed", err)
+	}
 	if _, err := lk.TryAcquire(context.Background(), "k"); !errors.Is(err, redlock.ErrClosed) {
 		t.Errorf("after Close: %v; want ErrClosed", err)
 	}
