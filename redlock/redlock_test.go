@@ -245,28 +245,32 @@ func TestWithoutTokens(t *testing.T) {
 	})
 }
 
+// TestRaceOneWinner: 100 goroutines race for one lock. The variants run
+// one after the other: under the race detector, 300 contenders on two
+// cores starve each other's node calls.
 func TestRaceOneWinner(t *testing.T) {
 	for _, c := range append(slices.Clone(redistest.Clients), mixed) {
 		t.Run(c, func(t *testing.T) {
-			t.Parallel()
 			srvs := redistest.StartN(t, 5)
 			lk := newLocker(t, nodesOn(t, srvs, c), redlock.WithDurableNodes(), redlock.WithTTL(10*time.Second))
-			ctx, cancel := context.WithTimeout(context.Background(), 4*time.Second)
+			ctx, cancel := context.WithTimeout(context.Background(), 8*time.Second)
 			defer cancel()
 			var (
 				mu      sync.Mutex
 				winners []*lease.Lease
 				wg      sync.WaitGroup
 				lastErr atomic.Value
+				once    sync.Once
 			)
 			start := make(chan struct{})
+			began := time.Now()
 			for range 100 {
 				wg.Go(func() {
 					<-start
 					l, err := lk.Acquire(ctx, "race")
 					if err != nil {
-						if !errors.Is(err, context.DeadlineExceeded) {
-							t.Errorf("Acquire: %v; want a deadline", err)
+						if !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, context.Canceled) {
+							t.Errorf("Acquire: %v; want the context's end", err)
 						}
 						lastErr.Store(err)
 						return
@@ -274,6 +278,11 @@ func TestRaceOneWinner(t *testing.T) {
 					mu.Lock()
 					winners = append(winners, l)
 					mu.Unlock()
+					// The others keep trying for a while, then give up.
+					once.Do(func() {
+						t.Logf("first winner after %v", time.Since(began))
+						time.AfterFunc(time.Second, cancel)
+					})
 				})
 			}
 			close(start)
