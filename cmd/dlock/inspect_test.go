@@ -1,0 +1,119 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/dlockgo/dlock"
+	"github.com/dlockgo/dlock/internal/redistest"
+)
+
+func TestInspectQuorum(t *testing.T) {
+	t.Parallel()
+	srvs := redistest.StartN(t, 3)
+	url := urlOf(srvs...)
+	if r := runBin(t, nil, "inspect", "--url", url, "q"); r.code != exitNotHeld || !strings.Contains(r.stdout, "free") {
+		t.Errorf("before: got %v; want exit %d, free", r, exitNotHeld)
+	}
+	running := filepath.Join(t.TempDir(), "running")
+	holder := command(nil, "run", "--url", url, "--ttl", "2s", "--wait", "10s", "--key", "q", "--",
+		"sh", "-c", "touch "+running+"; sleep 2")
+	var hout, herr bytes.Buffer
+	holder.Stdout, holder.Stderr = &hout, &herr
+	if err := holder.Start(); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the holder's command", func() bool { _, err := os.Stat(running); return err == nil })
+	srvs[2].Kill()
+	r := runBin(t, nil, "inspect", "--url", url, "q")
+	owner := regexp.MustCompile(`(?m)^owner\s+([0-9a-f]+)$`).FindStringSubmatch(r.stdout)
+	if r.code != 0 || owner == nil || len(owner[1]) != 8 || !strings.Contains(r.stdout, "held (on 2 of 3 nodes)") ||
+		!strings.Contains(r.stdout, srvs[2].Addr()+"  -      -    -        error") && !strings.Contains(r.stdout, "error:") {
+		t.Errorf("got %v; want held on 2 of 3, an 8-character owner, the dead node's error", r)
+	}
+	if hr := wait(t, holder, &hout, &herr); hr.code != 0 {
+		t.Errorf("holder: %v", hr)
+	}
+}
+
+func TestResolve(t *testing.T) {
+	dir := t.TempDir()
+	files := 0
+	file := func(body string) string {
+		files++
+		p := filepath.Join(dir, strconv.Itoa(files)+".conf")
+		if err := os.WriteFile(p, []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	env := func(url string) func(string) string {
+		return func(k string) string {
+			if k == "DLOCK_URL" {
+				return url
+			}
+			return ""
+		}
+	}
+	for _, tc := range []struct {
+		name     string
+		flags    connFlags
+		env      string
+		strategy string
+		addrs    string
+		client   string
+		source   string
+		bad      bool
+	}{
+		{name: "default", strategy: "single", addrs: "127.0.0.1:6379", source: "default"},
+		{name: "url", flags: connFlags{url: "redis://h:1/2"}, strategy: "single", addrs: "h:1", source: "--url"},
+		{name: "url wins over env", flags: connFlags{url: "redis://h:1"}, env: "redis://e:1", addrs: "h:1", strategy: "single", source: "--url"},
+		{name: "addrs quorum", flags: connFlags{addrs: "a:1, b:2,c:3", strategy: "quorum"}, strategy: "quorum", addrs: "a:1 b:2 c:3", source: "--addrs"},
+		{name: "env", env: "redlock://a,b,c", strategy: "quorum", addrs: "a:6379 b:6379 c:6379", source: "$DLOCK_URL"},
+		{name: "env wins over file", flags: connFlags{file: "/nonexistent"}, env: "redis://e:1", strategy: "single", addrs: "e:1", source: "$DLOCK_URL"},
+		{name: "client flag", flags: connFlags{url: "redis://h:1", client: "valkey-go"}, strategy: "single", addrs: "h:1", client: "valkey-go", source: "--url"},
+		{name: "file url", flags: connFlags{file: file("# locks\nurl = redlock://a:1,b:2,c:3\nclient=valkey-go\npassword=s3cret\n")},
+			strategy: "quorum", addrs: "a:1 b:2 c:3", client: "valkey-go"},
+		{name: "file addrs", flags: connFlags{file: file("addrs=a:1\n")}, addrs: "a:1"},
+		{name: "file unknown key", flags: connFlags{file: file("colour=blue\n")}, bad: true},
+		{name: "file both", flags: connFlags{file: file("url=redis://a:1\naddrs=b:1\n")}, bad: true},
+		{name: "file missing", flags: connFlags{file: "/nonexistent"}, bad: true},
+		{name: "url and addrs", flags: connFlags{url: "redis://h:1", addrs: "a:1"}, bad: true},
+		{name: "url and strategy", flags: connFlags{url: "redis://h:1", strategy: "quorum"}, bad: true},
+		{name: "strategy alone", flags: connFlags{strategy: "quorum"}, bad: true},
+		{name: "single with 2", flags: connFlags{addrs: "a:1,b:1"}, bad: true},
+		{name: "bad strategy", flags: connFlags{addrs: "a:1", strategy: "paxos"}, bad: true},
+		{name: "bad client", flags: connFlags{addrs: "a:1", client: "jedis"}, bad: true},
+		{name: "bad url", flags: connFlags{url: "http://h"}, bad: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg, source, err := tc.flags.resolve(env(tc.env))
+			if tc.bad {
+				var ue *usageError
+				if err == nil || !errors.As(err, &ue) {
+					t.Fatalf("got %+v, %v; want a usage error", cfg, err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			strategy := cfg.Strategy
+			if strategy == "" {
+				strategy = dlock.StrategySingle
+			}
+			if tc.strategy != "" && strategy != tc.strategy || strings.Join(cfg.Addrs, " ") != tc.addrs || cfg.Client != tc.client {
+				t.Errorf("got %s %v %q; want %s %s %q", strategy, cfg.Addrs, cfg.Client, tc.strategy, tc.addrs, tc.client)
+			}
+			if tc.source != "" && source != tc.source {
+				t.Errorf("source = %q; want %q", source, tc.source)
+			}
+		})
+	}
+}
