@@ -51,10 +51,10 @@ func (r Retry) Delay(n int) time.Duration {
 // still held by its owner, as far as the attempt could tell (0: unknown).
 type Attempt func(ctx context.Context) (l *Lease, hint time.Duration, err error)
 
-// Wait calls attempt until it returns a lease, an error other than ErrTaken,
-// or ctx ends. Between attempts it sleeps a delay from r, cut short by hint
+// Wait calls attempt until it returns a lease, an error that neither matches
+// ErrTaken nor was marked with Retryable, or ctx ends. Between attempts it sleeps a delay from r, cut short by hint
 // and by a signal on wake (which may be nil). When ctx ends first, the error
-// matches ctx's error with errors.Is.
+// matches ctx's error with errors.Is, and also the last attempt's error.
 func Wait(ctx context.Context, r Retry, wake <-chan struct{}, attempt Attempt) (*Lease, error) {
 	var timer *time.Timer
 	defer func() {
@@ -67,7 +67,8 @@ func Wait(ctx context.Context, r Retry, wake <-chan struct{}, attempt Attempt) (
 		if err == nil {
 			return l, nil
 		}
-		if !errors.Is(err, ErrTaken) {
+		var again retryable
+		if !errors.Is(err, ErrTaken) && !errors.As(err, &again) {
 			return nil, err
 		}
 		d := r.Delay(n)
@@ -88,11 +89,22 @@ func Wait(ctx context.Context, r Retry, wake <-chan struct{}, attempt Attempt) (
 	}
 }
 
-// ctxError reports that ctx ended a wait; it matches ctx.Err() and, when
-// the context was cancelled with a cause, that cause too.
+// ctxError reports that ctx ended a wait. It matches ctx.Err(), the
+// context's cause when it was cancelled with one, and the last attempt's
+// error (so errors.Is(err, ErrTaken) tells a wait that ran out on a held
+// lock, and errors.As finds a strategy's typed error).
 func ctxError(ctx context.Context, last error) error {
 	if c := context.Cause(ctx); c != nil && c != ctx.Err() {
-		return fmt.Errorf("dlock: gave up waiting: %w: %w (last attempt: %v)", ctx.Err(), c, last)
+		return fmt.Errorf("dlock: gave up waiting: %w: %w (last attempt: %w)", ctx.Err(), c, last)
 	}
-	return fmt.Errorf("dlock: gave up waiting: %w (last attempt: %v)", ctx.Err(), last)
+	return fmt.Errorf("dlock: gave up waiting: %w (last attempt: %w)", ctx.Err(), last)
 }
+
+// Retryable marks err as worth another attempt by Wait (a quorum that fell
+// short because nodes were down, say) without making it match ErrTaken.
+func Retryable(err error) error { return retryable{err} }
+
+type retryable struct{ err error }
+
+func (r retryable) Error() string { return r.err.Error() }
+func (r retryable) Unwrap() error { return r.err }

@@ -25,6 +25,11 @@ import (
 //
 // Subscribe uses one go-redis PubSub connection per Node, which reconnects
 // and resubscribes by itself; messages published while it is down are lost.
+//
+// go-redis honours a context's deadline only when the client was made with
+// ContextTimeoutEnabled; without it a call to a hung server runs until the
+// client's ReadTimeout. The strategies bound their own waits either way,
+// but set it so the calls they abandon end sooner.
 func FromGoRedis(c redis.UniversalClient) Node {
 	return &goRedis{c: c, hub: newHub()}
 }
