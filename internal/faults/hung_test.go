@@ -135,7 +135,7 @@ func hungSingle(t *testing.T, client string) {
 	_ = b.Release(ctx)
 	res.fill(t, row)
 	row.Acquired, row.Attempts = Int(0), Int(1)
-	row.Observed = fmt.Sprintf("claim failed (%s) after %v; %s; B token %v", errKind(a.err), a.d.Round(time.Millisecond), ghost, b.Token())
+	row.Observed = fmt.Sprintf("claim with a 200ms deadline failed (%s) after %v: its abandon waits for the server (up to lease.ReleaseTimeout); %s; B token %v", errKind(a.err), a.d.Round(time.Millisecond), ghost, b.Token())
 	if owner != "" {
 		t.Errorf("stray lock: owner %q left after SIGCONT", owner)
 	}
