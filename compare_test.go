@@ -1,0 +1,228 @@
+package dlock_test
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/dlockgo/dlock"
+	"github.com/dlockgo/dlock/fence"
+	"github.com/dlockgo/dlock/internal/redistest"
+	"github.com/dlockgo/dlock/lease"
+	"github.com/dlockgo/dlock/node"
+	"github.com/dlockgo/dlock/redlock"
+	"github.com/dlockgo/dlock/single"
+)
+
+// parityTTL is long enough for a loaded machine under the race detector,
+// short enough that the expiry case stays quick.
+const parityTTL = 2 * time.Second
+
+// eachStrategy runs f through the Locker interface for both strategies and
+// both client libraries: single on one server, quorum on five with the
+// lost-data guard on (so fresh nodes first sit out one TTL, as in
+// production).
+func eachStrategy(t *testing.T, f func(t *testing.T, lk dlock.Locker)) {
+	t.Helper()
+	srv := redistest.Start(t)
+	quorum := redistest.StartN(t, 5)
+	for _, client := range redistest.Clients {
+		t.Run("single/"+client, func(t *testing.T) {
+			lk, err := single.New(redistest.NodeFor(t, client, srv.Addr()), single.WithTTL(parityTTL))
+			if err != nil {
+				t.Fatal(err)
+			}
+			f(t, lk)
+		})
+		t.Run("quorum/"+client, func(t *testing.T) {
+			nodes := make([]node.Node, len(quorum))
+			for i, s := range quorum {
+				nodes[i] = redistest.NodeFor(t, client, s.Addr())
+			}
+			lk, err := redlock.New(nodes, redlock.WithTTL(parityTTL))
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = lk.Close() })
+			f(t, lk)
+		})
+	}
+}
+
+// acquire waits for key; a quorum on fresh nodes first sits out one TTL.
+func acquire(t *testing.T, lk dlock.Locker, key string, opts ...lease.Option) *lease.Lease {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*parityTTL)
+	defer cancel()
+	l, err := lk.Acquire(ctx, key, opts...)
+	if err != nil {
+		t.Fatalf("Acquire(%q): %v", key, err)
+	}
+	return l
+}
+
+func TestParityAcquireExtendRelease(t *testing.T) {
+	eachStrategy(t, func(t *testing.T, lk dlock.Locker) {
+		ctx := context.Background()
+		l := acquire(t, lk, "parity")
+		if !l.Fenced() || l.Token() == 0 {
+			t.Fatalf("token %d, fenced %v; want a token", l.Token(), l.Fenced())
+		}
+		if got := l.TTL(); got <= 0 || got > parityTTL {
+			t.Fatalf("TTL() = %v; want in (0, %v]", got, parityTTL)
+		}
+		if _, err := lk.TryAcquire(ctx, "parity"); !errors.Is(err, dlock.ErrTaken) {
+			t.Fatalf("second TryAcquire: %v; want ErrTaken", err)
+		}
+		time.Sleep(parityTTL / 4)
+		before := l.TTL()
+		if err := l.Extend(ctx, parityTTL); err != nil {
+			t.Fatalf("Extend: %v", err)
+		}
+		if after := l.TTL(); after <= before {
+			t.Fatalf("TTL %v after Extend, %v before; want it restarted", after, before)
+		}
+		if err := l.Release(ctx); err != nil {
+			t.Fatalf("Release: %v", err)
+		}
+		if !errors.Is(l.Err(), dlock.ErrReleased) {
+			t.Fatalf("Err() after Release = %v; want ErrReleased", l.Err())
+		}
+		if err := l.Release(ctx); !errors.Is(err, dlock.ErrNotHeld) {
+			t.Fatalf("second Release: %v; want ErrNotHeld", err)
+		}
+		if err := l.Extend(ctx, parityTTL); !errors.Is(err, dlock.ErrNotHeld) {
+			t.Fatalf("Extend after Release: %v; want ErrNotHeld", err)
+		}
+		next, err := lk.TryAcquire(ctx, "parity")
+		if err != nil {
+			t.Fatalf("TryAcquire after Release: %v", err)
+		}
+		if next.Token() <= l.Token() {
+			t.Fatalf("token %d after %d; want larger", next.Token(), l.Token())
+		}
+		_ = next.Release(ctx)
+	})
+}
+
+func TestParityExpiry(t *testing.T) {
+	eachStrategy(t, func(t *testing.T, lk dlock.Locker) {
+		ctx := context.Background()
+		ttl := 500 * time.Millisecond
+		l := acquire(t, lk, "expiry", lease.WithTTL(ttl))
+		select {
+		case <-l.Done():
+		case <-time.After(5 * ttl):
+			t.Fatal("Done not closed after the TTL")
+		}
+		if !errors.Is(l.Err(), dlock.ErrExpired) {
+			t.Fatalf("Err() = %v; want ErrExpired", l.Err())
+		}
+		if err := l.Extend(ctx, ttl); !errors.Is(err, dlock.ErrNotHeld) {
+			t.Fatalf("Extend after expiry: %v; want ErrNotHeld", err)
+		}
+		// Local validity ends before the servers' TTL (drift); the next
+		// holder waits for the servers.
+		next := acquire(t, lk, "expiry")
+		if next.Token() <= l.Token() {
+			t.Fatalf("token %d after %d; want larger", next.Token(), l.Token())
+		}
+		_ = next.Release(ctx)
+	})
+}
+
+func TestParityContention(t *testing.T) {
+	eachStrategy(t, func(t *testing.T, lk dlock.Locker) {
+		acquire(t, lk, "warm-up").Release(context.Background())
+		const workers, rounds = 6, 5
+		var (
+			mu      sync.Mutex
+			holders int
+			tokens  []fence.Token
+			wg      sync.WaitGroup
+		)
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		for range workers {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for range rounds {
+					l, err := lk.Acquire(ctx, "contended")
+					if err != nil {
+						t.Errorf("Acquire: %v", err)
+						return
+					}
+					mu.Lock()
+					holders++
+					if holders > 1 {
+						t.Errorf("%d holders at once", holders)
+					}
+					tokens = append(tokens, l.Token())
+					mu.Unlock()
+					time.Sleep(time.Millisecond)
+					mu.Lock()
+					holders--
+					mu.Unlock()
+					if err := l.Release(ctx); err != nil {
+						t.Errorf("Release: %v", err)
+					}
+				}
+			}()
+		}
+		wg.Wait()
+		if len(tokens) != workers*rounds {
+			t.Fatalf("%d acquisitions; want %d", len(tokens), workers*rounds)
+		}
+		for i := 1; i < len(tokens); i++ {
+			if tokens[i] <= tokens[i-1] {
+				t.Fatalf("token %d granted after %d; want strictly increasing", tokens[i], tokens[i-1])
+			}
+		}
+	})
+}
+
+func TestParityCancelledAcquire(t *testing.T) {
+	eachStrategy(t, func(t *testing.T, lk dlock.Locker) {
+		held := acquire(t, lk, "busy")
+		ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+		defer cancel()
+		if _, err := lk.Acquire(ctx, "busy"); !errors.Is(err, context.DeadlineExceeded) || !errors.Is(err, dlock.ErrTaken) {
+			t.Fatalf("Acquire of a held lock until the deadline: %v; want DeadlineExceeded and ErrTaken", err)
+		}
+		if err := held.Release(context.Background()); err != nil {
+			t.Fatalf("Release: %v", err)
+		}
+		// The cancelled waiter left nothing behind: the lock is free.
+		l, err := lk.TryAcquire(context.Background(), "busy")
+		if err != nil {
+			t.Fatalf("TryAcquire after the waiter gave up: %v", err)
+		}
+		_ = l.Release(context.Background())
+	})
+}
+
+func TestParityBadInput(t *testing.T) {
+	eachStrategy(t, func(t *testing.T, lk dlock.Locker) {
+		ctx := context.Background()
+		for _, c := range []struct {
+			name string
+			key  string
+			opts []lease.Option
+		}{
+			{"empty key", "", nil},
+			{"zero ttl", "k", []lease.Option{lease.WithTTL(0)}},
+			{"negative ttl", "k", []lease.Option{lease.WithTTL(-time.Second)}},
+			{"ttl inside the drift margin", "k", []lease.Option{lease.WithTTL(3 * time.Millisecond)}},
+			{"bad retry", "k", []lease.Option{lease.WithRetry(lease.Retry{Min: time.Second, Max: time.Millisecond})}},
+		} {
+			_, err := lk.TryAcquire(ctx, c.key, c.opts...)
+			var ae *lease.ArgError
+			if !errors.Is(err, dlock.ErrInvalid) || !errors.As(err, &ae) {
+				t.Errorf("%s: TryAcquire = %v; want an *lease.ArgError", c.name, err)
+			}
+		}
+	})
+}
