@@ -135,9 +135,12 @@ const mdTail = `
 3. **Hung node.** A command that timed out on a stopped server runs after
    SIGCONT (the raw SET row). The single strategy's abandoned claim leaves
    nothing behind. The quorum's timed-out vote can land after the release
-   sent to that node: with valkey-go it then holds that one node for one
-   TTL, under the owner A already released (no second holder; one node of
-   five is unavailable for that key until it expires). Reported as a bug.
+   sent to that node: seen in some runs with valkey-go, whose release to
+   the stopped node gave up after about one node timeout, before SIGCONT.
+   That node then holds the lock for one TTL under the owner A already
+   released (no second holder; one node of five is unavailable for that key
+   until it expires); the row says whether this run saw it. Reported as a
+   bug: a redlock vote that timed out has no tombstone, unlike single's.
    A single-strategy claim on a hung server returns only when its abandon
    gets through, past the caller's own deadline (600 ms for a 200 ms
    deadline here, up to ` + "`lease.ReleaseTimeout`" + `, 5 s).
