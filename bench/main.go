@@ -102,7 +102,9 @@ func run(isQuick bool, runs int, jsonOut, svgOut, bin, only, commit string) erro
 	jsonOut = defaultOut(jsonOut, "bench"+suffix+".json")
 	svgOut = defaultOut(svgOut, "bench"+suffix+".svg")
 
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	// SIGPIPE too (stdout piped into head, say): otherwise the process dies
+	// without running the deferred stop of its servers.
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGPIPE)
 	defer stop()
 
 	began := time.Now()
