@@ -31,7 +31,8 @@ type Report struct {
 	Overlaps int
 	// StaleAccepted counts the writes accepted from a stale holder: a
 	// fenced write whose token is lower than one accepted before it began,
-	// or an unfenced write by a holder whose lease another holder had been
+	// or that follows an accepted write of a holder granted after its own
+	// (whatever the tokens say), or an unfenced write by a holder whose lease another holder had been
 	// granted after it, before the write began.
 	StaleAccepted int
 	// UnfencedDoubleWrites is the part of StaleAccepted that carried no
@@ -111,7 +112,7 @@ func Check(h History) Report {
 			rep.FencedRefused++
 		case op.Outcome != Accepted:
 		case op.Fenced:
-			if v, ok := newerAccepted(h.Ops, op); ok {
+			if v, ok := newerAccepted(h.Ops, op, start); ok {
 				rep.StaleAccepted++
 				rep.note(&rep.StaleAccepted, fmt.Sprintf("stale write accepted: %s token %s at %s, after token %s was accepted at %s",
 					op.Holder, op.Token, stamp(op.Call), v.Token, stamp(v.Return)))
@@ -205,9 +206,15 @@ func latest(a, b time.Time) time.Time {
 
 // newerAccepted returns a fenced write accepted, with a larger token,
 // before w began.
-func newerAccepted(ops []Op, w Op) (Op, bool) {
+func newerAccepted(ops []Op, w Op, start map[string]time.Time) (Op, bool) {
 	for _, v := range ops {
-		if v.Kind == Write && v.Fenced && v.Outcome == Accepted && v.Token > w.Token && v.Return.Before(w.Call) {
+		if v.Kind != Write || !v.Fenced || v.Outcome != Accepted || !v.Return.Before(w.Call) {
+			continue
+		}
+		// A newer token, or a holder granted after w's: a fence that
+		// handed both the same token cannot tell them apart, and that is
+		// the failure to count.
+		if v.Token > w.Token || (v.Holder != w.Holder && start[v.Holder].After(start[w.Holder])) {
 			return v, true
 		}
 	}

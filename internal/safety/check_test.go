@@ -99,6 +99,16 @@ func TestCheck(t *testing.T) {
 		},
 		want: Report{Holders: 2, Writes: 2, Overlaps: 1, StaleAccepted: 1},
 	}, {
+		name: "a second holder with the same token: the fence cannot tell them apart",
+		h: History{
+			Grants: []Grant{grant("a", 2, 0, 100), grant("b", 2, 50, 150)},
+			Ops: []Op{
+				write("b", 2, true, "b1", Accepted, 60, 62, 140),
+				write("a", 2, true, "a1", Accepted, 70, 72, 95),
+			},
+		},
+		want: Report{Holders: 2, Writes: 2, Overlaps: 1, StaleAccepted: 1, Linearizable: true},
+	}, {
 		name: "concurrent fenced writes may land in either order",
 		h: History{
 			Grants: []Grant{grant("a", 1, 0, 100), grant("b", 2, 50, 150)},
