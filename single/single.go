@@ -73,6 +73,7 @@ type config struct {
 	drift          float64
 	replicas       int
 	replicaTimeout time.Duration
+	observer       lease.Observer
 }
 
 // WithTTL sets the TTL of leases whose acquire does not set one with
@@ -92,6 +93,15 @@ func WithDriftFactor(f float64) Option { return func(c *config) { c.drift = f } 
 func WithReplicas(n int, timeout time.Duration) Option {
 	return func(c *config) { c.replicas, c.replicaTimeout = n, timeout }
 }
+
+// WithObserver makes the Locker report every acquisition to o, as an
+// AcquireStarted event and then an AcquireEnded event whose Wait is the
+// time to the outcome (for Acquire, the whole wait) and whose Err is the
+// error returned, and makes every lease it grants report its renewals, its
+// loss and its release. Events carry Strategy "single". o is called
+// synchronously and must not block. With a nil o (the default) nothing is
+// reported and no Event is built.
+func WithObserver(o lease.Observer) Option { return func(c *config) { c.observer = o } }
 
 // Locker grants leases on keys of one server. It implements dlock.Locker and
 // is safe for concurrent use.
@@ -215,6 +225,16 @@ const abandonKeep = time.Hour
 // *lease.ArgError for a bad key or option. When ctx ends during the
 // attempt, a claim that may have landed is released before it returns.
 func (lk *Locker) TryAcquire(ctx context.Context, key string, opts ...lease.Option) (*lease.Lease, error) {
+	if lk.cfg.observer != nil {
+		start := lk.started(key)
+		l, err := lk.tryAcquire(ctx, key, opts)
+		lk.ended(key, start, err)
+		return l, err
+	}
+	return lk.tryAcquire(ctx, key, opts)
+}
+
+func (lk *Locker) tryAcquire(ctx context.Context, key string, opts []lease.Option) (*lease.Lease, error) {
 	o, err := lk.options(key, opts)
 	if err != nil {
 		return nil, err
@@ -229,6 +249,16 @@ func (lk *Locker) TryAcquire(ctx context.Context, key string, opts ...lease.Opti
 // first, the error matches ctx.Err() and no claim of this call is left on
 // the server.
 func (lk *Locker) Acquire(ctx context.Context, key string, opts ...lease.Option) (*lease.Lease, error) {
+	if lk.cfg.observer != nil {
+		start := lk.started(key)
+		l, err := lk.acquire(ctx, key, opts)
+		lk.ended(key, start, err)
+		return l, err
+	}
+	return lk.acquire(ctx, key, opts)
+}
+
+func (lk *Locker) acquire(ctx context.Context, key string, opts []lease.Option) (*lease.Lease, error) {
 	o, err := lk.options(key, opts)
 	if err != nil {
 		return nil, err
@@ -250,6 +280,24 @@ func (lk *Locker) Acquire(ctx context.Context, key string, opts ...lease.Option)
 	defer stop()
 	return lease.Wait(ctx, o.Retry, wake, c.again)
 }
+
+// started reports the start of an acquisition on key to the observer,
+// which must be set, and returns the instant it started.
+func (lk *Locker) started(key string) time.Time {
+	start := time.Now()
+	lk.cfg.observer.Observe(lease.Event{Kind: lease.AcquireStarted, Strategy: strategy, Key: key})
+	return start
+}
+
+// ended reports the outcome of the acquisition on key begun at start.
+func (lk *Locker) ended(key string, start time.Time, err error) {
+	lk.cfg.observer.Observe(lease.Event{
+		Kind: lease.AcquireEnded, Strategy: strategy, Key: key, Wait: time.Since(start), Err: err,
+	})
+}
+
+// strategy names this strategy in Observer events.
+const strategy = "single"
 
 func (lk *Locker) options(key string, opts []lease.Option) (lease.Options, error) {
 	if err := lease.CheckKey(key); err != nil {
@@ -371,6 +419,7 @@ func (c *claim) try(ctx context.Context) (*lease.Lease, time.Duration, error) {
 	}
 	return lease.New(c, lease.Grant{
 		Key: c.key, Owner: c.args[0], Token: token, TTL: c.o.TTL, Until: until,
+		Strategy: strategy, Observer: lk.cfg.observer,
 	}, c.o.AutoRenew), 0, nil
 }
 

@@ -1,0 +1,189 @@
+package single_test
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/dlockgo/dlock/internal/redistest"
+	"github.com/dlockgo/dlock/lease"
+	"github.com/dlockgo/dlock/node"
+	"github.com/dlockgo/dlock/single"
+)
+
+// recorder is an Observer that keeps every event.
+type recorder struct {
+	mu     sync.Mutex
+	events []lease.Event
+}
+
+func (r *recorder) Observe(e lease.Event) {
+	r.mu.Lock()
+	r.events = append(r.events, e)
+	r.mu.Unlock()
+}
+
+// take returns the events recorded so far and forgets them.
+func (r *recorder) take() []lease.Event {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	ev := r.events
+	r.events = nil
+	return ev
+}
+
+func kinds(ev []lease.Event) []lease.EventKind {
+	k := make([]lease.EventKind, len(ev))
+	for i, e := range ev {
+		k[i] = e.Kind
+	}
+	return k
+}
+
+func sameKinds(got []lease.Event, want ...lease.EventKind) bool {
+	k := kinds(got)
+	if len(k) != len(want) {
+		return false
+	}
+	for i := range k {
+		if k[i] != want[i] {
+			return false
+		}
+	}
+	return true
+}
+
+func TestObserver(t *testing.T) {
+	each(t, func(t *testing.T, srv *redistest.Server, n node.Node) {
+		ctx := context.Background()
+		rec := &recorder{}
+		lk := newLocker(t, n, single.WithObserver(rec))
+
+		// A grant, then a refusal while it is held.
+		l, err := lk.TryAcquire(ctx, "obs")
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, errTaken := lk.TryAcquire(ctx, "obs")
+		if !errors.Is(errTaken, lease.ErrTaken) {
+			t.Fatalf("second TryAcquire: %v; want ErrTaken", errTaken)
+		}
+		ev := rec.take()
+		if !sameKinds(ev, lease.AcquireStarted, lease.AcquireEnded, lease.AcquireStarted, lease.AcquireEnded) {
+			t.Fatalf("events %v; want started, ended, started, ended", kinds(ev))
+		}
+		for _, e := range ev {
+			if e.Strategy != "single" || e.Key != "obs" {
+				t.Errorf("event %v: strategy %q, key %q; want single, obs", e.Kind, e.Strategy, e.Key)
+			}
+		}
+		if ev[1].Err != nil || lease.Outcome(ev[1].Err) != "acquired" || ev[1].Wait <= 0 {
+			t.Errorf("first AcquireEnded: err %v, wait %v; want acquired in > 0", ev[1].Err, ev[1].Wait)
+		}
+		if ev[3].Err != errTaken || lease.Outcome(ev[3].Err) != "taken" {
+			t.Errorf("second AcquireEnded: err %v; want the returned %v", ev[3].Err, errTaken)
+		}
+
+		// A blocking Acquire: Wait counts the whole wait, here until the
+		// holder releases 100 ms later.
+		const hold = 100 * time.Millisecond
+		time.AfterFunc(hold, func() { _ = l.Release(ctx) })
+		l2, err := lk.Acquire(ctx, "obs", lease.WithTTL(150*time.Millisecond), lease.WithAutoRenew())
+		if err != nil {
+			t.Fatal(err)
+		}
+		ev = rec.take()
+		if !sameKinds(ev, lease.AcquireStarted, lease.Released, lease.AcquireEnded) {
+			t.Fatalf("events %v; want started, released (the holder's), ended", kinds(ev))
+		}
+		if ev[1].Err != nil {
+			t.Errorf("Released: err %v; want nil", ev[1].Err)
+		}
+		if w := ev[2].Wait; w < hold-10*time.Millisecond || ev[2].Err != nil {
+			t.Errorf("AcquireEnded after a wait: wait %v, err %v; want >= %v, nil", w, ev[2].Err, hold)
+		}
+
+		// Renewals, then the loss when another owner takes over.
+		time.Sleep(120 * time.Millisecond) // at least one renewal at TTL/3
+		if _, err := srv.Do("HSET", "dlock:{obs}", "owner", "intruder"); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case <-l2.Done():
+		case <-time.After(2 * time.Second):
+			t.Fatal("lease did not end after its renewal was refused")
+		}
+		_ = l2.Release(ctx) // stops the renewal goroutine, so its events are in
+		ev = rec.take()
+		var renewed, lost int
+		for _, e := range ev {
+			switch e.Kind {
+			case lease.Renewed:
+				if e.Err == nil {
+					renewed++
+				}
+			case lease.Lost:
+				lost++
+				if !errors.Is(e.Err, lease.ErrLost) {
+					t.Errorf("Lost: err %v; want ErrLost", e.Err)
+				}
+			}
+			if e.Strategy != "single" || e.Key != "obs" {
+				t.Errorf("event %v: strategy %q, key %q; want single, obs", e.Kind, e.Strategy, e.Key)
+			}
+		}
+		if renewed == 0 || lost != 1 || ev[len(ev)-1].Kind != lease.Released ||
+			!errors.Is(ev[len(ev)-1].Err, lease.ErrNotHeld) {
+			t.Errorf("events %v; want successful renewals, one loss, then a release refused with ErrNotHeld", kinds(ev))
+		}
+
+		// A bad argument is an acquisition too, and its outcome "invalid".
+		if _, err := lk.TryAcquire(ctx, ""); !errors.Is(err, lease.ErrInvalid) {
+			t.Fatalf("TryAcquire(\"\"): %v; want ErrInvalid", err)
+		}
+		ev = rec.take()
+		if !sameKinds(ev, lease.AcquireStarted, lease.AcquireEnded) || lease.Outcome(ev[1].Err) != "invalid" {
+			t.Errorf("events %v; want started, ended with outcome invalid", kinds(ev))
+		}
+	})
+}
+
+// raceEnabled is set by race_test.go when built with -race.
+var raceEnabled bool
+
+// TestNilObserverAllocs: without an observer, TryAcquire+Release on
+// valkey-go stays within its allocation budget (see BenchmarkTryAcquireRelease),
+// so reporting costs nothing when nobody listens.
+func TestNilObserverAllocs(t *testing.T) {
+	if testing.Short() || raceEnabled {
+		t.Skip("measures allocations; not under -short or -race")
+	}
+	srv := redistest.Start(t)
+	n := redistest.NodeFor(t, "valkey-go", srv.Addr())
+	ctx := context.Background()
+	run := func(lk *single.Locker) func() {
+		return func() {
+			l, err := lk.TryAcquire(ctx, "allocs")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := l.Release(ctx); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	plain, nilObs := newLocker(t, n), newLocker(t, n, single.WithObserver(nil))
+	for range 200 { // load the scripts, grow the client's buffers
+		run(plain)()
+		run(nilObs)()
+	}
+	a := testing.AllocsPerRun(500, run(plain))
+	b := testing.AllocsPerRun(500, run(nilObs))
+	t.Logf("allocs per TryAcquire+Release: %.1f without WithObserver, %.1f with WithObserver(nil)", a, b)
+	const budget = 12
+	if a > budget || b > budget {
+		t.Errorf("allocs %.1f and %.1f; want <= %d", a, b, budget)
+	}
+}
