@@ -1,0 +1,252 @@
+package observe_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/dlockgo/dlock/internal/redistest"
+	"github.com/dlockgo/dlock/lease"
+	"github.com/dlockgo/dlock/observe"
+	"github.com/dlockgo/dlock/single"
+)
+
+// logBuffer is a JSON slog handler's output, safe for the lease's renewal
+// goroutine to write to while the test reads.
+type logBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (lb *logBuffer) Write(p []byte) (int, error) {
+	lb.mu.Lock()
+	defer lb.mu.Unlock()
+	return lb.b.Write(p)
+}
+
+func (lb *logBuffer) String() string {
+	lb.mu.Lock()
+	defer lb.mu.Unlock()
+	return lb.b.String()
+}
+
+// records parses the buffer, one map per line.
+func (lb *logBuffer) records(t *testing.T) []map[string]any {
+	t.Helper()
+	var out []map[string]any
+	for line := range strings.Lines(lb.String()) {
+		var r map[string]any
+		if err := json.Unmarshal([]byte(line), &r); err != nil {
+			t.Fatalf("log line %q: %v", line, err)
+		}
+		out = append(out, r)
+	}
+	return out
+}
+
+func newLog(level slog.Level) (*logBuffer, lease.Observer) {
+	lb := &logBuffer{}
+	return lb, observe.Log(slog.New(slog.NewJSONHandler(lb, &slog.HandlerOptions{Level: level})))
+}
+
+// summary is one record as "LEVEL msg outcome", the attributes every test
+// checks.
+func summary(r map[string]any) string {
+	s := r["level"].(string) + " " + r["msg"].(string)
+	if o, ok := r["outcome"]; ok {
+		s += " " + o.(string)
+	}
+	return s
+}
+
+func summaries(rs []map[string]any) []string {
+	out := make([]string, len(rs))
+	for i, r := range rs {
+		out[i] = summary(r)
+	}
+	return out
+}
+
+func TestLogSingle(t *testing.T) {
+	srv := redistest.Start(t)
+	for _, client := range redistest.Clients {
+		t.Run(client, func(t *testing.T) {
+			lb, obs := newLog(slog.LevelDebug)
+			lk, err := single.New(redistest.NodeFor(t, client, srv.Addr()), single.WithObserver(obs))
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx := context.Background()
+			key := "log-" + client
+			a, err := lk.Acquire(ctx, key)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := lk.TryAcquire(ctx, key); !errors.Is(err, lease.ErrTaken) {
+				t.Fatalf("TryAcquire of a held lock: %v; want ErrTaken", err)
+			}
+			if err := a.Release(ctx); err != nil {
+				t.Fatal(err)
+			}
+			b, err := lk.TryAcquire(ctx, key, lease.WithTTL(50*time.Millisecond))
+			if err != nil {
+				t.Fatal(err)
+			}
+			<-b.Done()
+			// The local clock ends the lease a drift margin early; let
+			// the server's end it too.
+			time.Sleep(20 * time.Millisecond)
+			if err := b.Release(ctx); !errors.Is(err, lease.ErrNotHeld) {
+				t.Fatalf("Release of an expired lease: %v; want ErrNotHeld", err)
+			}
+
+			rs := lb.records(t)
+			want := []string{
+				"DEBUG dlock acquire started",
+				"INFO dlock acquired acquired",
+				"DEBUG dlock acquire started",
+				"DEBUG dlock not acquired taken",
+				"INFO dlock released ok",
+				"DEBUG dlock acquire started",
+				"INFO dlock acquired acquired",
+				"WARN dlock lease lost expired",
+				"WARN dlock release failed failed",
+			}
+			if got := summaries(rs); strings.Join(got, "\n") != strings.Join(want, "\n") {
+				t.Fatalf("records:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+			}
+			for _, r := range rs {
+				if r["key"] != key || r["strategy"] != "single" {
+					t.Errorf("record %v: key %v, strategy %v; want %q, single", r, r["key"], r["strategy"], key)
+				}
+				if _, ok := r["node"]; ok {
+					t.Errorf("record %v names a node; only votes do", r)
+				}
+			}
+			if w, ok := rs[1]["wait"].(float64); !ok || w <= 0 {
+				t.Errorf("acquired record's wait = %v; want > 0 (ns)", rs[1]["wait"])
+			}
+			if e, _ := rs[8]["err"].(string); !strings.Contains(e, "not held") {
+				t.Errorf("release failed record's err = %q; want the release's error", e)
+			}
+			checkNoOwner(t, lb.String(), a, b)
+		})
+	}
+}
+
+// checkNoOwner fails when the log holds an owner value of ls.
+func checkNoOwner(t *testing.T, log string, ls ...*lease.Lease) {
+	t.Helper()
+	for _, l := range ls {
+		if strings.Contains(log, l.Owner()) {
+			t.Errorf("log holds the owner value %s:\n%s", l.Owner(), log)
+		}
+	}
+}
+
+func TestLogLevels(t *testing.T) {
+	srv := redistest.Start(t)
+	lb, obs := newLog(slog.LevelInfo)
+	lk, err := single.New(redistest.NodeFor(t, "go-redis", srv.Addr()), single.WithObserver(obs))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	l, err := lk.Acquire(ctx, "levels")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := lk.TryAcquire(ctx, "levels"); !errors.Is(err, lease.ErrTaken) {
+		t.Fatalf("TryAcquire of a held lock: %v; want ErrTaken", err)
+	}
+	if err := l.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	got := strings.Join(summaries(lb.records(t)), "\n")
+	if want := "INFO dlock acquired acquired\nINFO dlock released ok"; got != want {
+		t.Fatalf("records at level Info:\n%s\nwant:\n%s", got, want)
+	}
+}
+
+// TestLogAcquireError: a server that does not answer is an error, with the
+// node named in err.
+func TestLogAcquireError(t *testing.T) {
+	srv := redistest.Start(t)
+	lb, obs := newLog(slog.LevelInfo)
+	lk, err := single.New(redistest.NodeFor(t, "go-redis", srv.Addr()), single.WithObserver(obs))
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv.Kill()
+	if _, err := lk.TryAcquire(context.Background(), "down"); err == nil || errors.Is(err, lease.ErrTaken) {
+		t.Fatalf("TryAcquire on a dead server: %v; want a connection error", err)
+	}
+	rs := lb.records(t)
+	if len(rs) != 1 || summary(rs[0]) != "ERROR dlock acquire failed error" {
+		t.Fatalf("records: %v; want one ERROR dlock acquire failed error", summaries(rs))
+	}
+	if e, _ := rs[0]["err"].(string); !strings.Contains(e, srv.Addr()) {
+		t.Errorf("err = %q; want it to name the server %s", e, srv.Addr())
+	}
+}
+
+// TestLogLostToStale: a renewal refused because another owner claimed the
+// key since logs the loss and the failed renewal, without the tokens the
+// refusal quotes.
+func TestLogLostToStale(t *testing.T) {
+	srv := redistest.Start(t)
+	lb, obs := newLog(slog.LevelWarn)
+	lk, err := single.New(redistest.NodeFor(t, "go-redis", srv.Addr()), single.WithObserver(obs))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	a, err := lk.Acquire(ctx, "stale", lease.WithTTL(300*time.Millisecond), lease.WithAutoRenew())
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Take the lock away from a behind its back: the next claim bumps the
+	// fence counter past a's token.
+	if _, err := srv.Do("HDEL", "dlock:{stale}", "owner", "until"); err != nil {
+		t.Fatal(err)
+	}
+	b, err := lk.TryAcquire(ctx, "stale")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Release(ctx)
+	select {
+	case <-a.Done():
+	case <-time.After(5 * time.Second):
+		t.Fatal("lease a still alive 5s after its lock was taken")
+	}
+	if err := a.Err(); !errors.Is(err, lease.ErrLost) {
+		t.Fatalf("a ended with %v; want ErrLost", err)
+	}
+	// The renewal goroutine logs the failed renewal after the loss.
+	deadline := time.Now().Add(5 * time.Second)
+	for len(lb.records(t)) < 2 && time.Now().Before(deadline) {
+		time.Sleep(time.Millisecond)
+	}
+	rs := lb.records(t)
+	got := strings.Join(summaries(rs), "\n")
+	if want := "WARN dlock lease lost lost\nWARN dlock renewal failed failed"; got != want {
+		t.Fatalf("records:\n%s\nwant:\n%s", got, want)
+	}
+	e, _ := rs[1]["err"].(string)
+	if !strings.Contains(e, `stale fencing token for "stale"`) {
+		t.Errorf("renewal err = %q; want it to say the token is stale", e)
+	}
+	for _, tok := range []string{a.Token().String(), b.Token().String()} {
+		if strings.Contains(e, "got "+tok) || strings.Contains(e, "seen "+tok) {
+			t.Errorf("renewal err = %q quotes a token", e)
+		}
+	}
+	checkNoOwner(t, lb.String(), a, b)
+}

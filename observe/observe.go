@@ -1,0 +1,43 @@
+// Package observe turns the lease.Observer hook into structured logs (Log)
+// and combines observers (Multi). Package observe/otelmetric turns it into
+// OpenTelemetry metrics.
+//
+// Wire an observer into a strategy with single.WithObserver or
+// redlock.WithObserver. Observers run synchronously on the paths they
+// report, so the ones here do a bounded amount of work and never block on
+// I/O of their own; a slog.Handler that blocks still blocks its caller.
+package observe
+
+import "github.com/dlockgo/dlock/lease"
+
+// Multi returns an Observer that passes every Event to each of obs in
+// order. Nil observers are dropped and nested Multis flattened. It returns
+// nil when no observer is left, so that a strategy given the result skips
+// building events altogether, and the observer itself when only one is.
+func Multi(obs ...lease.Observer) lease.Observer {
+	var all multi
+	for _, o := range obs {
+		switch o := o.(type) {
+		case nil:
+		case multi:
+			all = append(all, o...)
+		default:
+			all = append(all, o)
+		}
+	}
+	switch len(all) {
+	case 0:
+		return nil
+	case 1:
+		return all[0]
+	}
+	return all
+}
+
+type multi []lease.Observer
+
+func (m multi) Observe(e lease.Event) {
+	for _, o := range m {
+		o.Observe(e)
+	}
+}
