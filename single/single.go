@@ -4,11 +4,31 @@
 //
 // Each key has one hash, dlock:{KEY}, holding the current owner, the end of
 // its lease in server milliseconds (until), and the attempts counter. The
-// counter is the lease's fencing token: a claim increments it, nothing else
-// touches it, so tokens of one key strictly increase for as long as the
-// server keeps its data (use AOF if they must survive a restart). For that
-// reason the hash never expires: one small hash per key ever locked stays
-// on the server. Release clears owner and until and leaves the counter.
+// counter is the lease's fencing token. Every claim sets it, atomically, to
+//
+//	attempts = max(attempts + 1, server TIME in microseconds)
+//
+// and nothing else touches it. Hence:
+//
+//   - On one server, tokens of a key strictly increase from lease to lease,
+//     whatever that server's clock does (the +1), for as long as the server
+//     keeps its data. The hash never expires for that reason: one small
+//     hash per key ever locked stays on the server. Release clears owner
+//     and until and leaves the counter.
+//   - Across a failover that lost the latest claims (asynchronous
+//     replication), or a restart that lost the counter, the next claim's
+//     token is above every token handed out before as long as the new
+//     server's clock, at that claim, reads later than the lost tokens. A
+//     lost token is the old server's clock at its claim (unless the counter
+//     already ran ahead of that clock, say after it stepped back), so the
+//     condition is: the new server's clock is not behind the old one's by
+//     more than the time between the last lost claim and the next claim.
+//     Two holders exist then, but the older one's writes are refused by a
+//     fence (fence.Guard, fence.Store). A clock further behind can hand out
+//     a token at or below a lost one, which no fence can tell apart.
+//
+// Tokens are microseconds since 1970 in magnitude (about 1.7e15), below
+// 2^53, so they are exact in Lua and in any JSON or float64 consumer.
 //
 // The hash tag is the user's key, so every key and channel of one lock
 // starts with dlock:{KEY} and the strategy runs unchanged on a Redis
@@ -25,8 +45,9 @@
 //
 // A single server is simple and cheap (one round trip to lock, one to
 // unlock) but the lock shares the fate of that server: with asynchronous
-// replication a failover can grant a lock twice. WithReplicas narrows that
-// window by waiting for replicas to acknowledge each claim.
+// replication a failover can grant a lock twice (fenced, as above).
+// WithReplicas narrows that window by waiting for replicas to acknowledge
+// each claim.
 package single
 
 import (
@@ -157,17 +178,31 @@ local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 // when claimed, {0, ms the holder has left} when held. An owner whose
 // acquire was abandoned (see abandonScript) is refused, so a claim that
 // reaches the server late, after its cleanup, cannot hold the lock.
+//
+// The new attempts is max(attempts + 1, server time in µs). The +1 keeps
+// tokens rising on one server whatever its clock does; the floor keeps
+// them rising across a failover that lost the latest claims, as long as
+// the new master's clock is not behind the old one's by more than the time
+// between the lost claim and the next. Lua numbers are doubles, exact for
+// integers below 2^53 (µs since 1970 are ~1.7e15, ~2^51; a counter past
+// 2^53, which only a hand edit can make, is refused), and %.0f writes
+// them back as the decimal integer HINCRBY would have, so extendScript and
+// releaseScript still compare tokens as exact strings.
 var claimScript = node.NewScript(serverNow + `
 if redis.call('HEXISTS', KEYS[1] .. ':gone', ARGV[1]) == 1 then
   return {0, 0}
 end
-local r = redis.call('HMGET', KEYS[1], 'owner', 'until')
+local r = redis.call('HMGET', KEYS[1], 'owner', 'until', 'attempts')
 if r[1] and r[2] and tonumber(r[2]) > now then
   return {0, tonumber(r[2]) - now}
 end
-local a = redis.call('HINCRBY', KEYS[1], 'attempts', 1)
+local a = math.max(tonumber(r[3] or '0') + 1, tonumber(t[1]) * 1000000 + tonumber(t[2]))
+if a >= 9007199254740992 then
+  return redis.error_reply('DLTOKEN attempts ' .. (r[3] or '0') .. ' is past 2^53')
+end
 local ttl = tonumber(ARGV[2])
-redis.call('HSET', KEYS[1], 'owner', ARGV[1], 'until', string.format('%.0f', now + ttl))
+redis.call('HSET', KEYS[1], 'attempts', string.format('%.0f', a),
+  'owner', ARGV[1], 'until', string.format('%.0f', now + ttl))
 return {1, a, ttl}
 `)
 

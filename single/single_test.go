@@ -409,8 +409,8 @@ func TestAcquireWakesOnRelease(t *testing.T) {
 			t.Fatalf("Acquire: %v", r.err)
 		}
 		t.Logf("handoff: %v from release to the waiter's lease", r.at.Sub(released))
-		if r.l.Token() != held.Token()+1 {
-			t.Fatalf("token %d; want %d", r.l.Token(), held.Token()+1)
+		if r.l.Token() <= held.Token() {
+			t.Fatalf("token %d; want above the holder's %d", r.l.Token(), held.Token())
 		}
 		_ = r.l.Release(ctx)
 	})
