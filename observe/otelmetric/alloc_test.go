@@ -1,0 +1,39 @@
+package otelmetric_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+
+	"github.com/dlockgo/dlock/lease"
+	"github.com/dlockgo/dlock/observe/otelmetric"
+)
+
+// TestObserveAllocs feeds events straight to the observer: a server adds
+// allocations of its own that would hide the observer's.
+func TestObserveAllocs(t *testing.T) {
+	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(sdkmetric.NewManualReader()))
+	defer mp.Shutdown(context.Background())
+	obs, err := otelmetric.New(mp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	events := []lease.Event{
+		{Kind: lease.AcquireStarted, Strategy: "quorum", Key: "k"},
+		{Kind: lease.Vote, Strategy: "quorum", Key: "k", Node: "127.0.0.1:6379", Outcome: "ok", Wait: time.Millisecond},
+		{Kind: lease.AcquireEnded, Strategy: "quorum", Key: "k", Wait: time.Millisecond},
+		{Kind: lease.Renewed, Strategy: "quorum", Key: "k"},
+		{Kind: lease.Released, Strategy: "quorum", Key: "k"},
+		{Kind: lease.AcquireEnded, Strategy: "quorum", Key: "k", Err: lease.ErrTaken},
+	}
+	for _, e := range events { // the first vote builds its attribute set
+		obs.Observe(e)
+	}
+	for _, e := range events {
+		if n := testing.AllocsPerRun(100, func() { obs.Observe(e) }); n > 0 {
+			t.Errorf("Observe(%v) allocates %v times; want 0", e.Kind, n)
+		}
+	}
+}

@@ -1,0 +1,115 @@
+package otelmetric_test
+
+import (
+	"context"
+	"fmt"
+	"log"
+	"net"
+	"os/exec"
+	"strconv"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"go.opentelemetry.io/otel/attribute"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
+
+	"github.com/dlockgo/dlock/node"
+	"github.com/dlockgo/dlock/observe/otelmetric"
+	"github.com/dlockgo/dlock/single"
+)
+
+func Example() {
+	addr, stop, err := startRedis()
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer stop()
+
+	// In production the reader is an exporter's (OTLP, Prometheus);
+	// a ManualReader lets the example print what was recorded.
+	reader := sdkmetric.NewManualReader()
+	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
+	defer mp.Shutdown(context.Background())
+	obs, err := otelmetric.New(mp)
+	if err != nil {
+		log.Fatal(err)
+	}
+
+	client := redis.NewClient(&redis.Options{Addr: addr})
+	defer client.Close()
+	n := node.FromGoRedis(client)
+	defer n.Close()
+	lk, err := single.New(n, single.WithObserver(obs))
+	if err != nil {
+		log.Fatal(err)
+	}
+
+	ctx := context.Background()
+	l, err := lk.Acquire(ctx, "report")
+	if err != nil {
+		log.Fatal(err)
+	}
+	if _, err := lk.TryAcquire(ctx, "report"); err == nil {
+		log.Fatal("acquired a held lock")
+	}
+	if err := l.Release(ctx); err != nil {
+		log.Fatal(err)
+	}
+
+	var rm metricdata.ResourceMetrics
+	if err := reader.Collect(ctx, &rm); err != nil {
+		log.Fatal(err)
+	}
+	for _, sm := range rm.ScopeMetrics {
+		for _, m := range sm.Metrics {
+			switch d := m.Data.(type) {
+			case metricdata.Sum[int64]:
+				for _, p := range d.DataPoints {
+					fmt.Println(m.Name, p.Attributes.Encoded(attribute.DefaultEncoder()), p.Value)
+				}
+			case metricdata.Histogram[float64]:
+				for _, p := range d.DataPoints {
+					fmt.Println(m.Name, p.Attributes.Encoded(attribute.DefaultEncoder()), p.Count, "values")
+				}
+			}
+		}
+	}
+	// Unordered output:
+	// dlock.acquire.duration dlock.outcome=acquired,dlock.strategy=single 1 values
+	// dlock.acquire.duration dlock.outcome=taken,dlock.strategy=single 1 values
+	// dlock.acquisitions dlock.outcome=acquired,dlock.strategy=single 1
+	// dlock.acquisitions dlock.outcome=taken,dlock.strategy=single 1
+	// dlock.releases dlock.result=ok,dlock.strategy=single 1
+	// dlock.leases.held dlock.strategy=single 0
+}
+
+// startRedis starts a redis-server without persistence on a free loopback
+// port, and returns its address and a func that stops it.
+func startRedis() (addr string, stop func(), err error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", nil, err
+	}
+	port := ln.Addr().(*net.TCPAddr).Port
+	ln.Close()
+	cmd := exec.Command("redis-server", "--port", strconv.Itoa(port), "--bind", "127.0.0.1",
+		"--save", "", "--appendonly", "no")
+	if err := cmd.Start(); err != nil {
+		return "", nil, err
+	}
+	stop = func() {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+	}
+	addr = net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+	for range 100 {
+		if c, err := net.Dial("tcp", addr); err == nil {
+			c.Close()
+			return addr, stop, nil
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	stop()
+	return "", nil, fmt.Errorf("redis-server on %s did not start", addr)
+}

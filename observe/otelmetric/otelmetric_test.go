@@ -1,0 +1,218 @@
+package otelmetric_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
+
+	"github.com/dlockgo/dlock/internal/redistest"
+	"github.com/dlockgo/dlock/lease"
+	"github.com/dlockgo/dlock/observe/otelmetric"
+	"github.com/dlockgo/dlock/single"
+)
+
+// metrics reads what a ManualReader has recorded.
+type metrics struct {
+	t  *testing.T
+	r  *sdkmetric.ManualReader
+	rm metricdata.ResourceMetrics
+}
+
+func newMetrics(t *testing.T) (*metrics, lease.Observer) {
+	t.Helper()
+	r := sdkmetric.NewManualReader()
+	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(r))
+	t.Cleanup(func() { _ = mp.Shutdown(context.Background()) })
+	obs, err := otelmetric.New(mp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &metrics{t: t, r: r}, obs
+}
+
+func (m *metrics) collect() {
+	m.t.Helper()
+	if err := m.r.Collect(context.Background(), &m.rm); err != nil {
+		m.t.Fatal(err)
+	}
+}
+
+func (m *metrics) find(name string) metricdata.Aggregation {
+	for _, sm := range m.rm.ScopeMetrics {
+		for _, mt := range sm.Metrics {
+			if mt.Name == name {
+				return mt.Data
+			}
+		}
+	}
+	return nil
+}
+
+// matches reports whether set holds every one of kvs.
+func matches(set attribute.Set, kvs []attribute.KeyValue) bool {
+	for _, kv := range kvs {
+		if v, ok := set.Value(kv.Key); !ok || v != kv.Value {
+			return false
+		}
+	}
+	return true
+}
+
+// sum is the total of the int64 sum name over the data points that carry
+// every one of kvs, as of the last collect.
+func (m *metrics) sum(name string, kvs ...attribute.KeyValue) int64 {
+	m.t.Helper()
+	var n int64
+	switch d := m.find(name).(type) {
+	case nil:
+	case metricdata.Sum[int64]:
+		for _, p := range d.DataPoints {
+			if matches(p.Attributes, kvs) {
+				n += p.Value
+			}
+		}
+	default:
+		m.t.Fatalf("%s is a %T; want an int64 sum", name, d)
+	}
+	return n
+}
+
+// count is the number of values the histogram name recorded with every one
+// of kvs, as of the last collect.
+func (m *metrics) count(name string, kvs ...attribute.KeyValue) uint64 {
+	m.t.Helper()
+	var n uint64
+	switch d := m.find(name).(type) {
+	case nil:
+	case metricdata.Histogram[float64]:
+		for _, p := range d.DataPoints {
+			if matches(p.Attributes, kvs) {
+				n += p.Count
+			}
+		}
+	default:
+		m.t.Fatalf("%s is a %T; want a float64 histogram", name, d)
+	}
+	return n
+}
+
+func (m *metrics) want(name string, want int64, kvs ...attribute.KeyValue) {
+	m.t.Helper()
+	if got := m.sum(name, kvs...); got != want {
+		m.t.Errorf("%s%v = %d; want %d", name, kvs, got, want)
+	}
+}
+
+var (
+	acquired = otelmetric.KeyOutcome.String("acquired")
+	taken    = otelmetric.KeyOutcome.String("taken")
+	ok       = otelmetric.KeyResult.String("ok")
+	failed   = otelmetric.KeyResult.String("failed")
+	expired  = otelmetric.KeyCause.String("expired")
+	lost     = otelmetric.KeyCause.String("lost")
+)
+
+// locker is what scenario needs of either strategy.
+type locker interface {
+	Acquire(ctx context.Context, key string, opts ...lease.Option) (*lease.Lease, error)
+	TryAcquire(ctx context.Context, key string, opts ...lease.Option) (*lease.Lease, error)
+}
+
+// scenario runs the same story on either strategy: acquired, taken,
+// released, expired (then released too late), and lost to a refused
+// renewal after takeAway removed the lock behind the lease's back. It
+// checks every instrument but dlock.votes.
+func scenario(t *testing.T, m *metrics, lk locker, strategy string, ttl time.Duration, takeAway func(key string)) {
+	ctx := context.Background()
+	st := otelmetric.KeyStrategy.String(strategy)
+
+	a, err := lk.Acquire(ctx, "k")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := lk.TryAcquire(ctx, "k"); !errors.Is(err, lease.ErrTaken) {
+		t.Fatalf("TryAcquire of a held lock: %v; want ErrTaken", err)
+	}
+	m.collect()
+	m.want("dlock.leases.held", 1, st)
+	m.want("dlock.acquisitions", 1, st, acquired)
+	m.want("dlock.acquisitions", 1, st, taken)
+	if err := a.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+
+	b, err := lk.TryAcquire(ctx, "k", lease.WithTTL(ttl))
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-b.Done()
+	time.Sleep(20 * time.Millisecond) // past the servers' end of the lease too
+	if err := b.Release(ctx); !errors.Is(err, lease.ErrNotHeld) {
+		t.Fatalf("Release of an expired lease: %v; want ErrNotHeld", err)
+	}
+
+	c, err := lk.Acquire(ctx, "k2", lease.WithTTL(ttl), lease.WithAutoRenew())
+	if err != nil {
+		t.Fatal(err)
+	}
+	takeAway("k2")
+	select {
+	case <-c.Done():
+	case <-time.After(5 * time.Second):
+		t.Fatal("lease still alive 5s after its lock was taken away")
+	}
+	if err := c.Err(); !errors.Is(err, lease.ErrLost) {
+		t.Fatalf("lease ended with %v; want ErrLost", err)
+	}
+	_ = c.Release(ctx)
+	time.Sleep(10 * time.Millisecond) // the renewal goroutine reports after the loss
+
+	m.collect()
+	m.want("dlock.acquisitions", 3, st, acquired)
+	m.want("dlock.acquisitions", 1, st, taken)
+	m.want("dlock.acquisitions", 4, st)
+	if got := m.count("dlock.acquire.duration", st); got != 4 {
+		t.Errorf("dlock.acquire.duration count = %d; want 4", got)
+	}
+	if got := m.count("dlock.acquire.duration", st, taken); got != 1 {
+		t.Errorf("dlock.acquire.duration{taken} count = %d; want 1", got)
+	}
+	m.want("dlock.releases", 1, st, ok)
+	m.want("dlock.releases", 2, st, failed)
+	m.want("dlock.leases.lost", 1, st, expired)
+	m.want("dlock.leases.lost", 1, st, lost)
+	m.want("dlock.leases.held", 0, st)
+	if got := m.sum("dlock.renewals", st, failed); got < 1 {
+		t.Errorf("dlock.renewals{failed} = %d; want at least 1", got)
+	}
+}
+
+func TestSingle(t *testing.T) {
+	for _, client := range redistest.Clients {
+		t.Run(client, func(t *testing.T) {
+			srv := redistest.Start(t)
+			m, obs := newMetrics(t)
+			lk, err := single.New(redistest.NodeFor(t, client, srv.Addr()), single.WithObserver(obs))
+			if err != nil {
+				t.Fatal(err)
+			}
+			scenario(t, m, lk, "single", 50*time.Millisecond, func(key string) {
+				if _, err := srv.Do("HDEL", "dlock:{"+key+"}", "owner", "until"); err != nil {
+					t.Fatal(err)
+				}
+			})
+			m.want("dlock.votes", 0)
+		})
+	}
+}
+
+func TestNilProvider(t *testing.T) {
+	if _, err := otelmetric.New(nil); !errors.Is(err, lease.ErrInvalid) {
+		t.Errorf("New(nil) error = %v; want ErrInvalid", err)
+	}
+}
