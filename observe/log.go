@@ -30,7 +30,7 @@ import (
 //
 // Events carry no owner values or tokens, and the err text is cleaned of
 // any that an error might quote: a run of 16 or more hexadecimal digits
-// outside the key (an owner value, a quorum token, a server clock) is cut
+// outside the key (an owner value, a fencing token, a server clock) is cut
 // to its first 4 followed by "…", and a stale-token error keeps its
 // resource but not its tokens.
 func Log(logger *slog.Logger) lease.Observer {
@@ -108,8 +108,7 @@ func lostCause(err error) string {
 }
 
 // minSecret is the shortest run of hex digits redact cuts: owner values are
-// 32, quorum tokens and server clocks in µs 16; ports, counters of a single
-// server and durations are shorter.
+// 32, tokens and server clocks in µs 16; ports and durations are shorter.
 const minSecret = 16
 
 // redact returns err's text with the tokens of a *fence.StaleError taken
