@@ -1,0 +1,91 @@
+package observe_test
+
+import (
+	"context"
+	"fmt"
+	"log"
+	"log/slog"
+	"net"
+	"os"
+	"os/exec"
+	"strconv"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/dlockgo/dlock/node"
+	"github.com/dlockgo/dlock/observe"
+	"github.com/dlockgo/dlock/single"
+)
+
+func ExampleLog() {
+	addr, stop, err := startRedis()
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer stop()
+
+	logger := slog.New(slog.NewTextHandler(os.Stdout, &slog.HandlerOptions{
+		// Drop what changes from run to run, so the output can be checked.
+		ReplaceAttr: func(_ []string, a slog.Attr) slog.Attr {
+			if a.Key == slog.TimeKey || a.Key == "wait" {
+				return slog.Attr{}
+			}
+			return a
+		},
+	}))
+
+	client := redis.NewClient(&redis.Options{Addr: addr})
+	defer client.Close()
+	n := node.FromGoRedis(client)
+	defer n.Close()
+	lk, err := single.New(n, single.WithObserver(observe.Log(logger)))
+	if err != nil {
+		log.Fatal(err)
+	}
+
+	ctx := context.Background()
+	l, err := lk.Acquire(ctx, "report")
+	if err != nil {
+		log.Fatal(err)
+	}
+	if _, err := lk.TryAcquire(ctx, "report"); err == nil {
+		log.Fatal("acquired a held lock")
+	}
+	if err := l.Release(ctx); err != nil {
+		log.Fatal(err)
+	}
+	// Output:
+	// level=INFO msg="dlock acquired" key=report strategy=single outcome=acquired
+	// level=INFO msg="dlock released" key=report strategy=single outcome=ok
+}
+
+// startRedis starts a redis-server without persistence on a free loopback
+// port, and returns its address and a func that stops it.
+func startRedis() (addr string, stop func(), err error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", nil, err
+	}
+	port := ln.Addr().(*net.TCPAddr).Port
+	ln.Close()
+	cmd := exec.Command("redis-server", "--port", strconv.Itoa(port), "--bind", "127.0.0.1",
+		"--save", "", "--appendonly", "no")
+	if err := cmd.Start(); err != nil {
+		return "", nil, err
+	}
+	stop = func() {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+	}
+	addr = net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+	for range 100 {
+		if c, err := net.Dial("tcp", addr); err == nil {
+			c.Close()
+			return addr, stop, nil
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	stop()
+	return "", nil, fmt.Errorf("redis-server on %s did not start", addr)
+}
