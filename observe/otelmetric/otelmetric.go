@@ -18,6 +18,10 @@
 // is "ok" or "failed"; dlock.cause is "expired" (validity ran out by the
 // local clock) or "lost" (a renewal was refused). Lock keys are not
 // attributes: their number is unbounded.
+//
+// A lost lease still reports its Release, and a second Release reports
+// again; dlock.leases.held counts a lease down only while one is counted up
+// for its strategy and key, so it never goes below zero.
 package otelmetric
 
 import (
@@ -65,7 +69,7 @@ func WithBuckets(b ...float64) Option {
 }
 
 // New returns an Observer that records events on a meter of mp. It returns
-// the error of the first instrument mp failed to create. A nil mp is an
+// the errors of the instruments mp failed to create, joined. A nil mp is an
 // *lease.ArgError: pass otel.GetMeterProvider() for the global one.
 //
 // Observe allocates nothing once it has seen each combination of
