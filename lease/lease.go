@@ -60,7 +60,7 @@ type Lease struct {
 	until   time.Time
 	cause   error // set once, when the lease ends
 	done    chan struct{}
-	expiry  *time.Timer
+	expiry  *time.Timer // armed by the first watcher (see watchLocked)
 	cancels map[uint64]context.CancelCauseFunc
 	nextID  uint64
 
@@ -73,9 +73,11 @@ type Lease struct {
 // has already passed, the lease is born expired.
 func New(b Backend, g Grant, autoRenew bool) *Lease {
 	l := &Lease{b: b, g: g, until: g.Until, done: make(chan struct{})}
-	l.mu.Lock()
-	l.expiry = time.AfterFunc(time.Until(g.Until), l.checkExpiry)
-	l.mu.Unlock()
+	if autoRenew || g.Observer != nil {
+		l.mu.Lock()
+		l.watchLocked()
+		l.mu.Unlock()
+	}
 	if autoRenew {
 		l.renewStop = make(chan struct{})
 		l.renewDone = make(chan struct{})
@@ -117,14 +119,34 @@ func (l *Lease) TTL() time.Duration {
 }
 
 // Done returns a channel closed when the lease ends.
-func (l *Lease) Done() <-chan struct{} { return l.done }
+func (l *Lease) Done() <-chan struct{} {
+	l.mu.Lock()
+	l.watchLocked()
+	l.mu.Unlock()
+	return l.done
+}
 
 // Err returns nil while the lease lasts, then the cause of its end:
 // ErrReleased, ErrExpired or ErrLost.
 func (l *Lease) Err() error {
 	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.cause
+	cause := l.cause
+	expired := cause == nil && !time.Now().Before(l.until)
+	l.mu.Unlock()
+	if expired {
+		l.end(ErrExpired)
+		return l.Err()
+	}
+	return cause
+}
+
+// watchLocked arms the expiry timer, so that the lease ends on time for
+// those who watch it (Done, Context, renewal, an Observer). A lease nobody
+// watches needs no timer: Err and TTL read the clock.
+func (l *Lease) watchLocked() {
+	if l.expiry == nil && l.cause == nil {
+		l.expiry = time.AfterFunc(time.Until(l.until), l.checkExpiry)
+	}
 }
 
 // Context returns a context derived from parent that is cancelled, with the
@@ -132,6 +154,7 @@ func (l *Lease) Err() error {
 func (l *Lease) Context(parent context.Context) context.Context {
 	ctx, cancel := context.WithCancelCause(parent)
 	l.mu.Lock()
+	l.watchLocked()
 	if l.cause != nil {
 		l.mu.Unlock()
 		cancel(l.cause)
@@ -175,7 +198,9 @@ func (l *Lease) Extend(ctx context.Context, ttl time.Duration) error {
 	l.mu.Lock()
 	if l.cause == nil {
 		l.until = until
-		l.expiry.Reset(time.Until(until))
+		if l.expiry != nil {
+			l.expiry.Reset(time.Until(until))
+		}
 	}
 	l.mu.Unlock()
 	return nil
@@ -196,6 +221,7 @@ func (l *Lease) Release(ctx context.Context) error {
 	l.extMu.Lock()
 	err := l.b.Release(ctx, l)
 	l.extMu.Unlock()
+	_ = l.Err() // a lease that ran out before Release ends as expired
 	l.end(ErrReleased)
 	l.observe(Released, err)
 	return err
@@ -223,7 +249,9 @@ func (l *Lease) end(cause error) {
 		return
 	}
 	l.cause = cause
-	l.expiry.Stop()
+	if l.expiry != nil {
+		l.expiry.Stop()
+	}
 	close(l.done)
 	for id, cancel := range l.cancels {
 		cancel(cause)
