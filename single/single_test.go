@@ -230,22 +230,39 @@ func TestStaleErrorFromServer(t *testing.T) {
 
 func TestExtendAfterExpiry(t *testing.T) {
 	each(t, func(t *testing.T, srv *redistest.Server, n node.Node) {
-		ctx := context.Background()
+		// Acquire, not TryAcquire: under load a 20 ms grant can arrive
+		// after its validity, and Acquire then tries again. The deadline
+		// turns a machine too loaded to ever get one in time into a
+		// failure that says so, not a hang.
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
 		lk := newLocker(t, n)
 
-		// Expired by the local clock: refused without asking the server.
+		// Expired by the local clock: refused without asking the server,
+		// which is made to still hold the lease for this owner so that it
+		// would have accepted the extension.
 		l, err := lk.Acquire(ctx, "exp", lease.WithTTL(20*time.Millisecond))
 		if err != nil {
-			t.Fatal(err)
+			t.Fatalf("Acquire with a 20ms TTL: %v", err)
 		}
 		<-l.Done()
+		const later = "99999999999999" // ms: the server's lease runs for centuries
+		if _, err := srv.Do("HSET", "dlock:{exp}", "owner", l.Owner(), "until", later); err != nil {
+			t.Fatal(err)
+		}
 		if err := l.Extend(ctx, time.Minute); !errors.Is(err, lease.ErrNotHeld) || !errors.Is(err, lease.ErrExpired) {
 			t.Fatalf("Extend after local expiry: %v; want ErrNotHeld and ErrExpired", err)
+		}
+		if got := field(t, srv, "exp", "until"); got != later {
+			t.Fatalf("until = %s after an Extend refused locally; want %s: the server was asked", got, later)
+		}
+		if _, err := srv.Do("HDEL", "dlock:{exp}", "owner", "until"); err != nil {
+			t.Fatal(err)
 		}
 
 		// Expired on the server while the client still counts it valid
 		// (as after a jump of the server's clock): never revived.
-		l, err = lk.Acquire(ctx, "exp") // the server may still count the first
+		l, err = lk.TryAcquire(ctx, "exp")
 		if err != nil {
 			t.Fatal(err)
 		}
