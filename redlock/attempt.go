@@ -16,14 +16,16 @@ import (
 // vote is what phase 1 learned from one node.
 type vote struct {
 	answered bool
-	answer   NodeAnswer
-	set      bool   // the lock was set for this attempt's owner
-	lost     bool   // the node sits out after losing its data
-	repaired bool   // the node's counter for the key is trustworthy
-	counter  int64  // the node's fence counter for the key
-	epoch    string // the node's epoch, as stored
-	now      int64  // the node's clock when it set the lock, µs
-	pttl     int64  // the lock's remaining time when held by another, ms
+	answer   NodeAnswer // KindOK only for a vote that counts
+	read     bool       // the node's reply was read: counter, high, epoch are set
+	set      bool       // the lock was set for this attempt's owner
+	lost     bool       // the node sits out after losing its data
+	repaired bool       // the node was repaired for its epoch, or needs no repair
+	counter  int64      // the node's effective fence counter for the key
+	high     int64      // the node's high-water mark
+	epoch    string     // the node's epoch, as stored
+	now      int64      // the node's clock when it set the lock, µs
+	pttl     int64      // the lock's remaining time when held by another, ms
 }
 
 // attemptState tells a late "yes" whether it must be undone: when the
@@ -53,41 +55,21 @@ func (s *attemptState) hold(l *lease.Lease) {
 	close(s.decided)
 }
 
-// tally counts phase 1 so far.
-type tally struct {
-	counted  int // votes that count: set, and not sitting out
-	repaired int // counted votes from nodes repaired for the key
-	readers  int // nodes not sitting out whose counter was read
-}
+// counts reports whether v is a vote for this attempt that counts.
+func (v *vote) counts() bool { return v.answered && v.answer.Kind == KindOK }
 
-func (lk *Locker) tally(votes []vote) tally {
-	var t tally
-	for _, v := range votes {
-		if !v.answered || v.lost || v.answer.Kind == KindError || v.answer.Kind == KindTimeout {
-			continue
-		}
-		t.readers++
-		if v.set {
-			t.counted++
-			if v.repaired {
-				t.repaired++
-			}
+// tally returns the number of votes that count, and of nodes that answered
+// the lock is held by another owner.
+func tally(votes []vote) (counted, held int) {
+	for i := range votes {
+		switch {
+		case votes[i].counts():
+			counted++
+		case votes[i].answered && votes[i].answer.Kind == KindHeld:
+			held++
 		}
 	}
-	return t
-}
-
-// ready reports whether phase 1 may stop: the quorum is out of reach, or
-// reached with counters that give a safe token.
-func (lk *Locker) ready(t tally, pending int) bool {
-	q := lk.Quorum()
-	if t.counted+pending < q {
-		return true
-	}
-	if t.counted < q {
-		return false
-	}
-	return lk.cfg.noTokens || t.repaired >= q || t.readers >= q+1
+	return counted, held
 }
 
 // attempt is one acquisition: phase 1 (vote and read counters), phase 2
@@ -102,13 +84,20 @@ func (lk *Locker) attempt(ctx context.Context, key string, o lease.Options) (*le
 	st := newAttemptState()
 	calls := []node.Call{
 		{Script: epochScript, Keys: []string{epochKey}},
-		{Script: acquireScript, Keys: keysOf(key), Args: []string{owner, strconv.FormatInt(o.TTL.Milliseconds(), 10)}},
+		{Script: acquireScript, Keys: acquireKeys(key), Args: []string{owner, strconv.FormatInt(o.TTL.Milliseconds(), 10)}},
+	}
+	var rp *repairs
+	if lk.repairs() {
+		rp = lk.newRepairs()
 	}
 
 	t1 := time.Now()
 	r := lk.fanout(ctx, lk.all(), lk.cfg.nodeTimeout,
 		func(ctx context.Context, i int) ([]node.Result, error) {
 			res, _, err := lk.nodes[i].Pipeline(ctx, calls, node.Wait{})
+			if rp != nil {
+				rp.add(i, res, err)
+			}
 			return res, err
 		},
 		func(a result) {
@@ -117,9 +106,19 @@ func (lk *Locker) attempt(ctx context.Context, key string, o lease.Options) (*le
 			}
 		})
 	votes := make([]vote, len(lk.nodes))
-	for pending := len(lk.nodes); pending > 0 && !lk.ready(lk.tally(votes), pending); pending-- {
+	for pending := len(lk.nodes); pending > 0; pending-- {
+		// Stop once the quorum is reached, or out of reach and whether a
+		// majority holds the lock for another owner is known: a wait
+		// that ends must tell a taken lock from missing answers.
+		n, held := tally(votes)
+		if n >= q || n+pending < q && (held >= q || held+pending < q) {
+			break
+		}
 		a := r.next()
 		votes[a.i] = lk.readVote(a)
+		if lk.cfg.observer != nil {
+			lk.observeVote(key, &votes[a.i], a.rtt)
+		}
 	}
 	r.abandon()
 
@@ -134,23 +133,24 @@ func (lk *Locker) attempt(ctx context.Context, key string, o lease.Options) (*le
 		return nil, holdHint(votes), newQuorumError(op, key, got, q, answers, reason)
 	}
 
-	t := lk.tally(votes)
 	voters := make([]int, 0, len(votes))
-	for i, v := range votes {
-		if v.set && !v.lost && (lk.cfg.noTokens || v.repaired || t.readers >= q+1) {
+	for i := range votes {
+		if votes[i].counts() {
 			voters = append(voters, i)
 		}
 	}
 	if len(voters) < q {
-		return fail("acquire", len(voters), lk.phase1Answers(votes, voters), nil)
+		return fail("acquire", len(voters), lk.phase1Answers(votes), nil)
 	}
 
 	var token int64
 	if !lk.cfg.noTokens {
+		// Every counter read may raise the token, never lower it; the
+		// voters alone, a majority, already meet every earlier commit.
 		var maxCounter int64
 		times := make([]int64, 0, len(voters))
 		for _, v := range votes {
-			if v.answered && !v.lost && (v.answer.Kind == KindOK || v.answer.Kind == KindHeld) {
+			if v.read {
 				maxCounter = max(maxCounter, v.counter)
 			}
 		}
@@ -166,15 +166,17 @@ func (lk *Locker) attempt(ctx context.Context, key string, o lease.Options) (*le
 	t2 := time.Now()
 	validity := lease.Validity(o.TTL, t2.Sub(t1), lease.Drift(o.TTL, lk.cfg.drift))
 	if validity <= 0 {
-		return fail("acquire", len(voters), lk.phase1Answers(votes, voters),
+		return fail("acquire", len(voters), lk.phase1Answers(votes),
 			fmt.Errorf("%w: took %v of a %v TTL", ErrNoValidity, t2.Sub(t1), o.TTL))
 	}
 	l := lease.New(&backend{lk: lk}, lease.Grant{
-		Key:   key,
-		Owner: owner,
-		Token: fence.Token(token),
-		TTL:   o.TTL,
-		Until: t2.Add(validity),
+		Key:      key,
+		Owner:    owner,
+		Token:    fence.Token(token),
+		TTL:      o.TTL,
+		Until:    t2.Add(validity),
+		Strategy: strategy,
+		Observer: lk.cfg.observer,
 	}, o.AutoRenew)
 	st.hold(l)
 	return l, 0, nil
@@ -182,61 +184,69 @@ func (lk *Locker) attempt(ctx context.Context, key string, o lease.Options) (*le
 
 // readVote parses one node's phase 1 answer.
 func (lk *Locker) readVote(a result) vote {
-	name := lk.names[a.i]
-	v := vote{answered: true}
 	if a.err != nil {
-		v.answer = answerOf(name, a)
+		return vote{answered: true, answer: answerOf(lk.names[a.i], a)}
+	}
+	return lk.parseVote(a.i, a.res)
+}
+
+// parseVote parses the replies of node i to phase 1.
+func (lk *Locker) parseVote(i int, res []node.Result) vote {
+	name := lk.names[i]
+	v := vote{answered: true}
+	if len(res) != 2 {
+		v.answer = NodeAnswer{Node: name, Kind: KindError, Err: fmt.Errorf("redlock: pipeline gave %d results, want 2", len(res))}
 		return v
 	}
-	if len(a.res) != 2 {
-		v.answer = NodeAnswer{Node: name, Kind: KindError, Err: fmt.Errorf("redlock: pipeline gave %d results, want 2", len(a.res))}
-		return v
-	}
-	for _, res := range a.res {
-		if res.Err != nil {
-			v.answer = NodeAnswer{Node: name, Kind: KindError, Err: res.Err}
+	for _, r := range res {
+		if r.Err != nil {
+			v.answer = NodeAnswer{Node: name, Kind: KindError, Err: r.Err}
 			return v
 		}
 	}
-	ep, acq := a.res[0].Reply, a.res[1].Reply
+	ep, acq := res[0].Reply, res[1].Reply
 	epoch, now := ep.Str(0), ep.Str(1)
 	e, err1 := strconv.ParseInt(epoch, 10, 64)
 	n, err2 := strconv.ParseInt(now, 10, 64)
-	if err := errors.Join(err1, err2); err != nil || len(acq) != 4 {
+	var err3 error
+	if len(acq) == 5 {
+		v.high, err3 = strconv.ParseInt(acq.Str(2), 10, 64)
+	}
+	if err := errors.Join(err1, err2, err3); err != nil || len(acq) != 5 {
 		v.answer = NodeAnswer{Node: name, Kind: KindError, Err: fmt.Errorf("redlock: unexpected reply %v %v: %w", ep, acq, err)}
 		return v
 	}
+	v.read = true
 	v.epoch = epoch
 	v.set = acq.Int(0) == 1
 	v.counter = acq.Int(1)
-	v.repaired = !lk.cfg.guard || acq.Str(2) == epoch
+	v.repaired = !lk.cfg.guard || lk.cfg.noTokens || acq.Str(3) == epoch
 	if v.set {
-		v.now = acq.Int(3)
+		v.now = acq.Int(4)
 		v.answer = NodeAnswer{Node: name, Kind: KindOK}
 	} else {
-		v.pttl = acq.Int(3)
+		v.pttl = acq.Int(4)
 		v.answer = NodeAnswer{Node: name, Kind: KindHeld}
 	}
-	if lk.cfg.guard && n-e < lk.cfg.maxTTL.Microseconds() {
+	switch {
+	case lk.cfg.guard && n-e < lk.cfg.maxTTL.Microseconds():
 		v.lost = true
 		v.answer = NodeAnswer{Node: name, Kind: KindLostData,
 			Err: fmt.Errorf("%w (%v ago)", errLostData, time.Duration(n-e)*time.Microsecond)}
+	case v.set && !v.repaired:
+		v.answer = NodeAnswer{Node: name, Kind: KindLostData, Err: errNotRepaired}
 	}
 	return v
 }
 
-// phase1Answers lists each node's answer; a vote that was cast but cannot
-// count for want of a repaired counter is reported as lost data.
-func (lk *Locker) phase1Answers(votes []vote, voters []int) []NodeAnswer {
+// phase1Answers lists each node's answer.
+func (lk *Locker) phase1Answers(votes []vote) []NodeAnswer {
 	out := make([]NodeAnswer, len(votes))
 	for i, v := range votes {
-		switch {
-		case !v.answered:
-			out[i] = NodeAnswer{Node: lk.names[i], Kind: KindNotAwaited}
-		case v.answer.Kind == KindOK && !slices.Contains(voters, i):
-			out[i] = NodeAnswer{Node: lk.names[i], Kind: KindLostData, Err: errNotRepaired}
-		default:
+		if v.answered {
 			out[i] = v.answer
+		} else {
+			out[i] = NodeAnswer{Node: lk.names[i], Kind: KindNotAwaited}
 		}
 	}
 	return out
@@ -246,31 +256,11 @@ func (lk *Locker) phase1Answers(votes []vote, voters []int) []NodeAnswer {
 // or cannot.
 func (lk *Locker) commit(ctx context.Context, key, owner string, token int64, votes []vote, voters []int) ([]NodeAnswer, int) {
 	q := lk.Quorum()
-	epochs := make([]string, len(votes))
-	if lk.cfg.guard {
-		for _, i := range voters {
-			epochs[i] = votes[i].epoch
-		}
-	}
 	t := strconv.FormatInt(token, 10)
-	keys := keysOf(key)
-	r := lk.fanout(ctx, voters, lk.cfg.nodeTimeout,
-		func(ctx context.Context, i int) ([]node.Result, error) {
-			reply, err := lk.nodes[i].Eval(ctx, commitScript, keys, owner, t, epochs[i])
-			if err != nil {
-				return nil, err
-			}
-			return []node.Result{{Reply: reply}}, nil
-		}, nil)
-	answers := make([]NodeAnswer, len(votes))
-	for i := range answers {
+	r := lk.fanout(ctx, voters, lk.cfg.nodeTimeout, lk.evalDo(commitScript, commitKeys(key), owner, t), nil)
+	answers := lk.phase1Answers(votes)
+	for _, i := range voters {
 		answers[i] = NodeAnswer{Node: lk.names[i], Kind: KindNotAwaited}
-		if !slices.Contains(voters, i) && votes[i].answered {
-			answers[i] = votes[i].answer
-			if votes[i].answered && votes[i].answer.Kind == KindOK {
-				answers[i] = NodeAnswer{Node: lk.names[i], Kind: KindLostData, Err: errNotRepaired}
-			}
-		}
 	}
 	got := 0
 	for pending := len(voters); pending > 0 && got < q && got+pending >= q; pending-- {

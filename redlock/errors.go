@@ -26,7 +26,7 @@ const (
 	// still land later.
 	KindTimeout
 	// KindLostData: the node lost its data less than the maximum TTL ago,
-	// or voted before its counter for the key could be repaired; its vote
+	// or since then, and its fence counters are not repaired yet; its vote
 	// does not count.
 	KindLostData
 	// KindNotAwaited: the outcome was decided before the node answered.

@@ -17,6 +17,7 @@ type result struct {
 	res     []node.Result
 	err     error
 	timeout bool
+	rtt     time.Duration // from the request to its answer, or to giving up
 }
 
 // round is one request sent to several nodes at once, one goroutine per
@@ -32,6 +33,7 @@ type result struct {
 // silent as timed out, and their real answers, when they come, go to late.
 type round struct {
 	ch        chan result
+	start     time.Time
 	mu        sync.Mutex
 	abandoned bool
 	late      func(result)
@@ -48,7 +50,7 @@ type round struct {
 // derived from ctx. The caller must hold an operation (begin).
 func (lk *Locker) fanout(ctx context.Context, idx []int, timeout time.Duration,
 	do func(ctx context.Context, i int) ([]node.Result, error), late func(result)) *round {
-	r := &round{ch: make(chan result, len(idx)), late: late, wg: &lk.wg, ctx: ctx,
+	r := &round{ch: make(chan result, len(idx)), start: time.Now(), late: late, wg: &lk.wg, ctx: ctx,
 		timer:   time.NewTimer(timeout + timeout/10 + time.Millisecond),
 		pending: slices.Clone(idx), seen: make(map[int]bool, len(idx))}
 	lk.wg.Add(len(idx))
@@ -62,7 +64,7 @@ func (lk *Locker) fanout(ctx context.Context, idx []int, timeout time.Duration,
 			timedOut := err != nil && ctx.Err() == nil && (errors.Is(nctx.Err(), context.DeadlineExceeded) ||
 				errors.Is(err, context.DeadlineExceeded) || errors.Is(err, os.ErrDeadlineExceeded))
 			cancel()
-			a := result{i: i, res: res, err: err, timeout: timedOut}
+			a := result{i: i, res: res, err: err, timeout: timedOut, rtt: time.Since(r.start)}
 			r.mu.Lock()
 			if r.abandoned {
 				r.mu.Unlock()
@@ -108,7 +110,7 @@ func (r *round) silent(err error, timeout bool) result {
 	i := r.pending[0]
 	r.pending = r.pending[1:]
 	r.seen[i] = true
-	return result{i: i, err: err, timeout: timeout}
+	return result{i: i, err: err, timeout: timeout, rtt: time.Since(r.start)}
 }
 
 // abandon stops the caller's reading: answers already queued and answers

@@ -11,14 +11,16 @@
 //
 // # Keys
 //
-// For a lock on KEY, every key one script touches carries KEY as its hash
-// tag: the lock itself, dlock:{KEY}:lock (a string holding the owner's
-// random value, with a PX expiry), the fence counter dlock:{KEY}:fence and
-// the repair marker dlock:{KEY}:repaired, both kept forever. Releases are
-// published on the channel dlock:{KEY}:released. Each node also holds one
-// node-wide key, dlock:epoch, read in the same pipeline as every vote. Nodes
-// should be standalone servers (or one master each): a Redis Cluster client
-// cannot keep dlock:epoch and the vote on one connection.
+// For a lock on KEY, every per-key key carries KEY as its hash tag: the
+// lock itself, dlock:{KEY}:lock (a string holding the owner's random value,
+// with a PX expiry), and the fence counter dlock:{KEY}:fence, kept forever.
+// Releases are published on the channel dlock:{KEY}:released. Each node
+// also holds four node-wide keys, kept forever: dlock:epoch, read in the
+// same pipeline as every vote, and dlock:high, dlock:floor and
+// dlock:repaired (below), which the scripts touch next to the per-key ones.
+// Nodes must be standalone servers (or one master each): a Redis Cluster
+// could not run those scripts, nor keep dlock:epoch and the vote on one
+// connection.
 //
 // # Fencing token
 //
@@ -45,23 +47,31 @@
 // every acquisition that was in flight when it lost its data has ended by
 // then. This is Redlock's delayed restart, enforced by the client.
 //
-// Such a node also lost its fence counters. Repair is lazy and per key: the
-// phase 2 commit on a node also stores the node's epoch in
-// dlock:{KEY}:repaired. A voter whose marker differs from its epoch has not
-// been repaired for KEY since its last loss, and its vote counts only when
-// the attempt also read the counters of at least a majority of the OTHER
-// nodes (voters or not, as long as they are past their own sit-out). Every
-// earlier commit majority intersects those, so t exceeds every token issued
-// before, and committing t on the node repairs it. This is the repair step
-// of models/quorum_token_repair.pml, done per key at the first acquisition
-// that needs it; like the model, it assumes one node loses its counters at
-// a time (a commit majority never loses all of its counters for a key).
+// Such a node also lost its fence counters, and is repaired once, for all
+// keys, before it votes again. Every commit raises the node's high-water
+// mark, dlock:high, to its token: the highest token ever committed there,
+// whatever the key. Every vote returns that mark. A node past its sit-out
+// whose repair mark, dlock:repaired, is not its current epoch still does
+// not vote; an attempt that got answers from at least a majority of the
+// OTHER nodes (in any state) then repairs it, after its own outcome, off
+// its critical path: dlock:floor becomes the highest mark those answers
+// held, the node's own mark rises to it, and dlock:repaired takes the
+// epoch. From then on the node's counter for any key counts as
+// max(counter, floor), and the node votes from the next attempt on. Every
+// token committed before the loss is below the floor (see repairs for the
+// argument). This is the repair step of models/quorum_token_repair.pml,
+// done node-wide; like the model, it assumes one node loses its data at a
+// time: a second node does not lose its data before the first is repaired.
 //
-// A brand-new node is indistinguishable from one that lost its data: a fresh
-// deployment grants nothing during its first maximum TTL, and until a key
-// has been committed once on a node, acquiring that key needs answers from
-// a majority plus one nodes. Declare nodes that never lose acknowledged
-// writes (AOF with appendfsync always) with WithDurableNodes to skip both.
+// So with one node repaired and the others intact, every key, even one
+// never locked before, is acquirable while a majority of the nodes lives.
+// A brand-new node is indistinguishable from one that lost its data: a
+// fresh deployment grants nothing during its first maximum TTL, and then
+// each node is repaired (from the others, all at mark 0) by the first
+// attempt that hears from a majority of the other nodes, so the first
+// repair needs N/2+2 nodes answering. Declare nodes that never lose
+// acknowledged writes (AOF with appendfsync always) with WithDurableNodes
+// to skip the sit-out and the repair.
 package redlock
 
 import (
@@ -87,9 +97,10 @@ var ErrClosed = errors.New("redlock: locker closed")
 // lock but the acquisition took so long that no validity was left.
 var ErrNoValidity = errors.New("redlock: majority answered too late, no validity left")
 
-// errNotRepaired is a lost-data node's error when it voted but its counter
-// for the key could not be repaired in the attempt.
-var errNotRepaired = errors.New("redlock: fence counter not repaired since the node lost its data, and fewer than a majority of the other nodes answered")
+// errNotRepaired is the error of a vote from a node that has sat out after
+// losing its data but whose fence counters are not repaired yet. An attempt
+// that hears from a majority of the other nodes repairs it.
+var errNotRepaired = errors.New("redlock: node lost its data and its fence counters are not repaired yet")
 
 // errCounterAhead is a phase 2 refusal: the node's counter had already
 // reached the token, so another acquisition committed a token at least as
@@ -110,6 +121,7 @@ type config struct {
 	noTokens    bool
 	guard       bool
 	maxTTL      time.Duration
+	observer    lease.Observer
 }
 
 // WithTTL sets the default TTL of a lease; lease.WithTTL overrides it per
@@ -135,7 +147,7 @@ func WithoutTokens() Option { return func(c *config) { c.noTokens = true } }
 
 // WithDurableNodes declares that no node ever loses an acknowledged write
 // (AOF with appendfsync always, and no flush): the lost-data guard is off,
-// so fresh nodes vote at once.
+// so fresh nodes vote at once, with no sit-out and no repair.
 func WithDurableNodes() Option { return func(c *config) { c.guard = false } }
 
 // WithoutLostDataGuard turns the lost-data guard off on nodes that are not
@@ -149,6 +161,18 @@ func WithoutLostDataGuard() Option { return func(c *config) { c.guard = false } 
 // are refused with an *lease.ArgError while the guard is on. Default: the
 // TTL of WithTTL.
 func WithMaxTTL(d time.Duration) Option { return func(c *config) { c.maxTTL = d } }
+
+// WithObserver makes the Locker report every acquisition to o: an
+// AcquireStarted event, one Vote event per node answer of each attempt's
+// first phase (Outcome "ok" for a vote that counts, "taken", "error",
+// "timeout" or "lost_data"; Wait is the node's round trip), and an
+// AcquireEnded event whose Wait is the time to the outcome (for Acquire,
+// the whole wait) and whose Err is the error returned. Every lease it grants
+// reports its renewals, its loss and its release. Events carry Strategy
+// "quorum". o is called synchronously, from the goroutines of concurrent
+// acquisitions at once, and must not block. With a nil o (the default)
+// nothing is reported and no Event is built.
+func WithObserver(o lease.Observer) Option { return func(c *config) { c.observer = o } }
 
 // Locker grants leases on keys by majority of its nodes. Its methods are
 // safe for concurrent use.
@@ -265,6 +289,16 @@ func (lk *Locker) Close() error {
 // for someone else, and a *QuorumError whenever the attempt failed, with
 // each node's answer.
 func (lk *Locker) TryAcquire(ctx context.Context, key string, opts ...lease.Option) (*lease.Lease, error) {
+	if lk.cfg.observer != nil {
+		start := lk.started(key)
+		l, err := lk.tryAcquire(ctx, key, opts)
+		lk.ended(key, start, err)
+		return l, err
+	}
+	return lk.tryAcquire(ctx, key, opts)
+}
+
+func (lk *Locker) tryAcquire(ctx context.Context, key string, opts []lease.Option) (*lease.Lease, error) {
 	o, err := lk.options(key, opts)
 	if err != nil {
 		return nil, err
@@ -280,9 +314,22 @@ func (lk *Locker) TryAcquire(ctx context.Context, key string, opts ...lease.Opti
 // Acquire waits until the lock on key is granted or ctx ends. A failed
 // attempt, whatever the reason (taken, split vote, nodes down, too slow), is
 // retried after a jittered delay, cut short when a release is published on
-// any node. When ctx ends first, the error matches ctx.Err() and, when an
-// attempt failed for lack of a quorum, errors.As finds its *QuorumError.
+// any node. When ctx ends first, the error matches ctx.Err(), and errors.As
+// finds the *QuorumError of the last attempt that failed for want of a
+// quorum; it matches lease.ErrTaken only when that attempt found the lock
+// held by a majority, not when nodes were down or slow. After Close it
+// matches ErrClosed.
 func (lk *Locker) Acquire(ctx context.Context, key string, opts ...lease.Option) (*lease.Lease, error) {
+	if lk.cfg.observer != nil {
+		start := lk.started(key)
+		l, err := lk.acquire(ctx, key, opts)
+		lk.ended(key, start, err)
+		return l, err
+	}
+	return lk.acquire(ctx, key, opts)
+}
+
+func (lk *Locker) acquire(ctx context.Context, key string, opts []lease.Option) (*lease.Lease, error) {
 	o, err := lk.options(key, opts)
 	if err != nil {
 		return nil, err
@@ -318,7 +365,9 @@ func (lk *Locker) Acquire(ctx context.Context, key string, opts ...lease.Option)
 		if errors.Is(err, lease.ErrTaken) {
 			return nil, hint, err
 		}
-		return nil, hint, &retryError{qe}
+		// Redlock retries every failure, but a quorum short of answers
+		// must not read as a lock taken.
+		return nil, hint, lease.Retryable(err)
 	})
 	if err != nil && last != nil && !errors.As(err, new(*QuorumError)) {
 		return nil, &waitError{err: err, last: last}
@@ -326,16 +375,9 @@ func (lk *Locker) Acquire(ctx context.Context, key string, opts ...lease.Option)
 	return l, err
 }
 
-// retryError makes lease.Wait retry an attempt that failed for lack of a
-// quorum without the lock being taken: Redlock retries every failure.
-type retryError struct{ *QuorumError }
-
-func (e *retryError) Is(target error) bool { return target == lease.ErrTaken }
-func (e *retryError) Unwrap() error        { return e.QuorumError }
-
-// waitError is Acquire's error when ctx ended: it reads as lease.Wait's
-// (which names the last attempt's failure) and also unwraps to that
-// attempt's *QuorumError.
+// waitError is Acquire's error when the wait ended on an error that names
+// no quorum (the context ended during an attempt, say): it reads as that
+// error and also unwraps to the last attempt's *QuorumError.
 type waitError struct {
 	err  error
 	last *QuorumError
@@ -343,6 +385,46 @@ type waitError struct {
 
 func (e *waitError) Error() string   { return e.err.Error() }
 func (e *waitError) Unwrap() []error { return []error{e.err, e.last} }
+
+// strategy names this strategy in Observer events.
+const strategy = "quorum"
+
+// started reports the start of an acquisition on key to the observer,
+// which must be set, and returns the instant it started.
+func (lk *Locker) started(key string) time.Time {
+	start := time.Now()
+	lk.cfg.observer.Observe(lease.Event{Kind: lease.AcquireStarted, Strategy: strategy, Key: key})
+	return start
+}
+
+// ended reports the outcome of the acquisition on key begun at start.
+func (lk *Locker) ended(key string, start time.Time, err error) {
+	lk.cfg.observer.Observe(lease.Event{
+		Kind: lease.AcquireEnded, Strategy: strategy, Key: key, Wait: time.Since(start), Err: err,
+	})
+}
+
+// observeVote reports one node's phase 1 answer to the observer, which
+// must be set.
+func (lk *Locker) observeVote(key string, v *vote, rtt time.Duration) {
+	var outcome string
+	switch v.answer.Kind {
+	case KindOK:
+		outcome = "ok"
+	case KindHeld:
+		outcome = "taken"
+	case KindTimeout:
+		outcome = "timeout"
+	case KindLostData:
+		outcome = "lost_data"
+	default:
+		outcome = "error"
+	}
+	lk.cfg.observer.Observe(lease.Event{
+		Kind: lease.Vote, Strategy: strategy, Key: key, Node: v.answer.Node,
+		Outcome: outcome, Wait: rtt, Err: v.answer.Err,
+	})
+}
 
 func (lk *Locker) options(key string, opts []lease.Option) (lease.Options, error) {
 	if err := lease.CheckKey(key); err != nil {
@@ -358,11 +440,22 @@ func (lk *Locker) options(key string, opts []lease.Option) (lease.Options, error
 	return o, nil
 }
 
-func lockKey(key string) string       { return "dlock:{" + key + "}:lock" }
-func fenceKey(key string) string      { return "dlock:{" + key + "}:fence" }
-func markerKey(key string) string     { return "dlock:{" + key + "}:repaired" }
-func channelOf(key string) string     { return "dlock:{" + key + "}:released" }
-func keysOf(key string) []string      { return []string{lockKey(key), fenceKey(key), markerKey(key)} }
+func lockKey(key string) string   { return "dlock:{" + key + "}:lock" }
+func fenceKey(key string) string  { return "dlock:{" + key + "}:fence" }
+func channelOf(key string) string { return "dlock:{" + key + "}:released" }
+
+// Node-wide keys.
+const (
+	epochKey    = "dlock:epoch"    // when the node was first found without data, µs
+	highKey     = "dlock:high"     // the highest token committed on the node
+	floorKey    = "dlock:floor"    // the repair's lower bound on every counter of the node
+	repairedKey = "dlock:repaired" // the epoch the node was repaired for
+)
+
+func acquireKeys(key string) []string {
+	return []string{lockKey(key), fenceKey(key), floorKey, highKey, repairedKey}
+}
+func commitKeys(key string) []string  { return []string{lockKey(key), fenceKey(key), floorKey, highKey} }
 func releaseKeys(key string) []string { return []string{lockKey(key)} }
 
-const epochKey = "dlock:epoch"
+var repairKeys = []string{epochKey, floorKey, highKey, repairedKey}

@@ -272,7 +272,7 @@ func TestRaceOneWinner(t *testing.T) {
 						if !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, context.Canceled) {
 							t.Errorf("Acquire: %v; want the context's end", err)
 						}
-						lastErr.Store(err)
+						lastErr.Store(err.Error()) // errors of several types: atomic.Value takes one
 						return
 					}
 					mu.Lock()
@@ -393,6 +393,13 @@ func TestThreeOfFiveDead(t *testing.T) {
 		// released as soon as its answer comes.
 		if left := eventuallyNoLock(t, srvs, "k", 1, 4); len(left) != 0 {
 			t.Errorf("lock left on living servers %v", left)
+		}
+		// A wait that runs out on dead nodes is no lock taken.
+		wctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+		defer cancel()
+		_, err = lk.Acquire(wctx, "k")
+		if !errors.Is(err, context.DeadlineExceeded) || !errors.As(err, &qe) || errors.Is(err, lease.ErrTaken) {
+			t.Errorf("Acquire with 3 of 5 dead: %v; want a deadline and a QuorumError, not ErrTaken", err)
 		}
 	})
 }
@@ -559,18 +566,20 @@ func TestAcquireWaitsForRelease(t *testing.T) {
 		defer cancel()
 		_, err = lk.Acquire(wctx, "k")
 		var qe *redlock.QuorumError
-		if !errors.Is(err, context.DeadlineExceeded) || !errors.As(err, &qe) {
-			t.Errorf("err = %v; want a deadline and a QuorumError", err)
+		if !errors.Is(err, context.DeadlineExceeded) || !errors.As(err, &qe) || !errors.Is(err, lease.ErrTaken) {
+			t.Errorf("err = %v; want a deadline, a QuorumError and ErrTaken", err)
 		}
 	})
 }
 
-// touch makes every node stamp its epoch (first contact), and waits out
-// the sit-out that follows.
+// touch makes every node stamp its epoch (first contact), waits out the
+// sit-out that follows, and then acquires until the nodes are repaired:
+// the state of a deployment that has been up for one maximum TTL.
 func touch(t *testing.T, lk *redlock.Locker, ttl time.Duration) {
 	t.Helper()
+	ctx := context.Background()
 	for start := time.Now(); ; {
-		_, err := lk.TryAcquire(context.Background(), "touch")
+		_, err := lk.TryAcquire(ctx, "touch")
 		var qe *redlock.QuorumError
 		if !errors.As(err, &qe) || qe.Got != 0 {
 			t.Fatalf("TryAcquire on fresh nodes: %v; want refused as lost data", err)
@@ -593,6 +602,19 @@ func touch(t *testing.T, lk *redlock.Locker, ttl time.Duration) {
 		}
 	}
 	time.Sleep(ttl + 100*time.Millisecond)
+	// The first attempt past the sit-out repairs the nodes; they vote
+	// from the next one on.
+	for start := time.Now(); ; {
+		l, err := lk.TryAcquire(ctx, "touch")
+		if err == nil {
+			_ = l.Release(ctx)
+			return
+		}
+		if time.Since(start) > 2*time.Second {
+			t.Fatalf("nodes not repaired 2s after the sit-out: %v", err)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 }
 
 func TestLostDataGuard(t *testing.T) {
@@ -662,10 +684,12 @@ func TestLostDataGuard(t *testing.T) {
 	})
 }
 
-// TestRepair: a token is committed on {0,1,2}; node 2 loses its data; the
-// next tokens go through {2,3,4}, whose only overlap with the first
-// majority is the restarted node. Counters set far above the clock floor
-// make the floor useless, so only the repair can keep the order.
+// TestRepair: a token is committed on {0,1,2}; node 2 loses its data and
+// is repaired by acquisitions of another key (the repair is node-wide);
+// then nodes 0 and 1 die, and the next token goes through {2,3,4}, whose
+// only overlap with the first majority is the restarted node. Counters set
+// far above the clock floor make the floor useless, so only the repair can
+// keep the order.
 func TestRepair(t *testing.T) {
 	const ttl = time.Second
 	const high = "4503599627370496" // 2^52
@@ -685,12 +709,9 @@ func TestRepair(t *testing.T) {
 				for _, i := range []int{0, 1, 2} {
 					do(t, srvs[i], "SET", "dlock:{k}:fence", high)
 				}
-				block := func(idx ...int) {
-					for _, i := range idx {
-						do(t, srvs[i], "SET", "dlock:{k}:lock", "someone-else", "PX", "60000")
-					}
+				for _, i := range []int{3, 4} {
+					do(t, srvs[i], "SET", "dlock:{k}:lock", "someone-else", "PX", "60000")
 				}
-				block(3, 4)
 				a, err := lk.TryAcquire(ctx, "k")
 				if err != nil {
 					t.Fatal(err)
@@ -701,44 +722,52 @@ func TestRepair(t *testing.T) {
 				}
 				srvs[2].Restart()
 				restarted := time.Now()
-				retry := func() *lease.Lease {
-					t.Helper()
+				if guard {
+					// Any key's acquisitions repair node 2 once it has sat out.
 					for {
-						l, err := lk.TryAcquire(ctx, "k")
-						if err == nil {
-							return l
+						if m := do(t, srvs[2], "GET", "dlock:repaired"); m != "" && m == do(t, srvs[2], "GET", "dlock:epoch") {
+							break
 						}
 						if time.Since(restarted) > 3*ttl {
-							t.Fatalf("still refused: %v", err)
+							t.Fatalf("node 2 not repaired %v after its restart", time.Since(restarted))
+						}
+						if l, err := lk.TryAcquire(ctx, "other"); err == nil {
+							_ = l.Release(ctx)
 						}
 						time.Sleep(20 * time.Millisecond)
 					}
+					if since := time.Since(restarted); since < ttl-50*time.Millisecond {
+						t.Errorf("repaired %v after the restart; want after the max TTL (%v)", since, ttl)
+					}
+					if f := do(t, srvs[2], "GET", "dlock:floor"); f != a.Token().String() {
+						t.Errorf("floor of the repaired node = %q; want a's token %v, exactly", f, a.Token())
+					}
+				}
+				srvs[0].Kill()
+				srvs[1].Kill()
+				var b *lease.Lease
+				for {
+					b, err = lk.TryAcquire(ctx, "k")
+					if err == nil {
+						break
+					}
+					if time.Since(restarted) > 3*ttl {
+						t.Fatalf("still refused: %v", err)
+					}
+					time.Sleep(20 * time.Millisecond)
 				}
 				if !guard {
-					srvs[0].Kill()
-					srvs[1].Kill()
-					b := retry()
 					t.Logf("without the guard: a %v, then b %v through {2,3,4}", a.Token(), b.Token())
 					if b.Token() > a.Token() {
 						t.Errorf("b's token %v exceeds a's %v: the test shows nothing", b.Token(), a.Token())
 					}
 					return
 				}
-				// Nodes 0 and 1 answer "held by other", with their counters:
-				// b's acquisition repairs node 2 from them.
-				block(0, 1)
-				b := retry()
-				t.Logf("a %v, b %v, b granted %v after the restart", a.Token(), b.Token(), time.Since(restarted))
+				t.Logf("a %v, then b %v through {2,3,4}, %v after the restart", a.Token(), b.Token(), time.Since(restarted))
 				if b.Token() <= a.Token() {
 					t.Errorf("token through the repaired node %v; want > %v", b.Token(), a.Token())
 				}
-				if m, e := do(t, srvs[2], "GET", "dlock:{k}:repaired"), do(t, srvs[2], "GET", "dlock:epoch"); m != e || m == "" {
-					t.Errorf("marker %q, epoch %q; want equal", m, e)
-				}
 				_ = b.Release(ctx)
-				// Now with nodes 0 and 1 gone: {2,3,4} alone, repaired.
-				srvs[0].Kill()
-				srvs[1].Kill()
 				c, err := lk.TryAcquire(ctx, "k")
 				if err != nil {
 					t.Fatal(err)
@@ -752,26 +781,112 @@ func TestRepair(t *testing.T) {
 	})
 }
 
-// With a node that must be repaired and too few other nodes answering, no
-// token is issued at all.
-func TestRepairNeedsOthers(t *testing.T) {
+// TestGuardedTwoOfFiveDead: with the guard on and the nodes repaired, 2 of
+// 5 dead leave every key acquirable: one never locked before, and one
+// whose last commit majority lost two of its three nodes.
+func TestGuardedTwoOfFiveDead(t *testing.T) {
 	const ttl = time.Second
 	each(t, func(t *testing.T, c string) {
-		srvs := redistest.StartN(t, 3)
+		srvs := redistest.StartN(t, 5)
 		lk := newLocker(t, nodesOn(t, srvs, c), redlock.WithTTL(ttl))
 		ctx := context.Background()
 		touch(t, lk, ttl)
-		srvs[0].Kill()
-		// Fresh key: no node has a marker, only 2 answer: each voter needs
-		// 2 other readers.
-		_, err := lk.TryAcquire(ctx, "k")
-		var qe *redlock.QuorumError
-		if !errors.As(err, &qe) || qe.Nodes[1].Kind != redlock.KindLostData || !errors.Is(err, redlock.ErrNotRepaired) {
-			t.Fatalf("err = %v; want voters refused as not repaired", err)
+		for _, i := range []int{3, 4} {
+			do(t, srvs[i], "SET", "dlock:{k}:lock", "someone-else", "PX", "60000")
 		}
-		t.Logf("%v", err)
-		if left := eventuallyNoLock(t, srvs, "k", 1, 2); len(left) != 0 {
-			t.Errorf("lock left on %v", left)
+		a, err := lk.TryAcquire(ctx, "k") // committed on {0,1,2}
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = a.Release(ctx)
+		for _, i := range []int{3, 4} {
+			do(t, srvs[i], "DEL", "dlock:{k}:lock")
+		}
+		srvs[1].Kill()
+		srvs[2].Kill()
+		for _, key := range []string{"order-1", "order-2"} {
+			l, err := lk.TryAcquire(ctx, key)
+			if err != nil {
+				t.Fatalf("fresh key %s with 2 of 5 dead: %v", key, err)
+			}
+			_ = l.Release(ctx)
+		}
+		b, err := lk.TryAcquire(ctx, "k") // through {0,3,4}
+		if err != nil {
+			t.Fatalf("key k with 2 of its 3 committing nodes dead: %v", err)
+		}
+		if b.Token() <= a.Token() {
+			t.Errorf("token %v after %v; want larger", b.Token(), a.Token())
+		}
+		_ = b.Release(ctx)
+	})
+}
+
+// TestRepairNeedsOthers: a node that lost its data is not counted before
+// its repair, and is repaired only by an attempt that hears from a
+// majority of the other nodes.
+func TestRepairNeedsOthers(t *testing.T) {
+	const ttl = time.Second
+	each(t, func(t *testing.T, c string) {
+		srvs := redistest.StartN(t, 5)
+		lk := newLocker(t, nodesOn(t, srvs, c), redlock.WithTTL(ttl))
+		ctx := context.Background()
+		touch(t, lk, ttl)
+		srvs[3].Pause()
+		srvs[4].Pause()
+		defer srvs[3].Resume()
+		defer srvs[4].Resume()
+		l, err := lk.TryAcquire(ctx, "order-1")
+		if err != nil {
+			t.Fatalf("fresh key with 2 of 5 nodes away: %v", err)
+		}
+		_ = l.Release(ctx)
+
+		srvs[0].Restart()
+		restarted := time.Now()
+		for {
+			_, err := lk.TryAcquire(ctx, "order-2")
+			var qe *redlock.QuorumError
+			if !errors.As(err, &qe) {
+				t.Fatalf("err = %v; want a QuorumError: nodes 1 and 2 alone are no majority", err)
+			}
+			if errors.Is(err, redlock.ErrNotRepaired) {
+				if qe.Nodes[0].Kind != redlock.KindLostData {
+					t.Errorf("node 0 answered %v; want lost data", qe.Nodes[0].Kind)
+				}
+				t.Logf("%v after the restart: %v", time.Since(restarted), err)
+				break
+			}
+			if time.Since(restarted) > 3*ttl {
+				t.Fatalf("node 0 never reported as not repaired: %v", err)
+			}
+		}
+		// Two other nodes answer: too few to repair node 0.
+		if r, e := do(t, srvs[0], "GET", "dlock:repaired"), do(t, srvs[0], "GET", "dlock:epoch"); r == e {
+			t.Fatalf("node 0 repaired (mark %q) from 2 other nodes", r)
+		}
+		srvs[3].Resume()
+		srvs[4].Resume()
+		for start := time.Now(); ; {
+			l, err := lk.TryAcquire(ctx, "order-2")
+			if err == nil {
+				_ = l.Release(ctx)
+				break
+			}
+			if time.Since(start) > 3*ttl {
+				t.Fatalf("still refused with all nodes back: %v", err)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		// The grant may come before the repair it set off has landed.
+		for start := time.Now(); ; time.Sleep(10 * time.Millisecond) {
+			r, e := do(t, srvs[0], "GET", "dlock:repaired"), do(t, srvs[0], "GET", "dlock:epoch")
+			if r == e {
+				break
+			}
+			if time.Since(start) > time.Second {
+				t.Fatalf("node 0: mark %q, epoch %q; want repaired", r, e)
+			}
 		}
 	})
 }
