@@ -13,7 +13,9 @@ import (
 
 	"github.com/dlockgo/dlock/internal/redistest"
 	"github.com/dlockgo/dlock/lease"
+	"github.com/dlockgo/dlock/node"
 	"github.com/dlockgo/dlock/observe"
+	"github.com/dlockgo/dlock/redlock"
 	"github.com/dlockgo/dlock/single"
 )
 
@@ -249,4 +251,61 @@ func TestLogLostToStale(t *testing.T) {
 		}
 	}
 	checkNoOwner(t, lb.String(), a, b)
+}
+
+// TestLogQuorum: votes are logged at Debug with the node that cast them.
+func TestLogQuorum(t *testing.T) {
+	srvs := redistest.StartN(t, 3)
+	nodes := make([]node.Node, len(srvs))
+	names := map[string]bool{}
+	for i, s := range srvs {
+		nodes[i] = redistest.NodeFor(t, "valkey-go", s.Addr())
+		names[s.Addr()] = true
+	}
+	lb, obs := newLog(slog.LevelDebug)
+	lk, err := redlock.New(nodes, redlock.WithDurableNodes(), redlock.WithObserver(obs))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lk.Close()
+	ctx := context.Background()
+	l, err := lk.Acquire(ctx, "quorum")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+
+	rs := lb.records(t)
+	var votes, other []string
+	for _, r := range rs {
+		if r["key"] != "quorum" || r["strategy"] != "quorum" {
+			t.Errorf("record %v: key %v, strategy %v; want quorum, quorum", r, r["key"], r["strategy"])
+		}
+		if r["msg"] != "dlock vote" {
+			other = append(other, summary(r))
+			continue
+		}
+		votes = append(votes, summary(r))
+		if n, _ := r["node"].(string); !names[n] {
+			t.Errorf("vote record %v: node %q is none of the servers %v", r, n, names)
+		}
+		if w, ok := r["wait"].(float64); !ok || w <= 0 {
+			t.Errorf("vote record %v: wait = %v; want > 0 (ns)", r, r["wait"])
+		}
+	}
+	if len(votes) < 2 || len(votes) > 3 {
+		t.Errorf("%d votes logged; want 2 (a quorum) or 3", len(votes))
+	}
+	for _, v := range votes {
+		if v != "DEBUG dlock vote ok" {
+			t.Errorf("vote %q; want DEBUG dlock vote ok", v)
+		}
+	}
+	got := strings.Join(other, "\n")
+	if want := "DEBUG dlock acquire started\nINFO dlock acquired acquired\nINFO dlock released ok"; got != want {
+		t.Errorf("records other than votes:\n%s\nwant:\n%s", got, want)
+	}
+	checkNoOwner(t, lb.String(), l)
 }

@@ -12,7 +12,9 @@ import (
 
 	"github.com/dlockgo/dlock/internal/redistest"
 	"github.com/dlockgo/dlock/lease"
+	"github.com/dlockgo/dlock/node"
 	"github.com/dlockgo/dlock/observe/otelmetric"
+	"github.com/dlockgo/dlock/redlock"
 	"github.com/dlockgo/dlock/single"
 )
 
@@ -214,5 +216,48 @@ func TestSingle(t *testing.T) {
 func TestNilProvider(t *testing.T) {
 	if _, err := otelmetric.New(nil); !errors.Is(err, lease.ErrInvalid) {
 		t.Errorf("New(nil) error = %v; want ErrInvalid", err)
+	}
+}
+
+func TestQuorum(t *testing.T) {
+	for _, client := range redistest.Clients {
+		t.Run(client, func(t *testing.T) {
+			srvs := redistest.StartN(t, 3)
+			nodes := make([]node.Node, len(srvs))
+			for i, s := range srvs {
+				nodes[i] = redistest.NodeFor(t, client, s.Addr())
+			}
+			m, obs := newMetrics(t)
+			// Durable nodes: fresh servers vote at once, no sit-out.
+			lk, err := redlock.New(nodes, redlock.WithDurableNodes(), redlock.WithObserver(obs))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer lk.Close()
+			scenario(t, m, lk, "quorum", 300*time.Millisecond, func(key string) {
+				for _, s := range srvs {
+					if _, err := s.Do("DEL", "dlock:{"+key+"}:lock"); err != nil {
+						t.Fatal(err)
+					}
+				}
+			})
+			// Each of the three grants had at least a quorum of "ok" votes,
+			// the refusal at least a quorum of "taken"; a vote that came
+			// after the decision is not reported.
+			okVotes := otelmetric.KeyOutcome.String("ok")
+			if got := m.sum("dlock.votes", okVotes); got < 3*2 {
+				t.Errorf("dlock.votes{ok} = %d; want at least 6", got)
+			}
+			if got := m.sum("dlock.votes", taken); got < 2 {
+				t.Errorf("dlock.votes{taken} = %d; want at least 2", got)
+			}
+			var perNode int64
+			for _, s := range srvs {
+				perNode += m.sum("dlock.votes", otelmetric.KeyNode.String(s.Addr()))
+			}
+			if all := m.sum("dlock.votes"); perNode != all || all == 0 {
+				t.Errorf("votes on the three nodes' names = %d of %d; want all, and some", perNode, all)
+			}
+		})
 	}
 }
