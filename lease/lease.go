@@ -222,8 +222,9 @@ func (l *Lease) Release(ctx context.Context) error {
 	err := l.b.Release(ctx, l)
 	l.extMu.Unlock()
 	_ = l.Err() // a lease that ran out before Release ends as expired
-	l.end(ErrReleased)
-	l.observe(Released, err)
+	if l.end(ErrReleased) {
+		l.observe(Released, err)
+	}
 	return err
 }
 
@@ -241,12 +242,12 @@ func (l *Lease) stopRenewal() {
 	<-l.renewDone
 }
 
-// end ends the lease with cause, once.
-func (l *Lease) end(cause error) {
+// end ends the lease with cause, once; it reports whether this call did.
+func (l *Lease) end(cause error) bool {
 	l.mu.Lock()
 	if l.cause != nil {
 		l.mu.Unlock()
-		return
+		return false
 	}
 	l.cause = cause
 	if l.expiry != nil {
@@ -261,6 +262,7 @@ func (l *Lease) end(cause error) {
 	if cause != ErrReleased {
 		l.observe(Lost, cause)
 	}
+	return true
 }
 
 func (l *Lease) observe(kind EventKind, err error) {

@@ -30,7 +30,8 @@ const (
 	// Lost: the lease ended before Release; Err is the cause (ErrLost or
 	// ErrExpired).
 	Lost
-	// Released: Release ended; Err is its error, if any.
+	// Released: a Release ended a lease that had not ended before; Err is
+	// its error, if any.
 	Released
 )
 
