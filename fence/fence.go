@@ -64,9 +64,20 @@ type StaleError struct {
 	Highest  Token
 }
 
+// Error names the resource and tells the two tokens apart by their last
+// digits only: tokens stay out of logs in full.
 func (e *StaleError) Error() string {
 	return "dlock: stale fencing token for " + strconv.Quote(e.Resource) +
-		": got " + e.Token.String() + ", resource has seen " + e.Highest.String()
+		": got " + e.Token.abbrev() + ", resource has seen " + e.Highest.abbrev()
+}
+
+// abbrev returns the last four digits of t, or all of a shorter one.
+func (t Token) abbrev() string {
+	s := t.String()
+	if len(s) <= 4 {
+		return s
+	}
+	return "…" + s[len(s)-4:]
 }
 
 // Is reports whether target is ErrStale.

@@ -2,6 +2,7 @@ package fence_test
 
 import (
 	"errors"
+	"strings"
 	"sync"
 	"testing"
 
@@ -103,5 +104,16 @@ func TestGuardConcurrentUnserialised(t *testing.T) {
 		if g.Highest(r) != 500 {
 			t.Fatalf("Highest(%q) = %d; want 500", r, g.Highest(r))
 		}
+	}
+}
+
+func TestStaleErrorKeepsTokensShort(t *testing.T) {
+	err := &fence.StaleError{Resource: "r", Token: 1796032379289193, Highest: 1796032380792793}
+	msg := err.Error()
+	if strings.Contains(msg, "1796032379289193") || strings.Contains(msg, "1796032380792793") {
+		t.Fatalf("Error() = %q; want no token in full", msg)
+	}
+	if !strings.Contains(msg, "9193") || !strings.Contains(msg, "2793") {
+		t.Fatalf("Error() = %q; want the tokens' last digits", msg)
 	}
 }
