@@ -49,6 +49,23 @@ type Config struct {
 	// DialTimeout bounds each connection attempt; 0 keeps the client's
 	// default.
 	DialTimeout time.Duration
+
+	// DurableNodes declares, for the quorum strategy, that no server ever
+	// loses an acknowledged write (AOF with appendfsync always, and no
+	// flush): redlock's lost-data guard is off, so fresh servers vote at
+	// once (redlock.WithDurableNodes).
+	DurableNodes bool
+	// NodeTimeout bounds each call to one server of a quorum; 0 keeps
+	// redlock.DefaultNodeTimeout. It must be below half the TTL.
+	NodeTimeout time.Duration
+	// MaxTTL is how long a quorum server that lost its data sits out
+	// before it is repaired and votes again; 0 keeps the TTL. It must be at
+	// least the TTL; it is not used with DurableNodes (redlock.WithMaxTTL).
+	MaxTTL time.Duration
+
+	// Observer hears about acquisitions, a quorum's votes, and each lease's
+	// renewals, loss and release; nil for none. It must not block.
+	Observer lease.Observer
 }
 
 // Open builds the clients for cfg's servers and a Locker of cfg's strategy
@@ -84,11 +101,26 @@ func Open(ctx context.Context, cfg Config) (Locker, error) {
 		if cfg.TTL != 0 {
 			opts = append(opts, single.WithTTL(cfg.TTL))
 		}
+		if cfg.Observer != nil {
+			opts = append(opts, single.WithObserver(cfg.Observer))
+		}
 		o.Locker, err = single.New(o.nodes[0], opts...)
 	case StrategyQuorum:
 		var opts []redlock.Option
 		if cfg.TTL != 0 {
 			opts = append(opts, redlock.WithTTL(cfg.TTL))
+		}
+		if cfg.DurableNodes {
+			opts = append(opts, redlock.WithDurableNodes())
+		}
+		if cfg.NodeTimeout != 0 {
+			opts = append(opts, redlock.WithNodeTimeout(cfg.NodeTimeout))
+		}
+		if cfg.MaxTTL != 0 {
+			opts = append(opts, redlock.WithMaxTTL(cfg.MaxTTL))
+		}
+		if cfg.Observer != nil {
+			opts = append(opts, redlock.WithObserver(cfg.Observer))
 		}
 		o.Locker, err = redlock.New(o.nodes, opts...)
 	}
@@ -141,6 +173,34 @@ func (cfg *Config) check() error {
 	}
 	if cfg.DialTimeout < 0 {
 		return &lease.ArgError{Arg: "Config.DialTimeout", Value: cfg.DialTimeout, Rule: "must be >= 0"}
+	}
+	return cfg.checkQuorum()
+}
+
+// checkQuorum checks the fields that only the quorum strategy uses.
+func (cfg *Config) checkQuorum() error {
+	if cfg.Strategy != StrategyQuorum {
+		switch {
+		case cfg.DurableNodes:
+			return &lease.ArgError{Arg: "Config.DurableNodes", Value: true, Rule: `applies to strategy "quorum" only`}
+		case cfg.NodeTimeout != 0:
+			return &lease.ArgError{Arg: "Config.NodeTimeout", Value: cfg.NodeTimeout, Rule: `applies to strategy "quorum" only`}
+		case cfg.MaxTTL != 0:
+			return &lease.ArgError{Arg: "Config.MaxTTL", Value: cfg.MaxTTL, Rule: `applies to strategy "quorum" only`}
+		}
+		return nil
+	}
+	ttl := cfg.TTL
+	if ttl == 0 {
+		ttl = redlock.DefaultTTL
+	}
+	if cfg.NodeTimeout < 0 || cfg.NodeTimeout >= ttl/2 {
+		return &lease.ArgError{Arg: "Config.NodeTimeout", Value: cfg.NodeTimeout,
+			Rule: "must be >= 0 and below half the TTL (" + ttl.String() + ")"}
+	}
+	if cfg.MaxTTL < 0 || cfg.MaxTTL != 0 && !cfg.DurableNodes && cfg.MaxTTL < ttl {
+		return &lease.ArgError{Arg: "Config.MaxTTL", Value: cfg.MaxTTL,
+			Rule: "must be >= 0, and 0 or at least the TTL (" + ttl.String() + ")"}
 	}
 	return nil
 }
@@ -243,11 +303,14 @@ func (o *opened) closeAll() error {
 // OpenURL opens a Locker described by a URL:
 //
 //	redis://[user:password@]host[:port][/db][?ttl=30s&client=valkey-go&dial_timeout=5s]
-//	redlock://[user:password@]host1[:port],host2[:port],...[/db][?...]
+//	redlock://[user:password@]host1[:port],host2[:port],...[/db][?...&durable=true&node_timeout=50ms&max_ttl=1m]
 //
 // redis:// selects the single strategy on one server, redlock:// the quorum
-// strategy across the listed masters. The port defaults to 6379. A
-// malformed URL or an unknown parameter is reported as an *lease.ArgError.
+// strategy across the listed masters. The port defaults to 6379. The
+// parameters ttl, client and dial_timeout set Config.TTL, Client and
+// DialTimeout; durable, node_timeout and max_ttl, for redlock:// only, set
+// DurableNodes, NodeTimeout and MaxTTL. A malformed URL or an unknown
+// parameter is reported as an *lease.ArgError.
 func OpenURL(ctx context.Context, rawURL string) (Locker, error) {
 	cfg, err := ParseURL(rawURL)
 	if err != nil {
@@ -314,23 +377,42 @@ func ParseURL(rawURL string) (Config, error) {
 	if err != nil {
 		return bad("query: " + err.Error())
 	}
+	known := "ttl, client, dial_timeout"
+	if cfg.Strategy == StrategyQuorum {
+		known += ", durable, node_timeout, max_ttl"
+	}
 	for k, vs := range q {
 		v := vs[len(vs)-1]
+		quorumOnly := k == "durable" || k == "node_timeout" || k == "max_ttl"
+		if quorumOnly && cfg.Strategy != StrategyQuorum {
+			return bad("parameter " + strconv.Quote(k) + " is for redlock:// URLs only")
+		}
 		switch k {
-		case "ttl", "dial_timeout":
+		case "ttl", "dial_timeout", "node_timeout", "max_ttl":
 			d, err := time.ParseDuration(v)
 			if err != nil {
 				return bad(k + " must be a duration such as 30s")
 			}
-			if k == "ttl" {
+			switch k {
+			case "ttl":
 				cfg.TTL = d
-			} else {
+			case "dial_timeout":
 				cfg.DialTimeout = d
+			case "node_timeout":
+				cfg.NodeTimeout = d
+			default:
+				cfg.MaxTTL = d
 			}
+		case "durable":
+			b, err := strconv.ParseBool(v)
+			if err != nil {
+				return bad("durable must be true or false")
+			}
+			cfg.DurableNodes = b
 		case "client":
 			cfg.Client = v
 		default:
-			return bad("unknown parameter " + strconv.Quote(k) + " (known: ttl, client, dial_timeout)")
+			return bad("unknown parameter " + strconv.Quote(k) + " (known: " + known + ")")
 		}
 	}
 	return cfg, nil

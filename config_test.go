@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"reflect"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -28,6 +30,10 @@ func TestParseURL(t *testing.T) {
 		{"redis://:secret@h:1", dlock.Config{Strategy: "single", Addrs: []string{"h:1"}, Password: "secret"}},
 		{"redlock://a:1,b:2,c", dlock.Config{Strategy: "quorum", Addrs: []string{"a:1", "b:2", "c:6379"}}},
 		{"redlock://a:1,b:2,c:3?ttl=10s", dlock.Config{Strategy: "quorum", Addrs: []string{"a:1", "b:2", "c:3"}, TTL: 10 * time.Second}},
+		{"redlock://a:1,b:2,c:3?durable=true&node_timeout=20ms", dlock.Config{Strategy: "quorum", Addrs: []string{"a:1", "b:2", "c:3"},
+			DurableNodes: true, NodeTimeout: 20 * time.Millisecond}},
+		{"redlock://a:1,b:2,c:3?ttl=10s&max_ttl=1m&durable=0", dlock.Config{Strategy: "quorum", Addrs: []string{"a:1", "b:2", "c:3"},
+			TTL: 10 * time.Second, MaxTTL: time.Minute}},
 	} {
 		got, err := dlock.ParseURL(tc.url)
 		if err != nil || !reflect.DeepEqual(got, tc.want) {
@@ -50,6 +56,12 @@ func TestParseURLErrors(t *testing.T) {
 		"redis://h:1?color=red",
 		"redlock://a:1,,b:2",
 		"redis://u:%zz@h:1",
+		"redis://h:1?durable=true",
+		"redis://h:1?node_timeout=10ms",
+		"redis://h:1?max_ttl=1m",
+		"redlock://a:1,b:2?durable=sometimes",
+		"redlock://a:1,b:2?node_timeout=fast",
+		"redlock://a:1,b:2?max_ttl=1",
 	} {
 		_, err := dlock.ParseURL(raw)
 		var ae *lease.ArgError
@@ -81,6 +93,14 @@ func TestOpenBadConfig(t *testing.T) {
 		{"tiny ttl", dlock.Config{Addrs: []string{"h:1"}, TTL: time.Millisecond}, "Config.TTL"},
 		{"db", dlock.Config{Addrs: []string{"h:1"}, DB: -1}, "Config.DB"},
 		{"dial timeout", dlock.Config{Addrs: []string{"h:1"}, DialTimeout: -1}, "Config.DialTimeout"},
+		{"durable single", dlock.Config{Addrs: []string{"h:1"}, DurableNodes: true}, "Config.DurableNodes"},
+		{"node timeout single", dlock.Config{Addrs: []string{"h:1"}, NodeTimeout: time.Millisecond}, "Config.NodeTimeout"},
+		{"max TTL single", dlock.Config{Addrs: []string{"h:1"}, MaxTTL: time.Minute}, "Config.MaxTTL"},
+		{"negative node timeout", dlock.Config{Strategy: "quorum", Addrs: []string{"a:1"}, NodeTimeout: -1}, "Config.NodeTimeout"},
+		{"node timeout vs TTL", dlock.Config{Strategy: "quorum", Addrs: []string{"a:1"}, TTL: time.Second, NodeTimeout: 500 * time.Millisecond}, "Config.NodeTimeout"},
+		{"node timeout vs default TTL", dlock.Config{Strategy: "quorum", Addrs: []string{"a:1"}, NodeTimeout: 15 * time.Second}, "Config.NodeTimeout"},
+		{"negative max TTL", dlock.Config{Strategy: "quorum", Addrs: []string{"a:1"}, MaxTTL: -1}, "Config.MaxTTL"},
+		{"max TTL below TTL", dlock.Config{Strategy: "quorum", Addrs: []string{"a:1"}, TTL: 2 * time.Second, MaxTTL: time.Second}, "Config.MaxTTL"},
 	} {
 		lk, err := dlock.Open(ctx, tc.cfg)
 		var ae *lease.ArgError
@@ -171,9 +191,9 @@ func TestOpenQuorum(t *testing.T) {
 		t.Run(client, func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 			defer cancel()
-			// Five masters, one of them down. A fresh key needs answers
-			// from a majority plus one of them (redlock's lost-data guard
-			// repairs its counters first): four are up.
+			// Five masters, one of them down. Fresh masters sit out one
+			// maximum TTL, then each is repaired by an attempt that hears
+			// from a majority of the others: four are up.
 			url := "redlock://" + srvs[0].Addr() + "," + srvs[1].Addr() + "," + srvs[2].Addr() + "," +
 				srvs[3].Addr() + "," + downAddr + "?ttl=300ms&dial_timeout=100ms&client=" + client
 			lk, err := dlock.OpenURL(ctx, url)
@@ -194,5 +214,82 @@ func TestOpenQuorum(t *testing.T) {
 				t.Fatalf("Release: %v", err)
 			}
 		})
+	}
+}
+
+// TestOpenQuorumOptions: durable=true skips the sit-out of fresh masters,
+// and Config.Observer reaches the Locker of either strategy and its leases.
+func TestOpenQuorumOptions(t *testing.T) {
+	srvs := redistest.StartN(t, 3)
+	ctx := context.Background()
+	for _, client := range redistest.Clients {
+		t.Run(client, func(t *testing.T) {
+			cfg, err := dlock.ParseURL("redlock://" + srvs[0].Addr() + "," + srvs[1].Addr() + "," + srvs[2].Addr() +
+				"?ttl=2s&durable=true&node_timeout=500ms&client=" + client)
+			if err != nil {
+				t.Fatal(err)
+			}
+			rec := &eventLog{}
+			cfg.Observer = rec
+			lk, err := dlock.Open(ctx, cfg)
+			if err != nil {
+				t.Fatalf("Open: %v", err)
+			}
+			defer lk.Close()
+			l, err := lk.TryAcquire(ctx, "durable-"+client)
+			if err != nil {
+				t.Fatalf("TryAcquire on fresh masters declared durable: %v", err)
+			}
+			if err := l.Release(ctx); err != nil {
+				t.Fatal(err)
+			}
+			rec.expect(t, "quorum", lease.AcquireStarted, lease.Vote, lease.AcquireEnded, lease.Released)
+
+			single, err := dlock.Open(ctx, dlock.Config{Addrs: []string{srvs[0].Addr()}, Client: client, Observer: rec})
+			if err != nil {
+				t.Fatalf("Open: %v", err)
+			}
+			defer single.Close()
+			l, err = single.TryAcquire(ctx, "single-"+client)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := l.Release(ctx); err != nil {
+				t.Fatal(err)
+			}
+			rec.expect(t, "single", lease.AcquireStarted, lease.AcquireEnded, lease.Released)
+		})
+	}
+}
+
+// eventLog is an Observer that keeps every event.
+type eventLog struct {
+	mu     sync.Mutex
+	events []lease.Event
+}
+
+func (r *eventLog) Observe(e lease.Event) {
+	r.mu.Lock()
+	r.events = append(r.events, e)
+	r.mu.Unlock()
+}
+
+// expect checks that every kind was heard, all from strategy, and forgets
+// the events.
+func (r *eventLog) expect(t *testing.T, strategy string, kinds ...lease.EventKind) {
+	t.Helper()
+	r.mu.Lock()
+	ev := r.events
+	r.events = nil
+	r.mu.Unlock()
+	for _, k := range kinds {
+		if !slices.ContainsFunc(ev, func(e lease.Event) bool { return e.Kind == k }) {
+			t.Errorf("no %v event among %v", k, ev)
+		}
+	}
+	for _, e := range ev {
+		if e.Strategy != strategy {
+			t.Errorf("event %v from %q; want %q", e.Kind, e.Strategy, strategy)
+		}
 	}
 }
