@@ -177,7 +177,9 @@ local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 // claimScript: KEYS hash; ARGV owner, ttl ms. Replies {1, attempts, ttl}
 // when claimed, {0, ms the holder has left} when held. An owner whose
 // acquire was abandoned (see abandonScript) is refused, so a claim that
-// reaches the server late, after its cleanup, cannot hold the lock.
+// reaches the server late, after its cleanup, cannot hold the lock. The
+// held case is answered before :gone is read, so that a contender for a
+// held lock whose cluster slot is migrating is told it is taken (see try).
 //
 // The new attempts is max(attempts + 1, server time in µs). The +1 keeps
 // tokens rising on one server whatever its clock does; the floor keeps
@@ -189,12 +191,12 @@ local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 // them back as the decimal integer HINCRBY would have, so extendScript and
 // releaseScript still compare tokens as exact strings.
 var claimScript = node.NewScript(serverNow + `
-if redis.call('HEXISTS', KEYS[1] .. ':gone', ARGV[1]) == 1 then
-  return {0, 0}
-end
 local r = redis.call('HMGET', KEYS[1], 'owner', 'until', 'attempts')
 if r[1] and r[2] and tonumber(r[2]) > now then
   return {0, tonumber(r[2]) - now}
+end
+if redis.call('HEXISTS', KEYS[1] .. ':gone', ARGV[1]) == 1 then
+  return {0, 0}
 end
 local a = math.max(tonumber(r[3] or '0') + 1, tonumber(t[1]) * 1000000 + tonumber(t[2]))
 if a >= 9007199254740992 then
@@ -236,18 +238,23 @@ return 1
 // acquire whose claim may or may not have landed, and may still be in
 // flight: it releases the lock if owner holds it, and records owner in
 // dlock:{KEY}:gone so that claimScript refuses it if it arrives later.
+//
+// The release comes first: while a cluster slot migrates, a source that
+// still has the hash but not the :gone key refuses the script's touch of
+// :gone, and the release has then been done all the same.
 var abandonScript = node.NewScript(`
+local released = 0
+if redis.call('HGET', KEYS[1], 'owner') == ARGV[1] then
+  redis.call('HDEL', KEYS[1], 'owner', 'until')
+  redis.call('PUBLISH', KEYS[1] .. ':released', '')
+  released = 1
+end
 local gone = KEYS[1] .. ':gone'
 redis.call('HSET', gone, ARGV[1], '1')
 if redis.call('PTTL', gone) < tonumber(ARGV[2]) then
   redis.call('PEXPIRE', gone, ARGV[2])
 end
-if redis.call('HGET', KEYS[1], 'owner') == ARGV[1] then
-  redis.call('HDEL', KEYS[1], 'owner', 'until')
-  redis.call('PUBLISH', KEYS[1] .. ':released', '')
-  return 1
-end
-return 0
+return released
 `)
 
 // abandonKeep is how long an abandoned owner is remembered, at least: a
@@ -300,7 +307,7 @@ func (lk *Locker) acquire(ctx context.Context, key string, opts []lease.Option) 
 	}
 	c := lk.newClaim(key, o)
 	l, _, err := c.again(ctx)
-	if !errors.Is(err, lease.ErrTaken) {
+	if !errors.Is(err, lease.ErrTaken) && !errors.Is(err, errMigrating) {
 		return l, err
 	}
 	// Subscribed before the next attempt, so a release between that
@@ -364,6 +371,10 @@ type claim struct {
 	keys  [1]string     // the hash
 	args  [2]string     // owner, then ttlMs while claiming, the token once granted
 }
+
+// errMigrating marks a claim refused because the lock's cluster slot is
+// migrating; Acquire tries again.
+var errMigrating = errors.New("dlock: cluster slot migrating")
 
 // errLate is the cause of a claim granted after its validity had run out
 // on the way: it has been released again.
@@ -429,6 +440,13 @@ func (c *claim) try(ctx context.Context) (*lease.Lease, time.Duration, error) {
 			// The claim may have landed with its reply lost, or may
 			// still be on its way.
 			c.abandon()
+		} else if strings.Contains(re.Msg, "non local key") {
+			// The lock's slot is migrating between cluster masters and
+			// its hash is still on the source, which refuses the
+			// script's look at :gone, a key it does not have. The script
+			// had written nothing; once the keys have moved, a new
+			// attempt runs on the destination.
+			return nil, 0, lease.Retryable(fmt.Errorf("dlock: claim %q on %s: %w: %w", c.key, lk.n, errMigrating, err))
 		}
 		return nil, 0, fmt.Errorf("dlock: claim %q on %s: %w", c.key, lk.n, ctxErr(ctx, err))
 	}
