@@ -23,11 +23,12 @@ import (
 // commit between its loss and its repair. C without X still holds at least
 // N/2 of the N-1 other nodes, and the repair read the high-water marks of
 // at least N/2+1 of them: the two sets meet, since N/2 + N/2+1 > N-1. The
-// node where they meet kept t or, if it lost its data earlier, was itself
-// repaired to a floor above t before losing nothing more; either way its
-// high-water mark is at least t. So the floor, the maximum read, is at
-// least every token X held, whatever its key, and X's effective counter,
-// max(counter, floor), is again at least every token X ever committed.
+// node where they meet still holds t or, if it lost its data after t's
+// commit, was repaired before X's loss (the assumption), by this same
+// argument, to a floor of at least t; either way its high-water mark is at
+// least t. So the floor, the maximum read, is at least every token X held,
+// whatever its key, and X's effective counter, max(counter, floor), is
+// again at least every token X ever committed.
 // Marks are read after X's sit-out, when every acquisition that was in
 // flight at the loss can no longer commit (its locks have expired): no
 // commit that X missed lands after the read. The state of the other nodes
