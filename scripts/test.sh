@@ -17,4 +17,7 @@ if [ ${#need[@]} -gt 0 ]; then
 fi
 
 go vet ./...
+# The benchmark module is separate (it keeps the peer libraries out of
+# dlock's dependencies); vetting it keeps `cd bench && go run .` building.
+(cd bench && go vet ./...)
 go test -race -count=1 -timeout 15m ./...
