@@ -35,7 +35,7 @@ func Example() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	fmt.Println("holding", l.Key(), "with token", l.Token())
+	fmt.Println("holding", l.Key())
 
 	// A second attempt, while the lease lasts, finds the lock taken.
 	_, err = locker.TryAcquire(ctx, "invoice:42")
@@ -45,10 +45,21 @@ func Example() {
 		log.Fatal(err)
 	}
 	fmt.Println("released:", errors.Is(l.Err(), dlock.ErrReleased))
+
+	// The next lease on the key carries a larger fencing token. Tokens are
+	// not consecutive (the single strategy floors them at the server's clock
+	// in microseconds); only their order means anything.
+	next, err := locker.Acquire(ctx, "invoice:42")
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer next.Release(ctx)
+	fmt.Println("next token larger:", next.Token() > l.Token())
 	// Output:
-	// holding invoice:42 with token 1
+	// holding invoice:42
 	// second attempt taken: true
 	// released: true
+	// next token larger: true
 }
 
 func ExampleDo() {
@@ -63,15 +74,21 @@ func ExampleDo() {
 	defer locker.Close()
 
 	// Do holds the lock, renewed, while the function runs. The function's
-	// context ends if the lease is lost.
-	err = dlock.Do(ctx, locker, "nightly-report", func(ctx context.Context, token fence.Token) error {
-		fmt.Println("running under token", token)
-		return nil
-	})
-	fmt.Println("err:", err)
+	// context ends if the lease is lost. Each run gets a larger token than
+	// the run before it: carry it into every write you fence.
+	var tokens []fence.Token
+	for range 2 {
+		err = dlock.Do(ctx, locker, "nightly-report", func(ctx context.Context, token fence.Token) error {
+			tokens = append(tokens, token)
+			return nil
+		})
+		fmt.Println("err:", err)
+	}
+	fmt.Println("second run's token larger:", tokens[1] > tokens[0])
 	// Output:
-	// running under token 1
 	// err: <nil>
+	// err: <nil>
+	// second run's token larger: true
 }
 
 // A holder that stalls past its TTL loses the lock to the next one; the
@@ -109,10 +126,10 @@ func Example_fencedWrite() {
 	err = store.Put(ctx, "report:body", "late", slow.Token())
 	fmt.Println("late write refused:", errors.Is(err, fence.ErrStale))
 	body, token, _, _ := store.Get(ctx, "report:body")
-	fmt.Println("stored:", body, "under token", token)
+	fmt.Println("stored:", body, "under the next holder's token:", token == next.Token())
 	// Output:
 	// late write refused: true
-	// stored: fresh under token 2
+	// stored: fresh under the next holder's token: true
 }
 
 // startServer runs a throwaway redis-server on a free loopback port for an
