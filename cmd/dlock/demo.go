@@ -25,8 +25,10 @@ Shows, in about ten seconds, the four rows of the trade between the single
 and quorum strategies, each with its outcome:
 
   [1] single lease: acquire, fenced write, a paused holder refused, release
-  [2] failover of a replicated master: a second holder (needs redis-server)
-  [3] quorum of 5: locks still granted with 2 servers dead; single dies with its one
+  [2] failover of a replicated master: a second holder, fenced out by its
+      smaller token; WAIT to a replica refuses the claim (needs redis-server)
+  [3] quorum of 5 (lost-data guard on): locks still granted with 2 servers
+      dead; single dies with its one
   [4] a paused holder with plain Redlock (no fence) and with dlock's quorum token
 
 It starts its own servers on free 127.0.0.1 ports: real redis-server
@@ -314,15 +316,20 @@ func (d *demo) failover() error {
 		d.step(`B acquires "job" on the new master`, "refused: %v (unexpected)", err)
 		return nil
 	}
-	d.step(`B acquires "job" on the new master`, "GRANTED, token %v, while A's lease still runs", b.Token())
+	if b.Token() > a.Token() {
+		d.step(`B acquires "job" on the new master`, "GRANTED, token %v (larger than A's), while A's lease still runs", b.Token())
+	} else {
+		d.step(`B acquires "job" on the new master`, "GRANTED, token %v (not above A's: unexpected), while A's lease still runs", b.Token())
+	}
 	d.put(st, "B", "from B", b.Token())
 	d.put(st, "A", "from A, again", a.Token())
-	if b.Token() <= a.Token() {
-		d.printf("  => failover: TWO HOLDERS at once; the counter bump died with the master, so both carry token %v", a.Token())
-		d.printf("     and the fence cannot tell them apart. WAIT to replicas (single.WithReplicas) refused the unreplicated claim.")
-	} else {
-		d.printf("  => failover: TWO HOLDERS at once; WAIT to replicas (single.WithReplicas) refused the unreplicated claim.")
+	v, t, _, err := st.Get(d.ctx, "resource")
+	if err != nil {
+		return err
 	}
+	d.printf("  => failover: TWO HOLDERS at once (the claim died with the master); B's token, floored at the server's clock,")
+	d.printf("     is larger, so the fence refused A's write (resource holds %q, token %v).", v, t)
+	d.printf("     WAIT to replicas (single.WithReplicas) refused the unreplicated claim: no second holder at all.")
 	_ = b.Release(d.ctx)
 	return nil
 }
@@ -394,21 +401,20 @@ func (d *demo) holders(lk *redlock.Locker, l *lease.Lease) int {
 
 // [3] quorum with a minority dead, next to a single server that died.
 func (d *demo) quorum() error {
-	// With the lost-data guard on, a node whose counter for a key was
-	// never committed votes only when a majority plus one answer: with 2
-	// of 5 dead, whether a key can still be locked would depend on which
-	// 2 died. The demo's servers are declared durable to show the
-	// algorithm's own fault tolerance; row [4] runs with the guard.
-	lk, ss, err := d.quorumOf(redlock.WithDurableNodes())
+	// The lost-data guard is on, as by default: the fresh servers sit out
+	// one max TTL (1s here), then are repaired node-wide, after which any
+	// key can be locked while a majority (3 of 5) lives.
+	lk, ss, err := d.quorumOf()
 	if err != nil {
 		return err
 	}
-	d.printf("[3] quorum: Redlock across 5 servers (%s), 3 needed, declared durable (no lost-data guard)", ports(ss))
-	a, _, err := d.acquireFresh(lk, "leader")
+	d.printf("[3] quorum: Redlock across 5 servers (%s), 3 needed, lost-data guard on, ttl 1s", ports(ss))
+	a, took, err := d.acquireFresh(lk, "leader")
 	if err != nil {
 		return err
 	}
-	d.step(`A acquires "leader"`, "granted, token %v, held on %d of 5 servers", a.Token(), d.holders(lk, a))
+	d.step(`A acquires "leader"`, "granted after %v (fresh servers sit out one max TTL), token %v, held on %d of 5 servers",
+		took.Round(100*time.Millisecond), a.Token(), d.holders(lk, a))
 	if err := a.Release(d.ctx); err != nil {
 		return err
 	}
@@ -421,6 +427,13 @@ func (d *demo) quorum() error {
 	} else {
 		d.step(`B acquires "leader"`, "GRANTED, token %v, held on %d of 5 servers", b.Token(), d.holders(lk, b))
 		_ = b.Release(d.ctx)
+	}
+	e, err := lk.TryAcquire(d.ctx, "nightly")
+	if err != nil {
+		d.step(`E acquires "nightly", a key never locked before`, "refused: %s (unexpected)", quorumSummary(err))
+	} else {
+		d.step(`E acquires "nightly", a key never locked before`, "GRANTED, token %v, held on %d of 5 servers", e.Token(), d.holders(lk, e))
+		_ = e.Release(d.ctx)
 	}
 	ss[2].kill()
 	_, err = lk.TryAcquire(d.ctx, "leader")
@@ -443,7 +456,7 @@ func (d *demo) quorum() error {
 	} else {
 		d.step(fmt.Sprintf("compare: the one server of [1] killed (%s); D acquires", srv.Port()), "FAILS: lock service down")
 	}
-	if b != nil {
+	if b != nil && e != nil {
 		d.printf("  => quorum: locks still granted with 2 of 5 servers dead, refused with 3 dead; a single lease dies with its server")
 	} else {
 		d.printf("  => quorum: no lock with 2 of 5 servers dead (unexpected)")
