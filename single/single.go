@@ -33,7 +33,10 @@
 // The hash tag is the user's key, so every key and channel of one lock
 // starts with dlock:{KEY} and the strategy runs unchanged on a Redis
 // Cluster. Releases are published on dlock:{KEY}:released, which waiting
-// acquirers subscribe to. An acquire abandoned while its claim was in
+// acquirers subscribe to. Waiters take turns in the order they came: a
+// blocking acquire that finds the lock taken holds a ticket in the queue
+// dlock:{KEY}:q (deadlines in dlock:{KEY}:qx), and a free lock goes to the
+// queue's head; both keys vanish when the queue empties. An acquire abandoned while its claim was in
 // flight (its context ended) records its owner in a second small hash,
 // dlock:{KEY}:gone, which expires after an hour, so that the claim is
 // refused if it reaches the server after the cleanup.
@@ -174,12 +177,28 @@ const serverNow = `local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 `
 
-// claimScript: KEYS hash; ARGV owner, ttl ms. Replies {1, attempts, ttl}
-// when claimed, {0, ms the holder has left} when held. An owner whose
-// acquire was abandoned (see abandonScript) is refused, so a claim that
-// reaches the server late, after its cleanup, cannot hold the lock. The
-// held case is answered before :gone is read, so that a contender for a
-// held lock whose cluster slot is migrating is told it is taken (see try).
+// claimScript: KEYS hash; ARGV owner, ttl ms, and for a waiter (see
+// Acquire) the ms its ticket lasts. Replies {1, attempts, ttl} when
+// claimed, {0, ms the holder has left, position} when refused: position is
+// the caller's place in the queue of waiters (1 is its head), 0 when it is
+// not queued.
+//
+// Waiters queue in dlock:{KEY}:q, a sorted set of owners scored by a
+// sequence, with each ticket's deadline (server ms) in the hash
+// dlock:{KEY}:qx. A free lock goes to the head of the queue, or to anyone
+// when the queue is empty: a claim without a ticket (TryAcquire, a first
+// attempt) does not overtake queued waiters. A caller that passes a ticket
+// lifetime joins the queue when refused (or refreshes its deadline);
+// tickets whose deadline passed are dropped when they reach the head, so a
+// waiter that died holds the lock up for one ticket lifetime at most.
+//
+// An owner whose acquire was abandoned (see abandonScript) is refused, so
+// a claim that reaches the server late, after its cleanup, cannot hold the
+// lock. A plain claim on a held lock is answered before any other key is
+// read, so that a contender for a held lock whose cluster slot is
+// migrating is told it is taken (see try); every path reads a key of its
+// own before it writes anything, so a source that refuses the look at a
+// key it no longer has refuses before the script changed anything.
 //
 // The new attempts is max(attempts + 1, server time in µs). The +1 keeps
 // tokens rising on one server whatever its clock does; the floor keeps
@@ -191,16 +210,43 @@ local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 // them back as the decimal integer HINCRBY would have, so extendScript and
 // releaseScript still compare tokens as exact strings.
 var claimScript = node.NewScript(serverNow + `
+local q, qx = KEYS[1] .. ':q', KEYS[1] .. ':qx'
+local function enqueue()
+  if redis.call('HEXISTS', KEYS[1] .. ':gone', ARGV[1]) == 1 then return 0 end
+  local rank = redis.call('ZRANK', q, ARGV[1])
+  if not rank then
+    local last = redis.call('ZRANGE', q, -1, -1, 'WITHSCORES')
+    redis.call('ZADD', q, tonumber(last[2] or '0') + 1, ARGV[1])
+    rank = redis.call('ZCARD', q) - 1
+  end
+  redis.call('HSET', qx, ARGV[1], string.format('%.0f', now + tonumber(ARGV[3])))
+  return rank + 1
+end
 local r = redis.call('HMGET', KEYS[1], 'owner', 'until', 'attempts')
 if r[1] and r[2] and tonumber(r[2]) > now then
-  return {0, tonumber(r[2]) - now}
+  if not ARGV[3] then return {0, tonumber(r[2]) - now, 0} end
+  return {0, tonumber(r[2]) - now, enqueue()}
 end
 if redis.call('HEXISTS', KEYS[1] .. ':gone', ARGV[1]) == 1 then
-  return {0, 0}
+  return {0, 0, 0}
+end
+local head = redis.call('ZRANGE', q, 0, 0)[1]
+while head and head ~= ARGV[1] and tonumber(redis.call('HGET', qx, head) or '0') <= now do
+  redis.call('ZREM', q, head)
+  redis.call('HDEL', qx, head)
+  head = redis.call('ZRANGE', q, 0, 0)[1]
+end
+if head and head ~= ARGV[1] then
+  if not ARGV[3] then return {0, 0, 0} end
+  return {0, 0, enqueue()}
 end
 local a = math.max(tonumber(r[3] or '0') + 1, tonumber(t[1]) * 1000000 + tonumber(t[2]))
 if a >= 9007199254740992 then
   return redis.error_reply('DLTOKEN attempts ' .. (r[3] or '0') .. ' is past 2^53')
+end
+if head then
+  redis.call('ZREM', q, head)
+  redis.call('HDEL', qx, head)
 end
 local ttl = tonumber(ARGV[2])
 redis.call('HSET', KEYS[1], 'attempts', string.format('%.0f', a),
@@ -236,12 +282,14 @@ return 1
 
 // abandonScript: KEYS hash; ARGV owner, ms to remember it. Gives up an
 // acquire whose claim may or may not have landed, and may still be in
-// flight: it releases the lock if owner holds it, and records owner in
-// dlock:{KEY}:gone so that claimScript refuses it if it arrives later.
+// flight: it releases the lock if owner holds it, records owner in
+// dlock:{KEY}:gone so that claimScript refuses it if it arrives later, and
+// drops owner's ticket from the queue of waiters (see leaveScript).
 //
 // The release comes first: while a cluster slot migrates, a source that
 // still has the hash but not the :gone key refuses the script's touch of
-// :gone, and the release has then been done all the same.
+// :gone, and the release has then been done all the same (and the ticket
+// expires by its deadline).
 var abandonScript = node.NewScript(`
 local released = 0
 if redis.call('HGET', KEYS[1], 'owner') == ARGV[1] then
@@ -254,7 +302,31 @@ redis.call('HSET', gone, ARGV[1], '1')
 if redis.call('PTTL', gone) < tonumber(ARGV[2]) then
   redis.call('PEXPIRE', gone, ARGV[2])
 end
+local q = KEYS[1] .. ':q'
+local rank = redis.call('ZRANK', q, ARGV[1])
+if rank then
+  redis.call('ZREM', q, ARGV[1])
+  redis.call('HDEL', KEYS[1] .. ':qx', ARGV[1])
+  if released == 0 then
+    redis.call('PUBLISH', KEYS[1] .. ':released', '')
+  end
+end
 return released
+`)
+
+// leaveScript: KEYS hash; ARGV owner. Drops owner's ticket from the queue
+// of waiters, for a waiter that gives up, and tells the release channel:
+// a free lock may have been kept for it, and the waiters behind it count
+// signals to know their turn (see claim.wait).
+// Replies 1 when there was a ticket, else 0.
+var leaveScript = node.NewScript(`
+local q = KEYS[1] .. ':q'
+local rank = redis.call('ZRANK', q, ARGV[1])
+if not rank then return 0 end
+redis.call('ZREM', q, ARGV[1])
+redis.call('HDEL', KEYS[1] .. ':qx', ARGV[1])
+redis.call('PUBLISH', KEYS[1] .. ':released', '')
+return 1
 `)
 
 // abandonKeep is how long an abandoned owner is remembered, at least: a
@@ -285,11 +357,16 @@ func (lk *Locker) tryAcquire(ctx context.Context, key string, opts []lease.Optio
 	return l, err
 }
 
-// Acquire waits until the lock on key is granted or ctx ends. A waiter
-// wakes when the holder's release is published, else when the holder's
-// lease runs out or a delay from the retry policy passes. When ctx ends
-// first, the error matches ctx.Err() and no claim of this call is left on
-// the server.
+// Acquire waits until the lock on key is granted or ctx ends. Waiters
+// are served first come, first served: a call that finds the lock taken
+// joins the key's queue on the server, and a free lock goes to the
+// queue's head (see claimScript). A waiter wakes when the holder's release
+// is published, else when the holder's lease runs out or a delay from the
+// retry policy passes. When ctx ends first, the error matches ctx.Err(),
+// no claim of this call is left on the server, and its place in the queue
+// is given up. A waiter that dies without giving up its place holds the
+// lock up, once it reaches the head, for at most its ticket's lifetime:
+// max(2 s, 3 × its Retry.Max) after its last attempt.
 func (lk *Locker) Acquire(ctx context.Context, key string, opts ...lease.Option) (*lease.Lease, error) {
 	if lk.cfg.observer != nil {
 		start := lk.started(key)
@@ -306,6 +383,8 @@ func (lk *Locker) acquire(ctx context.Context, key string, opts []lease.Option) 
 		return nil, err
 	}
 	c := lk.newClaim(key, o)
+	c.args[2] = strconv.FormatInt(ticketLife(o.Retry).Milliseconds(), 10)
+	c.nargs = 3
 	l, _, err := c.again(ctx)
 	if !errors.Is(err, lease.ErrTaken) && !errors.Is(err, errMigrating) {
 		return l, err
@@ -315,12 +394,80 @@ func (lk *Locker) acquire(ctx context.Context, key string, opts []lease.Option) 
 	wake, stop, err := lk.n.Subscribe(ctx, c.keys[0]+":released")
 	if err != nil {
 		if ctx.Err() != nil {
+			c.leave()
 			return nil, ctxErr(ctx, err)
 		}
 		wake, stop = nil, func() {} // poll without the hint
 	}
 	defer stop()
-	return lease.Wait(ctx, o.Retry, wake, c.again)
+	l, err = c.wait(ctx, wake)
+	if err != nil {
+		c.leave()
+	}
+	return l, err
+}
+
+// wait is lease.Wait for a queued waiter: it calls again until a lease, an
+// error that neither matches lease.ErrTaken nor is retryable (errMigrating),
+// or the end of ctx. Between attempts it sleeps a delay from the retry
+// policy, cut short by the holder's time left and by a release on wake.
+//
+// Each release (or waiter leaving) moves the queue on by one, so a waiter
+// in place p is not served before p-1 more of them: it lets p-2 signals
+// pass without asking the server, and asks one signal early, which absorbs
+// one signal lost or coalesced. It keeps the timer through those signals,
+// so a count that went wrong (a dead waiter's ticket dropped, signals
+// lost) costs at most one delay of the retry policy.
+func (c *claim) wait(ctx context.Context, wake <-chan struct{}) (*lease.Lease, error) {
+	timer := time.NewTimer(time.Hour)
+	defer timer.Stop()
+	for n := 0; ; n++ {
+		l, hint, err := c.again(ctx)
+		if err == nil {
+			return l, nil
+		}
+		if !errors.Is(err, lease.ErrTaken) && !errors.Is(err, errMigrating) {
+			return nil, err
+		}
+		d := c.o.Retry.Delay(n)
+		if hint > 0 && hint < d {
+			d = hint
+		}
+		timer.Reset(d)
+		for skip := max(0, c.pos-2); ; skip-- {
+			select {
+			case <-ctx.Done():
+				return nil, gaveUp(ctx, err)
+			case <-timer.C:
+			case <-wake:
+				if skip > 0 {
+					continue
+				}
+			}
+			break
+		}
+	}
+}
+
+// gaveUp reports that ctx ended a wait, as lease.Wait does: it matches
+// ctx.Err(), the context's cause, and the last attempt's error.
+func gaveUp(ctx context.Context, last error) error {
+	if c := context.Cause(ctx); c != nil && c != ctx.Err() {
+		return fmt.Errorf("dlock: gave up waiting: %w: %w (last attempt: %w)", ctx.Err(), c, last)
+	}
+	return fmt.Errorf("dlock: gave up waiting: %w (last attempt: %w)", ctx.Err(), last)
+}
+
+// ticketLife is how long a waiter's place in the queue lasts past its
+// latest attempt. A live waiter attempts again within r.Max (sooner when
+// woken), so three of those leave room for a slow round trip and a busy
+// scheduler; the 2 s floor keeps short retries from dropping a waiter
+// that is merely late.
+func ticketLife(r lease.Retry) time.Duration {
+	if r == (lease.Retry{}) {
+		r = lease.DefaultRetry
+	}
+	return max(2*time.Second, 3*r.Max)
 }
 
 // started reports the start of an acquisition on key to the observer,
@@ -369,7 +516,12 @@ type claim struct {
 	ttl   time.Duration // o.TTL in whole milliseconds, as the server gets it
 	ttlMs string        // the TTL in ms, as the claim script's argument
 	keys  [1]string     // the hash
-	args  [2]string     // owner, then ttlMs while claiming, the token once granted
+	// owner, then ttlMs while claiming and the token once granted, then
+	// (for Acquire) the ticket's lifetime in ms
+	args  [3]string
+	nargs int  // args sent with a claim: 2, or 3 to join the queue when refused
+	queue bool // a refusal put the owner in the queue, and no grant or leave took it out since
+	pos   int  // the owner's place in the queue at the last refusal, 1 for its head
 }
 
 // errMigrating marks a claim refused because the lock's cluster slot is
@@ -381,7 +533,7 @@ var errMigrating = errors.New("dlock: cluster slot migrating")
 var errLate = errors.New("dlock: granted after its validity ran out on the way")
 
 func (lk *Locker) newClaim(key string, o lease.Options) *claim {
-	c := &claim{lk: lk, key: key, o: o}
+	c := &claim{lk: lk, key: key, o: o, nargs: 2}
 	ms := o.TTL.Milliseconds()
 	c.ttl = time.Duration(ms) * time.Millisecond
 	c.keys[0] = hashKey(key)
@@ -422,7 +574,7 @@ func (c *claim) try(ctx context.Context) (*lease.Lease, time.Duration, error) {
 	if lk.cfg.replicas > 0 {
 		var res []node.Result
 		res, acked, err = lk.n.Pipeline(ctx,
-			[]node.Call{{Script: claimScript, Keys: c.keys[:], Args: c.args[:]}},
+			[]node.Call{{Script: claimScript, Keys: c.keys[:], Args: c.args[:c.nargs]}},
 			node.Wait{Replicas: lk.cfg.replicas, Timeout: lk.cfg.replicaTimeout})
 		if err == nil {
 			if len(res) != 1 {
@@ -432,7 +584,7 @@ func (c *claim) try(ctx context.Context) (*lease.Lease, time.Duration, error) {
 			}
 		}
 	} else {
-		r, err = lk.n.Eval(ctx, claimScript, c.keys[:], c.args[:]...)
+		r, err = lk.n.Eval(ctx, claimScript, c.keys[:], c.args[:c.nargs]...)
 	}
 	if err != nil {
 		var re *node.ReplyError
@@ -451,8 +603,11 @@ func (c *claim) try(ctx context.Context) (*lease.Lease, time.Duration, error) {
 		return nil, 0, fmt.Errorf("dlock: claim %q on %s: %w", c.key, lk.n, ctxErr(ctx, err))
 	}
 	if r.Int(0) != 1 {
+		c.pos = int(r.Int(2))
+		c.queue = c.pos > 0
 		return nil, time.Duration(r.Int(1)) * time.Millisecond, lease.ErrTaken
 	}
+	c.queue = false
 	token := fence.Token(r.Int(1))
 	c.args[1] = token.String()
 	if err := ctx.Err(); err != nil {
@@ -483,6 +638,20 @@ func (c *claim) abandon() {
 	defer cancel()
 	keep := max(abandonKeep, 2*c.ttl).Milliseconds()
 	_, _ = c.lk.n.Eval(ctx, abandonScript, c.keys[:], c.args[0], strconv.FormatInt(keep, 10))
+	c.queue = false
+}
+
+// leave gives up the claim's place in the queue, if it has one, on a
+// context of its own: the caller's may have ended already. A ticket whose
+// leave is lost expires by its deadline.
+func (c *claim) leave() {
+	if !c.queue {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), lease.ReleaseTimeout)
+	defer cancel()
+	_, _ = c.lk.n.Eval(ctx, leaveScript, c.keys[:], c.args[0])
+	c.queue = false
 }
 
 // releaseDetached releases a granted claim the caller must not keep, on a
@@ -490,7 +659,7 @@ func (c *claim) abandon() {
 func (c *claim) releaseDetached() {
 	ctx, cancel := context.WithTimeout(context.Background(), lease.ReleaseTimeout)
 	defer cancel()
-	_, _ = c.lk.n.Eval(ctx, releaseScript, c.keys[:], c.args[:]...)
+	_, _ = c.lk.n.Eval(ctx, releaseScript, c.keys[:], c.args[:2]...)
 }
 
 // Extend implements lease.Backend.
@@ -510,7 +679,7 @@ func (c *claim) Extend(ctx context.Context, l *lease.Lease, ttl time.Duration) (
 
 // Release implements lease.Backend.
 func (c *claim) Release(ctx context.Context, l *lease.Lease) error {
-	r, err := c.lk.n.Eval(ctx, releaseScript, c.keys[:], c.args[:]...)
+	r, err := c.lk.n.Eval(ctx, releaseScript, c.keys[:], c.args[:2]...)
 	if err != nil {
 		return c.refused("release", l, ctx, err)
 	}

@@ -1,0 +1,235 @@
+package single_test
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/dlockgo/dlock/internal/redistest"
+	"github.com/dlockgo/dlock/lease"
+	"github.com/dlockgo/dlock/node"
+)
+
+// serverMs reads the server's clock in milliseconds.
+func serverMs(t *testing.T, srv *redistest.Server) int64 {
+	t.Helper()
+	out, err := srv.Do("TIME")
+	if err != nil {
+		t.Fatalf("TIME: %v", err)
+	}
+	f := strings.Split(out, "\n")
+	sec, _ := strconv.ParseInt(f[0], 10, 64)
+	usec, _ := strconv.ParseInt(f[1], 10, 64)
+	return sec*1000 + usec/1000
+}
+
+// queued returns the number of tickets in key's queue.
+func queued(t *testing.T, srv *redistest.Server, key string) int {
+	t.Helper()
+	out, err := srv.Do("ZCARD", "dlock:{"+key+"}:q")
+	if err != nil {
+		t.Fatalf("ZCARD: %v", err)
+	}
+	n, _ := strconv.Atoi(out)
+	return n
+}
+
+// waitQueued waits until key's queue holds n tickets.
+func waitQueued(t *testing.T, srv *redistest.Server, key string, n int) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for queued(t, srv, key) != n {
+		if time.Now().After(deadline) {
+			t.Fatalf("queue of %s holds %d tickets; want %d", key, queued(t, srv, key), n)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// noQueue fails unless both keys of key's queue are gone.
+func noQueue(t *testing.T, srv *redistest.Server, key string) {
+	t.Helper()
+	if out, err := srv.Do("EXISTS", "dlock:{"+key+"}:q", "dlock:{"+key+"}:qx"); err != nil || out != "0" {
+		t.Fatalf("EXISTS of the queue keys = %s, %v; want 0", out, err)
+	}
+}
+
+// TestQueueFIFO: waiters that queued behind a holder get the lock in the
+// order they queued, whatever order their wake-ups come in.
+func TestQueueFIFO(t *testing.T) {
+	each(t, func(t *testing.T, srv *redistest.Server, n node.Node) {
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		lk := newLocker(t, n)
+		const key, waiters = "fifo", 6
+		held, err := lk.TryAcquire(ctx, key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var (
+			wg    sync.WaitGroup
+			mu    sync.Mutex
+			order []int
+		)
+		for i := range waiters {
+			wg.Go(func() {
+				l, err := lk.Acquire(ctx, key)
+				if err != nil {
+					t.Errorf("waiter %d: %v", i, err)
+					return
+				}
+				mu.Lock()
+				order = append(order, i)
+				mu.Unlock()
+				time.Sleep(time.Millisecond)
+				if err := l.Release(ctx); err != nil {
+					t.Errorf("waiter %d: Release: %v", i, err)
+				}
+			})
+			waitQueued(t, srv, key, i+1)
+		}
+		waitSubscribed(t, srv, "dlock:{"+key+"}:released")
+		if err := held.Release(ctx); err != nil {
+			t.Fatal(err)
+		}
+		wg.Wait()
+		for i, w := range order {
+			if w != i {
+				t.Fatalf("grant order %v; want 0..%d, the order of queueing", order, waiters-1)
+			}
+		}
+		if len(order) != waiters {
+			t.Fatalf("%d grants; want %d", len(order), waiters)
+		}
+		noQueue(t, srv, key)
+	})
+}
+
+// TestTryAcquireRespectsQueue: a free lock kept for the queue's head is
+// refused to a claim without a ticket, TryAcquire or an Acquire's first
+// attempt, which then queues behind the head.
+func TestTryAcquireRespectsQueue(t *testing.T) {
+	each(t, func(t *testing.T, srv *redistest.Server, n node.Node) {
+		ctx := context.Background()
+		lk := newLocker(t, n)
+		const key = "respect"
+		// A head that is alive but has not claimed yet: its deadline is far.
+		deadline := strconv.FormatInt(serverMs(t, srv)+60_000, 10)
+		if _, err := srv.Do("ZADD", "dlock:{"+key+"}:q", "1", "head"); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := srv.Do("HSET", "dlock:{"+key+"}:qx", "head", deadline); err != nil {
+			t.Fatal(err)
+		}
+		if l, err := lk.TryAcquire(ctx, key); !errors.Is(err, lease.ErrTaken) {
+			if l != nil {
+				_ = l.Release(ctx)
+			}
+			t.Fatalf("TryAcquire of a free lock kept for the head: %v; want ErrTaken", err)
+		}
+		if got := queued(t, srv, key); got != 1 {
+			t.Fatalf("%d tickets after TryAcquire; want 1: TryAcquire does not queue", got)
+		}
+		got := make(chan error, 1)
+		go func() {
+			l, err := lk.Acquire(ctx, key)
+			if err == nil {
+				err = l.Release(ctx)
+			}
+			got <- err
+		}()
+		waitQueued(t, srv, key, 2)
+		select {
+		case err := <-got:
+			t.Fatalf("Acquire returned %v while the head has not claimed", err)
+		case <-time.After(100 * time.Millisecond):
+		}
+		// The head gives up its place, as a cancelled waiter does.
+		if _, err := srv.Do("ZREM", "dlock:{"+key+"}:q", "head"); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := srv.Do("PUBLISH", "dlock:{"+key+"}:released", ""); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case err := <-got:
+			if err != nil {
+				t.Fatalf("Acquire once at the head: %v", err)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatal("Acquire not granted once at the head")
+		}
+	})
+}
+
+// TestDeadWaiterExpires: a waiter that died at the head of the queue
+// holds a free lock up until its ticket's deadline, no longer.
+func TestDeadWaiterExpires(t *testing.T) {
+	each(t, func(t *testing.T, srv *redistest.Server, n node.Node) {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		lk := newLocker(t, n)
+		const key, life = "dead", 400
+		deadline := serverMs(t, srv) + life
+		if _, err := srv.Do("ZADD", "dlock:{"+key+"}:q", "1", "ghost"); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := srv.Do("HSET", "dlock:{"+key+"}:qx", "ghost", strconv.FormatInt(deadline, 10)); err != nil {
+			t.Fatal(err)
+		}
+		l, err := lk.Acquire(ctx, key)
+		if err != nil {
+			t.Fatalf("Acquire behind a dead waiter: %v", err)
+		}
+		defer l.Release(ctx)
+		if now := serverMs(t, srv); now <= deadline {
+			t.Fatalf("granted at server ms %d, before the dead waiter's deadline %d", now, deadline)
+		}
+		noQueue(t, srv, key)
+	})
+}
+
+// TestCancelledWaiterLeaves: a waiter whose context ends gives up its
+// ticket, and the ticket it held lasted about the documented lifetime.
+func TestCancelledWaiterLeaves(t *testing.T) {
+	each(t, func(t *testing.T, srv *redistest.Server, n node.Node) {
+		lk := newLocker(t, n)
+		const key = "leave"
+		held, err := lk.TryAcquire(context.Background(), key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer held.Release(context.Background())
+		for _, retry := range []lease.Retry{{}, {Min: time.Second, Max: time.Second}} {
+			ctx, cancel := context.WithCancel(context.Background())
+			got := make(chan error, 1)
+			go func() {
+				_, err := lk.Acquire(ctx, key, lease.WithRetry(retry))
+				got <- err
+			}()
+			waitQueued(t, srv, key, 1)
+			owner, err := srv.Do("ZRANGE", "dlock:{"+key+"}:q", "0", "0")
+			if err != nil {
+				t.Fatal(err)
+			}
+			d, err := srv.Do("HGET", "dlock:{"+key+"}:qx", owner)
+			if err != nil {
+				t.Fatal(err)
+			}
+			dl, _ := strconv.ParseInt(d, 10, 64)
+			want := max(2000, 3*retry.Max.Milliseconds())
+			if left := dl - serverMs(t, srv); left > want || left < want-500 {
+				t.Errorf("retry %v: ticket lasts %d ms more; want about %d", retry, left, want)
+			}
+			cancel()
+			if err := <-got; !errors.Is(err, context.Canceled) {
+				t.Fatalf("cancelled Acquire: %v; want Canceled", err)
+			}
+			noQueue(t, srv, key)
+		}
+	})
+}
