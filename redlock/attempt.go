@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	"github.com/dlockgo/dlock/fence"
@@ -29,30 +30,12 @@ type vote struct {
 }
 
 // attemptState tells a late "yes" whether it must be undone: when the
-// attempt failed, or its lease has already ended. A late answer waits for
-// the attempt's outcome: undoing it before would race with the attempt's
-// own release, which may reach the node on another connection first.
+// attempt's lease has already ended. A late "yes" of a failed attempt needs
+// nothing: the failure's release reached its node before it (and deleted
+// the lock) or after it (and recorded the owner as gone, so the vote was
+// refused).
 type attemptState struct {
-	decided chan struct{} // closed by fail or hold
-	failed  bool          // written before decided is closed
-	l       *lease.Lease  // written before decided is closed
-}
-
-func newAttemptState() *attemptState { return &attemptState{decided: make(chan struct{})} }
-
-func (s *attemptState) stale() bool {
-	<-s.decided
-	return s.failed || s.l.Err() != nil
-}
-
-func (s *attemptState) fail() {
-	s.failed = true
-	close(s.decided)
-}
-
-func (s *attemptState) hold(l *lease.Lease) {
-	s.l = l
-	close(s.decided)
+	l atomic.Pointer[lease.Lease]
 }
 
 // counts reports whether v is a vote for this attempt that counts.
@@ -72,19 +55,54 @@ func tally(votes []vote) (counted, held int) {
 	return counted, held
 }
 
-// attempt is one acquisition: phase 1 (vote and read counters), phase 2
-// (commit the token) unless tokens are off, the validity check, and on any
-// failure the release of this attempt's owner on every node.
-func (lk *Locker) attempt(ctx context.Context, key string, o lease.Options) (*lease.Lease, time.Duration, error) {
+// waiter is one Acquire's place in the queues of the nodes: its id and
+// score (the time of its first attempt, µs, by the local clock; ties are
+// broken by id) stay the same across its attempts, so it keeps its place.
+type waiter struct {
+	id     string
+	score  string
+	life   string // how long a ticket outlives the attempt that refreshed it, ms
+	queued bool   // an attempt was refused: the waiter may hold a ticket on any node
+}
+
+// ticketLife is how long a waiter's ticket stays at least, after each of
+// its attempts: a waiter that vanished without leaving the queue holds up
+// the ones behind it for that long at most.
+const ticketLife = 2 * time.Second
+
+// attempt is one acquisition: phase 1 (vote, read the epoch and, with
+// tokens, the counters), phase 2 (commit the token) unless tokens are off,
+// the validity check, and on any failure the release of this attempt's
+// owner on every node where its vote may have set the lock. w is nil for
+// TryAcquire, which never joins the queue.
+func (lk *Locker) attempt(ctx context.Context, ks *keySet, o lease.Options, w *waiter) (*lease.Lease, time.Duration, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, 0, err
 	}
 	q := lk.Quorum()
+	n := len(lk.nodes)
+	tokens := !lk.cfg.noTokens
 	owner := lease.NewOwner()
-	st := newAttemptState()
-	calls := []node.Call{
-		{Script: epochScript, Keys: []string{epochKey}},
-		{Script: acquireScript, Keys: acquireKeys(key), Args: []string{owner, strconv.FormatInt(o.TTL.Milliseconds(), 10)}},
+	timeout := lk.nodeTimeout(o.TTL)
+	st := &attemptState{}
+	// One allocation for what the attempt's calls share.
+	buf := &struct {
+		args  [5]string
+		votes [8]vote
+	}{}
+	buf.args = [5]string{owner, strconvMs(o.TTL), "", "0", "0"}
+	if w != nil {
+		buf.args[2], buf.args[3], buf.args[4] = w.id, w.score, w.life
+	}
+	votes := buf.votes[:0]
+	if n <= len(buf.votes) {
+		votes = buf.votes[:n]
+	} else {
+		votes = make([]vote, n)
+	}
+	script := acquireScript
+	if tokens {
+		script = acquireTokenScript
 	}
 	var rp *repairs
 	if lk.repairs() {
@@ -92,73 +110,77 @@ func (lk *Locker) attempt(ctx context.Context, key string, o lease.Options) (*le
 	}
 
 	t1 := time.Now()
-	r := lk.fanout(ctx, lk.all(), lk.cfg.nodeTimeout,
-		func(ctx context.Context, i int) ([]node.Result, error) {
-			res, _, err := lk.nodes[i].Pipeline(ctx, calls, node.Wait{})
-			if rp != nil {
-				rp.add(i, res, err)
+	r := lk.fanout(ctx, lk.all(), timeout, script, ks.acquire(tokens), buf.args[:], func(a result) {
+		if rp != nil {
+			rp.add(a)
+		}
+		// The lease may have ended before this "yes" came in.
+		if a.err == nil && a.reply.Int(0) == statusSet {
+			if l := st.l.Load(); l != nil && l.Err() != nil {
+				lk.wg.Go(func() { lk.releaseOne(a.i, ks, owner, o.TTL) })
 			}
-			return res, err
-		},
-		func(a result) {
-			if a.err == nil && len(a.res) == 2 && a.res[1].Err == nil && a.res[1].Reply.Int(0) == 1 && st.stale() {
-				lk.releaseOne(a.i, key, owner)
-			}
-		})
-	votes := make([]vote, len(lk.nodes))
-	for pending := len(lk.nodes); pending > 0; pending-- {
+		}
+	})
+	for pending := n; pending > 0; pending-- {
 		// Stop once the quorum is reached, or out of reach and whether a
 		// majority holds the lock for another owner is known: a wait
 		// that ends must tell a taken lock from missing answers.
-		n, held := tally(votes)
-		if n >= q || n+pending < q && (held >= q || held+pending < q) {
+		c, held := tally(votes)
+		if c >= q || c+pending < q && (held >= q || held+pending < q) {
 			break
 		}
 		a := r.next()
+		if rp != nil && !a.synthetic {
+			rp.add(a)
+		}
 		votes[a.i] = lk.readVote(a)
 		if lk.cfg.observer != nil {
-			lk.observeVote(key, &votes[a.i], a.rtt)
+			lk.observeVote(ks.key, &votes[a.i], a.rtt)
 		}
 	}
 	r.abandon()
 
 	fail := func(op string, got int, answers []NodeAnswer, reason error) (*lease.Lease, time.Duration, error) {
-		st.fail()
-		// Wait only where the lock may be set and the node is alive: a
-		// node that failed or timed out is released in the background, so
-		// a dead node does not hold up the failure.
-		lk.releaseAll(ctx, key, owner, false, func(i int) bool {
-			return !votes[i].answered || votes[i].set
-		})
-		return nil, holdHint(votes), newQuorumError(op, key, got, q, answers, reason)
+		// Release wherever the vote may have set the lock: it did, or its
+		// answer was not read. Wait only where it did and the node is
+		// alive, or was not awaited: a node that failed or timed out is
+		// released in the background, so a dead node does not hold up the
+		// failure.
+		idx := make([]int, 0, n)
+		await := make([]bool, n)
+		for i := range votes {
+			if !votes[i].read || votes[i].set {
+				idx = append(idx, i)
+				await[i] = !votes[i].answered || votes[i].set
+			}
+		}
+		lk.releaseAll(ctx, ks, owner, o.TTL, false, idx, len(idx), await)
+		return nil, holdHint(votes), newQuorumError(op, ks.key, got, q, answers, reason)
 	}
 
-	voters := make([]int, 0, len(votes))
-	for i := range votes {
-		if votes[i].counts() {
-			voters = append(voters, i)
-		}
-	}
-	if len(voters) < q {
-		return fail("acquire", len(voters), lk.phase1Answers(votes), nil)
+	c, _ := tally(votes)
+	if c < q {
+		return fail("acquire", c, lk.phase1Answers(votes), nil)
 	}
 
 	var token int64
-	if !lk.cfg.noTokens {
+	if tokens {
 		// Every counter read may raise the token, never lower it; the
 		// voters alone, a majority, already meet every earlier commit.
 		var maxCounter int64
-		times := make([]int64, 0, len(voters))
-		for _, v := range votes {
-			if v.read {
-				maxCounter = max(maxCounter, v.counter)
+		voters := make([]int, 0, n)
+		times := make([]int64, 0, n)
+		for i := range votes {
+			if votes[i].read {
+				maxCounter = max(maxCounter, votes[i].counter)
+			}
+			if votes[i].counts() {
+				voters = append(voters, i)
+				times = append(times, votes[i].now)
 			}
 		}
-		for _, i := range voters {
-			times = append(times, votes[i].now)
-		}
 		token = tokenFor(maxCounter, times)
-		if answers, got := lk.commit(ctx, key, owner, token, votes, voters); got < q {
+		if answers, got := lk.commit(ctx, ks, owner, token, timeout, votes, voters); got < q {
 			return fail("commit", got, answers, nil)
 		}
 	}
@@ -166,11 +188,11 @@ func (lk *Locker) attempt(ctx context.Context, key string, o lease.Options) (*le
 	t2 := time.Now()
 	validity := lease.Validity(o.TTL, t2.Sub(t1), lease.Drift(o.TTL, lk.cfg.drift))
 	if validity <= 0 {
-		return fail("acquire", len(voters), lk.phase1Answers(votes),
+		return fail("acquire", c, lk.phase1Answers(votes),
 			fmt.Errorf("%w: took %v of a %v TTL", ErrNoValidity, t2.Sub(t1), o.TTL))
 	}
-	l := lease.New(&backend{lk: lk}, lease.Grant{
-		Key:      key,
+	l := lease.New(&backend{lk: lk, ks: ks, ttl: o.TTL}, lease.Grant{
+		Key:      ks.key,
 		Owner:    owner,
 		Token:    fence.Token(token),
 		TTL:      o.TTL,
@@ -178,8 +200,30 @@ func (lk *Locker) attempt(ctx context.Context, key string, o lease.Options) (*le
 		Strategy: strategy,
 		Observer: lk.cfg.observer,
 	}, o.AutoRenew)
-	st.hold(l)
+	st.l.Store(l)
+	if w != nil && w.queued {
+		// Where this attempt's vote was not seen granted, the waiter's
+		// ticket may still stand, ahead of everyone else's.
+		var idx []int
+		for i := range votes {
+			if !votes[i].set {
+				idx = append(idx, i)
+			}
+		}
+		lk.leave(ks, w, idx)
+	}
 	return l, 0, nil
+}
+
+// leave takes w's tickets off the nodes at idx, in the background (the
+// calls are counted in the Locker's WaitGroup, so Close waits for them).
+func (lk *Locker) leave(ks *keySet, w *waiter, idx []int) {
+	if len(idx) == 0 {
+		return
+	}
+	r := lk.fanout(context.Background(), idx, lk.cleanupTimeout(lk.cfg.ttl), leaveScript, ks.release(),
+		[]string{w.id, ks.channel}, nil)
+	r.abandon()
 }
 
 // readVote parses one node's phase 1 answer.
@@ -187,45 +231,42 @@ func (lk *Locker) readVote(a result) vote {
 	if a.err != nil {
 		return vote{answered: true, answer: answerOf(lk.names[a.i], a)}
 	}
-	return lk.parseVote(a.i, a.res)
+	return lk.parseVote(a.i, a.reply)
 }
 
-// parseVote parses the replies of node i to phase 1.
-func (lk *Locker) parseVote(i int, res []node.Result) vote {
+// errBadReply is the error of a phase 1 reply of an unexpected shape. It
+// names no value: replies carry tokens.
+var errBadReply = errors.New("redlock: unexpected acquire reply")
+
+// parseVote parses the reply of node i to phase 1.
+func (lk *Locker) parseVote(i int, r node.Reply) vote {
 	name := lk.names[i]
 	v := vote{answered: true}
-	if len(res) != 2 {
-		v.answer = NodeAnswer{Node: name, Kind: KindError, Err: fmt.Errorf("redlock: pipeline gave %d results, want 2", len(res))}
+	want := 4
+	if !lk.cfg.noTokens {
+		want = 7
+	}
+	epoch := r.Str(3)
+	e, err := strconv.ParseInt(epoch, 10, 64)
+	if err == nil && want == 7 {
+		v.high, err = strconv.ParseInt(r.Str(5), 10, 64)
+	}
+	if len(r) != want || err != nil {
+		v.answer = NodeAnswer{Node: name, Kind: KindError,
+			Err: fmt.Errorf("%w: %d values, want %d, with integer epoch and marks", errBadReply, len(r), want)}
 		return v
 	}
-	for _, r := range res {
-		if r.Err != nil {
-			v.answer = NodeAnswer{Node: name, Kind: KindError, Err: r.Err}
-			return v
-		}
-	}
-	ep, acq := res[0].Reply, res[1].Reply
-	epoch, now := ep.Str(0), ep.Str(1)
-	e, err1 := strconv.ParseInt(epoch, 10, 64)
-	n, err2 := strconv.ParseInt(now, 10, 64)
-	var err3 error
-	if len(acq) == 5 {
-		v.high, err3 = strconv.ParseInt(acq.Str(2), 10, 64)
-	}
-	if err := errors.Join(err1, err2, err3); err != nil || len(acq) != 5 {
-		v.answer = NodeAnswer{Node: name, Kind: KindError, Err: fmt.Errorf("redlock: unexpected reply %v %v: %w", ep, acq, err)}
-		return v
-	}
+	n := r.Int(2)
 	v.read = true
 	v.epoch = epoch
-	v.set = acq.Int(0) == 1
-	v.counter = acq.Int(1)
-	v.repaired = !lk.cfg.guard || lk.cfg.noTokens || acq.Str(3) == epoch
+	v.set = r.Int(0) == statusSet
+	v.counter = r.Int(4)
+	v.repaired = !lk.cfg.guard || lk.cfg.noTokens || r.Str(6) == epoch
 	if v.set {
-		v.now = acq.Int(4)
+		v.now = n
 		v.answer = NodeAnswer{Node: name, Kind: KindOK}
 	} else {
-		v.pttl = acq.Int(4)
+		v.pttl = r.Int(1)
 		v.answer = NodeAnswer{Node: name, Kind: KindHeld}
 	}
 	switch {
@@ -254,10 +295,9 @@ func (lk *Locker) phase1Answers(votes []vote) []NodeAnswer {
 
 // commit is phase 2: the token on the voters, until a majority committed
 // or cannot.
-func (lk *Locker) commit(ctx context.Context, key, owner string, token int64, votes []vote, voters []int) ([]NodeAnswer, int) {
+func (lk *Locker) commit(ctx context.Context, ks *keySet, owner string, token int64, timeout time.Duration, votes []vote, voters []int) ([]NodeAnswer, int) {
 	q := lk.Quorum()
-	t := strconv.FormatInt(token, 10)
-	r := lk.fanout(ctx, voters, lk.cfg.nodeTimeout, lk.evalDo(commitScript, commitKeys(key), owner, t), nil)
+	r := lk.fanout(ctx, voters, timeout, commitScript, ks.commit[:], []string{owner, strconv.FormatInt(token, 10)}, nil)
 	answers := lk.phase1Answers(votes)
 	for _, i := range voters {
 		answers[i] = NodeAnswer{Node: lk.names[i], Kind: KindNotAwaited}
@@ -269,13 +309,13 @@ func (lk *Locker) commit(ctx context.Context, key, owner string, token int64, vo
 		switch {
 		case a.err != nil:
 			answers[a.i] = answerOf(name, a)
-		case a.res[0].Reply.Int(0) == 1:
+		case a.reply.Int(0) == 1:
 			answers[a.i] = NodeAnswer{Node: name, Kind: KindOK}
 			got++
-		case a.res[0].Reply.Int(0) == 0:
+		case a.reply.Int(0) == 0:
 			answers[a.i] = NodeAnswer{Node: name, Kind: KindHeld}
 		default:
-			answers[a.i] = NodeAnswer{Node: name, Kind: KindError, Err: fmt.Errorf("%w: counter already at or above %s", errCounterAhead, t)}
+			answers[a.i] = NodeAnswer{Node: name, Kind: KindError, Err: errCounterAhead}
 		}
 	}
 	r.abandon()

@@ -10,8 +10,12 @@ import (
 	"github.com/dlockgo/dlock/lease"
 )
 
-// backend is the Locker's side of its leases.
-type backend struct{ lk *Locker }
+// backend is the Locker's side of one lease.
+type backend struct {
+	lk  *Locker
+	ks  *keySet
+	ttl time.Duration // the TTL the lease was granted with
+}
 
 // Extend sets the lock's expiry to ttl on every node where the lease still
 // holds it; a node where it expired is not revived. It needs a majority
@@ -31,8 +35,8 @@ func (b *backend) Extend(ctx context.Context, l *lease.Lease, ttl time.Duration)
 	q := lk.Quorum()
 	n := len(lk.nodes)
 	t1 := time.Now()
-	r := lk.fanout(ctx, lk.all(), lk.cfg.nodeTimeout,
-		lk.evalDo(extendScript, releaseKeys(l.Key()), l.Owner(), strconv.FormatInt(ttl.Milliseconds(), 10)), nil)
+	r := lk.fanout(ctx, lk.all(), lk.nodeTimeout(ttl), extendScript, b.ks.script[:1],
+		[]string{l.Owner(), strconv.FormatInt(ttl.Milliseconds(), 10)}, nil)
 	answers := make([]NodeAnswer, n)
 	for i := range answers {
 		answers[i] = NodeAnswer{Node: lk.names[i], Kind: KindNotAwaited}
@@ -44,7 +48,7 @@ func (b *backend) Extend(ctx context.Context, l *lease.Lease, ttl time.Duration)
 		switch {
 		case a.err != nil:
 			answers[a.i] = answerOf(name, a)
-		case a.res[0].Reply.Int(0) == 1:
+		case a.reply.Int(0) == 1:
 			answers[a.i] = NodeAnswer{Node: name, Kind: KindOK}
 			got++
 		default:
@@ -66,14 +70,16 @@ func (b *backend) Extend(ctx context.Context, l *lease.Lease, ttl time.Duration)
 }
 
 // Release deletes the lock on every node where this owner still holds it,
-// and publishes the release. It succeeds when at least one node held it.
+// and wakes the next waiter. It succeeds when at least one node held it,
+// and returns once a majority has released it or every node answered: the
+// rest of the release goes on in the background, and Close waits for it.
 func (b *backend) Release(ctx context.Context, l *lease.Lease) error {
 	lk := b.lk
 	if err := lk.begin(); err != nil {
 		return err
 	}
 	defer lk.wg.Done()
-	answers, released := lk.releaseAll(ctx, l.Key(), l.Owner(), true, nil)
+	answers, released := lk.releaseAll(ctx, b.ks, l.Owner(), b.ttl, true, nil, lk.Quorum(), nil)
 	if released > 0 {
 		return nil
 	}
@@ -87,19 +93,19 @@ type waker struct {
 	stops []func()
 }
 
-// subscribe listens for releases of key on every node it can reach within a
+// subscribe listens on channel on every node it can reach within a
 // few node timeouts, forwarding each to wake; the forwarders end at stop.
 // Once subscribed, it signals wake once, since a release published before
 // the subscriptions took effect was missed.
-func (lk *Locker) subscribe(ctx context.Context, key string, wake chan<- struct{}) *waker {
+func (lk *Locker) subscribe(ctx context.Context, channel string, wake chan<- struct{}) *waker {
 	w := &waker{done: make(chan struct{})}
-	ctx, cancel := context.WithTimeout(ctx, lk.cleanupTimeout())
+	ctx, cancel := context.WithTimeout(ctx, lk.cleanupTimeout(lk.cfg.ttl))
 	defer cancel()
 	var mu sync.Mutex
 	var sub sync.WaitGroup
 	for _, nd := range lk.nodes {
 		sub.Go(func() {
-			sig, stop, err := nd.Subscribe(ctx, channelOf(key))
+			sig, stop, err := nd.Subscribe(ctx, channel)
 			if err != nil {
 				return
 			}

@@ -4,7 +4,7 @@ import (
 	"context"
 	"errors"
 	"os"
-	"slices"
+	"strconv"
 	"sync"
 	"time"
 
@@ -14,70 +14,277 @@ import (
 // result is one node's answer to one fanned-out request.
 type result struct {
 	i       int
-	res     []node.Result
+	reply   node.Reply
 	err     error
 	timeout bool
 	rtt     time.Duration // from the request to its answer, or to giving up
+
+	synthetic bool // made up by next for a silent node: its real answer comes later
 }
 
-// round is one request sent to several nodes at once, one goroutine per
-// node. The caller reads answers until the outcome is decided and then
-// abandons the round: a goroutine whose node answers later hands its answer
-// to late instead, so a late "yes" can still be undone. Every goroutine
-// ends within the node timeout plus whatever late does, and is counted in
-// the Locker's WaitGroup, so Close waits for it.
+// call is one script call queued for one node's workers.
+type call struct {
+	r        *round
+	i        int
+	script   *node.Script
+	keys     []string
+	args     []string
+	deadline time.Time
+}
+
+// Each node is served by workersPerNode goroutines, started by New and
+// ended by Close, which take the calls queued for the node and send
+// whatever has gathered, up to maxBatch calls, as one pipeline: under load
+// a round trip carries many calls, which costs both the client and the
+// server far less than a round trip each; alone, a call goes as a plain
+// Eval. Two workers keep one batch in flight while the next one gathers.
+const (
+	workersPerNode = 2
+	maxBatch       = 64
+	queueLen       = 1024 // calls waiting per node before new ones fail at once
+)
+
+// errQueueFull is a node's answer when its queue is full: the node has not
+// kept up for a while (hung, or far slower than the others).
+var errQueueFull = errors.New("redlock: too many calls waiting for this node")
+
+func (lk *Locker) startWorkers() {
+	lk.queues = make([]chan call, len(lk.nodes))
+	for i := range lk.nodes {
+		lk.queues[i] = make(chan call, queueLen)
+		for range workersPerNode {
+			lk.workers.Add(1)
+			go lk.serve(i, lk.queues[i])
+		}
+	}
+}
+
+// stopWorkers ends the workers once every call was answered: the caller
+// has waited for lk.wg, which counts the calls in flight.
+func (lk *Locker) stopWorkers() {
+	lk.stopOnce.Do(func() {
+		for _, q := range lk.queues {
+			close(q)
+		}
+	})
+	lk.workers.Wait()
+}
+
+// serve sends node i's calls, in batches, until q is closed.
+func (lk *Locker) serve(i int, q <-chan call) {
+	defer lk.workers.Done()
+	ctx := newCallCtx()
+	defer ctx.stop()
+	batch := make([]call, 0, maxBatch)
+	calls := make([]node.Call, 0, maxBatch)
+	for c := range q {
+		batch = append(batch[:0], c)
+	gather:
+		for len(batch) < maxBatch {
+			select {
+			case c, ok := <-q:
+				if !ok {
+					break gather
+				}
+				batch = append(batch, c)
+			default:
+				break gather
+			}
+		}
+		lk.send(i, ctx, batch, calls[:0])
+	}
+}
+
+// send runs one batch on node i and delivers each call's answer. A call
+// whose deadline has passed or whose caller has gone is not sent: a vote
+// nobody waits for any more would only have to be undone.
+func (lk *Locker) send(i int, ctx *callCtx, batch []call, calls []node.Call) {
+	now := time.Now()
+	live := batch[:0]
+	var deadline time.Time
+	for _, c := range batch {
+		if err := c.r.ctx.Err(); err != nil {
+			c.r.deliver(result{i: i, err: err})
+			continue
+		}
+		if !now.Before(c.deadline) {
+			c.r.deliver(result{i: i, err: context.DeadlineExceeded, timeout: true})
+			continue
+		}
+		deadline = later(deadline, c.deadline)
+		live = append(live, c)
+	}
+	if len(live) == 0 {
+		return
+	}
+	nd := lk.nodes[i]
+	ctx.arm(deadline)
+	if len(live) == 1 {
+		c := live[0]
+		reply, err := nd.Eval(ctx, c.script, c.keys, c.args...)
+		timeout := ctx.timedOut(err)
+		ctx.disarm()
+		c.r.deliver(result{i: i, reply: reply, err: err, timeout: timeout})
+		return
+	}
+	for _, c := range live {
+		calls = append(calls, node.Call{Script: c.script, Keys: c.keys, Args: c.args})
+	}
+	res, _, err := nd.Pipeline(ctx, calls, node.Wait{})
+	timeout := ctx.timedOut(err)
+	ctx.disarm()
+	for k, c := range live {
+		a := result{i: i, err: err, timeout: timeout}
+		if err == nil {
+			a.reply, a.err = res[k].Reply, res[k].Err
+		}
+		c.r.deliver(a)
+	}
+}
+
+func later(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
+}
+
+// callCtx is a worker's context for its calls, re-armed with each batch's
+// deadline instead of a context.WithDeadline per call: a new context, its
+// timer and its channel were a third of an acquisition's allocations.
+// Clients use a call's context only while the call runs, and a worker runs
+// one call at a time, so no call sees the deadline of another.
+type callCtx struct {
+	mu       sync.Mutex
+	deadline time.Time
+	armed    bool
+	done     chan struct{}
+	err      error
+	timer    *time.Timer
+}
+
+func newCallCtx() *callCtx {
+	c := &callCtx{done: make(chan struct{})}
+	c.timer = time.AfterFunc(time.Hour, c.fire)
+	c.timer.Stop()
+	return c
+}
+
+func (c *callCtx) fire() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	// A firing that raced with disarm, or a re-arm, is early: ignore it.
+	if c.armed && c.err == nil && !time.Now().Before(c.deadline) {
+		c.err = context.DeadlineExceeded
+		close(c.done)
+	}
+}
+
+func (c *callCtx) arm(deadline time.Time) {
+	c.mu.Lock()
+	if c.err != nil {
+		c.done, c.err = make(chan struct{}), nil
+	}
+	c.deadline, c.armed = deadline, true
+	c.mu.Unlock()
+	c.timer.Reset(time.Until(deadline))
+}
+
+func (c *callCtx) disarm() {
+	c.timer.Stop()
+	c.mu.Lock()
+	c.armed = false
+	c.mu.Unlock()
+}
+
+func (c *callCtx) stop() { c.timer.Stop() }
+
+// timedOut reports whether err is the call's deadline: the context's, or
+// the client's own, which may come a little before it.
+func (c *callCtx) timedOut(err error) bool {
+	return err != nil && (c.Err() != nil || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, os.ErrDeadlineExceeded))
+}
+
+func (c *callCtx) Deadline() (time.Time, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.deadline, true
+}
+
+func (c *callCtx) Done() <-chan struct{} {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.done
+}
+
+func (c *callCtx) Err() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.err
+}
+
+func (c *callCtx) Value(any) any { return nil }
+
+// round is one request sent to several nodes at once, through their
+// workers. The caller reads answers until the outcome is decided and then
+// abandons the round: an answer that comes later goes to late instead
+// (which runs on a worker and must not block), so a late "yes" can still
+// be looked at. Every call is counted in the Locker's WaitGroup until its
+// answer is delivered, so Close waits for it.
 //
-// The caller does not rely on the clients to honour the context's deadline
-// (go-redis without ContextTimeoutEnabled waits for its read timeout):
-// past the node timeout, or once ctx ends, next reports the nodes still
-// silent as timed out, and their real answers, when they come, go to late.
+// The caller does not rely on the clients to honour the deadline (go-redis
+// without ContextTimeoutEnabled waits for its read timeout): past the node
+// timeout, or once ctx ends, next reports the nodes still silent as timed
+// out, and their real answers, when they come, go to late.
 type round struct {
 	ch        chan result
 	start     time.Time
+	ctx       context.Context
 	mu        sync.Mutex
 	abandoned bool
 	late      func(result)
 	wg        *sync.WaitGroup
 
 	// Used by the caller's goroutine only.
-	ctx     context.Context
 	timer   *time.Timer
-	pending []int        // nodes not answered yet, as far as the caller knows
-	seen    map[int]bool // nodes already reported by next
+	pending []int  // nodes not answered yet, as far as the caller knows
+	seen    []bool // by node: already reported by next
 }
 
-// fanout sends do to the nodes at idx, each bounded by timeout on a context
-// derived from ctx. The caller must hold an operation (begin).
+// fanout sends the script to the nodes at idx, each call bounded by
+// timeout. The caller must hold an operation (begin).
 func (lk *Locker) fanout(ctx context.Context, idx []int, timeout time.Duration,
-	do func(ctx context.Context, i int) ([]node.Result, error), late func(result)) *round {
-	r := &round{ch: make(chan result, len(idx)), start: time.Now(), late: late, wg: &lk.wg, ctx: ctx,
-		timer:   time.NewTimer(timeout + timeout/10 + time.Millisecond),
-		pending: slices.Clone(idx), seen: make(map[int]bool, len(idx))}
+	s *node.Script, keys, args []string, late func(result)) *round {
+	r := &round{ch: make(chan result, len(idx)), start: time.Now(), ctx: ctx, late: late, wg: &lk.wg,
+		pending: append(make([]int, 0, len(idx)), idx...), seen: make([]bool, len(lk.nodes))}
+	deadline := r.start.Add(timeout)
+	r.timer = time.NewTimer(timeout + timeout/10 + time.Millisecond)
 	lk.wg.Add(len(idx))
 	for _, i := range idx {
-		go func() {
-			defer lk.wg.Done()
-			nctx, cancel := context.WithTimeout(ctx, timeout)
-			res, err := do(nctx, i)
-			// Clients may give up a little before the context's deadline,
-			// reporting it themselves.
-			timedOut := err != nil && ctx.Err() == nil && (errors.Is(nctx.Err(), context.DeadlineExceeded) ||
-				errors.Is(err, context.DeadlineExceeded) || errors.Is(err, os.ErrDeadlineExceeded))
-			cancel()
-			a := result{i: i, res: res, err: err, timeout: timedOut, rtt: time.Since(r.start)}
-			r.mu.Lock()
-			if r.abandoned {
-				r.mu.Unlock()
-				if r.late != nil {
-					r.late(a)
-				}
-				return
-			}
-			r.ch <- a // buffered for every node: never blocks
-			r.mu.Unlock()
-		}()
+		select {
+		case lk.queues[i] <- call{r: r, i: i, script: s, keys: keys, args: args, deadline: deadline}:
+		default:
+			r.deliver(result{i: i, err: errQueueFull})
+		}
 	}
 	return r
+}
+
+// deliver hands node a.i's answer to the round's reader, or to late once
+// the round is abandoned.
+func (r *round) deliver(a result) {
+	defer r.wg.Done()
+	a.rtt = time.Since(r.start)
+	r.mu.Lock()
+	if !r.abandoned {
+		r.ch <- a // buffered for every node: never blocks
+		r.mu.Unlock()
+		return
+	}
+	r.mu.Unlock()
+	if r.late != nil {
+		r.late(a)
+	}
 }
 
 // next returns the next answer; the caller must not ask for more answers
@@ -95,12 +302,17 @@ func (r *round) next() result {
 		}
 		if !r.seen[a.i] {
 			r.seen[a.i] = true
-			r.pending = slices.DeleteFunc(r.pending, func(i int) bool { return i == a.i })
+			for k, i := range r.pending {
+				if i == a.i {
+					r.pending = append(r.pending[:k], r.pending[k+1:]...)
+					break
+				}
+			}
 			return a
 		}
 		// Already reported as silent: a late answer.
 		if r.late != nil {
-			r.wg.Go(func() { r.late(a) })
+			r.late(a)
 		}
 	}
 }
@@ -110,44 +322,26 @@ func (r *round) silent(err error, timeout bool) result {
 	i := r.pending[0]
 	r.pending = r.pending[1:]
 	r.seen[i] = true
-	return result{i: i, err: err, timeout: timeout, rtt: time.Since(r.start)}
+	return result{i: i, err: err, timeout: timeout, rtt: time.Since(r.start), synthetic: true}
 }
 
 // abandon stops the caller's reading: answers already queued and answers
-// still to come go to late, which runs on goroutines of its own since it
-// may wait for the caller's outcome.
+// still to come go to late.
 func (r *round) abandon() {
 	r.mu.Lock()
 	r.abandoned = true
-	var queued []result
+	r.mu.Unlock()
+	r.timer.Stop()
 	for {
 		select {
 		case a := <-r.ch:
-			queued = append(queued, a)
+			if r.late != nil {
+				r.late(a)
+			}
 			continue
 		default:
 		}
-		break
-	}
-	r.mu.Unlock()
-	r.timer.Stop()
-	if r.late != nil && len(queued) > 0 {
-		r.wg.Go(func() {
-			for _, a := range queued {
-				r.late(a)
-			}
-		})
-	}
-}
-
-// evalDo adapts one script call to fanout.
-func (lk *Locker) evalDo(s *node.Script, keys []string, args ...string) func(context.Context, int) ([]node.Result, error) {
-	return func(ctx context.Context, i int) ([]node.Result, error) {
-		reply, err := lk.nodes[i].Eval(ctx, s, keys, args...)
-		if err != nil {
-			return nil, err
-		}
-		return []node.Result{{Reply: reply}}, nil
+		return
 	}
 }
 
@@ -161,43 +355,57 @@ func answerOf(name string, a result) NodeAnswer {
 
 // cleanupTimeout bounds each node's part in a release: a few node timeouts,
 // since it runs on a context detached from the caller's.
-func (lk *Locker) cleanupTimeout() time.Duration {
-	return min(4*lk.cfg.nodeTimeout, 5*time.Second)
+func (lk *Locker) cleanupTimeout(ttl time.Duration) time.Duration {
+	return min(4*lk.nodeTimeout(ttl), 5*time.Second)
 }
 
-// releaseAll runs the release script on every node, detached from ctx's
-// cancellation and bounded by cleanupTimeout per node. It waits for the
-// answers of the nodes for which await is true (all when await is nil); the
-// others are released in the background, by goroutines Close waits for.
-// publish announces the release to waiters. Nodes not awaited are reported
-// as KindNotAwaited.
-func (lk *Locker) releaseAll(ctx context.Context, key, owner string, publish bool, await func(i int) bool) (answers []NodeAnswer, released int) {
+// goneKeep is how long a release remembers an owner it did not find (see
+// releaseScript): the longest TTL a vote of that owner could set.
+func (lk *Locker) goneKeep() string {
+	return strconvMs(max(lk.cfg.maxTTL, lk.cfg.ttl))
+}
+
+// releaseAll runs the release script for owner on the nodes at idx (all
+// when nil), detached from ctx's cancellation and bounded by
+// cleanupTimeout per node, recording the owner as gone where it does not
+// hold the lock. It returns once need nodes released the lock, or every
+// node for which await is true (all when await is nil) answered; the
+// other calls finish in the background, counted in the Locker's
+// WaitGroup, which Close waits for. publish wakes the next waiter. Nodes
+// not awaited are reported as KindNotAwaited.
+func (lk *Locker) releaseAll(ctx context.Context, ks *keySet, owner string, ttl time.Duration, publish bool, idx []int, need int, await []bool) (answers []NodeAnswer, released int) {
 	ch := ""
 	if publish {
-		ch = channelOf(key)
+		ch = ks.channel
 	}
-	r := lk.fanout(context.WithoutCancel(ctx), lk.all(), lk.cleanupTimeout(),
-		lk.evalDo(releaseScript, releaseKeys(key), owner, ch), nil)
+	if idx == nil {
+		idx = lk.all()
+	}
 	answers = make([]NodeAnswer, len(lk.nodes))
-	waiting := 0
 	for i := range answers {
 		answers[i] = NodeAnswer{Node: lk.names[i], Kind: KindNotAwaited}
-		if await == nil || await(i) {
+	}
+	if len(idx) == 0 {
+		return answers, 0
+	}
+	r := lk.fanout(context.WithoutCancel(ctx), idx, lk.cleanupTimeout(ttl),
+		releaseScript, ks.release(), []string{owner, ch, lk.goneKeep()}, nil)
+	waiting := 0
+	for _, i := range idx {
+		if await == nil || await[i] {
 			waiting++
 		}
 	}
-	for got := 0; waiting > 0 && got < len(lk.nodes); got++ {
+	for got := 0; got < len(idx) && waiting > 0 && released < need; got++ {
 		a := r.next()
-		name := lk.names[a.i]
-		if await == nil || await(a.i) {
+		if await == nil || await[a.i] {
 			waiting--
 		}
+		name := lk.names[a.i]
 		switch {
 		case a.err != nil:
 			answers[a.i] = answerOf(name, a)
-		case a.res[0].Err != nil:
-			answers[a.i] = NodeAnswer{Node: name, Kind: KindError, Err: a.res[0].Err}
-		case a.res[0].Reply.Int(0) == 1:
+		case a.reply.Int(0) == 1:
 			answers[a.i] = NodeAnswer{Node: name, Kind: KindOK}
 			released++
 		default:
@@ -209,16 +417,13 @@ func (lk *Locker) releaseAll(ctx context.Context, key, owner string, publish boo
 }
 
 // releaseOne undoes a late grant on node i, on a context of its own.
-func (lk *Locker) releaseOne(i int, key, owner string) {
-	ctx, cancel := context.WithTimeout(context.Background(), lk.cleanupTimeout())
+func (lk *Locker) releaseOne(i int, ks *keySet, owner string, ttl time.Duration) {
+	ctx, cancel := context.WithTimeout(context.Background(), lk.cleanupTimeout(ttl))
 	defer cancel()
-	_, _ = lk.nodes[i].Eval(ctx, releaseScript, releaseKeys(key), owner, "")
+	_, _ = lk.nodes[i].Eval(ctx, releaseScript, ks.release(), owner, "", lk.goneKeep())
 }
 
-func (lk *Locker) all() []int {
-	idx := make([]int, len(lk.nodes))
-	for i := range idx {
-		idx[i] = i
-	}
-	return idx
-}
+// all returns every node's index, in a slice the caller must not change.
+func (lk *Locker) all() []int { return lk.every }
+
+func strconvMs(d time.Duration) string { return strconv.FormatInt(d.Milliseconds(), 10) }

@@ -3,6 +3,7 @@ package redlock
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -42,16 +43,19 @@ type NodeInfo struct {
 	Node    string        // the node's name (its address)
 	Owner   string        // the owner there; empty when free there
 	TTL     time.Duration // time the lock has left there; 0 when free
-	Counter fence.Token   // the node's fence counter for the key
+	Counter fence.Token   // the node's effective fence counter for the key: max(counter, floor)
 	Err     error         // set when the node did not answer in time
 }
 
-// inspectScript reads the lock (KEYS[1]) and the fence counter (KEYS[2])
-// and writes nothing. Reply: {owner (empty when none), pttl, counter}.
+// inspectScript reads the lock (KEYS[1]), the fence counter (KEYS[2]) and
+// the node's floor (KEYS[3]) and writes nothing. Reply: {owner (empty
+// when none), pttl, counter, floor}. The effective counter, the one the
+// next commit on this node must exceed, is the larger of the two: a node
+// repaired after losing its data holds its lower bound in the floor.
 var inspectScript = node.NewScript(`
 local o = redis.call('GET', KEYS[1])
 local p = redis.call('PTTL', KEYS[1])
-return {o or '', p, redis.call('GET', KEYS[2]) or '0'}
+return {o or '', p, redis.call('GET', KEYS[2]) or '0', redis.call('GET', KEYS[3]) or '0'}
 `)
 
 // Inspect reports who holds the lock on key on each node, with its fence
@@ -66,12 +70,13 @@ func (lk *Locker) Inspect(ctx context.Context, key string) (Info, error) {
 		return Info{}, err
 	}
 	defer lk.wg.Done()
-	keys := []string{lockKey(key), fenceKey(key)}
+	ks := newKeySet(key)
+	keys := []string{ks.script[0], ks.script[5], floorKey}
 	info := Info{Key: key, Quorum: lk.Quorum(), Nodes: make([]NodeInfo, len(lk.nodes))}
 	var wg sync.WaitGroup
 	for i, n := range lk.nodes {
 		wg.Go(func() {
-			nctx, cancel := context.WithTimeout(ctx, lk.cfg.nodeTimeout)
+			nctx, cancel := context.WithTimeout(ctx, lk.nodeTimeout(lk.cfg.ttl))
 			defer cancel()
 			info.Nodes[i] = inspectNode(nctx, n, lk.names[i], keys)
 		})
@@ -118,12 +123,14 @@ func inspectNode(ctx context.Context, n node.Node, name string, keys []string) N
 		ni.Err = err
 		return ni
 	}
-	c, err := strconv.ParseUint(r.Str(2), 10, 64)
-	if err != nil {
-		ni.Err = fmt.Errorf("redlock: fence counter %q: %w", r.Str(2), err)
+	c, err1 := strconv.ParseUint(r.Str(2), 10, 64)
+	f, err2 := strconv.ParseUint(r.Str(3), 10, 64)
+	if err1 != nil || err2 != nil {
+		// Counters are tokens: the error names none.
+		ni.Err = errors.New("redlock: fence counter or floor is not an unsigned integer")
 		return ni
 	}
-	ni.Counter = fence.Token(c)
+	ni.Counter = fence.Token(max(c, f))
 	if r.Str(0) != "" && r.Int(1) > 0 {
 		ni.Owner = r.Str(0)
 		ni.TTL = time.Duration(r.Int(1)) * time.Millisecond

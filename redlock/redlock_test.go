@@ -924,3 +924,68 @@ func TestCanceledContext(t *testing.T) {
 		t.Errorf("after Close: %v; want ErrClosed", err)
 	}
 }
+
+// TestGhostVote: a vote that timed out on a stopped server runs when the
+// server resumes, possibly after the attempt's release reached it on
+// another connection. The release records the owner as gone, so the late
+// vote is refused and leaves no lock behind (it used to hold the node for
+// a whole TTL under an owner that had given up).
+func TestGhostVote(t *testing.T) {
+	each(t, func(t *testing.T, c string) {
+		srv := redistest.Start(t)
+		n := redistest.NodeFor(t, c, srv.Addr())
+		ctx := context.Background()
+		st, err := redlock.GhostVote(ctx, n, "ghost", "owner-1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st != redlock.StatusGone {
+			t.Errorf("vote after its release: status %d; want %d (refused, owner gone)", st, redlock.StatusGone)
+		}
+		if v := do(t, srv, "GET", "dlock:{ghost}:lock"); v != "" {
+			t.Errorf("lock left by the late vote: %q", v)
+		}
+	})
+}
+
+// TestGhostVoteAfterSIGCONT stops three of five servers during an attempt,
+// which then fails for want of votes and releases its owner everywhere;
+// the stopped servers run the timed-out votes and the releases in whatever
+// order after SIGCONT. No lock may be left on them, at once, not a TTL
+// later.
+func TestGhostVoteAfterSIGCONT(t *testing.T) {
+	each(t, func(t *testing.T, c string) {
+		srvs := redistest.StartN(t, 5)
+		const ttl = 10 * time.Second
+		lk := newLocker(t, nodesOn(t, srvs, c), redlock.WithDurableNodes(), redlock.WithTTL(ttl))
+		ctx := context.Background()
+		for range 3 { // connections open before the pause, as in a running service
+			l, err := lk.TryAcquire(ctx, "warm")
+			if err != nil {
+				t.Fatal(err)
+			}
+			_ = l.Release(ctx)
+		}
+		paused := srvs[2:]
+		for _, s := range paused {
+			s.Pause()
+		}
+		_, err := lk.TryAcquire(ctx, "ghost")
+		var qe *redlock.QuorumError
+		if !errors.As(err, &qe) {
+			for _, s := range paused {
+				s.Resume()
+			}
+			t.Fatalf("TryAcquire with 3 of 5 stopped: %v; want a QuorumError", err)
+		}
+		time.Sleep(2 * testNodeTimeout) // the releases are sent, in the background
+		for _, s := range paused {
+			s.Resume()
+		}
+		// Both the votes and the releases run within moments of SIGCONT.
+		time.Sleep(500 * time.Millisecond)
+		if left := lockKeysLeft(t, srvs, "ghost"); len(left) != 0 {
+			t.Errorf("locks left by late votes on %v after SIGCONT", left)
+		}
+	})
+}

@@ -4,8 +4,6 @@ import (
 	"context"
 	"strconv"
 	"sync"
-
-	"github.com/dlockgo/dlock/node"
 )
 
 // repairs gathers every phase 1 answer of one attempt, those read after
@@ -52,15 +50,16 @@ func (lk *Locker) newRepairs() *repairs {
 	return &repairs{lk: lk, left: len(lk.nodes), votes: make([]vote, len(lk.nodes))}
 }
 
-// add records node i's phase 1 answer; the caller is one of the attempt's
-// fan-out goroutines, which the Locker's WaitGroup counts.
-func (rp *repairs) add(i int, res []node.Result, err error) {
+// add records one node's phase 1 answer, exactly once per node, whether
+// the attempt read it or it came late; the caller holds a count in the
+// Locker's WaitGroup (an operation, or the answer's call).
+func (rp *repairs) add(a result) {
 	var v vote
-	if err == nil {
-		v = rp.lk.parseVote(i, res)
+	if a.err == nil {
+		v = rp.lk.parseVote(a.i, a.reply)
 	}
 	rp.mu.Lock()
-	rp.votes[i] = v
+	rp.votes[a.i] = v
 	rp.left--
 	last := rp.left == 0
 	rp.mu.Unlock()
@@ -98,7 +97,7 @@ func (rp *repairs) start() {
 // unless its epoch changed. Close cuts it short: a node left unrepaired is
 // repaired by a later attempt.
 func (lk *Locker) repair(i int, epoch string, floor int64) {
-	ctx, cancel := context.WithTimeout(lk.closing, lk.cleanupTimeout())
+	ctx, cancel := context.WithTimeout(lk.closing, lk.cleanupTimeout(lk.cfg.ttl))
 	defer cancel()
 	_, _ = lk.nodes[i].Eval(ctx, repairScript, repairKeys, epoch, strconv.FormatInt(floor, 10))
 }

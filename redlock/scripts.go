@@ -6,41 +6,93 @@ import "github.com/dlockgo/dlock/node"
 // always stored from the caller's decimal string: Lua would write a large
 // number in exponent form.
 
-// epochScript returns {epoch, now}: the node's epoch and its clock, both in
-// microseconds. A missing epoch is stamped with now, so it reads as a node
-// that has just lost its data. The value is kept as the decimal string of
-// TIME, exactly.
-var epochScript = node.NewScript(`
-local t = redis.call('TIME')
-local now = t[1] .. string.format('%06d', tonumber(t[2]))
-local e = redis.call('GET', KEYS[1])
-if not e then
-  redis.call('SET', KEYS[1], now)
-  e = now
+// Status of an acquire script's reply.
+const (
+	statusHeld   = 0 // held by another owner
+	statusSet    = 1 // set for the caller's owner
+	statusQueued = 2 // free, but promised to an earlier waiter
+	statusGone   = 3 // the caller's owner was given up: a late vote, refused
+)
+
+// queueHead is the Lua function that returns the waiter at the head of the
+// queue KEYS[3] (scores: first-attempt times), dropping the heads whose
+// deadline in KEYS[4] is not after ms, or false when none is left.
+const queueHead = `
+local function head(ms)
+  while true do
+    local h = redis.call('ZRANGE', KEYS[3], 0, 0)[1]
+    if not h then return false end
+    if tonumber(redis.call('HGET', KEYS[4], h) or '0') > ms then return h end
+    redis.call('ZREM', KEYS[3], h)
+    redis.call('HDEL', KEYS[4], h)
+  end
 end
-return {e, now}
+`
+
+// acquireBody is phase 1 on one node, shared by both acquire scripts. KEYS:
+// lock, gone, queue, queue deadlines, epoch. ARGV: owner, TTL ms, waiter
+// (” for none), waiter's score, waiter's ticket life ms.
+//
+// It reads the node's clock and its epoch (stamping a missing one with the
+// clock: a node that has just lost its data), then grants the lock to the
+// owner when it is free, the owner was not given up (see releaseScript),
+// and the queue is empty or its head is this waiter; a waiter granted
+// leaves the queue. A waiter refused joins the queue (or stays, keeping
+// its first score) and its ticket's deadline moves to now + its life.
+// Every node orders waiters by the same scores, so the head is the same
+// waiter on every node that holds the same tickets.
+//
+// Locals left for the script's tail: st (a status above), p (the holder's
+// PTTL, or 0), now (µs, as a number) and e (the epoch, as stored).
+const acquireBody = queueHead + `
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
+local e = redis.call('GET', KEYS[5])
+if not e then
+  e = t[1] .. string.format('%06d', tonumber(t[2]))
+  redis.call('SET', KEYS[5], e)
+end
+local ms = math.floor(now / 1000)
+local st, p = 0, redis.call('PTTL', KEYS[1])
+if p == -2 then
+  p = 0
+  local h = head(ms)
+  if h and h ~= ARGV[3] then
+    st = 2
+  elseif redis.call('HEXISTS', KEYS[2], ARGV[1]) == 1 then
+    return {3, 0, now, e}
+  else
+    redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
+    st = 1
+    if h then
+      redis.call('ZREM', KEYS[3], h)
+      redis.call('HDEL', KEYS[4], h)
+    end
+  end
+end
+if st ~= 1 and ARGV[3] ~= '' then
+  redis.call('ZADD', KEYS[3], 'NX', ARGV[4], ARGV[3])
+  redis.call('HSET', KEYS[4], ARGV[3], ms + tonumber(ARGV[5]))
+end
+`
+
+// acquireScript is phase 1 without tokens (see acquireBody). Reply:
+// {status, pttl, now µs, epoch}.
+var acquireScript = node.NewScript(acquireBody + `
+return {st, p, now, e}
 `)
 
-// acquireScript sets the lock (KEYS[1]) to the owner ARGV[1] for ARGV[2] ms
-// if free, and reads the node's effective fence counter for the key:
-// max(key counter KEYS[2], node floor KEYS[3]), its high-water mark
-// (KEYS[4]) and the epoch it was repaired for (KEYS[5]). Reading the
-// repair mark in the same script as the lock makes a flush between this
-// and the epoch script read as "not repaired". Reply: {1, counter, high,
-// repaired, server time µs} when set, {0, counter, high, repaired, pttl}
-// when held.
-var acquireScript = node.NewScript(`
-local ok = redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2])
-local c = tonumber(redis.call('GET', KEYS[2]) or '0')
-local f = tonumber(redis.call('GET', KEYS[3]) or '0')
+// acquireTokenScript is phase 1 with tokens: acquireBody, then the node's
+// effective fence counter for the key, max(counter KEYS[6], node floor
+// KEYS[7]), its high-water mark (KEYS[8]) and the epoch it was repaired
+// for (KEYS[9]), read in the same script as the lock and the epoch, so a
+// flush cannot fall between them. Reply: {status, pttl, now µs, epoch,
+// counter, high, repaired}.
+var acquireTokenScript = node.NewScript(acquireBody + `
+local c = tonumber(redis.call('GET', KEYS[6]) or '0')
+local f = tonumber(redis.call('GET', KEYS[7]) or '0')
 if f > c then c = f end
-local h = redis.call('GET', KEYS[4]) or '0'
-local r = redis.call('GET', KEYS[5]) or ''
-if ok then
-  local t = redis.call('TIME')
-  return {1, c, h, r, tonumber(t[1]) * 1000000 + tonumber(t[2])}
-end
-return {0, c, h, r, redis.call('PTTL', KEYS[1])}
+return {st, p, now, e, c, redis.call('GET', KEYS[8]) or '0', redis.call('GET', KEYS[9]) or ''}
 `)
 
 // commitScript is phase 2: counter (KEYS[2]) = ARGV[2] only while the owner
@@ -83,13 +135,53 @@ end
 return 0
 `)
 
-// releaseScript deletes the lock when the owner ARGV[1] holds it, and then
-// publishes on channel ARGV[2] unless it is empty. Reply 1 or 0.
-var releaseScript = node.NewScript(`
+// wakeHead is the Lua tail that tells waiters the lock is free: a message
+// on the queue head's own channel (ARGV[2]:waiter) when someone waits,
+// else on ARGV[2]; nothing when ARGV[2] is empty.
+const wakeHead = `
+if ARGV[2] ~= '' then
+  local t = redis.call('TIME')
+  local h = head(tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000))
+  if h then
+    redis.call('PUBLISH', ARGV[2] .. ':' .. h, '1')
+  else
+    redis.call('PUBLISH', ARGV[2], '1')
+  end
+end
+`
+
+// releaseScript: KEYS lock, gone, queue, queue deadlines; ARGV owner,
+// channel (” for no message), ms to remember a given-up owner (” for
+// never). It deletes the lock when the owner holds it and wakes the
+// queue's head (see wakeHead). Otherwise, the owner's vote may still be on
+// its way (a timed-out call runs when a stopped server resumes): the owner
+// is recorded in the gone hash, which the acquire scripts check, so the
+// late vote is refused instead of holding the lock for a TTL. Where the
+// owner holds the lock its vote has already run, and there is nothing to
+// record. Reply 1 when deleted, else 0.
+var releaseScript = node.NewScript(queueHead + `
 if redis.call('GET', KEYS[1]) == ARGV[1] then
   redis.call('DEL', KEYS[1])
-  if ARGV[2] ~= '' then redis.call('PUBLISH', ARGV[2], '1') end
+` + wakeHead + `
   return 1
 end
+if ARGV[3] ~= '' then
+  redis.call('HSET', KEYS[2], ARGV[1], '1')
+  if redis.call('PTTL', KEYS[2]) < tonumber(ARGV[3]) then
+    redis.call('PEXPIRE', KEYS[2], ARGV[3])
+  end
+end
 return 0
+`)
+
+// leaveScript: KEYS lock, gone, queue, queue deadlines; ARGV waiter,
+// channel. A waiter that gives up leaves the queue; when the lock is free,
+// the next head is woken, since it may be waiting for this one. Reply 1.
+var leaveScript = node.NewScript(queueHead + `
+redis.call('ZREM', KEYS[3], ARGV[1])
+redis.call('HDEL', KEYS[4], ARGV[1])
+if redis.call('EXISTS', KEYS[1]) == 0 then
+` + wakeHead + `
+end
+return 1
 `)
