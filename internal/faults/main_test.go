@@ -118,15 +118,18 @@ const mdTail = `
 
 1. **Failover race (single).** With asynchronous replication, A's claim
    dies with the master and B is granted the same lock on the promoted
-   replica: two holders. B's token is **equal** to A's, not larger: the
-   promoted replica never applied A's ` + "`HINCRBY attempts`" + `, so it hands out
-   the same number again. A fence admits a token equal to the highest it
-   has seen (the current holder writes many times), so **the fence does not
-   refuse A's stale write in this case**; the table counts it as stale
-   accepted. ` + "`single.WithReplicas(1, 100ms)`" + ` refuses A's claim instead (WAIT
-   acknowledges 0 replicas), so there is one holder and nothing to fence.
-   The fence is no defence against the failover race; WAIT is.
-   The quorum strategy has no replication to fail over: no row.
+   replica: **two holders**, and nothing in the single strategy prevents
+   that. The promoted replica never applied A's bump of the attempts
+   counter, but the token is floored at the server's clock in µs, so B's
+   token, taken later, is larger than A's and **the fence refuses A's stale
+   write**. That order rests on the promoted replica's clock not being
+   behind the old master's by more than the time between the two claims
+   (here one host's clock serves both). Anything A does that is not fenced
+   still overlaps with B. ` + "`single.WithReplicas(1, 100ms)`" + ` refuses A's claim
+   instead (WAIT acknowledges 0 replicas), so there is one holder and
+   nothing to fence. The fence limits the damage of the failover race; WAIT
+   prevents the race itself. The quorum strategy has no replication to fail
+   over: no row.
 2. **Node loss.** The quorum grants every acquisition with 2 of 5 nodes
    dead and none with 3 of 5; the single strategy grants none once its node
    is dead. Time to fail depends on the client: valkey-go fails at once on a
@@ -153,14 +156,17 @@ const mdTail = `
    clock: two holders, as the Redlock critique predicts. The quorum token
    still orders them (B read A's counter on the skewed node), so the fence
    refuses A. The single strategy, judged by its one server's clock, grants
-   B as well, and its attempts counter refuses A.
+   B as well, and its token (the attempts counter, floored at that clock)
+   refuses A.
 6. **Restart without persistence.** Without the lost-data guard, 3 of 5
    nodes restarted empty are a majority for B while A holds; the fence still
    refuses A because B read A's counter on the two intact nodes. With the
    guard, the restarted nodes sit out one max TTL and B is granted only then.
-   The single strategy restarted without AOF loses its attempts counter:
-   B's token is *below* A's, so the fence refuses the new holder and admits
-   the old one. With AOF the lock and counter survive the restart.
+   The single strategy restarted without AOF loses the lock and its
+   attempts counter: B is granted while A still holds (two holders), but
+   the counter restarts at the server's clock in µs, so B's token is above
+   A's and the fence refuses A. With AOF the lock and counter survive the
+   restart and B is refused.
 7. **Network delay.** As the latency grows, the validity left at the grant
    shrinks; past the margin the acquisition is refused for lack of validity
    (quorum) or its late grant is released (single), and no lock is left. The
