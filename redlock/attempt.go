@@ -60,7 +60,9 @@ func tally(votes []vote) (counted, held int) {
 // broken by id) stay the same across its attempts, so it keeps its place.
 type waiter struct {
 	id     string
+	at     int64 // the score, µs
 	score  string
+	wake   chan<- struct{}
 	life   string // how long a ticket outlives the attempt that refreshed it, ms
 	queued bool   // an attempt was refused: the waiter may hold a ticket on any node
 }
@@ -154,7 +156,7 @@ func (lk *Locker) attempt(ctx context.Context, ks *keySet, o lease.Options, w *w
 				await[i] = !votes[i].answered || votes[i].set
 			}
 		}
-		lk.releaseAll(ctx, ks, owner, o.TTL, false, idx, len(idx), await)
+		lk.releaseAll(ctx, ks, owner, "", o.TTL, false, idx, len(idx), await)
 		return nil, holdHint(votes), newQuorumError(op, ks.key, got, q, answers, reason)
 	}
 
@@ -191,7 +193,11 @@ func (lk *Locker) attempt(ctx context.Context, ks *keySet, o lease.Options, w *w
 		return fail("acquire", c, lk.phase1Answers(votes),
 			fmt.Errorf("%w: took %v of a %v TTL", ErrNoValidity, t2.Sub(t1), o.TTL))
 	}
-	l := lease.New(&backend{lk: lk, ks: ks, ttl: o.TTL}, lease.Grant{
+	b := &backend{lk: lk, ks: ks, ttl: o.TTL}
+	if w != nil {
+		b.waiter = w.id
+	}
+	l := lease.New(b, lease.Grant{
 		Key:      ks.key,
 		Owner:    owner,
 		Token:    fence.Token(token),
@@ -201,28 +207,18 @@ func (lk *Locker) attempt(ctx context.Context, ks *keySet, o lease.Options, w *w
 		Observer: lk.cfg.observer,
 	}, o.AutoRenew)
 	st.l.Store(l)
-	if w != nil && w.queued {
-		// Where this attempt's vote was not seen granted, the waiter's
-		// ticket may still stand, ahead of everyone else's.
-		var idx []int
-		for i := range votes {
-			if !votes[i].set {
-				idx = append(idx, i)
-			}
-		}
-		lk.leave(ks, w, idx)
-	}
 	return l, 0, nil
 }
 
 // leave takes w's tickets off the nodes at idx, in the background (the
-// calls are counted in the Locker's WaitGroup, so Close waits for them).
+// calls are counted in the Locker's WaitGroup, so Close waits for them):
+// the waiter gave up.
 func (lk *Locker) leave(ks *keySet, w *waiter, idx []int) {
 	if len(idx) == 0 {
 		return
 	}
 	r := lk.fanout(context.Background(), idx, lk.cleanupTimeout(lk.cfg.ttl), leaveScript, ks.release(),
-		[]string{w.id, ks.channel}, nil)
+		[]string{w.id, ks.channel, lk.goneKeep()}, nil)
 	r.abandon()
 }
 

@@ -3,6 +3,7 @@ package redlock
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -15,6 +16,8 @@ type backend struct {
 	lk  *Locker
 	ks  *keySet
 	ttl time.Duration // the TTL the lease was granted with
+
+	waiter string // the Acquire whose ticket the lease's release takes off the queue; empty for TryAcquire
 }
 
 // Extend sets the lock's expiry to ttl on every node where the lease still
@@ -79,7 +82,7 @@ func (b *backend) Release(ctx context.Context, l *lease.Lease) error {
 		return err
 	}
 	defer lk.wg.Done()
-	answers, released := lk.releaseAll(ctx, b.ks, l.Owner(), b.ttl, true, nil, lk.Quorum(), nil)
+	answers, released := lk.releaseAll(ctx, b.ks, l.Owner(), b.waiter, b.ttl, true, nil, lk.Quorum(), nil)
 	if released > 0 {
 		return nil
 	}
@@ -93,11 +96,11 @@ type waker struct {
 	stops []func()
 }
 
-// subscribe listens on channel on every node it can reach within a
-// few node timeouts, forwarding each to wake; the forwarders end at stop.
-// Once subscribed, it signals wake once, since a release published before
-// the subscriptions took effect was missed.
-func (lk *Locker) subscribe(ctx context.Context, channel string, wake chan<- struct{}) *waker {
+// subscribe listens on channel on every node it can reach within a few
+// node timeouts, calling signal on each message; the forwarders end at
+// stop. Once subscribed, it signals wake once, since a release published
+// before the subscriptions took effect was missed.
+func (lk *Locker) subscribe(ctx context.Context, channel string, wake chan<- struct{}, signal func()) *waker {
 	w := &waker{done: make(chan struct{})}
 	ctx, cancel := context.WithTimeout(ctx, lk.cleanupTimeout(lk.cfg.ttl))
 	defer cancel()
@@ -118,10 +121,7 @@ func (lk *Locker) subscribe(ctx context.Context, channel string, wake chan<- str
 					case <-w.done:
 						return
 					case <-sig:
-						select {
-						case wake <- struct{}{}:
-						default:
-						}
+						signal()
 					}
 				}
 			})
@@ -133,6 +133,48 @@ func (lk *Locker) subscribe(ctx context.Context, channel string, wake chan<- str
 	default:
 	}
 	return w
+}
+
+// enlist makes w one of key's waiters that releases wake.
+func (lk *Locker) enlist(key string, w *waiter) {
+	lk.wmu.Lock()
+	defer lk.wmu.Unlock()
+	if lk.waiting == nil {
+		lk.waiting = make(map[string][]*waiter)
+	}
+	lk.waiting[key] = append(lk.waiting[key], w)
+}
+
+func (lk *Locker) delist(key string, w *waiter) {
+	lk.wmu.Lock()
+	defer lk.wmu.Unlock()
+	ws := slices.DeleteFunc(lk.waiting[key], func(x *waiter) bool { return x == w })
+	if len(ws) == 0 {
+		delete(lk.waiting, key)
+	} else {
+		lk.waiting[key] = ws
+	}
+}
+
+// wakeFirst wakes the earliest of key's waiters in this Locker, the only
+// one of them the queues can grant the lock to next: waking all of them
+// would send every one on a five-node attempt bound to be refused. (When
+// the head waits in another process, that process wakes it.)
+func (lk *Locker) wakeFirst(key string) {
+	lk.wmu.Lock()
+	defer lk.wmu.Unlock()
+	var first *waiter
+	for _, w := range lk.waiting[key] {
+		if first == nil || w.at < first.at || w.at == first.at && w.id < first.id {
+			first = w
+		}
+	}
+	if first != nil {
+		select {
+		case first.wake <- struct{}{}:
+		default:
+		}
+	}
 }
 
 // stop ends the forwarders and the subscriptions.

@@ -23,7 +23,7 @@ func Scripts() []*node.Script {
 // behind a stopped server would land, and returns the vote's status.
 func GhostVote(ctx context.Context, n node.Node, key, owner string) (int64, error) {
 	ks := newKeySet(key)
-	if _, err := n.Eval(ctx, releaseScript, ks.release(), owner, "", "60000"); err != nil {
+	if _, err := n.Eval(ctx, releaseScript, ks.release(), owner, "", "60000", ""); err != nil {
 		return 0, err
 	}
 	r, err := n.Eval(ctx, acquireScript, ks.acquire(false), owner, "60000", "", "0", "0")

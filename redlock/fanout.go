@@ -373,7 +373,7 @@ func (lk *Locker) goneKeep() string {
 // other calls finish in the background, counted in the Locker's
 // WaitGroup, which Close waits for. publish wakes the next waiter. Nodes
 // not awaited are reported as KindNotAwaited.
-func (lk *Locker) releaseAll(ctx context.Context, ks *keySet, owner string, ttl time.Duration, publish bool, idx []int, need int, await []bool) (answers []NodeAnswer, released int) {
+func (lk *Locker) releaseAll(ctx context.Context, ks *keySet, owner, waiter string, ttl time.Duration, publish bool, idx []int, need int, await []bool) (answers []NodeAnswer, released int) {
 	ch := ""
 	if publish {
 		ch = ks.channel
@@ -389,7 +389,7 @@ func (lk *Locker) releaseAll(ctx context.Context, ks *keySet, owner string, ttl 
 		return answers, 0
 	}
 	r := lk.fanout(context.WithoutCancel(ctx), idx, lk.cleanupTimeout(ttl),
-		releaseScript, ks.release(), []string{owner, ch, lk.goneKeep()}, nil)
+		releaseScript, ks.release(), []string{owner, ch, lk.goneKeep(), waiter}, nil)
 	waiting := 0
 	for _, i := range idx {
 		if await == nil || await[i] {
@@ -420,7 +420,7 @@ func (lk *Locker) releaseAll(ctx context.Context, ks *keySet, owner string, ttl 
 func (lk *Locker) releaseOne(i int, ks *keySet, owner string, ttl time.Duration) {
 	ctx, cancel := context.WithTimeout(context.Background(), lk.cleanupTimeout(ttl))
 	defer cancel()
-	_, _ = lk.nodes[i].Eval(ctx, releaseScript, ks.release(), owner, "", lk.goneKeep())
+	_, _ = lk.nodes[i].Eval(ctx, releaseScript, ks.release(), owner, "", lk.goneKeep(), "")
 }
 
 // all returns every node's index, in a slice the caller must not change.

@@ -13,14 +13,15 @@
 //
 // For a lock on KEY, every per-key key carries KEY as its hash tag: the
 // lock itself, dlock:{KEY}:lock (a string holding the owner's random value,
-// with a PX expiry), and the fence counter dlock:{KEY}:fence, kept forever.
-// Releases are published on the channel dlock:{KEY}:released. Each node
-// also holds four node-wide keys, kept forever: dlock:epoch, read in the
-// same pipeline as every vote, and dlock:high, dlock:floor and
-// dlock:repaired (below), which the scripts touch next to the per-key ones.
-// Nodes must be standalone servers (or one master each): a Redis Cluster
-// could not run those scripts, nor keep dlock:epoch and the vote on one
-// connection.
+// with a PX expiry), the fence counter dlock:{KEY}:fence, kept forever,
+// dlock:{KEY}:gone (owners and waiters whose late votes are refused, for
+// the maximum TTL), and the waiters' queue dlock:{KEY}:queue with
+// dlock:{KEY}:queue:deadlines (see Acquire). Releases are published on the
+// channel dlock:{KEY}:released. Each node also holds four node-wide keys,
+// kept forever: dlock:epoch, read by every vote's script, and dlock:high,
+// dlock:floor and dlock:repaired (below), which the scripts touch next to
+// the per-key ones. Nodes must be standalone servers (or one master each):
+// a Redis Cluster could not run those scripts.
 //
 // # Fencing token
 //
@@ -196,6 +197,9 @@ type Locker struct {
 	stopOnce sync.Once
 	every    []int // every node's index; read only
 
+	wmu     sync.Mutex
+	waiting map[string][]*waiter // Acquire calls subscribed, by key
+
 	mu      sync.Mutex
 	closed  bool
 	wg      sync.WaitGroup // operations in progress and the goroutines they started
@@ -343,7 +347,11 @@ func (lk *Locker) tryAcquire(ctx context.Context, key string, opts []lease.Optio
 // Acquire waits until the lock on key is granted or ctx ends. A failed
 // attempt, whatever the reason (taken, split vote, nodes down, too slow), is
 // retried after a jittered delay, cut short when a release is published on
-// any node. When ctx ends first, the error matches ctx.Err(), and errors.As
+// any node. Waiters take turns: a refused attempt puts this call in a
+// first-come, first-served queue on each node, ordered by the time of its
+// first attempt, and a free lock goes to the queue's head only (also
+// against TryAcquire); a release wakes only the earliest waiter of this
+// Locker. The call leaves the queues when it gives up. When ctx ends first, the error matches ctx.Err(), and errors.As
 // finds the *QuorumError of the last attempt that failed for want of a
 // quorum; it matches lease.ErrTaken only when that attempt found the lock
 // held by a majority, not when nodes were down or slow. After Close it
@@ -380,15 +388,19 @@ func (lk *Locker) acquire(ctx context.Context, key string, opts []lease.Option) 
 	if retry == (lease.Retry{}) {
 		retry = lease.DefaultRetry
 	}
+	wake := make(chan struct{}, 1)
+	at := time.Now().UnixMicro()
 	w := &waiter{
 		id:    lease.NewOwner(),
-		score: strconv.FormatInt(time.Now().UnixMicro(), 10),
+		at:    at,
+		score: strconv.FormatInt(at, 10),
 		life:  strconvMs(max(ticketLife, 4*retry.Max)),
+		wake:  wake,
 	}
-	wake := make(chan struct{}, 1)
 	defer func() {
 		if wk != nil {
 			wk.stop()
+			lk.delist(key, w)
 		}
 	}()
 	l, err := lease.Wait(ctx, o.Retry, wake, func(ctx context.Context) (*lease.Lease, time.Duration, error) {
@@ -400,8 +412,8 @@ func (lk *Locker) acquire(ctx context.Context, key string, opts []lease.Option) 
 		last = qe
 		w.queued = true
 		if wk == nil && ctx.Err() == nil {
-			// Releases wake the queue's head only, on its own channel.
-			wk = lk.subscribe(ctx, ks.channel+":"+w.id, wake)
+			lk.enlist(key, w)
+			wk = lk.subscribe(ctx, ks.channel, wake, func() { lk.wakeFirst(key) })
 		}
 		if errors.Is(err, lease.ErrTaken) {
 			return nil, hint, err

@@ -9,7 +9,7 @@ import (
 // repairs gathers every phase 1 answer of one attempt, those read after
 // the outcome too, and once all nodes have answered or failed, repairs the
 // nodes that lost their data, have sat out, and were not repaired yet. It
-// runs on the attempt's fan-out goroutines and on goroutines of its own,
+// runs on the caller and the node workers, and repairs on goroutines of its own,
 // all counted in the Locker's WaitGroup: off the attempt's critical path,
 // and waited for by Close.
 //

@@ -31,14 +31,19 @@ end
 
 // acquireBody is phase 1 on one node, shared by both acquire scripts. KEYS:
 // lock, gone, queue, queue deadlines, epoch. ARGV: owner, TTL ms, waiter
-// (” for none), waiter's score, waiter's ticket life ms.
+// (empty for none), waiter's score, waiter's ticket life ms.
 //
 // It reads the node's clock and its epoch (stamping a missing one with the
 // clock: a node that has just lost its data), then grants the lock to the
 // owner when it is free, the owner was not given up (see releaseScript),
-// and the queue is empty or its head is this waiter; a waiter granted
-// leaves the queue. A waiter refused joins the queue (or stays, keeping
-// its first score) and its ticket's deadline moves to now + its life.
+// and the queue is empty or its head is this waiter. A waiter granted
+// keeps its ticket, at the head, until its lease is released (see
+// releaseScript): taking it off on a grant left the nodes with different
+// heads whenever the attempt failed overall. A waiter refused joins the
+// queue (or stays, keeping its first score) and its ticket's deadline
+// moves to now + its life. A
+// waiter that has left (see leaveScript) is refused and does not join: its
+// vote is a late one.
 // Every node orders waiters by the same scores, so the head is the same
 // waiter on every node that holds the same tickets.
 //
@@ -59,18 +64,15 @@ if p == -2 then
   local h = head(ms)
   if h and h ~= ARGV[3] then
     st = 2
-  elseif redis.call('HEXISTS', KEYS[2], ARGV[1]) == 1 then
+  elseif redis.call('HEXISTS', KEYS[2], ARGV[1]) == 1 or ARGV[3] ~= '' and redis.call('HEXISTS', KEYS[2], ARGV[3]) == 1 then
     return {3, 0, now, e}
   else
     redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
     st = 1
-    if h then
-      redis.call('ZREM', KEYS[3], h)
-      redis.call('HDEL', KEYS[4], h)
-    end
   end
 end
 if st ~= 1 and ARGV[3] ~= '' then
+  if redis.call('HEXISTS', KEYS[2], ARGV[3]) == 1 then return {3, 0, now, e} end
   redis.call('ZADD', KEYS[3], 'NX', ARGV[4], ARGV[3])
   redis.call('HSET', KEYS[4], ARGV[3], ms + tonumber(ARGV[5]))
 end
@@ -135,53 +137,51 @@ end
 return 0
 `)
 
-// wakeHead is the Lua tail that tells waiters the lock is free: a message
-// on the queue head's own channel (ARGV[2]:waiter) when someone waits,
-// else on ARGV[2]; nothing when ARGV[2] is empty.
-const wakeHead = `
-if ARGV[2] ~= '' then
-  local t = redis.call('TIME')
-  local h = head(tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000))
-  if h then
-    redis.call('PUBLISH', ARGV[2] .. ':' .. h, '1')
-  else
-    redis.call('PUBLISH', ARGV[2], '1')
+// remember is the Lua function that records id (an owner or a waiter) in
+// the gone hash KEYS[2] for at least ARGV[3] ms.
+const remember = `
+local function remember(id)
+  redis.call('HSET', KEYS[2], id, '1')
+  if redis.call('PTTL', KEYS[2]) < tonumber(ARGV[3]) then
+    redis.call('PEXPIRE', KEYS[2], ARGV[3])
   end
 end
 `
 
 // releaseScript: KEYS lock, gone, queue, queue deadlines; ARGV owner,
-// channel (” for no message), ms to remember a given-up owner (” for
-// never). It deletes the lock when the owner holds it and wakes the
-// queue's head (see wakeHead). Otherwise, the owner's vote may still be on
+// channel (empty for no message), ms to remember a given-up owner, the
+// waiter the lease was granted to (empty for none). The waiter's ticket
+// is taken off the queue and the waiter recorded as gone (a vote of its
+// still on the way must not queue it again). It deletes the lock when the
+// owner holds it and publishes on the channel. Otherwise, the owner's vote may still be on
 // its way (a timed-out call runs when a stopped server resumes): the owner
 // is recorded in the gone hash, which the acquire scripts check, so the
 // late vote is refused instead of holding the lock for a TTL. Where the
 // owner holds the lock its vote has already run, and there is nothing to
 // record. Reply 1 when deleted, else 0.
-var releaseScript = node.NewScript(queueHead + `
+var releaseScript = node.NewScript(remember + `
+if ARGV[4] ~= '' then
+  redis.call('ZREM', KEYS[3], ARGV[4])
+  redis.call('HDEL', KEYS[4], ARGV[4])
+  remember(ARGV[4])
+end
 if redis.call('GET', KEYS[1]) == ARGV[1] then
   redis.call('DEL', KEYS[1])
-` + wakeHead + `
+  if ARGV[2] ~= '' then redis.call('PUBLISH', ARGV[2], '1') end
   return 1
 end
-if ARGV[3] ~= '' then
-  redis.call('HSET', KEYS[2], ARGV[1], '1')
-  if redis.call('PTTL', KEYS[2]) < tonumber(ARGV[3]) then
-    redis.call('PEXPIRE', KEYS[2], ARGV[3])
-  end
-end
+remember(ARGV[1])
 return 0
 `)
 
 // leaveScript: KEYS lock, gone, queue, queue deadlines; ARGV waiter,
-// channel. A waiter that gives up leaves the queue; when the lock is free,
-// the next head is woken, since it may be waiting for this one. Reply 1.
-var leaveScript = node.NewScript(queueHead + `
+// channel, ms to remember it. A waiter that gives up leaves the queue and is recorded as gone, so that a vote of its still
+// on the way cannot queue it again; when the lock is free, waiters are
+// woken, since the next one may be waiting for this one. Reply 1.
+var leaveScript = node.NewScript(remember + `
 redis.call('ZREM', KEYS[3], ARGV[1])
 redis.call('HDEL', KEYS[4], ARGV[1])
-if redis.call('EXISTS', KEYS[1]) == 0 then
-` + wakeHead + `
-end
+remember(ARGV[1])
+if redis.call('EXISTS', KEYS[1]) == 0 then redis.call('PUBLISH', ARGV[2], '1') end
 return 1
 `)
