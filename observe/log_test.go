@@ -118,7 +118,6 @@ func TestLogSingle(t *testing.T) {
 				"DEBUG dlock acquire started",
 				"INFO dlock acquired acquired",
 				"WARN dlock lease lost expired",
-				"WARN dlock release failed failed",
 			}
 			if got := summaries(rs); strings.Join(got, "\n") != strings.Join(want, "\n") {
 				t.Fatalf("records:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
@@ -133,9 +132,6 @@ func TestLogSingle(t *testing.T) {
 			}
 			if w, ok := rs[1]["wait"].(float64); !ok || w <= 0 {
 				t.Errorf("acquired record's wait = %v; want > 0 (ns)", rs[1]["wait"])
-			}
-			if e, _ := rs[8]["err"].(string); !strings.Contains(e, "not held") {
-				t.Errorf("release failed record's err = %q; want the release's error", e)
 			}
 			checkNoOwner(t, lb.String(), a, b)
 		})

@@ -9,7 +9,7 @@
 //	dlock.votes             counter         node answers to quorum attempts; dlock.node, dlock.outcome
 //	dlock.renewals          counter         automatic renewals; dlock.strategy, dlock.result
 //	dlock.leases.lost       counter         leases ended before Release; dlock.strategy, dlock.cause
-//	dlock.releases          counter         Release calls; dlock.strategy, dlock.result
+//	dlock.releases          counter         Releases that ended a lease; dlock.strategy, dlock.result
 //	dlock.leases.held       up/down counter leases held now; dlock.strategy
 //
 // dlock.outcome is lease.Outcome of the call's error ("acquired", "taken",

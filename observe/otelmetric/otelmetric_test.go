@@ -126,7 +126,7 @@ type locker interface {
 }
 
 // scenario runs the same story on either strategy: acquired, taken,
-// released, expired (then released too late), and lost to a refused
+// released, expired (then released too late, which counts no release), and lost to a refused
 // renewal after takeAway removed the lock behind the lease's back. It
 // checks every instrument but dlock.votes.
 func scenario(t *testing.T, m *metrics, lk locker, strategy string, ttl time.Duration, takeAway func(key string)) {
@@ -153,7 +153,7 @@ func scenario(t *testing.T, m *metrics, lk locker, strategy string, ttl time.Dur
 		t.Fatal(err)
 	}
 	<-b.Done()
-	time.Sleep(20 * time.Millisecond) // past the servers' end of the lease too
+	time.Sleep(50 * time.Millisecond) // past the servers' end of the lease too
 	if err := b.Release(ctx); !errors.Is(err, lease.ErrNotHeld) {
 		t.Fatalf("Release of an expired lease: %v; want ErrNotHeld", err)
 	}
@@ -184,8 +184,10 @@ func scenario(t *testing.T, m *metrics, lk locker, strategy string, ttl time.Dur
 	if got := m.count("dlock.acquire.duration", st, taken); got != 1 {
 		t.Errorf("dlock.acquire.duration{taken} count = %d; want 1", got)
 	}
+	// Releases of leases that had already expired or been lost end
+	// nothing: the loss was counted, the release is not.
 	m.want("dlock.releases", 1, st, ok)
-	m.want("dlock.releases", 2, st, failed)
+	m.want("dlock.releases", 0, st, failed)
 	m.want("dlock.leases.lost", 1, st, expired)
 	m.want("dlock.leases.lost", 1, st, lost)
 	m.want("dlock.leases.held", 0, st)
@@ -203,7 +205,7 @@ func TestSingle(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			scenario(t, m, lk, "single", 50*time.Millisecond, func(key string) {
+			scenario(t, m, lk, "single", 300*time.Millisecond, func(key string) {
 				if _, err := srv.Do("HDEL", "dlock:{"+key+"}", "owner", "until"); err != nil {
 					t.Fatal(err)
 				}
@@ -234,7 +236,7 @@ func TestQuorum(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer lk.Close()
-			scenario(t, m, lk, "quorum", 300*time.Millisecond, func(key string) {
+			scenario(t, m, lk, "quorum", time.Second, func(key string) {
 				for _, s := range srvs {
 					if _, err := s.Do("DEL", "dlock:{"+key+"}:lock"); err != nil {
 						t.Fatal(err)
