@@ -1,0 +1,11 @@
+package observe_test
+
+import (
+	"testing"
+
+	"go.uber.org/goleak"
+)
+
+// The observers start no goroutines, but the leases they watch do
+// (renewal); none may outlive a test.
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
