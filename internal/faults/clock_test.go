@@ -19,7 +19,8 @@ import (
 // there; B wins 2, 3, 4: two holders, which Redlock's timing argument
 // cannot prevent. The quorum token still orders them (B read A's counter on
 // node 2), so the fence refuses A. Single: its one server's clock decides
-// alone, and the attempts counter orders A and B.
+// alone, and its token (the attempts counter, floored at that clock)
+// orders A and B.
 func TestClockJump(t *testing.T) {
 	cases := []struct {
 		strategy, variant, client string
@@ -78,6 +79,12 @@ func clockJump(t *testing.T, strategy, variant, client string) {
 	}
 	warm(t, lk)
 	res := newResource()
+	var calls []int
+	if strategy != "single" {
+		for _, s := range srvs[3:] {
+			calls = append(calls, settledCalls(t, s))
+		}
+	}
 
 	a, err := lk.TryAcquire(ctx, "k")
 	if err != nil {
@@ -88,7 +95,17 @@ func clockJump(t *testing.T, strategy, variant, client string) {
 		t.Fatalf("A's first write: %v", err)
 	}
 	if strategy != "single" {
-		for _, s := range srvs[3:] {
+		// A's grant returns with 3 votes; its votes on nodes 3 and 4 may
+		// still be on their way. C releases only once they ran (refused:
+		// C held), or a vote landing after the release would give A those
+		// nodes too, and B could never win a majority.
+		for i, s := range srvs[3:] {
+			for scriptCalls(t, s) == calls[i] {
+				if ctx.Err() != nil {
+					t.Fatalf("A's vote never reached node %d", 3+i)
+				}
+				time.Sleep(time.Millisecond)
+			}
 			do(t, s, "DEL", "dlock:{k}:lock") // C releases
 		}
 	}
@@ -134,5 +151,21 @@ func clockJump(t *testing.T, strategy, variant, client string) {
 			t.Errorf("tokens A %v B %v, A's write %v, stale accepted %d, refused %d; want B > A, A refused: 0 and 1",
 				a.Token(), b.Token(), errA, *row.StaleAccepted, *row.FencedRefused)
 		}
+	}
+}
+
+// settledCalls is scriptCalls once s has run none for 50ms: calls of an
+// earlier operation that returned before every node answered (a release
+// returns once a majority released) have landed.
+func settledCalls(t *testing.T, s *redistest.Server) int {
+	t.Helper()
+	n := scriptCalls(t, s)
+	for {
+		time.Sleep(50 * time.Millisecond)
+		m := scriptCalls(t, s)
+		if m == n {
+			return n
+		}
+		n = m
 	}
 }

@@ -137,13 +137,12 @@ const mdTail = `
    (quorum) or its own dial retries give up (single).
 3. **Hung node.** A command that timed out on a stopped server runs after
    SIGCONT (the raw SET row). The single strategy's abandoned claim leaves
-   nothing behind. The quorum's timed-out vote can land after the release
-   sent to that node: seen in some runs with valkey-go, whose release to
-   the stopped node gave up after about one node timeout, before SIGCONT.
-   That node then holds the lock for one TTL under the owner A already
-   released (no second holder; one node of five is unavailable for that key
-   until it expires); the row says whether this run saw it. Reported as a
-   bug: a redlock vote that timed out has no tombstone, unlike single's.
+   nothing behind. The quorum's timed-out vote runs after SIGCONT too, and
+   leaves no lock either: a release that finds no lock of A's records A's
+   owner as gone, so a vote landing after it is refused, and one landing
+   before it is released. (Before that record, runs with valkey-go saw
+   the vote land after a release that had given up, holding one node of
+   five for one TTL under an owner already released.)
    A single-strategy claim on a hung server returns only when its abandon
    gets through, past the caller's own deadline (600 ms for a 200 ms
    deadline here, up to ` + "`lease.ReleaseTimeout`" + `, 5 s).
