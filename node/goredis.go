@@ -26,6 +26,10 @@ import (
 // Subscribe uses one go-redis PubSub connection per Node, which reconnects
 // and resubscribes by itself; messages published while it is down are lost.
 //
+// Script bodies, keys and args are passed to go-redis as *string (see
+// evalArgs), so a hook that prints commands (Cmd.String, tracing) shows
+// them as pointers; they are read until Eval or Pipeline returns.
+//
 // go-redis honours a context's deadline only when the client was made with
 // ContextTimeoutEnabled; without it a call to a hung server runs until the
 // client's ReadTimeout. The strategies bound their own waits either way,
@@ -65,9 +69,9 @@ func (n *goRedis) String() string {
 }
 
 func (n *goRedis) Eval(ctx context.Context, s *Script, keys []string, args ...string) (Reply, error) {
-	v, err := n.c.Do(ctx, evalArgs("evalsha", s.SHA(), keys, args)...).Result()
+	v, err := n.c.Do(ctx, evalArgs("evalsha", &s.sha, keys, args)...).Result()
 	if isNoScript(err) {
-		v, err = n.c.Do(ctx, evalArgs("eval", s.Source(), keys, args)...).Result()
+		v, err = n.c.Do(ctx, evalArgs("eval", &s.src, keys, args)...).Result()
 	}
 	if errors.Is(err, redis.Nil) {
 		return Reply{}, nil
@@ -123,7 +127,7 @@ func goRedisPipeline(ctx context.Context, src pipeliner, calls []Call, wait Wait
 	cmds := make([]*redis.Cmd, len(calls))
 	p := src.Pipeline()
 	for i, c := range calls {
-		cmds[i] = p.Do(ctx, evalArgs("evalsha", c.Script.SHA(), c.Keys, c.Args)...)
+		cmds[i] = p.Do(ctx, evalArgs("evalsha", &c.Script.sha, c.Keys, c.Args)...)
 	}
 	var waitCmd *redis.Cmd
 	if wait.Replicas > 0 {
@@ -151,7 +155,7 @@ func goRedisPipeline(ctx context.Context, src pipeliner, calls []Call, wait Wait
 		cmds = cmds[:0]
 		for _, i := range resend {
 			c := calls[i]
-			cmds = append(cmds, p.Do(ctx, evalArgs("eval", c.Script.Source(), c.Keys, c.Args)...))
+			cmds = append(cmds, p.Do(ctx, evalArgs("eval", &c.Script.src, c.Keys, c.Args)...))
 		}
 		if wait.Replicas > 0 {
 			waitCmd = waitOn(ctx, p, wait)
@@ -290,15 +294,20 @@ func (n *goRedis) Close() error {
 }
 
 // evalArgs builds EVAL or EVALSHA as one argument list, which go-redis's
-// own EvalSha would build again from a second one.
-func evalArgs(cmd, body string, keys, args []string) []any {
+// own EvalSha would build again from a second one. The body, keys and
+// args go in as *string, which go-redis writes (and reads for cluster
+// routing) as the string: a pointer fits in an interface without the
+// allocation a boxed string costs. The strings must stay as they are
+// until the command has run; the caller's slices are not written to
+// meanwhile.
+func evalArgs(cmd string, body *string, keys, args []string) []any {
 	argv := make([]any, 0, 3+len(keys)+len(args))
 	argv = append(argv, cmd, body, len(keys))
-	for _, k := range keys {
-		argv = append(argv, k)
+	for i := range keys {
+		argv = append(argv, &keys[i])
 	}
-	for _, a := range args {
-		argv = append(argv, a)
+	for i := range args {
+		argv = append(argv, &args[i])
 	}
 	return argv
 }
