@@ -633,7 +633,13 @@ func TestLostDataGuard(t *testing.T) {
 				if guard {
 					touch(t, lk, ttl) // fresh nodes look like nodes that just lost their data
 				}
-				a, err := lk.TryAcquire(ctx, "k")
+				var aOpts []lease.Option
+				if !guard {
+					// a must outlast the restarts and the clients' redials
+					// (go-redis retries a broken connection with backoff).
+					aOpts = append(aOpts, lease.WithTTL(3*ttl))
+				}
+				a, err := lk.TryAcquire(ctx, "k", aOpts...)
 				if err != nil {
 					t.Fatal(err)
 				}
