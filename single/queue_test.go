@@ -56,6 +56,9 @@ func noQueue(t *testing.T, srv *redistest.Server, key string) {
 	if out, err := srv.Do("EXISTS", "dlock:{"+key+"}:q", "dlock:{"+key+"}:qx"); err != nil || out != "0" {
 		t.Fatalf("EXISTS of the queue keys = %s, %v; want 0", out, err)
 	}
+	if out, err := srv.Do("HEXISTS", "dlock:{"+key+"}", "waiting"); err != nil || out != "0" {
+		t.Fatalf("HEXISTS of the waiting count = %s, %v; want 0", out, err)
+	}
 }
 
 // TestQueueFIFO: waiters that queued behind a holder get the lock in the
@@ -92,6 +95,9 @@ func TestQueueFIFO(t *testing.T) {
 			})
 			waitQueued(t, srv, key, i+1)
 		}
+		if got := field(t, srv, key, "waiting"); got != strconv.Itoa(waiters) {
+			t.Fatalf("waiting = %q; want %d", got, waiters)
+		}
 		waitSubscribed(t, srv, "dlock:{"+key+"}:released")
 		if err := held.Release(ctx); err != nil {
 			t.Fatal(err)
@@ -125,6 +131,9 @@ func TestTryAcquireRespectsQueue(t *testing.T) {
 		if _, err := srv.Do("HSET", "dlock:{"+key+"}:qx", "head", deadline); err != nil {
 			t.Fatal(err)
 		}
+		if _, err := srv.Do("HSET", "dlock:{"+key+"}", "waiting", "1"); err != nil {
+			t.Fatal(err)
+		}
 		if l, err := lk.TryAcquire(ctx, key); !errors.Is(err, lease.ErrTaken) {
 			if l != nil {
 				_ = l.Release(ctx)
@@ -149,11 +158,15 @@ func TestTryAcquireRespectsQueue(t *testing.T) {
 		case <-time.After(100 * time.Millisecond):
 		}
 		// The head gives up its place, as a cancelled waiter does.
-		if _, err := srv.Do("ZREM", "dlock:{"+key+"}:q", "head"); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := srv.Do("PUBLISH", "dlock:{"+key+"}:released", ""); err != nil {
-			t.Fatal(err)
+		for _, cmd := range [][]string{
+			{"ZREM", "dlock:{" + key + "}:q", "head"},
+			{"HDEL", "dlock:{" + key + "}:qx", "head"},
+			{"HINCRBY", "dlock:{" + key + "}", "waiting", "-1"},
+			{"PUBLISH", "dlock:{" + key + "}:released", ""},
+		} {
+			if _, err := srv.Do(cmd...); err != nil {
+				t.Fatalf("%v: %v", cmd, err)
+			}
 		}
 		select {
 		case err := <-got:
@@ -179,6 +192,9 @@ func TestDeadWaiterExpires(t *testing.T) {
 			t.Fatal(err)
 		}
 		if _, err := srv.Do("HSET", "dlock:{"+key+"}:qx", "ghost", strconv.FormatInt(deadline, 10)); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := srv.Do("HSET", "dlock:{"+key+"}", "waiting", "1"); err != nil {
 			t.Fatal(err)
 		}
 		l, err := lk.Acquire(ctx, key)

@@ -55,6 +55,8 @@ package single
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"strconv"
@@ -178,14 +180,17 @@ local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 `
 
 // claimScript: KEYS hash; ARGV owner, ttl ms, and for a waiter (see
-// Acquire) the ms its ticket lasts. Replies {1, attempts, ttl} when
-// claimed, {0, ms the holder has left, position} when refused: position is
-// the caller's place in the queue of waiters (1 is its head), 0 when it is
-// not queued.
+// Acquire) the ms its ticket lasts. Replies the new attempts, an integer,
+// when claimed, and {ms the holder has left, position} when refused:
+// position is the caller's place in the queue of waiters (1 is its head),
+// 0 when it is not queued. (A plain integer for the common case costs the
+// clients less to read than an array.)
 //
 // Waiters queue in dlock:{KEY}:q, a sorted set of owners scored by a
 // sequence, with each ticket's deadline (server ms) in the hash
-// dlock:{KEY}:qx. A free lock goes to the head of the queue, or to anyone
+// dlock:{KEY}:qx and their number in the lock's hash (field waiting,
+// absent at 0, so that an uncontended claim or release reads the lock's
+// hash alone). A free lock goes to the head of the queue, or to anyone
 // when the queue is empty: a claim without a ticket (TryAcquire, a first
 // attempt) does not overtake queued waiters. A caller that passes a ticket
 // lifetime joins the queue when refused (or refreshes its deadline);
@@ -211,47 +216,62 @@ local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 // releaseScript still compare tokens as exact strings.
 var claimScript = node.NewScript(serverNow + `
 local q, qx = KEYS[1] .. ':q', KEYS[1] .. ':qx'
-local function enqueue()
-  if redis.call('HEXISTS', KEYS[1] .. ':gone', ARGV[1]) == 1 then return 0 end
-  local rank = redis.call('ZRANK', q, ARGV[1])
+local r = redis.call('HMGET', KEYS[1], 'owner', 'until', 'attempts', 'waiting')
+local left = 0
+if r[1] and r[2] then left = tonumber(r[2]) - now end
+if left > 0 and not ARGV[3] then
+  return {left, 0}
+end
+if redis.call('HEXISTS', KEYS[1] .. ':gone', ARGV[1]) == 1 then
+  return {math.max(left, 0), 0}
+end
+local waiting = tonumber(r[4] or '0')
+local counted = waiting
+if left <= 0 then
+  local a = math.max(tonumber(r[3] or '0') + 1, tonumber(t[1]) * 1000000 + tonumber(t[2]))
+  if a >= 9007199254740992 then
+    return redis.error_reply('DLTOKEN attempts ' .. (r[3] or '0') .. ' is past 2^53')
+  end
+  local head
+  if waiting > 0 then
+    head = redis.call('ZRANGE', q, 0, 0)[1]
+    while head and head ~= ARGV[1] and tonumber(redis.call('HGET', qx, head) or '0') <= now do
+      redis.call('ZREM', q, head)
+      redis.call('HDEL', qx, head)
+      waiting = waiting - 1
+      head = redis.call('ZRANGE', q, 0, 0)[1]
+    end
+    if not head then waiting = 0 end
+  end
+  if not head or head == ARGV[1] then
+    if head then
+      redis.call('ZREM', q, head)
+      redis.call('HDEL', qx, head)
+      waiting = waiting - 1
+    end
+    if waiting == 0 and counted > 0 then redis.call('HDEL', KEYS[1], 'waiting') end
+    if waiting > 0 and waiting ~= counted then redis.call('HSET', KEYS[1], 'waiting', waiting) end
+    redis.call('HSET', KEYS[1], 'attempts', string.format('%.0f', a),
+      'owner', ARGV[1], 'until', string.format('%.0f', now + tonumber(ARGV[2])))
+    return a
+  end
+  left = 0
+end
+local rank
+if ARGV[3] then
+  rank = redis.call('ZRANK', q, ARGV[1])
   if not rank then
     local last = redis.call('ZRANGE', q, -1, -1, 'WITHSCORES')
     redis.call('ZADD', q, tonumber(last[2] or '0') + 1, ARGV[1])
-    rank = redis.call('ZCARD', q) - 1
+    waiting = redis.call('ZCARD', q)
+    rank = waiting - 1
   end
   redis.call('HSET', qx, ARGV[1], string.format('%.0f', now + tonumber(ARGV[3])))
-  return rank + 1
 end
-local r = redis.call('HMGET', KEYS[1], 'owner', 'until', 'attempts')
-if r[1] and r[2] and tonumber(r[2]) > now then
-  if not ARGV[3] then return {0, tonumber(r[2]) - now, 0} end
-  return {0, tonumber(r[2]) - now, enqueue()}
-end
-if redis.call('HEXISTS', KEYS[1] .. ':gone', ARGV[1]) == 1 then
-  return {0, 0, 0}
-end
-local head = redis.call('ZRANGE', q, 0, 0)[1]
-while head and head ~= ARGV[1] and tonumber(redis.call('HGET', qx, head) or '0') <= now do
-  redis.call('ZREM', q, head)
-  redis.call('HDEL', qx, head)
-  head = redis.call('ZRANGE', q, 0, 0)[1]
-end
-if head and head ~= ARGV[1] then
-  if not ARGV[3] then return {0, 0, 0} end
-  return {0, 0, enqueue()}
-end
-local a = math.max(tonumber(r[3] or '0') + 1, tonumber(t[1]) * 1000000 + tonumber(t[2]))
-if a >= 9007199254740992 then
-  return redis.error_reply('DLTOKEN attempts ' .. (r[3] or '0') .. ' is past 2^53')
-end
-if head then
-  redis.call('ZREM', q, head)
-  redis.call('HDEL', qx, head)
-end
-local ttl = tonumber(ARGV[2])
-redis.call('HSET', KEYS[1], 'attempts', string.format('%.0f', a),
-  'owner', ARGV[1], 'until', string.format('%.0f', now + ttl))
-return {1, a, ttl}
+if waiting == 0 and counted > 0 then redis.call('HDEL', KEYS[1], 'waiting') end
+if waiting > 0 and waiting ~= counted then redis.call('HSET', KEYS[1], 'waiting', waiting) end
+if rank then return {left, rank + 1} end
+return {left, 0}
 `)
 
 // extendScript: KEYS hash; ARGV owner, token, ttl ms. Replies 1, or
@@ -268,14 +288,17 @@ return 1
 
 // releaseScript: KEYS hash; ARGV owner, token. Replies 1 when released, 0
 // when it was ours but had expired (cleared all the same), DLSTALE
-// <attempts> when it is not ours.
+// <attempts> when it is not ours. The release is published only when
+// the queue holds a ticket (the hash's waiting field, kept by the other
+// scripts, is there): every blocking waiter holds one from its first
+// attempt on, before it subscribes, and a waiter without one polls.
 var releaseScript = node.NewScript(serverNow + `
-local r = redis.call('HMGET', KEYS[1], 'owner', 'attempts', 'until')
+local r = redis.call('HMGET', KEYS[1], 'owner', 'attempts', 'until', 'waiting')
 if r[1] ~= ARGV[1] or r[2] ~= ARGV[2] then
   return redis.error_reply('DLSTALE ' .. (r[2] or '0'))
 end
 redis.call('HDEL', KEYS[1], 'owner', 'until')
-redis.call('PUBLISH', KEYS[1] .. ':released', '')
+if r[4] then redis.call('PUBLISH', KEYS[1] .. ':released', '') end
 if tonumber(r[3]) <= now then return 0 end
 return 1
 `)
@@ -303,10 +326,11 @@ if redis.call('PTTL', gone) < tonumber(ARGV[2]) then
   redis.call('PEXPIRE', gone, ARGV[2])
 end
 local q = KEYS[1] .. ':q'
-local rank = redis.call('ZRANK', q, ARGV[1])
-if rank then
-  redis.call('ZREM', q, ARGV[1])
+if redis.call('ZREM', q, ARGV[1]) == 1 then
   redis.call('HDEL', KEYS[1] .. ':qx', ARGV[1])
+  if redis.call('HINCRBY', KEYS[1], 'waiting', -1) <= 0 then
+    redis.call('HDEL', KEYS[1], 'waiting')
+  end
   if released == 0 then
     redis.call('PUBLISH', KEYS[1] .. ':released', '')
   end
@@ -320,11 +344,11 @@ return released
 // signals to know their turn (see claim.wait).
 // Replies 1 when there was a ticket, else 0.
 var leaveScript = node.NewScript(`
-local q = KEYS[1] .. ':q'
-local rank = redis.call('ZRANK', q, ARGV[1])
-if not rank then return 0 end
-redis.call('ZREM', q, ARGV[1])
+if redis.call('ZREM', KEYS[1] .. ':q', ARGV[1]) == 0 then return 0 end
 redis.call('HDEL', KEYS[1] .. ':qx', ARGV[1])
+if redis.call('HINCRBY', KEYS[1], 'waiting', -1) <= 0 then
+  redis.call('HDEL', KEYS[1], 'waiting')
+end
 redis.call('PUBLISH', KEYS[1] .. ':released', '')
 return 1
 `)
@@ -513,9 +537,10 @@ type claim struct {
 	lk    *Locker
 	key   string
 	o     lease.Options
-	ttl   time.Duration // o.TTL in whole milliseconds, as the server gets it
-	ttlMs string        // the TTL in ms, as the claim script's argument
-	keys  [1]string     // the hash
+	ttl   time.Duration   // o.TTL in whole milliseconds, as the server gets it
+	ttlMs string          // the TTL in ms, as the claim script's argument
+	ids   strings.Builder // the hash key, owner and token, in one allocation
+	keys  [1]string       // the hash
 	// owner, then ttlMs while claiming and the token once granted, then
 	// (for Acquire) the ticket's lifetime in ms
 	args  [3]string
@@ -536,14 +561,43 @@ func (lk *Locker) newClaim(key string, o lease.Options) *claim {
 	c := &claim{lk: lk, key: key, o: o, nargs: 2}
 	ms := o.TTL.Milliseconds()
 	c.ttl = time.Duration(ms) * time.Millisecond
-	c.keys[0] = hashKey(key)
-	c.args[0] = lease.NewOwner()
 	if o.TTL == lk.cfg.ttl {
 		c.ttlMs = lk.ttlMs
 	} else {
 		c.ttlMs = strconv.FormatInt(ms, 10)
 	}
+	// The key, the owner and (setToken) the token are slices of one
+	// buffer: strings the Builder returned stay valid as it grows.
+	c.ids.Grow(len(key) + len("dlock:{}") + 2*ownerBytes + maxTokenDigits)
+	c.ids.WriteString("dlock:{")
+	c.ids.WriteString(key)
+	c.ids.WriteByte('}')
+	n := c.ids.Len()
+	var raw [ownerBytes]byte
+	var hx [2 * ownerBytes]byte
+	rand.Read(raw[:])
+	hex.Encode(hx[:], raw[:])
+	c.ids.Write(hx[:])
+	ids := c.ids.String()
+	c.keys[0], c.args[0] = ids[:n], ids[n:]
 	return c
+}
+
+// ownerBytes is the size of an owner value: 128 bits from crypto/rand,
+// unguessable on its own (the lease's owner is what releases it) and
+// unique with overwhelming odds. (With the kernel's getrandom vDSO, the
+// draw costs well under 1% of a lock+unlock's CPU.)
+const ownerBytes = 16
+
+// maxTokenDigits is the length of the largest token in decimal.
+const maxTokenDigits = 20
+
+// setToken records the granted token as the claim's second argument.
+func (c *claim) setToken(t fence.Token) {
+	n := c.ids.Len()
+	var d [maxTokenDigits]byte
+	c.ids.Write(strconv.AppendUint(d[:0], uint64(t), 10))
+	c.args[1] = c.ids.String()[n:]
 }
 
 // again is try for a blocking acquire: a grant that came too late to be
@@ -602,14 +656,14 @@ func (c *claim) try(ctx context.Context) (*lease.Lease, time.Duration, error) {
 		}
 		return nil, 0, fmt.Errorf("dlock: claim %q on %s: %w", c.key, lk.n, ctxErr(ctx, err))
 	}
-	if r.Int(0) != 1 {
-		c.pos = int(r.Int(2))
+	if len(r) != 1 {
+		c.pos = int(r.Int(1))
 		c.queue = c.pos > 0
-		return nil, time.Duration(r.Int(1)) * time.Millisecond, lease.ErrTaken
+		return nil, time.Duration(r.Int(0)) * time.Millisecond, lease.ErrTaken
 	}
 	c.queue = false
-	token := fence.Token(r.Int(1))
-	c.args[1] = token.String()
+	token := fence.Token(r.Int(0))
+	c.setToken(token)
 	if err := ctx.Err(); err != nil {
 		// Not every client cuts a call short when ctx ends; a caller that
 		// gave up must not be left holding a lock it does not know of.
