@@ -24,9 +24,12 @@ import (
 
 // Locker grants leases on keys. Both strategies implement it.
 type Locker interface {
-	// Acquire waits until the lock on key is granted, or ctx ends. When ctx
-	// ends first, the error matches ctx.Err() with errors.Is, and no key is
-	// left behind on the servers.
+	// Acquire waits until the lock on key is granted, or ctx ends; failed
+	// attempts are retried, whatever their cause. When ctx ends first, the
+	// error matches ctx.Err() with errors.Is, and no lock of this call is
+	// left held on the servers. (Bookkeeping stays: the fence counter,
+	// which must outlive every lease, and short-lived records of given-up
+	// owners and waiters.)
 	Acquire(ctx context.Context, key string, opts ...lease.Option) (*lease.Lease, error)
 	// TryAcquire makes exactly one attempt; it returns an error matching
 	// ErrTaken when the lock is held by someone else.

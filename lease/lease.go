@@ -196,13 +196,19 @@ func (l *Lease) Extend(ctx context.Context, ttl time.Duration) error {
 		return err
 	}
 	l.mu.Lock()
-	if l.cause == nil {
+	cause := l.cause
+	if cause == nil {
 		l.until = until
 		if l.expiry != nil {
 			l.expiry.Reset(time.Until(until))
 		}
 	}
 	l.mu.Unlock()
+	if cause != nil {
+		// The lease ran out by the local clock while the servers were
+		// agreeing; it stays ended, and the servers' extension lapses.
+		return fmt.Errorf("%w: %w", ErrNotHeld, cause)
+	}
 	return nil
 }
 

@@ -82,18 +82,18 @@ func Wait(ctx context.Context, r Retry, wake <-chan struct{}, attempt Attempt) (
 		}
 		select {
 		case <-ctx.Done():
-			return nil, ctxError(ctx, err)
+			return nil, GaveUp(ctx, err)
 		case <-wake:
 		case <-timer.C:
 		}
 	}
 }
 
-// ctxError reports that ctx ended a wait. It matches ctx.Err(), the
-// context's cause when it was cancelled with one, and the last attempt's
-// error (so errors.Is(err, ErrTaken) tells a wait that ran out on a held
-// lock, and errors.As finds a strategy's typed error).
-func ctxError(ctx context.Context, last error) error {
+// GaveUp is the error of a wait that ctx ended. It matches ctx.Err(), the
+// context's cause when it was cancelled with one, and last, the last
+// attempt's error (so errors.Is(err, ErrTaken) tells a wait that ran out on
+// a held lock, and errors.As finds a strategy's typed error).
+func GaveUp(ctx context.Context, last error) error {
 	if c := context.Cause(ctx); c != nil && c != ctx.Err() {
 		return fmt.Errorf("dlock: gave up waiting: %w: %w (last attempt: %w)", ctx.Err(), c, last)
 	}
@@ -108,3 +108,27 @@ type retryable struct{ err error }
 
 func (r retryable) Error() string { return r.err.Error() }
 func (r retryable) Unwrap() error { return r.err }
+
+// TicketLife is how long a waiter's place in a strategy's first-come,
+// first-served queue lasts past its latest attempt. A live waiter attempts
+// again within r.Max (sooner when woken), so three of those leave room for
+// a slow round trip and a busy scheduler; the 2 s floor keeps short retries
+// from dropping a waiter that is merely late. It bounds how long a waiter
+// that died holds up a free lock.
+func TicketLife(r Retry) time.Duration {
+	if r == (Retry{}) {
+		r = DefaultRetry
+	}
+	return max(2*time.Second, 3*r.Max)
+}
+
+// CtxErr keeps ctx's end recognisable by errors.Is when a client reported
+// it as an error of its own; it returns err unchanged when ctx has not
+// ended or err already matches.
+func CtxErr(ctx context.Context, err error) error {
+	cerr := ctx.Err()
+	if cerr == nil || errors.Is(err, cerr) {
+		return err
+	}
+	return fmt.Errorf("%w: %w", cerr, err)
+}
