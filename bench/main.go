@@ -107,6 +107,14 @@ func run(isQuick bool, runs int, jsonOut, svgOut, bin, only, commit string) erro
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGPIPE)
 	defer stop()
 
+	// The commit is read now, not after measuring: `go run` built this
+	// binary just before it started, and others may commit meanwhile.
+	explicitCommit := commit != ""
+	if !explicitCommit {
+		commit = libraryCommit(repoRoot())
+	}
+	loadStart := loadAvg()
+
 	began := time.Now()
 	prog := newProgress(began)
 	defer prog.done()
@@ -153,12 +161,15 @@ func run(isQuick bool, runs int, jsonOut, svgOut, bin, only, commit string) erro
 	}
 	prog.done()
 	results := medians(all)
-	if commit == "" {
-		commit = libraryCommit(repoRoot())
-	}
-	meta := Meta{Commit: commit,
+	meta := Meta{Commit: commit, LoadStart: loadStart, LoadEnd: loadAvg(),
 		Quick: isQuick, Runs: runs, Elapsed: time.Since(began).Round(time.Millisecond).String(),
 		GoVersion: goVersion(), CPUs: cpus(), RedisVersion: redisVersion(bin), When: time.Now().UTC().Format(time.RFC3339),
+	}
+	if !explicitCommit {
+		if end := libraryCommit(repoRoot()); end != commit {
+			meta.CommitEnd = end
+			fmt.Fprintf(os.Stderr, "bench: the library changed during the run (%s at start, %s at end); the binary measured was built from %s\n", commit, end, commit)
+		}
 	}
 	printTable(os.Stdout, results, meta)
 	checks := evaluate(results)

@@ -75,7 +75,14 @@ func uncontendedRows(rs []Result) [][2]*Result {
 }
 
 func printTable(w io.Writer, rs []Result, m Meta) {
-	fmt.Fprintf(w, "\ndlock %s, %s, %d CPUs, redis-server %s, %d run(s)%s, %s\n\n", m.Commit, m.GoVersion, m.CPUs, m.RedisVersion, m.Runs, map[bool]string{true: " (quick)"}[m.Quick], m.Elapsed)
+	fmt.Fprintf(w, "\ndlock %s, %s, %d CPUs, redis-server %s, %d run(s)%s, %s\n", m.Commit, m.GoVersion, m.CPUs, m.RedisVersion, m.Runs, map[bool]string{true: " (quick)"}[m.Quick], m.Elapsed)
+	if m.CommitEnd != "" {
+		fmt.Fprintf(w, "(the library was at %s when the run ended; the binary was built from %s)\n", m.CommitEnd, m.Commit)
+	}
+	if m.LoadStart != "" {
+		fmt.Fprintf(w, "load average (1, 5, 15 min): %s at start, %s at end\n", m.LoadStart, m.LoadEnd)
+	}
+	fmt.Fprintln(w)
 	fmt.Fprintln(w, "Uncontended lock+unlock on distinct keys (floor: one EVALSHA). xRTT: over the same client's floor p50.")
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "| case | client | c=1 p50 µs | c=1 p99 µs | xRTT p50 | xRTT p99 | c=64 ops/s | c=64 CPU µs/op client+server | allocs/op | B/op | errors |")

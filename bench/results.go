@@ -62,6 +62,28 @@ type Meta struct {
 	CPUs         int    `json:"cpus"`
 	RedisVersion string `json:"redis_server"`
 	Commit       string `json:"commit"` // of the library measured; "+dirty" when its files differ from it
+	// CommitEnd is set when the library's HEAD or working tree changed
+	// while the run went on (others commit in the same tree): the binary
+	// measured was built from Commit.
+	CommitEnd string `json:"commit_end,omitempty"`
+	// LoadStart and LoadEnd are /proc/loadavg's 1, 5 and 15 minute
+	// averages when measuring began and ended.
+	LoadStart string `json:"load_start,omitempty"`
+	LoadEnd   string `json:"load_end,omitempty"`
+}
+
+// loadAvg returns the 1, 5 and 15 minute load averages, "" where there are
+// none (not Linux).
+func loadAvg() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return ""
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 3 {
+		return ""
+	}
+	return strings.Join(f[:3], " ")
 }
 
 // libraryCommit names the library's commit at root, with "+dirty" when
