@@ -238,6 +238,12 @@ var errBadReply = errors.New("redlock: unexpected acquire reply")
 func (lk *Locker) parseVote(i int, r node.Reply) vote {
 	name := lk.names[i]
 	v := vote{answered: true}
+	if r.Int(0) == statusGone {
+		// A refusal, in both modes four values only: the node will not
+		// grant this owner or waiter, as if the lock were held.
+		v.answer = NodeAnswer{Node: name, Kind: KindHeld}
+		return v
+	}
 	want := 4
 	if !lk.cfg.noTokens {
 		want = 7

@@ -2,7 +2,9 @@ package redlock
 
 import (
 	"context"
+	"errors"
 
+	"github.com/dlockgo/dlock/lease"
 	"github.com/dlockgo/dlock/node"
 )
 
@@ -32,3 +34,29 @@ func GhostVote(ctx context.Context, n node.Node, key, owner string) (int64, erro
 
 // StatusGone is the status of a vote refused because its owner was given up.
 const StatusGone = statusGone
+
+// AttemptAsGone makes one attempt at key, on behalf of a waiter that has
+// already left the queue on every node, and returns each node's answer.
+func AttemptAsGone(ctx context.Context, lk *Locker, key string) ([]NodeAnswer, error) {
+	ks := newKeySet(key)
+	w := &waiter{id: lease.NewOwner(), score: "1", life: "2000", wake: make(chan struct{}, 1)}
+	for _, n := range lk.nodes {
+		if _, err := n.Eval(ctx, leaveScript, ks.release(), w.id, ks.channel, "60000"); err != nil {
+			return nil, err
+		}
+	}
+	if err := lk.begin(); err != nil {
+		return nil, err
+	}
+	defer lk.wg.Done()
+	l, _, err := lk.attempt(ctx, ks, lease.Options{TTL: lk.cfg.ttl}, w)
+	if l != nil {
+		_ = l.Release(ctx)
+		return nil, errors.New("granted to a waiter that left")
+	}
+	var qe *QuorumError
+	if !errors.As(err, &qe) {
+		return nil, err
+	}
+	return qe.Nodes, nil
+}

@@ -955,6 +955,38 @@ func TestGhostVote(t *testing.T) {
 	})
 }
 
+// TestGoneWaiterRefused: the vote of a waiter that has left the queue is
+// refused with a short reply; with or without tokens it reads as a refusal,
+// not as a malformed reply.
+func TestGoneWaiterRefused(t *testing.T) {
+	each(t, func(t *testing.T, c string) {
+		srvs := redistest.StartN(t, 3)
+		for _, mode := range []struct {
+			name string
+			opts []redlock.Option
+		}{{"tokens", nil}, {"no tokens", []redlock.Option{redlock.WithoutTokens()}}} {
+			lk := newLocker(t, nodesOn(t, srvs, c), append(mode.opts, redlock.WithDurableNodes())...)
+			answers, err := redlock.AttemptAsGone(context.Background(), lk, "gone")
+			if err != nil {
+				t.Fatalf("%s: %v", mode.name, err)
+			}
+			held := 0
+			for _, a := range answers {
+				switch a.Kind {
+				case redlock.KindHeld:
+					held++
+				case redlock.KindNotAwaited:
+				default:
+					t.Errorf("%s: %s answered %v (%v); want a refusal", mode.name, a.Node, a.Kind, a.Err)
+				}
+			}
+			if held < lk.Quorum() {
+				t.Errorf("%s: %d refusals; want at least %d", mode.name, held, lk.Quorum())
+			}
+		}
+	})
+}
+
 // TestGhostVoteAfterSIGCONT stops three of five servers during an attempt,
 // which then fails for want of votes and releases its owner everywhere;
 // the stopped servers run the timed-out votes and the releases in whatever
