@@ -292,13 +292,19 @@ func (r *round) deliver(a result) {
 func (r *round) next() result {
 	for {
 		var a result
+		// An answer already in hand is on time: select picks at random
+		// among ready cases, and would report it as silent.
 		select {
 		case a = <-r.ch:
-		case <-r.timer.C:
-			r.timer.Reset(0) // every later call reports the next silent node at once
-			return r.silent(context.DeadlineExceeded, true)
-		case <-r.ctx.Done():
-			return r.silent(r.ctx.Err(), false)
+		default:
+			select {
+			case a = <-r.ch:
+			case <-r.timer.C:
+				r.timer.Reset(0) // every later call reports the next silent node at once
+				return r.silent(context.DeadlineExceeded, true)
+			case <-r.ctx.Done():
+				return r.silent(r.ctx.Err(), false)
+			}
 		}
 		if !r.seen[a.i] {
 			r.seen[a.i] = true
