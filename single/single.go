@@ -622,17 +622,18 @@ func (c *claim) try(ctx context.Context) (*lease.Lease, time.Duration, error) {
 	t1 := time.Now()
 	var (
 		r     node.Reply
-		err   error
+		err   error // the server's error reply to the claim itself
+		lost  error // the exchange failed: the claim may have run
 		acked int
 	)
 	if lk.cfg.replicas > 0 {
 		var res []node.Result
-		res, acked, err = lk.n.Pipeline(ctx,
+		res, acked, lost = lk.n.Pipeline(ctx,
 			[]node.Call{{Script: claimScript, Keys: c.keys[:], Args: c.args[:c.nargs]}},
 			node.Wait{Replicas: lk.cfg.replicas, Timeout: lk.cfg.replicaTimeout})
-		if err == nil {
+		if lost == nil {
 			if len(res) != 1 {
-				err = fmt.Errorf("dlock: claim on %s: %d results for 1 call", lk.n, len(res))
+				lost = fmt.Errorf("dlock: claim on %s: %d results for 1 call", lk.n, len(res))
 			} else {
 				r, err = res[0].Reply, res[0].Err
 			}
@@ -640,13 +641,19 @@ func (c *claim) try(ctx context.Context) (*lease.Lease, time.Duration, error) {
 	} else {
 		r, err = lk.n.Eval(ctx, claimScript, c.keys[:], c.args[:c.nargs]...)
 	}
+	var re *node.ReplyError
+	if err != nil && !errors.As(err, &re) {
+		lost, err = err, nil
+	}
+	if lost != nil {
+		// The claim may have landed with its reply lost, or may still be
+		// on its way. That includes a pipeline whose WAIT failed, even
+		// with an error reply: the claim before it ran all the same.
+		c.abandon()
+		return nil, 0, fmt.Errorf("dlock: claim %q on %s: %w", c.key, lk.n, ctxErr(ctx, lost))
+	}
 	if err != nil {
-		var re *node.ReplyError
-		if !errors.As(err, &re) {
-			// The claim may have landed with its reply lost, or may
-			// still be on its way.
-			c.abandon()
-		} else if strings.Contains(re.Msg, "non local key") {
+		if strings.Contains(re.Msg, "non local key") {
 			// The lock's slot is migrating between cluster masters and
 			// its hash is still on the source, which refuses the
 			// script's look at :gone, a key it does not have. The script
@@ -654,6 +661,8 @@ func (c *claim) try(ctx context.Context) (*lease.Lease, time.Duration, error) {
 			// attempt runs on the destination.
 			return nil, 0, lease.Retryable(fmt.Errorf("dlock: claim %q on %s: %w: %w", c.key, lk.n, errMigrating, err))
 		}
+		// The script refused, or the server would not run it: nothing
+		// was written.
 		return nil, 0, fmt.Errorf("dlock: claim %q on %s: %w", c.key, lk.n, ctxErr(ctx, err))
 	}
 	if len(r) != 1 {

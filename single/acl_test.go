@@ -1,0 +1,80 @@
+package single_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/valkey-io/valkey-go"
+
+	"github.com/dlockgo/dlock/internal/redistest"
+	"github.com/dlockgo/dlock/node"
+	"github.com/dlockgo/dlock/single"
+)
+
+// nodeAs returns a Node for addr on client that logs in as user.
+func nodeAs(t *testing.T, client, addr, user, password string) node.Node {
+	t.Helper()
+	switch client {
+	case "go-redis":
+		c := redis.NewClient(&redis.Options{Addr: addr, Username: user, Password: password, DisableIdentity: true})
+		n := node.FromGoRedis(c)
+		t.Cleanup(func() {
+			_ = n.Close()
+			_ = c.Close()
+		})
+		return n
+	case "valkey-go":
+		c, err := valkey.NewClient(valkey.ClientOption{
+			InitAddress: []string{addr}, Username: user, Password: password, DisableCache: true,
+		})
+		if err != nil {
+			t.Fatalf("valkey-go client as %s: %v", user, err)
+		}
+		n := node.FromValkey(c)
+		t.Cleanup(func() {
+			_ = n.Close()
+			c.Close()
+		})
+		return n
+	}
+	t.Fatalf("unknown client %q", client)
+	return nil
+}
+
+// TestReplicasWaitRefused: with WithReplicas, a WAIT the server refuses
+// (here the ACL denies it) comes after the claim ran and granted the lock.
+// The acquire fails, and the claim must not be left holding the lock.
+func TestReplicasWaitRefused(t *testing.T) {
+	srv := redistest.Start(t)
+	if _, err := srv.Do("ACL", "SETUSER", "nowait", "on", ">pw", "~*", "&*", "+@all", "-wait"); err != nil {
+		t.Fatal(err)
+	}
+	for _, client := range redistest.Clients {
+		t.Run(client, func(t *testing.T) {
+			lk := newLocker(t, nodeAs(t, client, srv.Addr(), "nowait", "pw"),
+				single.WithReplicas(1, 100*time.Millisecond))
+			key := "nowait-" + client
+			refused := func(what string, err error) {
+				t.Helper()
+				var re *node.ReplyError
+				if !errors.As(err, &re) || !strings.Contains(re.Msg, "NOPERM") {
+					t.Fatalf("%s: %v; want the WAIT's NOPERM reply", what, err)
+				}
+				if got := field(t, srv, key, "owner"); got != "" {
+					t.Fatalf("%s: owner = %q after the acquire failed; want none", what, got)
+				}
+			}
+			_, err := lk.TryAcquire(context.Background(), key)
+			refused("TryAcquire", err)
+
+			ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+			defer cancel()
+			_, err = lk.Acquire(ctx, key)
+			refused("Acquire", err)
+		})
+	}
+}
