@@ -204,6 +204,13 @@ func (n *goRedis) Subscribe(ctx context.Context, channel string) (<-chan struct{
 
 func (n *goRedis) subscribe(ctx context.Context, channel string) error {
 	n.mu.Lock()
+	// Checked under n.mu, which Close takes after marking the hub closed:
+	// either Close sees the PubSub made here and ends its reader, or this
+	// sees the hub closed and makes none.
+	if n.hub.isClosed() {
+		n.mu.Unlock()
+		return ErrClosed
+	}
 	if n.done == nil {
 		n.ps = n.c.Subscribe(context.Background())
 		n.done = make(chan struct{})

@@ -350,6 +350,35 @@ func TestCloseEndsSubscription(t *testing.T) {
 	}
 }
 
+// TestCloseRacesFirstSubscribe: a Close that comes while the first
+// Subscribe is under way leaves no subscription reader running.
+func TestCloseRacesFirstSubscribe(t *testing.T) {
+	srv := redistest.Start(t)
+	c := redis.NewClient(&redis.Options{Addr: srv.Addr(), DisableIdentity: true})
+	defer c.Close()
+	for i := range 300 {
+		n := node.FromGoRedis(c)
+		errc := make(chan error, 1)
+		go func() {
+			_, stop, err := n.Subscribe(t.Context(), "race")
+			if err == nil {
+				stop()
+			}
+			errc <- err
+		}()
+		if i%2 == 1 {
+			time.Sleep(time.Duration(i%7) * 20 * time.Microsecond)
+		}
+		if err := n.Close(); err != nil {
+			t.Fatal(err)
+		}
+		<-errc
+		if !node.ReaderEnded(n, time.Second) {
+			t.Fatalf("round %d: the subscription reader outlived Close", i)
+		}
+	}
+}
+
 func TestString(t *testing.T) {
 	srv := redistest.Start(t)
 	for _, c := range redistest.Nodes(t, srv.Addr()) {
