@@ -257,7 +257,7 @@ func (n *goRedis) unsubscribe(ctx context.Context, channel string) error {
 
 // receive is the Node's one subscription goroutine; it ends when Close
 // closes ps.
-func (n *goRedis) receive(ps *redis.PubSub, done chan struct{}, pongs chan<- string) {
+func (n *goRedis) receive(ps *redis.PubSub, done chan struct{}, pongs chan string) {
 	defer close(done)
 	defer close(pongs)
 	for {
@@ -275,11 +275,21 @@ func (n *goRedis) receive(ps *redis.PubSub, done chan struct{}, pongs chan<- str
 		case *redis.Message:
 			n.hub.notify(m.Channel)
 		case *redis.Pong:
-			// Only the Subscribe holding hub.sem waits here; a PONG that
-			// one gave up on is dropped rather than blocking the reader.
-			select {
-			case pongs <- m.Payload:
-			default:
+			// Only the Subscribe holding hub.sem waits here, for the last
+			// PING sent: a PONG pending, which one that gave up left
+			// behind, makes way for this one rather than block the reader
+			// or push out the PONG awaited.
+			for {
+				select {
+				case pongs <- m.Payload:
+				default:
+					select {
+					case <-pongs:
+					default:
+					}
+					continue
+				}
+				break
 			}
 		}
 	}

@@ -379,6 +379,48 @@ func TestCloseRacesFirstSubscribe(t *testing.T) {
 	}
 }
 
+// TestSubscribeAfterAbandoned: the PONGs of Subscribe calls that gave up
+// on a stopped server, answered in one burst with the PONG of the next
+// call when it resumes, do not crowd that call's PONG out.
+func TestSubscribeAfterAbandoned(t *testing.T) {
+	srv := redistest.Start(t)
+	for _, c := range redistest.Nodes(t, srv.Addr()) {
+		t.Run(c.Name, func(t *testing.T) {
+			// The subscription connection is up before the pause.
+			_, stop, err := c.Node.Subscribe(t.Context(), "warm:"+c.Name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer stop()
+			srv.Pause()
+			for i := range 3 {
+				ctx, cancel := context.WithTimeout(t.Context(), 100*time.Millisecond)
+				_, _, err := c.Node.Subscribe(ctx, "gone:"+c.Name+strconv.Itoa(i))
+				cancel()
+				if err == nil {
+					srv.Resume()
+					t.Fatal("Subscribe on a stopped server succeeded")
+				}
+			}
+			errc := make(chan error, 1)
+			go func() {
+				ctx, cancel := context.WithTimeout(t.Context(), 3*time.Second)
+				defer cancel()
+				_, stop, err := c.Node.Subscribe(ctx, "next:"+c.Name)
+				if err == nil {
+					stop()
+				}
+				errc <- err
+			}()
+			time.Sleep(100 * time.Millisecond)
+			srv.Resume()
+			if err := <-errc; err != nil {
+				t.Fatalf("Subscribe once the server resumed: %v", err)
+			}
+		})
+	}
+}
+
 func TestString(t *testing.T) {
 	srv := redistest.Start(t)
 	for _, c := range redistest.Nodes(t, srv.Addr()) {
