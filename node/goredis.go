@@ -299,6 +299,7 @@ func (n *goRedis) Close() error {
 	if !n.hub.close() {
 		return nil
 	}
+	defer n.hub.wait()
 	n.mu.Lock()
 	ps, done := n.ps, n.done
 	n.mu.Unlock()

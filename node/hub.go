@@ -25,9 +25,13 @@ type hub struct {
 	// it can give up with the caller's context.
 	sem chan struct{}
 
-	mu     sync.Mutex
-	topics map[string]map[*listener]struct{}
-	closed bool
+	mu       sync.Mutex
+	topics   map[string]map[*listener]struct{}
+	closed   bool
+	pending  map[string]struct{} // channels left by their last listener, to UNSUBSCRIBE
+	draining bool                // drain runs
+	quit     chan struct{}       // closed by close
+	wg       sync.WaitGroup      // drain, waited for by wait
 }
 
 type listener struct {
@@ -35,7 +39,8 @@ type listener struct {
 }
 
 func newHub() *hub {
-	return &hub{sem: make(chan struct{}, 1), topics: make(map[string]map[*listener]struct{})}
+	return &hub{sem: make(chan struct{}, 1), topics: make(map[string]map[*listener]struct{}),
+		pending: make(map[string]struct{}), quit: make(chan struct{})}
 }
 
 func (h *hub) lock(ctx context.Context) error {
@@ -67,11 +72,66 @@ func (h *hub) add(channel string) (l *listener, first bool, err error) {
 	return l, len(set) == 1, nil
 }
 
-// remove unregisters l; last reports whether channel has no listener left,
-// so the caller should UNSUBSCRIBE.
-func (h *hub) remove(channel string, l *listener) (last bool) {
+// remove unregisters l and, when channel has no listener left, queues its
+// UNSUBSCRIBE, which drain sends with unsub once it holds sem: waiting for
+// sem here would hold up the caller behind a call to a hung server, and
+// giving up would leave the server subscribed for the Node's lifetime.
+func (h *hub) remove(channel string, l *listener, unsub func(ctx context.Context, channel string) error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	if !h.removeLocked(channel, l) {
+		return
+	}
+	h.pending[channel] = struct{}{}
+	if !h.draining {
+		h.draining = true
+		h.wg.Add(1)
+		go h.drain(unsub)
+	}
+}
+
+// drain sends the queued UNSUBSCRIBEs, each under sem and only while its
+// channel still has no listener (a Subscribe since then has sent its own
+// SUBSCRIBE, which must stand), until none is left or the hub closes.
+func (h *hub) drain(unsub func(ctx context.Context, channel string) error) {
+	defer h.wg.Done()
+	for {
+		h.mu.Lock()
+		channel, ok := "", false
+		for c := range h.pending {
+			channel, ok = c, true
+			break
+		}
+		if !ok || h.closed {
+			h.draining = false
+			h.mu.Unlock()
+			return
+		}
+		delete(h.pending, channel)
+		h.mu.Unlock()
+		select {
+		case h.sem <- struct{}{}:
+		case <-h.quit:
+			h.mu.Lock()
+			h.draining = false
+			h.mu.Unlock()
+			return
+		}
+		if !h.active(channel) && !h.isClosed() {
+			ctx, cancel := context.WithTimeout(context.Background(), unsubscribeTimeout)
+			_ = unsub(ctx, channel)
+			cancel()
+		}
+		h.unlock()
+	}
+}
+
+// wait waits for drain to end; the caller has closed the hub.
+func (h *hub) wait() { h.wg.Wait() }
+
+// removeLocked unregisters l; it reports whether channel has no listener
+// left, so the server subscription should end.
+func (h *hub) removeLocked(channel string, l *listener) (last bool) {
 	set, ok := h.topics[channel]
 	if !ok {
 		return false
@@ -124,12 +184,16 @@ func (h *hub) close() bool {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	was := !h.closed
-	h.closed = true
+	if was {
+		h.closed = true
+		close(h.quit)
+	}
 	return was
 }
 
 // subscribe is the shared body of Subscribe: register, ask the backend to
-// SUBSCRIBE when the channel is new (under sem), and build stop. sub must
+// SUBSCRIBE when the channel is new (under sem), and build stop, which
+// returns at once (see remove). sub must
 // return only once the server confirmed the subscription; unsub may be
 // best-effort.
 func (h *hub) subscribe(ctx context.Context, channel string,
@@ -141,11 +205,9 @@ func (h *hub) subscribe(ctx context.Context, channel string,
 	}
 	l, first, err := h.add(channel)
 	if err == nil && first {
-		if err = sub(ctx, channel); err != nil && h.remove(channel, l) {
+		if err = sub(ctx, channel); err != nil {
 			// The SUBSCRIBE may have reached the server all the same.
-			uctx, cancel := context.WithTimeout(context.Background(), unsubscribeTimeout)
-			_ = unsub(uctx, channel)
-			cancel()
+			h.remove(channel, l, unsub)
 		}
 	}
 	h.unlock()
@@ -153,20 +215,7 @@ func (h *hub) subscribe(ctx context.Context, channel string,
 		return nil, nil, fmt.Errorf("node: subscribe %q: %w", channel, ctxErr(ctx, err))
 	}
 	var once sync.Once
-	stop := func() {
-		once.Do(func() {
-			ctx, cancel := context.WithTimeout(context.Background(), unsubscribeTimeout)
-			defer cancel()
-			if h.lock(ctx) != nil {
-				h.remove(channel, l)
-				return
-			}
-			defer h.unlock()
-			if h.remove(channel, l) {
-				_ = unsub(ctx, channel)
-			}
-		})
-	}
+	stop := func() { once.Do(func() { h.remove(channel, l, unsub) }) }
 	return l.c, stop, nil
 }
 
@@ -183,8 +232,8 @@ func ctxErr(ctx context.Context, err error) error {
 	return fmt.Errorf("%w: %w", cerr, err)
 }
 
-// unsubscribeTimeout bounds the UNSUBSCRIBE a stop sends: stop takes no
-// context, and a hung server must not hang it.
+// unsubscribeTimeout bounds each UNSUBSCRIBE drain sends: a hung server
+// must not hold sem for long.
 const unsubscribeTimeout = time.Second
 
 func (h *hub) isClosed() bool {

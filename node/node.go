@@ -35,7 +35,10 @@ type Node interface {
 	// published on channel, until stop is called. Signals coalesce: a reader
 	// that falls behind sees one pending signal, never a blocked publisher.
 	// The subscription shares one connection per Node; it is a hint, not a
-	// guarantee: a message may be lost when that connection breaks.
+	// guarantee: a message may be lost when that connection breaks. stop
+	// returns at once; the server-side subscription ends in the
+	// background, even behind a call to a hung server, and Close waits for
+	// that.
 	Subscribe(ctx context.Context, channel string) (signals <-chan struct{}, stop func(), err error)
 
 	// String names the endpoint (its address) for errors and logs.

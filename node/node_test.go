@@ -421,6 +421,47 @@ func TestSubscribeAfterAbandoned(t *testing.T) {
 	}
 }
 
+// TestStopBehindHungSubscribe: a stop while another Subscribe waits on a
+// stopped server returns at once, and the server subscription it leaves
+// ends once the server resumes.
+func TestStopBehindHungSubscribe(t *testing.T) {
+	srv := redistest.Start(t)
+	for _, c := range redistest.Nodes(t, srv.Addr()) {
+		t.Run(c.Name, func(t *testing.T) {
+			ch := "left:" + c.Name
+			_, stop, err := c.Node.Subscribe(t.Context(), ch)
+			if err != nil {
+				t.Fatal(err)
+			}
+			srv.Pause()
+			errc := make(chan error, 1)
+			go func() {
+				ctx, cancel := context.WithTimeout(t.Context(), 3*time.Second)
+				defer cancel()
+				_, stop, err := c.Node.Subscribe(ctx, "hung:"+c.Name)
+				if err == nil {
+					stop()
+				}
+				errc <- err
+			}()
+			time.Sleep(100 * time.Millisecond)
+			start := time.Now()
+			stop()
+			took := time.Since(start)
+			time.Sleep(1200 * time.Millisecond)
+			srv.Resume()
+			if err := <-errc; err != nil {
+				t.Fatalf("Subscribe once the server resumed: %v", err)
+			}
+			if took > 100*time.Millisecond {
+				t.Errorf("stop behind a hung Subscribe took %v", took)
+			}
+			waitFor(t, func() bool { return mustDo(t, srv, "PUBSUB", "NUMSUB", ch) == ch+"\n0" },
+				"server subscription ended after stop")
+		})
+	}
+}
+
 func TestString(t *testing.T) {
 	srv := redistest.Start(t)
 	for _, c := range redistest.Nodes(t, srv.Addr()) {

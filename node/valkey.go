@@ -286,6 +286,7 @@ func (n *valkeyNode) Close() error {
 	if !n.hub.close() {
 		return nil
 	}
+	defer n.hub.wait()
 	n.mu.Lock()
 	dc, quit, done := n.dc, n.quit, n.done
 	n.dc, n.errs = nil, nil
