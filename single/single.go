@@ -386,9 +386,14 @@ func (lk *Locker) tryAcquire(ctx context.Context, key string, opts []lease.Optio
 // joins the key's queue on the server, and a free lock goes to the
 // queue's head (see claimScript). A waiter wakes when the holder's release
 // is published, else when the holder's lease runs out or a delay from the
-// retry policy passes. When ctx ends first, the error matches ctx.Err(),
-// no claim of this call is left on the server, and its place in the queue
-// is given up. A waiter that dies without giving up its place holds the
+// retry policy passes. A failed attempt is retried whatever its cause (a
+// lost connection, a timeout, a failed WAIT, too few replicas), once a
+// claim it may have left on the server is given up; a claim given up that
+// way also gives up its place in the queue. Only the server's error reply
+// to the claim itself (the script refused, or the server would not run
+// it) ends the wait at once. When ctx ends first, the error matches
+// ctx.Err() and the last attempt's error, no claim of this call is left on
+// the server, and its place in the queue is given up. A waiter that dies without giving up its place holds the
 // lock up, once it reaches the head, for at most its ticket's lifetime:
 // max(2 s, 3 × its Retry.Max) after its last attempt.
 func (lk *Locker) Acquire(ctx context.Context, key string, opts ...lease.Option) (*lease.Lease, error) {
@@ -407,34 +412,43 @@ func (lk *Locker) acquire(ctx context.Context, key string, opts []lease.Option) 
 		return nil, err
 	}
 	c := lk.newClaim(key, o)
-	c.args[2] = strconv.FormatInt(ticketLife(o.Retry).Milliseconds(), 10)
+	life := ticketLife(o.Retry)
+	c.args[2] = strconv.FormatInt(life.Milliseconds(), 10)
 	c.nargs = 3
 	l, _, err := c.again(ctx)
-	if !errors.Is(err, lease.ErrTaken) && !errors.Is(err, errMigrating) {
-		return l, err
+	if err == nil {
+		return l, nil
+	}
+	if err := settled(ctx, err); err != nil {
+		c.leave()
+		return nil, err
 	}
 	// Subscribed before the next attempt, so a release between that
-	// attempt and the wait still wakes us.
-	wake, stop, err := lk.n.Subscribe(ctx, c.keys[0]+":released")
-	if err != nil {
+	// attempt and the wait still wakes us. A subscription that hangs (the
+	// server went away meanwhile) must not outlast the ticket.
+	sctx, cancel := context.WithTimeout(ctx, life/2)
+	wake, stop, serr := lk.n.Subscribe(sctx, c.keys[0]+":released")
+	cancel()
+	if serr != nil {
 		if ctx.Err() != nil {
 			c.leave()
-			return nil, ctxErr(ctx, err)
+			return nil, gaveUp(ctx, err)
 		}
 		wake, stop = nil, func() {} // poll without the hint
 	}
 	defer stop()
-	l, err = c.wait(ctx, wake)
+	l, err = c.wait(ctx, wake, err)
 	if err != nil {
 		c.leave()
 	}
 	return l, err
 }
 
-// wait is lease.Wait for a queued waiter: it calls again until a lease, an
-// error that neither matches lease.ErrTaken nor is retryable (errMigrating),
-// or the end of ctx. Between attempts it sleeps a delay from the retry
-// policy, cut short by the holder's time left and by a release on wake.
+// wait is lease.Wait for a queued waiter, after a first attempt that
+// failed with last: it calls again until a lease, an error that settles
+// the acquire (see settled), or the end of ctx. Between attempts it sleeps
+// a delay from the retry policy, cut short by the holder's time left and
+// by a release on wake.
 //
 // Each release (or waiter leaving) moves the queue on by one, so a waiter
 // in place p is not served before p-1 more of them: it lets p-2 signals
@@ -442,7 +456,7 @@ func (lk *Locker) acquire(ctx context.Context, key string, opts []lease.Option) 
 // one signal lost or coalesced. It keeps the timer through those signals,
 // so a count that went wrong (a dead waiter's ticket dropped, signals
 // lost) costs at most one delay of the retry policy.
-func (c *claim) wait(ctx context.Context, wake <-chan struct{}) (*lease.Lease, error) {
+func (c *claim) wait(ctx context.Context, wake <-chan struct{}, last error) (*lease.Lease, error) {
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
 	for n := 0; ; n++ {
@@ -450,9 +464,15 @@ func (c *claim) wait(ctx context.Context, wake <-chan struct{}) (*lease.Lease, e
 		if err == nil {
 			return l, nil
 		}
-		if !errors.Is(err, lease.ErrTaken) && !errors.Is(err, errMigrating) {
+		if ctx.Err() != nil && errors.Is(err, ctx.Err()) {
+			// ctx cut this attempt short: the one before tells why the
+			// wait ran out.
+			return nil, gaveUp(ctx, last)
+		}
+		if err := settled(ctx, err); err != nil {
 			return nil, err
 		}
+		last = err
 		d := c.o.Retry.Delay(n)
 		if hint > 0 && hint < d {
 			d = hint
@@ -471,6 +491,25 @@ func (c *claim) wait(ctx context.Context, wake <-chan struct{}) (*lease.Lease, e
 			break
 		}
 	}
+}
+
+// settled returns the error that ends a blocking acquire after an attempt
+// failed with err, or nil to try again: Acquire gives up on the server's
+// refusal of the claim and on the end of ctx, and retries everything else
+// (the lock taken, a failed exchange whose claim was abandoned, too few
+// replicas).
+func settled(ctx context.Context, err error) error {
+	var r *refusal
+	if errors.As(err, &r) {
+		return err
+	}
+	if ctx.Err() == nil {
+		return nil
+	}
+	if !errors.Is(err, lease.ErrTaken) && errors.Is(err, ctx.Err()) {
+		return err
+	}
+	return gaveUp(ctx, err)
 }
 
 // gaveUp reports that ctx ended a wait, as lease.Wait does: it matches
@@ -553,6 +592,14 @@ type claim struct {
 // migrating; Acquire tries again.
 var errMigrating = errors.New("dlock: cluster slot migrating")
 
+// refusal is the server's error reply to a claim: the script refused, or
+// the server would not run it, and nothing was written. It is the one
+// failure of an attempt that Acquire does not retry.
+type refusal struct{ err error }
+
+func (r *refusal) Error() string { return r.err.Error() }
+func (r *refusal) Unwrap() error { return r.err }
+
 // errLate is the cause of a claim granted after its validity had run out
 // on the way: it has been released again.
 var errLate = errors.New("dlock: granted after its validity ran out on the way")
@@ -572,15 +619,21 @@ func (lk *Locker) newClaim(key string, o lease.Options) *claim {
 	c.ids.WriteString("dlock:{")
 	c.ids.WriteString(key)
 	c.ids.WriteByte('}')
-	n := c.ids.Len()
+	c.keys[0] = c.ids.String()
+	c.drawOwner()
+	return c
+}
+
+// drawOwner gives the claim a new random owner: at first, and after its
+// owner was abandoned, which claimScript refuses from then on.
+func (c *claim) drawOwner() {
 	var raw [ownerBytes]byte
 	var hx [2 * ownerBytes]byte
 	rand.Read(raw[:])
 	hex.Encode(hx[:], raw[:])
+	n := c.ids.Len()
 	c.ids.Write(hx[:])
-	ids := c.ids.String()
-	c.keys[0], c.args[0] = ids[:n], ids[n:]
-	return c
+	c.args[0] = c.ids.String()[n:]
 }
 
 // ownerBytes is the size of an owner value: 128 bits from crypto/rand,
@@ -650,7 +703,11 @@ func (c *claim) try(ctx context.Context) (*lease.Lease, time.Duration, error) {
 		// on its way. That includes a pipeline whose WAIT failed, even
 		// with an error reply: the claim before it ran all the same.
 		c.abandon()
-		return nil, 0, fmt.Errorf("dlock: claim %q on %s: %w", c.key, lk.n, ctxErr(ctx, lost))
+		err := fmt.Errorf("dlock: claim %q on %s: %w", c.key, lk.n, ctxErr(ctx, lost))
+		if ctx.Err() == nil {
+			err = lease.Retryable(err)
+		}
+		return nil, 0, err
 	}
 	if err != nil {
 		if strings.Contains(re.Msg, "non local key") {
@@ -661,9 +718,7 @@ func (c *claim) try(ctx context.Context) (*lease.Lease, time.Duration, error) {
 			// attempt runs on the destination.
 			return nil, 0, lease.Retryable(fmt.Errorf("dlock: claim %q on %s: %w: %w", c.key, lk.n, errMigrating, err))
 		}
-		// The script refused, or the server would not run it: nothing
-		// was written.
-		return nil, 0, fmt.Errorf("dlock: claim %q on %s: %w", c.key, lk.n, ctxErr(ctx, err))
+		return nil, 0, &refusal{fmt.Errorf("dlock: claim %q on %s: %w", c.key, lk.n, ctxErr(ctx, err))}
 	}
 	if len(r) != 1 {
 		c.pos = int(r.Int(1))
@@ -702,6 +757,7 @@ func (c *claim) abandon() {
 	keep := max(abandonKeep, 2*c.ttl).Milliseconds()
 	_, _ = c.lk.n.Eval(ctx, abandonScript, c.keys[:], c.args[0], strconv.FormatInt(keep, 10))
 	c.queue = false
+	c.drawOwner()
 }
 
 // leave gives up the claim's place in the queue, if it has one, on a

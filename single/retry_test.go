@@ -1,0 +1,128 @@
+package single_test
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/dlockgo/dlock/internal/redistest"
+	"github.com/dlockgo/dlock/lease"
+	"github.com/dlockgo/dlock/node"
+	"github.com/dlockgo/dlock/single"
+)
+
+type acquired struct {
+	l   *lease.Lease
+	err error
+}
+
+// TestAcquireRetriesThroughRestart: a waiter whose attempts fail while the
+// server is down (killed, then restarted without the holder's lease) keeps
+// trying, and gets the lock once the server is back.
+func TestAcquireRetriesThroughRestart(t *testing.T) {
+	each(t, func(t *testing.T, srv *redistest.Server, n node.Node) {
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		a, b := newLocker(t, n), newLocker(t, n)
+		const key = "restart"
+		if _, err := a.TryAcquire(ctx, key, lease.WithTTL(time.Second)); err != nil {
+			t.Fatal(err)
+		}
+		got := make(chan acquired, 1)
+		go func() {
+			l, err := b.Acquire(ctx, key, lease.WithRetry(lease.Retry{Min: 20 * time.Millisecond, Max: 50 * time.Millisecond}))
+			got <- acquired{l, err}
+		}()
+		waitQueued(t, srv, key, 1)
+		srv.Kill()
+		time.Sleep(300 * time.Millisecond) // several attempts fail meanwhile
+		srv.Restart()
+		r := <-got
+		if r.err != nil {
+			t.Fatalf("Acquire across the restart: %v; want the lock", r.err)
+		}
+		if got := field(t, srv, key, "owner"); got != r.l.Owner() {
+			t.Fatalf("owner = %q; want the waiter's %q", got, r.l.Owner())
+		}
+		if err := r.l.Release(ctx); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
+
+// TestAcquireRetriesLostReply: claims that land while their replies are
+// lost (a client read timeout shorter than the link's delay) are
+// abandoned, and the abandoned owner is refused from then on; Acquire
+// tries again under a new owner and gets the lock once replies get
+// through. go-redis only: its ReadTimeout bounds each call without ending
+// the caller's context.
+func TestAcquireRetriesLostReply(t *testing.T) {
+	srv := redistest.Start(t)
+	proxy := redistest.StartProxy(t, srv.Addr())
+	c := redis.NewClient(&redis.Options{
+		Addr: proxy.Addr(), ReadTimeout: 100 * time.Millisecond, MaxRetries: -1,
+		DisableIdentity: true,
+	})
+	n := node.FromGoRedis(c)
+	t.Cleanup(func() {
+		_ = n.Close()
+		_ = c.Close()
+	})
+	lk := newLocker(t, n)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	const key = "lost-reply"
+	warm, err := lk.TryAcquire(ctx, key) // load the scripts
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := warm.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// And the abandon script, which a lost reply would not fall back to
+	// EVAL for: an acquire whose WAIT is refused abandons its claim.
+	if _, err := srv.Do("ACL", "SETUSER", "nowait", "on", ">pw", "~*", "&*", "+@all", "-wait"); err != nil {
+		t.Fatal(err)
+	}
+	nowait := newLocker(t, nodeAs(t, "go-redis", srv.Addr(), "nowait", "pw"), single.WithReplicas(1, time.Millisecond))
+	if _, err := nowait.TryAcquire(ctx, "warm"); err == nil {
+		t.Fatal("TryAcquire with WAIT denied: granted")
+	}
+
+	// Open and initialise connections while the link is fast: go-redis
+	// greets each new one with HELLO, which would time out as well, and
+	// the abandon must reach the server.
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Go(func() { _ = c.Do(ctx, "BLPOP", "nothing", "0.05").Err() })
+	}
+	wg.Wait()
+	proxy.SetLatency(300 * time.Millisecond)
+	got := make(chan acquired, 1)
+	go func() {
+		l, err := lk.Acquire(ctx, key, lease.WithRetry(lease.Retry{Min: 20 * time.Millisecond, Max: 50 * time.Millisecond}))
+		got <- acquired{l, err}
+	}()
+	for deadline := time.Now().Add(2 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		if gone, _ := srv.Do("HLEN", "dlock:{"+key+"}:gone"); gone != "0" && gone != "" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("no owner abandoned: no claim's reply was lost")
+		}
+	}
+	proxy.SetLatency(0)
+	r := <-got
+	if r.err != nil {
+		t.Fatalf("Acquire after lost replies: %v; want the lock", r.err)
+	}
+	if got := field(t, srv, key, "owner"); got != r.l.Owner() {
+		t.Fatalf("owner = %q; want the waiter's %q", got, r.l.Owner())
+	}
+	if err := r.l.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
