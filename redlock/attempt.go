@@ -144,16 +144,16 @@ func (lk *Locker) attempt(ctx context.Context, ks *keySet, o lease.Options, w *w
 
 	fail := func(op string, got int, answers []NodeAnswer, reason error) (*lease.Lease, time.Duration, error) {
 		// Release wherever the vote may have set the lock: it did, or its
-		// answer was not read. Wait only where it did and the node is
-		// alive, or was not awaited: a node that failed or timed out is
-		// released in the background, so a dead node does not hold up the
-		// failure.
+		// answer was not read. Wait only where it did, and so the node is
+		// alive: a node that failed, timed out or was not awaited is
+		// released in the background (its late vote is refused), so a hung
+		// node does not hold up the failure and the retry behind it.
 		idx := make([]int, 0, n)
 		await := make([]bool, n)
 		for i := range votes {
 			if !votes[i].read || votes[i].set {
 				idx = append(idx, i)
-				await[i] = !votes[i].answered || votes[i].set
+				await[i] = votes[i].set
 			}
 		}
 		lk.releaseAll(ctx, ks, owner, "", o.TTL, false, idx, len(idx), await)
@@ -212,12 +212,12 @@ func (lk *Locker) attempt(ctx context.Context, ks *keySet, o lease.Options, w *w
 
 // leave takes w's tickets off the nodes at idx, in the background (the
 // calls are counted in the Locker's WaitGroup, so Close waits for them):
-// the waiter gave up.
-func (lk *Locker) leave(ks *keySet, w *waiter, idx []int) {
+// the waiter, acquiring leases of ttl, gave up.
+func (lk *Locker) leave(ks *keySet, w *waiter, idx []int, ttl time.Duration) {
 	if len(idx) == 0 {
 		return
 	}
-	r := lk.fanout(context.Background(), idx, lk.cleanupTimeout(lk.cfg.ttl), leaveScript, ks.release(),
+	r := lk.fanout(context.Background(), idx, lk.cleanupTimeout(ttl), leaveScript, ks.release(),
 		[]string{w.id, ks.channel, lk.goneKeep()}, nil)
 	r.abandon()
 }

@@ -91,46 +91,63 @@ func (b *backend) Release(ctx context.Context, l *lease.Lease) error {
 
 // waker turns releases published on any node into signals on one channel.
 type waker struct {
-	done  chan struct{}
-	wg    sync.WaitGroup
-	stops []func()
+	done   chan struct{}
+	cancel context.CancelFunc
 }
 
-// subscribe listens on channel on every node it can reach within a few
-// node timeouts, calling signal on each message; the forwarders end at
-// stop. Once subscribed, it signals wake once, since a release published
-// before the subscriptions took effect was missed.
-func (lk *Locker) subscribe(ctx context.Context, channel string, wake chan<- struct{}, signal func()) *waker {
-	w := &waker{done: make(chan struct{})}
-	ctx, cancel := context.WithTimeout(ctx, lk.cleanupTimeout(lk.cfg.ttl))
-	defer cancel()
-	var mu sync.Mutex
-	var sub sync.WaitGroup
+// subscribe listens on channel on every node, calling signal on each
+// message, until stop. Each node subscribes in the background, bounded by a
+// few node timeouts for leases of ttl, so a hung node holds up no attempt:
+// its wake joins once its subscription is confirmed. The goroutines are
+// counted in the Locker's WaitGroup; the caller must hold an operation.
+// Once a majority is subscribed (or every node has answered), it signals
+// wake once: a release published before then may have been missed, and
+// after it, every release reaches a subscribed node, since a lease holds a
+// majority.
+func (lk *Locker) subscribe(channel string, ttl time.Duration, wake chan<- struct{}, signal func()) *waker {
+	ctx, cancel := context.WithCancel(lk.closing)
+	w := &waker{done: make(chan struct{}), cancel: cancel}
+	n, q := len(lk.nodes), lk.Quorum()
+	var (
+		mu                 sync.Mutex
+		confirmed, settled int
+		woken              bool
+	)
+	settle := func(ok bool) {
+		mu.Lock()
+		settled++
+		if ok {
+			confirmed++
+		}
+		fire := !woken && (confirmed == q || settled == n)
+		woken = woken || fire
+		mu.Unlock()
+		if fire {
+			select {
+			case wake <- struct{}{}:
+			default:
+			}
+		}
+	}
 	for _, nd := range lk.nodes {
-		sub.Go(func() {
-			sig, stop, err := nd.Subscribe(ctx, channel)
+		lk.wg.Go(func() {
+			sctx, cancel := context.WithTimeout(ctx, lk.cleanupTimeout(ttl))
+			sig, stop, err := nd.Subscribe(sctx, channel)
+			cancel()
+			settle(err == nil)
 			if err != nil {
 				return
 			}
-			mu.Lock()
-			w.stops = append(w.stops, stop)
-			mu.Unlock()
-			w.wg.Go(func() {
-				for {
-					select {
-					case <-w.done:
-						return
-					case <-sig:
-						signal()
-					}
+			defer stop()
+			for {
+				select {
+				case <-w.done:
+					return
+				case <-sig:
+					signal()
 				}
-			})
+			}
 		})
-	}
-	sub.Wait()
-	select {
-	case wake <- struct{}{}:
-	default:
 	}
 	return w
 }
@@ -177,11 +194,9 @@ func (lk *Locker) wakeFirst(key string) {
 	}
 }
 
-// stop ends the forwarders and the subscriptions.
+// stop ends the subscriptions, those still under way included, in the
+// background (Close waits for them).
 func (w *waker) stop() {
+	w.cancel()
 	close(w.done)
-	w.wg.Wait()
-	for _, stop := range w.stops {
-		stop()
-	}
 }

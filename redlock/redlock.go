@@ -413,7 +413,7 @@ func (lk *Locker) acquire(ctx context.Context, key string, opts []lease.Option) 
 		w.queued = true
 		if wk == nil && ctx.Err() == nil {
 			lk.enlist(key, w)
-			wk = lk.subscribe(ctx, ks.channel, wake, func() { lk.wakeFirst(key) })
+			wk = lk.subscribe(ks.channel, o.TTL, wake, func() { lk.wakeFirst(key) })
 		}
 		if errors.Is(err, lease.ErrTaken) {
 			return nil, hint, err
@@ -423,7 +423,7 @@ func (lk *Locker) acquire(ctx context.Context, key string, opts []lease.Option) 
 		return nil, hint, lease.Retryable(err)
 	})
 	if err != nil && w.queued {
-		lk.leave(ks, w, lk.all())
+		lk.leave(ks, w, lk.all(), o.TTL)
 	}
 	if err != nil && last != nil && !errors.As(err, new(*QuorumError)) {
 		return nil, &waitError{err: err, last: last}

@@ -573,6 +573,54 @@ func TestAcquireWaitsForRelease(t *testing.T) {
 	})
 }
 
+// TestWaiterBesideHungNode: with one of five servers stopped, a waiter
+// gets the lock moments after its release: subscribing to releases on the
+// stopped server holds up neither its attempts nor its return.
+func TestWaiterBesideHungNode(t *testing.T) {
+	each(t, func(t *testing.T, c string) {
+		srvs := redistest.StartN(t, 5)
+		// The default node timeout (600 ms for the default TTL), so a
+		// stall behind the stopped server would show as seconds.
+		lk, err := redlock.New(nodesOn(t, srvs, c), redlock.WithDurableNodes(),
+			redlock.WithRetry(lease.Retry{Min: 2 * time.Second, Max: 3 * time.Second}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = lk.Close() })
+		ctx := context.Background()
+		a, err := lk.TryAcquire(ctx, "k")
+		if err != nil {
+			t.Fatal(err)
+		}
+		srvs[4].Pause()
+		t.Cleanup(srvs[4].Resume)
+		got := make(chan time.Time, 1)
+		done := make(chan error, 1)
+		go func() {
+			l, err := lk.Acquire(ctx, "k")
+			got <- time.Now()
+			if err == nil {
+				err = l.Release(ctx)
+			}
+			done <- err
+		}()
+		time.Sleep(300 * time.Millisecond)
+		released := time.Now()
+		if err := a.Release(ctx); err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("release took %v", time.Since(released))
+		wait := (<-got).Sub(released)
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("waiter returned with the lock %v after the release", wait)
+		if wait > 1500*time.Millisecond {
+			t.Errorf("waiter took %v after the release beside a stopped node; want well under 1.5s", wait)
+		}
+	})
+}
+
 // touch makes every node stamp its epoch (first contact), waits out the
 // sit-out that follows, and then acquires until the nodes are repaired:
 // the state of a deployment that has been up for one maximum TTL.
