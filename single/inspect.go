@@ -45,7 +45,7 @@ func (lk *Locker) Inspect(ctx context.Context, key string) (Info, error) {
 	}
 	r, err := lk.n.Eval(ctx, inspectScript, []string{hashKey(key)})
 	if err != nil {
-		return Info{}, fmt.Errorf("dlock: inspect %q on %s: %w", key, lk.n, ctxErr(ctx, err))
+		return Info{}, fmt.Errorf("dlock: inspect %q on %s: %w", key, lk.n, lease.CtxErr(ctx, err))
 	}
 	tok, err := strconv.ParseUint(r.Str(1), 10, 64)
 	if err != nil {

@@ -363,13 +363,9 @@ const abandonKeep = time.Hour
 // *lease.ArgError for a bad key or option. When ctx ends during the
 // attempt, a claim that may have landed is released before it returns.
 func (lk *Locker) TryAcquire(ctx context.Context, key string, opts ...lease.Option) (*lease.Lease, error) {
-	if lk.cfg.observer != nil {
-		start := lk.started(key)
-		l, err := lk.tryAcquire(ctx, key, opts)
-		lk.ended(key, start, err)
-		return l, err
-	}
-	return lk.tryAcquire(ctx, key, opts)
+	return lease.ObserveAcquire(lk.cfg.observer, strategy, key, func() (*lease.Lease, error) {
+		return lk.tryAcquire(ctx, key, opts)
+	})
 }
 
 func (lk *Locker) tryAcquire(ctx context.Context, key string, opts []lease.Option) (*lease.Lease, error) {
@@ -397,13 +393,9 @@ func (lk *Locker) tryAcquire(ctx context.Context, key string, opts []lease.Optio
 // lock up, once it reaches the head, for at most its ticket's lifetime:
 // max(2 s, 3 × its Retry.Max) after its last attempt.
 func (lk *Locker) Acquire(ctx context.Context, key string, opts ...lease.Option) (*lease.Lease, error) {
-	if lk.cfg.observer != nil {
-		start := lk.started(key)
-		l, err := lk.acquire(ctx, key, opts)
-		lk.ended(key, start, err)
-		return l, err
-	}
-	return lk.acquire(ctx, key, opts)
+	return lease.ObserveAcquire(lk.cfg.observer, strategy, key, func() (*lease.Lease, error) {
+		return lk.acquire(ctx, key, opts)
+	})
 }
 
 func (lk *Locker) acquire(ctx context.Context, key string, opts []lease.Option) (*lease.Lease, error) {
@@ -412,7 +404,7 @@ func (lk *Locker) acquire(ctx context.Context, key string, opts []lease.Option) 
 		return nil, err
 	}
 	c := lk.newClaim(key, o)
-	life := ticketLife(o.Retry)
+	life := lease.TicketLife(o.Retry)
 	c.args[2] = strconv.FormatInt(life.Milliseconds(), 10)
 	c.nargs = 3
 	l, _, err := c.again(ctx)
@@ -432,7 +424,7 @@ func (lk *Locker) acquire(ctx context.Context, key string, opts []lease.Option) 
 	if serr != nil {
 		if ctx.Err() != nil {
 			c.leave()
-			return nil, gaveUp(ctx, err)
+			return nil, lease.GaveUp(ctx, err)
 		}
 		wake, stop = nil, func() {} // poll without the hint
 	}
@@ -467,7 +459,7 @@ func (c *claim) wait(ctx context.Context, wake <-chan struct{}, last error) (*le
 		if ctx.Err() != nil && errors.Is(err, ctx.Err()) {
 			// ctx cut this attempt short: the one before tells why the
 			// wait ran out.
-			return nil, gaveUp(ctx, last)
+			return nil, lease.GaveUp(ctx, last)
 		}
 		if err := settled(ctx, err); err != nil {
 			return nil, err
@@ -481,7 +473,7 @@ func (c *claim) wait(ctx context.Context, wake <-chan struct{}, last error) (*le
 		for skip := max(0, c.pos-2); ; skip-- {
 			select {
 			case <-ctx.Done():
-				return nil, gaveUp(ctx, err)
+				return nil, lease.GaveUp(ctx, err)
 			case <-timer.C:
 			case <-wake:
 				if skip > 0 {
@@ -509,43 +501,7 @@ func settled(ctx context.Context, err error) error {
 	if !errors.Is(err, lease.ErrTaken) && errors.Is(err, ctx.Err()) {
 		return err
 	}
-	return gaveUp(ctx, err)
-}
-
-// gaveUp reports that ctx ended a wait, as lease.Wait does: it matches
-// ctx.Err(), the context's cause, and the last attempt's error.
-func gaveUp(ctx context.Context, last error) error {
-	if c := context.Cause(ctx); c != nil && c != ctx.Err() {
-		return fmt.Errorf("dlock: gave up waiting: %w: %w (last attempt: %w)", ctx.Err(), c, last)
-	}
-	return fmt.Errorf("dlock: gave up waiting: %w (last attempt: %w)", ctx.Err(), last)
-}
-
-// ticketLife is how long a waiter's place in the queue lasts past its
-// latest attempt. A live waiter attempts again within r.Max (sooner when
-// woken), so three of those leave room for a slow round trip and a busy
-// scheduler; the 2 s floor keeps short retries from dropping a waiter
-// that is merely late.
-func ticketLife(r lease.Retry) time.Duration {
-	if r == (lease.Retry{}) {
-		r = lease.DefaultRetry
-	}
-	return max(2*time.Second, 3*r.Max)
-}
-
-// started reports the start of an acquisition on key to the observer,
-// which must be set, and returns the instant it started.
-func (lk *Locker) started(key string) time.Time {
-	start := time.Now()
-	lk.cfg.observer.Observe(lease.Event{Kind: lease.AcquireStarted, Strategy: strategy, Key: key})
-	return start
-}
-
-// ended reports the outcome of the acquisition on key begun at start.
-func (lk *Locker) ended(key string, start time.Time, err error) {
-	lk.cfg.observer.Observe(lease.Event{
-		Kind: lease.AcquireEnded, Strategy: strategy, Key: key, Wait: time.Since(start), Err: err,
-	})
+	return lease.GaveUp(ctx, err)
 }
 
 // strategy names this strategy in Observer events.
@@ -668,7 +624,7 @@ func (c *claim) again(ctx context.Context) (*lease.Lease, time.Duration, error) 
 // is released again and reported as an error matching lease.ErrExpired.
 func (c *claim) try(ctx context.Context) (*lease.Lease, time.Duration, error) {
 	if err := ctx.Err(); err != nil {
-		return nil, 0, ctxErr(ctx, err)
+		return nil, 0, lease.CtxErr(ctx, err)
 	}
 	lk := c.lk
 	c.args[1] = c.ttlMs
@@ -703,7 +659,7 @@ func (c *claim) try(ctx context.Context) (*lease.Lease, time.Duration, error) {
 		// on its way. That includes a pipeline whose WAIT failed, even
 		// with an error reply: the claim before it ran all the same.
 		c.abandon()
-		err := fmt.Errorf("dlock: claim %q on %s: %w", c.key, lk.n, ctxErr(ctx, lost))
+		err := fmt.Errorf("dlock: claim %q on %s: %w", c.key, lk.n, lease.CtxErr(ctx, lost))
 		if ctx.Err() == nil {
 			err = lease.Retryable(err)
 		}
@@ -718,7 +674,7 @@ func (c *claim) try(ctx context.Context) (*lease.Lease, time.Duration, error) {
 			// attempt runs on the destination.
 			return nil, 0, lease.Retryable(fmt.Errorf("dlock: claim %q on %s: %w: %w", c.key, lk.n, errMigrating, err))
 		}
-		return nil, 0, &refusal{fmt.Errorf("dlock: claim %q on %s: %w", c.key, lk.n, ctxErr(ctx, err))}
+		return nil, 0, &refusal{fmt.Errorf("dlock: claim %q on %s: %w", c.key, lk.n, lease.CtxErr(ctx, err))}
 	}
 	if len(r) != 1 {
 		c.pos = int(r.Int(1))
@@ -732,7 +688,7 @@ func (c *claim) try(ctx context.Context) (*lease.Lease, time.Duration, error) {
 		// Not every client cuts a call short when ctx ends; a caller that
 		// gave up must not be left holding a lock it does not know of.
 		c.releaseDetached()
-		return nil, 0, fmt.Errorf("dlock: claim %q on %s: %w", c.key, lk.n, ctxErr(ctx, err))
+		return nil, 0, fmt.Errorf("dlock: claim %q on %s: %w", c.key, lk.n, lease.CtxErr(ctx, err))
 	}
 	if acked < lk.cfg.replicas {
 		c.releaseDetached()
@@ -814,7 +770,7 @@ func (c *claim) Release(ctx context.Context, l *lease.Lease) error {
 func (c *claim) refused(op string, l *lease.Lease, ctx context.Context, err error) error {
 	var re *node.ReplyError
 	if !errors.As(err, &re) || !strings.HasPrefix(re.Msg, "DLSTALE ") {
-		return fmt.Errorf("dlock: %s %q on %s: %w", op, l.Key(), c.lk.n, ctxErr(ctx, err))
+		return fmt.Errorf("dlock: %s %q on %s: %w", op, l.Key(), c.lk.n, lease.CtxErr(ctx, err))
 	}
 	h, _ := strconv.ParseUint(strings.TrimPrefix(re.Msg, "DLSTALE "), 10, 64)
 	if fence.Token(h) > l.Token() {
@@ -822,14 +778,4 @@ func (c *claim) refused(op string, l *lease.Lease, ctx context.Context, err erro
 			&fence.StaleError{Resource: l.Key(), Token: l.Token(), Highest: fence.Token(h)})
 	}
 	return fmt.Errorf("dlock: %s %q: %w: it expired or was released", op, l.Key(), lease.ErrNotHeld)
-}
-
-// ctxErr keeps ctx's end recognisable by errors.Is when a client reports
-// it as its own error.
-func ctxErr(ctx context.Context, err error) error {
-	cerr := ctx.Err()
-	if cerr == nil || errors.Is(err, cerr) {
-		return err
-	}
-	return fmt.Errorf("%w: %w", cerr, err)
 }
