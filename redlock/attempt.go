@@ -63,14 +63,9 @@ type waiter struct {
 	at     int64 // the score, µs
 	score  string
 	wake   chan<- struct{}
-	life   string // how long a ticket outlives the attempt that refreshed it, ms
+	life   string // how long a ticket outlives the attempt that refreshed it (lease.TicketLife), ms
 	queued bool   // an attempt was refused: the waiter may hold a ticket on any node
 }
-
-// ticketLife is how long a waiter's ticket stays at least, after each of
-// its attempts: a waiter that vanished without leaving the queue holds up
-// the ones behind it for that long at most.
-const ticketLife = 2 * time.Second
 
 // attempt is one acquisition: phase 1 (vote, read the epoch and, with
 // tokens, the counters), phase 2 (commit the token) unless tokens are off,

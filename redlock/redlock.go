@@ -322,13 +322,9 @@ func (lk *Locker) Close() error {
 // for someone else, and a *QuorumError whenever the attempt failed, with
 // each node's answer.
 func (lk *Locker) TryAcquire(ctx context.Context, key string, opts ...lease.Option) (*lease.Lease, error) {
-	if lk.cfg.observer != nil {
-		start := lk.started(key)
-		l, err := lk.tryAcquire(ctx, key, opts)
-		lk.ended(key, start, err)
-		return l, err
-	}
-	return lk.tryAcquire(ctx, key, opts)
+	return lease.ObserveAcquire(lk.cfg.observer, strategy, key, func() (*lease.Lease, error) {
+		return lk.tryAcquire(ctx, key, opts)
+	})
 }
 
 func (lk *Locker) tryAcquire(ctx context.Context, key string, opts []lease.Option) (*lease.Lease, error) {
@@ -357,13 +353,9 @@ func (lk *Locker) tryAcquire(ctx context.Context, key string, opts []lease.Optio
 // held by a majority, not when nodes were down or slow. After Close it
 // matches ErrClosed.
 func (lk *Locker) Acquire(ctx context.Context, key string, opts ...lease.Option) (*lease.Lease, error) {
-	if lk.cfg.observer != nil {
-		start := lk.started(key)
-		l, err := lk.acquire(ctx, key, opts)
-		lk.ended(key, start, err)
-		return l, err
-	}
-	return lk.acquire(ctx, key, opts)
+	return lease.ObserveAcquire(lk.cfg.observer, strategy, key, func() (*lease.Lease, error) {
+		return lk.acquire(ctx, key, opts)
+	})
 }
 
 func (lk *Locker) acquire(ctx context.Context, key string, opts []lease.Option) (*lease.Lease, error) {
@@ -384,17 +376,13 @@ func (lk *Locker) acquire(ctx context.Context, key string, opts []lease.Option) 
 		last *QuorumError
 	)
 	ks := newKeySet(key)
-	retry := o.Retry
-	if retry == (lease.Retry{}) {
-		retry = lease.DefaultRetry
-	}
 	wake := make(chan struct{}, 1)
 	at := time.Now().UnixMicro()
 	w := &waiter{
 		id:    lease.NewOwner(),
 		at:    at,
 		score: strconv.FormatInt(at, 10),
-		life:  strconvMs(max(ticketLife, 4*retry.Max)),
+		life:  strconvMs(lease.TicketLife(o.Retry)),
 		wake:  wake,
 	}
 	defer func() {
@@ -425,40 +413,15 @@ func (lk *Locker) acquire(ctx context.Context, key string, opts []lease.Option) 
 	if err != nil && w.queued {
 		lk.leave(ks, w, lk.all(), o.TTL)
 	}
-	if err != nil && last != nil && !errors.As(err, new(*QuorumError)) {
-		return nil, &waitError{err: err, last: last}
+	if err != nil && last != nil && ctx.Err() != nil && !errors.As(err, new(*QuorumError)) {
+		// The context ended during an attempt, which then named no quorum.
+		return nil, lease.GaveUp(ctx, last)
 	}
 	return l, err
 }
 
-// waitError is Acquire's error when the wait ended on an error that names
-// no quorum (the context ended during an attempt, say): it reads as that
-// error and also unwraps to the last attempt's *QuorumError.
-type waitError struct {
-	err  error
-	last *QuorumError
-}
-
-func (e *waitError) Error() string   { return e.err.Error() }
-func (e *waitError) Unwrap() []error { return []error{e.err, e.last} }
-
 // strategy names this strategy in Observer events.
 const strategy = "quorum"
-
-// started reports the start of an acquisition on key to the observer,
-// which must be set, and returns the instant it started.
-func (lk *Locker) started(key string) time.Time {
-	start := time.Now()
-	lk.cfg.observer.Observe(lease.Event{Kind: lease.AcquireStarted, Strategy: strategy, Key: key})
-	return start
-}
-
-// ended reports the outcome of the acquisition on key begun at start.
-func (lk *Locker) ended(key string, start time.Time, err error) {
-	lk.cfg.observer.Observe(lease.Event{
-		Kind: lease.AcquireEnded, Strategy: strategy, Key: key, Wait: time.Since(start), Err: err,
-	})
-}
 
 // observeVote reports one node's phase 1 answer to the observer, which
 // must be set.
@@ -486,7 +449,10 @@ func (lk *Locker) options(key string, opts []lease.Option) (lease.Options, error
 	if err := lease.CheckKey(key); err != nil {
 		return lease.Options{}, err
 	}
-	o := lease.Apply(lease.Options{TTL: lk.cfg.ttl, Retry: lk.cfg.retry}, opts...)
+	o := lease.Options{TTL: lk.cfg.ttl, Retry: lk.cfg.retry}
+	if len(opts) > 0 { // Apply moves o to the heap
+		o = lease.Apply(o, opts...)
+	}
 	if err := lk.checkTTL(o.TTL); err != nil {
 		return lease.Options{}, err
 	}
