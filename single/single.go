@@ -36,10 +36,23 @@
 // acquirers subscribe to. Waiters take turns in the order they came: a
 // blocking acquire that finds the lock taken holds a ticket in the queue
 // dlock:{KEY}:q (deadlines in dlock:{KEY}:qx), and a free lock goes to the
-// queue's head; both keys vanish when the queue empties. An acquire abandoned while its claim was in
-// flight (its context ended) records its owner in a second small hash,
+// queue's head; both keys vanish when the queue empties. An acquire
+// abandoned while its claim was in flight (its context ended, or the
+// exchange failed) records its owner in a second small hash,
 // dlock:{KEY}:gone, which expires after an hour, so that the claim is
 // refused if it reaches the server after the cleanup.
+//
+// That cleanup (abandon, leaving the queue, releasing a grant the caller
+// must not keep) runs on a context of its own, bounded by
+// lease.ReleaseTimeout, since the caller's may have ended. Against a
+// server that hangs, a cancelled or failed acquire can therefore return up
+// to lease.ReleaseTimeout after its context ended: the price of never
+// leaving a claim held that the caller does not know of.
+//
+// The server must run with maxmemory-policy noeviction (the default). An
+// evicted lock hash loses the lock, which is then granted again at once,
+// and its counter; an evicted dlock:{KEY}:gone lets a late abandoned claim
+// hold the lock.
 //
 // Extend and Release check owner and token. A refusal matches
 // lease.ErrNotHeld; when the key has been claimed again since, so that the
@@ -113,7 +126,8 @@ func WithDriftFactor(f float64) Option { return func(c *config) { c.drift = f } 
 
 // WithReplicas makes every claim wait, on the connection that sent it, until
 // n replicas acknowledged it or timeout passed. A claim acknowledged by
-// fewer is released and the acquire fails with a *ReplicaError. This
+// fewer is released: TryAcquire fails with a *ReplicaError, and Acquire
+// tries again (when ctx ends first, its error carries the last one). This
 // narrows, but does not close, the failover window of asynchronous
 // replication. Extensions do not wait.
 func WithReplicas(n int, timeout time.Duration) Option {
@@ -361,7 +375,10 @@ const abandonKeep = time.Hour
 // TryAcquire makes one attempt at the lock on key. It returns an error
 // matching lease.ErrTaken when another owner holds it, and an
 // *lease.ArgError for a bad key or option. When ctx ends during the
-// attempt, a claim that may have landed is released before it returns.
+// attempt, or the exchange with the server fails, a claim that may have
+// landed is released before it returns, on a context of its own bounded
+// by lease.ReleaseTimeout: against a hung server the call can return up
+// to that long after ctx ended.
 func (lk *Locker) TryAcquire(ctx context.Context, key string, opts ...lease.Option) (*lease.Lease, error) {
 	return lease.ObserveAcquire(lk.cfg.observer, strategy, key, func() (*lease.Lease, error) {
 		return lk.tryAcquire(ctx, key, opts)
@@ -389,7 +406,8 @@ func (lk *Locker) tryAcquire(ctx context.Context, key string, opts []lease.Optio
 // to the claim itself (the script refused, or the server would not run
 // it) ends the wait at once. When ctx ends first, the error matches
 // ctx.Err() and the last attempt's error, no claim of this call is left on
-// the server, and its place in the queue is given up. A waiter that dies without giving up its place holds the
+// the server, and its place in the queue is given up; as with TryAcquire,
+// that cleanup can take up to lease.ReleaseTimeout after ctx ended. A waiter that dies without giving up its place holds the
 // lock up, once it reaches the head, for at most its ticket's lifetime:
 // max(2 s, 3 × its Retry.Max) after its last attempt.
 func (lk *Locker) Acquire(ctx context.Context, key string, opts ...lease.Option) (*lease.Lease, error) {
