@@ -23,6 +23,23 @@
 // the per-key ones. Nodes must be standalone servers (or one master each):
 // a Redis Cluster could not run those scripts.
 //
+// # Deployment
+//
+// Every node must be a distinct server: two addresses of one server (a
+// hostname and its IP, say) would give it two votes, and a majority of
+// addresses would no longer be a majority of servers.
+//
+// Every node must run with maxmemory-policy noeviction (the default). An
+// evicted lock key frees a lock that is still held; an evicted fence
+// counter, dlock:high or dlock:floor lets a later token fall below one
+// already issued. The lost-data guard sees neither: the node's epoch may
+// well survive.
+//
+// A failed attempt releases its vote on every node; a release lost with a
+// broken connection leaves that vote holding the lock on its node until
+// the TTL runs out. That costs liveness (one node fewer for others until
+// then), never safety.
+//
 // # Fencing token
 //
 // Unless WithoutTokens is given, an acquisition runs in two phases. Phase 1
