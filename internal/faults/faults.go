@@ -40,9 +40,9 @@ type Row struct {
 	// (safety.Report.Overlaps).
 	Overlaps *int `json:"overlaps"`
 	// StaleAccepted counts fenced writes accepted from a holder another
-	// holder had superseded: safety.Report.StaleAccepted (an older token
-	// after a newer one) plus writes under a token EQUAL to the newer
-	// holder's, which the fence admits and the checker does not count.
+	// holder had superseded, whatever the tokens say: the larger of
+	// safety.Report.StaleAccepted (a write after a newer holder's accepted
+	// one) and the writes made after a newer grant.
 	StaleAccepted *int `json:"stale_accepted"`
 	// UnfencedDoubleWrites counts writes a superseded holder got accepted
 	// by a resource that knows nothing of tokens.

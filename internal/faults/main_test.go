@@ -101,9 +101,9 @@ every number, are in [faults.json](faults.json).
 - **holders**: leases granted in the run. **overlaps**: pairs of holders
   valid at the same time, each by its own clock (a double grant).
 - **stale accepted**: fenced writes accepted from a holder after a later
-  holder had been granted the lock. It counts what ` + "`safety.Check`" + ` counts (a
-  token below one already accepted) and also a stale holder whose token is
-  *equal to or above* the newer holder's, which the checker does not see.
+  holder had been granted the lock, whatever the tokens say: the larger of
+  what ` + "`safety.Check`" + ` counts (a write after a newer holder's accepted
+  one) and the writes made after a newer grant.
 - **unfenced double writes**: the same late writes at the unfenced resource.
 - **fenced refused**: writes the fence refused.
 - **availability**: acquisitions granted of those tried. **time to fail**:
