@@ -504,13 +504,23 @@ func (c *claim) wait(ctx context.Context, wake <-chan struct{}, last error) (*le
 }
 
 // settled returns the error that ends a blocking acquire after an attempt
-// failed with err, or nil to try again: Acquire gives up on the server's
-// refusal of the claim and on the end of ctx, and retries everything else
-// (the lock taken, a failed exchange whose claim was abandoned, too few
-// replicas).
+// failed with err, or nil to try again: Acquire gives up on an error reply
+// from the server (to the claim, or to the WAIT after it) and on the end
+// of ctx, and retries everything else (the lock taken, a lost connection
+// or timeout whose claim was abandoned, too few replicas, a slot in
+// migration).
 func settled(ctx context.Context, err error) error {
-	var r *refusal
+	var (
+		r  *refusal
+		re *node.ReplyError
+	)
 	if errors.As(err, &r) {
+		return err
+	}
+	if errors.As(err, &re) && !errors.Is(err, errMigrating) {
+		// The server refused part of the exchange (a WAIT the user may
+		// not run, say): the claim was abandoned, and trying again would
+		// meet the same refusal until ctx ends.
 		return err
 	}
 	if ctx.Err() == nil {
