@@ -24,15 +24,14 @@ import (
 
 // Locker grants leases on keys. Both strategies implement it.
 type Locker interface {
-	// Acquire waits until the lock on key is granted, or ctx ends; failed
+	// Acquire waits until the lock on key is granted, or ctx ends. Failed
 	// attempts are retried (a held lock, a lost connection, nodes down);
-	// the single strategy also stops at a refusal its server would repeat
-	// (an error reply, such as to a command the user may not run). When
-	// ctx ends first, the
-	// error matches ctx.Err() with errors.Is, and no lock of this call is
-	// left held on the servers. (Bookkeeping stays: the fence counter,
-	// which must outlive every lease, and short-lived records of given-up
-	// owners and waiters.)
+	// the single strategy stops at a refusal its server would repeat (an
+	// error reply, such as to a command the user may not run). When ctx
+	// ends first, the error matches ctx.Err() with errors.Is, and no lock
+	// of this call is left held on the servers. (Bookkeeping stays: the
+	// fence counter, which must outlive every lease, and short-lived
+	// records of given-up owners and waiters.)
 	Acquire(ctx context.Context, key string, opts ...lease.Option) (*lease.Lease, error)
 	// TryAcquire makes exactly one attempt; it returns an error matching
 	// ErrTaken when the lock is held by someone else.
