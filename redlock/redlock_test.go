@@ -691,6 +691,12 @@ func TestLostDataGuard(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
+				// a's votes not awaited must land before the restarts: one
+				// still queued, or retried by the client, would set a's lock
+				// on a restarted server and refuse b there for a's TTL.
+				for deadline := time.Now().Add(2 * time.Second); len(lockKeysLeft(t, srvs, "k")) < len(srvs) && time.Now().Before(deadline); {
+					time.Sleep(10 * time.Millisecond)
+				}
 				for _, i := range []int{0, 1, 2} {
 					srvs[i].Restart() // SIGKILL, back without its data
 				}
