@@ -364,11 +364,11 @@ func (lk *Locker) tryAcquire(ctx context.Context, key string, opts []lease.Optio
 // first-come, first-served queue on each node, ordered by the time of its
 // first attempt, and a free lock goes to the queue's head only (also
 // against TryAcquire); a release wakes only the earliest waiter of this
-// Locker. The call leaves the queues when it gives up. When ctx ends first, the error matches ctx.Err(), and errors.As
-// finds the *QuorumError of the last attempt that failed for want of a
-// quorum; it matches lease.ErrTaken only when that attempt found the lock
-// held by a majority, not when nodes were down or slow. After Close it
-// matches ErrClosed.
+// Locker. The call leaves the queues when it gives up. When ctx ends
+// first, the error matches ctx.Err(), and errors.As finds the *QuorumError
+// of the last attempt that failed for want of a quorum; it matches
+// lease.ErrTaken only when that attempt found the lock held by a majority,
+// not when nodes were down or slow. After Close it matches ErrClosed.
 func (lk *Locker) Acquire(ctx context.Context, key string, opts ...lease.Option) (*lease.Lease, error) {
 	return lease.ObserveAcquire(lk.cfg.observer, strategy, key, func() (*lease.Lease, error) {
 		return lk.acquire(ctx, key, opts)
