@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -12,6 +11,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/dlockgo/dlock/internal/redisproc"
 )
 
 // server is one redis-server process this program started and must stop.
@@ -40,7 +41,7 @@ func startServers(ctx context.Context, bin string, n int) ([]*server, error) {
 func startServer(ctx context.Context, bin string) (*server, error) {
 	var last error
 	for range 5 { // a free port may be taken between probe and bind
-		port, err := freePort()
+		port, err := redisproc.FreePort()
 		if err != nil {
 			return nil, err
 		}
@@ -51,15 +52,6 @@ func startServer(ctx context.Context, bin string) (*server, error) {
 		last = err
 	}
 	return nil, last
-}
-
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
 func launch(ctx context.Context, bin string, port int) (*server, error) {
@@ -87,7 +79,7 @@ func launch(ctx context.Context, bin string, port int) (*server, error) {
 	go func() { _ = cmd.Wait(); close(s.done) }()
 	deadline := time.Now().Add(5 * time.Second)
 	for {
-		if err := ping(s.addr); err == nil {
+		if err := redisproc.Ping(s.addr); err == nil {
 			return s, nil
 		}
 		select {
@@ -113,26 +105,6 @@ func lastLine(s string) string {
 		return s[i+1:]
 	}
 	return s
-}
-
-func ping(addr string) error {
-	c, err := net.DialTimeout("tcp", addr, 200*time.Millisecond)
-	if err != nil {
-		return err
-	}
-	defer c.Close()
-	_ = c.SetDeadline(time.Now().Add(500 * time.Millisecond))
-	if _, err := c.Write([]byte("PING\r\n")); err != nil {
-		return err
-	}
-	line, err := bufio.NewReader(c).ReadString('\n')
-	if err != nil {
-		return err
-	}
-	if !strings.HasPrefix(line, "+PONG") {
-		return fmt.Errorf("PING: %q", line)
-	}
-	return nil
 }
 
 // stop ends the process by its pid: SIGTERM, then SIGKILL after 2s.

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -16,6 +15,8 @@ import (
 
 	"github.com/alicebob/miniredis/v2"
 	"github.com/redis/go-redis/v9"
+
+	"github.com/dlockgo/dlock/internal/redisproc"
 )
 
 // fleet is the servers one demo starts: real redis-server processes when
@@ -130,7 +131,7 @@ func (f *fleet) start(ctx context.Context, args ...string) (*server, error) {
 var errBind = errors.New("address in use")
 
 func (s *server) exec(ctx context.Context, args []string) error {
-	port, err := freePort()
+	port, err := redisproc.FreePort()
 	if err != nil {
 		return err
 	}
@@ -157,7 +158,7 @@ func (s *server) exec(ctx context.Context, args []string) error {
 		close(s.exited)
 	}()
 	deadline := time.Now().Add(5 * time.Second)
-	for ping(s.addr) != nil {
+	for redisproc.Ping(s.addr) != nil {
 		select {
 		case <-s.exited:
 			if strings.Contains(stderr.String(), "Address already in use") {
@@ -235,34 +236,4 @@ func (f *fleet) close() {
 	if f.dir != "" {
 		_ = os.RemoveAll(f.dir)
 	}
-}
-
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
-}
-
-// ping succeeds on +PONG only: a server still starting is not ready.
-func ping(addr string) error {
-	c, err := net.DialTimeout("tcp", addr, 200*time.Millisecond)
-	if err != nil {
-		return err
-	}
-	defer c.Close()
-	_ = c.SetDeadline(time.Now().Add(500 * time.Millisecond))
-	if _, err := c.Write([]byte("PING\r\n")); err != nil {
-		return err
-	}
-	line, err := bufio.NewReader(c).ReadString('\n')
-	if err != nil {
-		return err
-	}
-	if strings.TrimSpace(line) != "+PONG" {
-		return errors.New(strings.TrimSpace(line))
-	}
-	return nil
 }

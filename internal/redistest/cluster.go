@@ -15,6 +15,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/valkey-io/valkey-go"
 
+	"github.com/dlockgo/dlock/internal/redisproc"
 	"github.com/dlockgo/dlock/node"
 )
 
@@ -47,7 +48,7 @@ func StartCluster(t testing.TB, masters int, opts ...Option) *Cluster {
 	for range masters {
 		// The bus port is chosen explicitly: the default, port+10000, may be
 		// taken or out of range.
-		bus, err := freePort()
+		bus, err := redisproc.FreePort()
 		if err != nil {
 			t.Fatalf("redistest: free port: %v", err)
 		}

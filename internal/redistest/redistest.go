@@ -8,7 +8,6 @@
 package redistest
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -24,6 +23,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/dlockgo/dlock/internal/redisproc"
 )
 
 // startTimeout bounds how long a start (or restart) waits for PING to answer.
@@ -90,7 +91,7 @@ func Start(t testing.TB, opts ...Option) *Server {
 	t.Cleanup(s.cleanup)
 	var err error
 	for range 5 {
-		s.port, err = freePort()
+		s.port, err = redisproc.FreePort()
 		if err != nil {
 			t.Fatalf("redistest: free port: %v", err)
 		}
@@ -315,7 +316,7 @@ func (s *Server) start() error {
 
 	deadline := time.Now().Add(startTimeout)
 	for {
-		if ping(s.Addr()) == nil {
+		if redisproc.Ping(s.Addr()) == nil {
 			return nil
 		}
 		select {
@@ -365,37 +366,6 @@ func (s *Server) cleanup() {
 		_ = s.client.Close()
 		s.client = nil
 	}
-}
-
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
-}
-
-// ping succeeds only on +PONG, so a server still loading its AOF (-LOADING)
-// is not ready yet.
-func ping(addr string) error {
-	c, err := net.DialTimeout("tcp", addr, 200*time.Millisecond)
-	if err != nil {
-		return err
-	}
-	defer c.Close()
-	_ = c.SetDeadline(time.Now().Add(500 * time.Millisecond))
-	if _, err := c.Write([]byte("PING\r\n")); err != nil {
-		return err
-	}
-	line, err := bufio.NewReader(c).ReadString('\n')
-	if err != nil {
-		return err
-	}
-	if strings.TrimSpace(line) != "+PONG" {
-		return errors.New(strings.TrimSpace(line))
-	}
-	return nil
 }
 
 func fileSize(path string) int64 {

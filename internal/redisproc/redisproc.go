@@ -1,0 +1,48 @@
+// Package redisproc holds what every place that starts its own
+// redis-server needs: a free loopback port, and a readiness check. The
+// test servers (internal/redistest), the demo (cmd/dlock) and the
+// benchmarks (bench) share it.
+package redisproc
+
+import (
+	"bufio"
+	"errors"
+	"net"
+	"strings"
+	"time"
+)
+
+// FreePort returns a loopback port that was free a moment ago. Another
+// process may take it before the caller binds it; callers retry on a bind
+// failure.
+func FreePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+// Ping succeeds only when the server at addr answers PING with +PONG, so a
+// server still loading its data (-LOADING) or asking for a password
+// (-NOAUTH) is not ready yet; the error carries its answer.
+func Ping(addr string) error {
+	c, err := net.DialTimeout("tcp", addr, 200*time.Millisecond)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(500 * time.Millisecond))
+	if _, err := c.Write([]byte("PING\r\n")); err != nil {
+		return err
+	}
+	line, err := bufio.NewReader(c).ReadString('\n')
+	if err != nil {
+		return err
+	}
+	if line = strings.TrimSpace(line); line != "+PONG" {
+		return errors.New(line)
+	}
+	return nil
+}

@@ -1,0 +1,38 @@
+package redisproc_test
+
+import (
+	"net"
+	"strconv"
+	"testing"
+
+	"github.com/dlockgo/dlock/internal/redisproc"
+	"github.com/dlockgo/dlock/internal/redistest"
+)
+
+func TestPing(t *testing.T) {
+	srv := redistest.Start(t)
+	if err := redisproc.Ping(srv.Addr()); err != nil {
+		t.Fatalf("Ping(%s) = %v; want nil", srv.Addr(), err)
+	}
+	if _, err := srv.Do("CONFIG", "SET", "requirepass", "pw"); err != nil {
+		t.Fatal(err)
+	}
+	if err := redisproc.Ping(srv.Addr()); err == nil {
+		t.Fatal("Ping of a server asking for a password = nil; want its -NOAUTH")
+	}
+}
+
+func TestFreePort(t *testing.T) {
+	p, err := redisproc.FreePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(p))
+	if err != nil {
+		t.Fatalf("listen on the free port %d: %v", p, err)
+	}
+	l.Close()
+	if err := redisproc.Ping("127.0.0.1:" + strconv.Itoa(p)); err == nil {
+		t.Fatal("Ping of a closed port = nil; want an error")
+	}
+}
