@@ -451,11 +451,12 @@ func TestValidityExhausted(t *testing.T) {
 			proxies[i] = redistest.StartProxy(t, s.Addr())
 			nodes[i] = redistest.NodeFor(t, c, proxies[i].Addr())
 		}
-		// Drift 0.45*2s+2ms = 902ms; two phases at 600ms each leave none,
-		// while each call stays well within the 990ms node timeout.
-		const ttl = 2 * time.Second
+		// Drift 0.45*4s+2ms = 1802ms; two phases at 1200ms each leave
+		// none, while each call keeps ~800ms of slack for a loaded machine
+		// within the 1990ms node timeout.
+		const ttl = 4 * time.Second
 		lk := newLocker(t, nodes, redlock.WithDurableNodes(), redlock.WithTTL(ttl),
-			redlock.WithDriftFactor(0.45), redlock.WithNodeTimeout(990*time.Millisecond))
+			redlock.WithDriftFactor(0.45), redlock.WithNodeTimeout(1990*time.Millisecond))
 		ctx := context.Background()
 		// Open the connections and load every script first, so each call
 		// below is one round trip.
@@ -470,7 +471,7 @@ func TestValidityExhausted(t *testing.T) {
 		}
 		_ = l.Release(ctx)
 		for _, p := range proxies {
-			p.SetLatency(600 * time.Millisecond)
+			p.SetLatency(1200 * time.Millisecond)
 		}
 		start := time.Now()
 		_, err = lk.TryAcquire(ctx, "k")
