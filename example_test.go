@@ -1,20 +1,17 @@
 package dlock_test
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
 	"log"
-	"net"
-	"os/exec"
-	"strconv"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
 	"github.com/dlockgo/dlock"
 	"github.com/dlockgo/dlock/fence"
+	"github.com/dlockgo/dlock/internal/redisproc"
 	"github.com/dlockgo/dlock/lease"
 	"github.com/dlockgo/dlock/node"
 	"github.com/dlockgo/dlock/single"
@@ -135,35 +132,9 @@ func Example_fencedWrite() {
 // startServer runs a throwaway redis-server on a free loopback port for an
 // example, and returns its address and the function that kills it.
 func startServer() (addr string, stop func()) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	addr, stop, err := redisproc.Start()
 	if err != nil {
 		log.Fatal(err)
 	}
-	port := l.Addr().(*net.TCPAddr).Port
-	l.Close()
-	cmd := exec.Command("redis-server", "--port", strconv.Itoa(port), "--bind", "127.0.0.1",
-		"--save", "", "--appendonly", "no")
-	if err := cmd.Start(); err != nil {
-		log.Fatal(err)
-	}
-	addr = net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
-	stop = func() {
-		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
-	}
-	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
-		c, err := net.Dial("tcp", addr)
-		if err != nil {
-			continue
-		}
-		_, _ = c.Write([]byte("PING\r\n"))
-		line, _ := bufio.NewReader(c).ReadString('\n')
-		c.Close()
-		if line == "+PONG\r\n" {
-			return addr, stop
-		}
-	}
-	stop()
-	log.Fatalf("redis-server on %s did not answer", addr)
-	return "", nil
+	return addr, stop
 }

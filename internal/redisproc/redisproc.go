@@ -7,7 +7,10 @@ package redisproc
 import (
 	"bufio"
 	"errors"
+	"fmt"
 	"net"
+	"os/exec"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -45,4 +48,31 @@ func Ping(addr string) error {
 		return errors.New(line)
 	}
 	return nil
+}
+
+// Start runs a throwaway redis-server without persistence on a free
+// loopback port, for examples and tools that have no testing.TB, and
+// returns once it answers PING. stop kills it and waits for it to end.
+func Start() (addr string, stop func(), err error) {
+	port, err := FreePort()
+	if err != nil {
+		return "", nil, err
+	}
+	cmd := exec.Command("redis-server", "--port", strconv.Itoa(port), "--bind", "127.0.0.1",
+		"--save", "", "--appendonly", "no")
+	if err := cmd.Start(); err != nil {
+		return "", nil, err
+	}
+	stop = func() {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+	}
+	addr = net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		if Ping(addr) == nil {
+			return addr, stop, nil
+		}
+	}
+	stop()
+	return "", nil, fmt.Errorf("redisproc: redis-server on %s did not answer PING within 5s", addr)
 }

@@ -4,16 +4,13 @@ import (
 	"context"
 	"fmt"
 	"log"
-	"net"
-	"os/exec"
-	"strconv"
-	"time"
 
 	"github.com/redis/go-redis/v9"
 	"go.opentelemetry.io/otel/attribute"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 
+	"github.com/dlockgo/dlock/internal/redisproc"
 	"github.com/dlockgo/dlock/node"
 	"github.com/dlockgo/dlock/observe/otelmetric"
 	"github.com/dlockgo/dlock/single"
@@ -84,32 +81,6 @@ func Example() {
 	// dlock.leases.held dlock.strategy=single 0
 }
 
-// startRedis starts a redis-server without persistence on a free loopback
-// port, and returns its address and a func that stops it.
-func startRedis() (addr string, stop func(), err error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", nil, err
-	}
-	port := ln.Addr().(*net.TCPAddr).Port
-	ln.Close()
-	cmd := exec.Command("redis-server", "--port", strconv.Itoa(port), "--bind", "127.0.0.1",
-		"--save", "", "--appendonly", "no")
-	if err := cmd.Start(); err != nil {
-		return "", nil, err
-	}
-	stop = func() {
-		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
-	}
-	addr = net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
-	for range 100 {
-		if c, err := net.Dial("tcp", addr); err == nil {
-			c.Close()
-			return addr, stop, nil
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	stop()
-	return "", nil, fmt.Errorf("redis-server on %s did not start", addr)
-}
+// startRedis starts a throwaway redis-server on a free loopback port, and
+// returns its address and a func that stops it.
+func startRedis() (addr string, stop func(), err error) { return redisproc.Start() }
