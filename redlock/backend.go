@@ -47,15 +47,12 @@ func (b *backend) Extend(ctx context.Context, l *lease.Lease, ttl time.Duration)
 	got, refused := 0, 0
 	for pending := n; pending > 0 && got < q && refused <= n-q; pending-- {
 		a := r.next()
-		name := lk.names[a.i]
+		ans, ok := agreed(lk.names[a.i], a)
+		answers[a.i] = ans
 		switch {
-		case a.err != nil:
-			answers[a.i] = answerOf(name, a)
-		case a.reply.Int(0) == 1:
-			answers[a.i] = NodeAnswer{Node: name, Kind: KindOK}
+		case ok:
 			got++
-		default:
-			answers[a.i] = NodeAnswer{Node: name, Kind: KindHeld}
+		case ans.Kind == KindHeld:
 			refused++
 		}
 	}

@@ -359,6 +359,19 @@ func answerOf(name string, a result) NodeAnswer {
 	return NodeAnswer{Node: name, Kind: KindError, Err: a.err}
 }
 
+// agreed reads the answer to a script that replies 1 where this owner's
+// lock was found (extend, release): ok reports that 1, any other reply is
+// the lock held by another, and a failed call is answerOf's.
+func agreed(name string, a result) (ans NodeAnswer, ok bool) {
+	switch {
+	case a.err != nil:
+		return answerOf(name, a), false
+	case a.reply.Int(0) == 1:
+		return NodeAnswer{Node: name, Kind: KindOK}, true
+	}
+	return NodeAnswer{Node: name, Kind: KindHeld}, false
+}
+
 // cleanupTimeout bounds each node's part in a release: a few node timeouts,
 // since it runs on a context detached from the caller's.
 func (lk *Locker) cleanupTimeout(ttl time.Duration) time.Duration {
@@ -407,15 +420,9 @@ func (lk *Locker) releaseAll(ctx context.Context, ks *keySet, owner, waiter stri
 		if await == nil || await[a.i] {
 			waiting--
 		}
-		name := lk.names[a.i]
-		switch {
-		case a.err != nil:
-			answers[a.i] = answerOf(name, a)
-		case a.reply.Int(0) == 1:
-			answers[a.i] = NodeAnswer{Node: name, Kind: KindOK}
+		var ok bool
+		if answers[a.i], ok = agreed(lk.names[a.i], a); ok {
 			released++
-		default:
-			answers[a.i] = NodeAnswer{Node: name, Kind: KindHeld}
 		}
 	}
 	r.abandon()
