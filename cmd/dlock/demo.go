@@ -53,13 +53,8 @@ func demoMain(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprint(fs.Output(), demoUsage)
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			fs.SetOutput(stdout)
-			fs.Usage()
-			return exitOK
-		}
-		return exitUsage
+	if code, ok := parseFlags(fs, args, stdout); !ok {
+		return code
 	}
 	if fs.NArg() != 0 || (*client != dlock.ClientGoRedis && *client != dlock.ClientValkeyGo) {
 		fs.Usage()

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -43,13 +42,8 @@ func inspectMain(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprint(fs.Output(), inspectUsage)
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			fs.SetOutput(stdout)
-			fs.Usage()
-			return exitOK
-		}
-		return exitUsage
+	if code, ok := parseFlags(fs, args, stdout); !ok {
+		return code
 	}
 	if fs.NArg() != 1 || fs.Arg(0) == "" {
 		fmt.Fprintln(stderr, "dlock inspect: want exactly one KEY (dlock inspect --help)")

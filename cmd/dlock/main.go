@@ -11,6 +11,8 @@ package main
 
 import (
 	"context"
+	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -95,4 +97,20 @@ func dispatch(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "dlock: unknown command %q\n\n%s", args[0], mainUsage)
 		return exitUsage
 	}
+}
+
+// parseFlags parses a subcommand's args. When they ask for help it prints
+// the usage to stdout; when they are wrong, fs has already said why on its
+// output. ok is false in both cases, and code is the exit code to return.
+func parseFlags(fs *flag.FlagSet, args []string, stdout io.Writer) (code int, ok bool) {
+	err := fs.Parse(args)
+	switch {
+	case err == nil:
+		return exitOK, true
+	case errors.Is(err, flag.ErrHelp):
+		fs.SetOutput(stdout)
+		fs.Usage()
+		return exitOK, false
+	}
+	return exitUsage, false
 }

@@ -58,13 +58,8 @@ func runMain(args []string, stdout, stderr io.Writer) int {
 		fs.PrintDefaults()
 		fmt.Fprint(fs.Output(), "\n", exitCodesHelp)
 	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			fs.SetOutput(stdout)
-			fs.Usage()
-			return exitOK
-		}
-		return exitUsage
+	if code, ok := parseFlags(fs, args, stdout); !ok {
+		return code
 	}
 	argv := fs.Args()
 	switch {
