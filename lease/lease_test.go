@@ -349,8 +349,8 @@ func TestWait(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
 	defer cancel()
-	if _, err := lease.Wait(ctx, slow, nil, taken); !errors.Is(err, context.DeadlineExceeded) || !errors.Is(err, context.DeadlineExceeded) {
-		t.Fatalf("Wait past deadline: %v; want DeadlineExceeded", err)
+	if _, err := lease.Wait(ctx, slow, nil, taken); !errors.Is(err, context.DeadlineExceeded) || !errors.Is(err, lease.ErrTaken) {
+		t.Fatalf("Wait past deadline: %v; want DeadlineExceeded and ErrTaken", err)
 	}
 
 	why := errors.New("stop")
@@ -377,6 +377,23 @@ func TestWait(t *testing.T) {
 	})
 	if err != nil || got != want || calls.Load() != 3 {
 		t.Fatalf("Wait = %p, %v after %d calls; want the lease after 3", got, err, calls.Load())
+	}
+
+	// An attempt that the deadline cuts short is not the reason the wait
+	// ran out: the whole attempt before it is.
+	quick := lease.Retry{Min: time.Millisecond, Max: time.Millisecond}
+	short := lease.Retryable(errors.New("2 of 5 nodes timed out"))
+	dctx, dcancel := context.WithTimeout(context.Background(), 30*time.Millisecond)
+	defer dcancel()
+	var n atomic.Int32
+	if _, err := lease.Wait(dctx, quick, nil, func(ctx context.Context) (*lease.Lease, time.Duration, error) {
+		if n.Add(1) < 3 {
+			return nil, 0, lease.ErrTaken
+		}
+		<-ctx.Done()
+		return nil, 0, short
+	}); !errors.Is(err, context.DeadlineExceeded) || !errors.Is(err, lease.ErrTaken) || errors.Is(err, short) {
+		t.Fatalf("Wait whose last attempt was cut short: %v; want DeadlineExceeded and the whole attempt's ErrTaken", err)
 	}
 
 	boom := errors.New("boom")

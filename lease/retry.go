@@ -52,11 +52,17 @@ func (r Retry) Delay(n int) time.Duration {
 type Attempt func(ctx context.Context) (l *Lease, hint time.Duration, err error)
 
 // Wait calls attempt until it returns a lease, an error that neither matches
-// ErrTaken nor was marked with Retryable, or ctx ends. Between attempts it sleeps a delay from r, cut short by hint
-// and by a signal on wake (which may be nil). When ctx ends first, the error
-// matches ctx's error with errors.Is, and also the last attempt's error.
+// ErrTaken nor was marked with Retryable, or ctx ends. Between attempts it
+// sleeps a delay from r, cut short by hint and by a signal on wake (which
+// may be nil). When ctx ends first, the error matches ctx's error with
+// errors.Is, and also the last whole attempt's error: an attempt that ctx
+// cut short (one that failed, without ErrTaken, after ctx ended) says less
+// about the lock than the one before it, so the one before is reported.
 func Wait(ctx context.Context, r Retry, wake <-chan struct{}, attempt Attempt) (*Lease, error) {
-	var timer *time.Timer
+	var (
+		timer *time.Timer
+		prev  error
+	)
 	defer func() {
 		if timer != nil {
 			timer.Stop()
@@ -67,6 +73,10 @@ func Wait(ctx context.Context, r Retry, wake <-chan struct{}, attempt Attempt) (
 		if err == nil {
 			return l, nil
 		}
+		if ctx.Err() != nil && prev != nil && !errors.Is(err, ErrTaken) {
+			return nil, GaveUp(ctx, prev)
+		}
+		prev = err
 		var again retryable
 		if !errors.Is(err, ErrTaken) && !errors.As(err, &again) {
 			return nil, err

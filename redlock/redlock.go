@@ -388,10 +388,7 @@ func (lk *Locker) acquire(ctx context.Context, key string, opts []lease.Option) 
 	defer cancel(nil)
 	defer context.AfterFunc(lk.closing, func() { cancel(ErrClosed) })()
 
-	var (
-		wk   *waker
-		last *QuorumError
-	)
+	var wk *waker
 	ks := newKeySet(key)
 	wake := make(chan struct{}, 1)
 	at := time.Now().UnixMicro()
@@ -414,7 +411,6 @@ func (lk *Locker) acquire(ctx context.Context, key string, opts []lease.Option) 
 		if !errors.As(err, &qe) {
 			return l, hint, err
 		}
-		last = qe
 		w.queued = true
 		if wk == nil && ctx.Err() == nil {
 			lk.enlist(key, w)
@@ -429,10 +425,6 @@ func (lk *Locker) acquire(ctx context.Context, key string, opts []lease.Option) 
 	})
 	if err != nil && w.queued {
 		lk.leave(ks, w, lk.all(), o.TTL)
-	}
-	if err != nil && last != nil && ctx.Err() != nil && !errors.As(err, new(*QuorumError)) {
-		// The context ended during an attempt, which then named no quorum.
-		return nil, lease.GaveUp(ctx, last)
 	}
 	return l, err
 }
