@@ -27,6 +27,17 @@ import (
 	"github.com/dlockgo/dlock/internal/redisproc"
 )
 
+func init() {
+	// Tests kill and pause servers on purpose; go-redis would log every
+	// failed redial of those to stderr and bury the test output. Errors
+	// still reach the tests through the calls that hit them.
+	redis.SetLogger(quietLogger{})
+}
+
+type quietLogger struct{}
+
+func (quietLogger) Printf(context.Context, string, ...any) {}
+
 // startTimeout bounds how long a start (or restart) waits for PING to answer.
 const startTimeout = 5 * time.Second
 
