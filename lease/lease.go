@@ -52,9 +52,10 @@ const ReleaseTimeout = 5 * time.Second
 
 // Lease is a held lock. Its methods are safe for concurrent use.
 type Lease struct {
-	b     Backend
-	g     Grant
-	extMu sync.Mutex // serialises Backend calls
+	b        Backend
+	g        Grant
+	extMu    sync.Mutex // serialises Backend calls
+	released bool       // a Release returned nil; guarded by extMu
 
 	mu      sync.Mutex
 	until   time.Time
@@ -216,7 +217,9 @@ func (l *Lease) Extend(ctx context.Context, ttl time.Duration) error {
 // ErrReleased. It stops the renewal goroutine first and waits for it. When
 // ctx has already ended, the release still runs, on a context of its own
 // bounded by ReleaseTimeout. It returns an error matching ErrNotHeld when no
-// server still held the lock (it had expired or been taken over).
+// server still held the lock (it had expired or been taken over), or when
+// an earlier Release of l succeeded; only a Release that failed is worth
+// calling again, and it then asks the servers again.
 func (l *Lease) Release(ctx context.Context) error {
 	l.stopRenewal()
 	if ctx.Err() != nil {
@@ -225,7 +228,15 @@ func (l *Lease) Release(ctx context.Context) error {
 		defer cancel()
 	}
 	l.extMu.Lock()
+	if l.released {
+		// A strategy may finish a release in the background (quorum nodes
+		// past the majority), where a second one would still find the
+		// lock and report it held.
+		l.extMu.Unlock()
+		return fmt.Errorf("%w: released already", ErrNotHeld)
+	}
 	err := l.b.Release(ctx, l)
+	l.released = err == nil
 	l.extMu.Unlock()
 	_ = l.Err() // a lease that ran out before Release ends as expired
 	if l.end(ErrReleased) {

@@ -26,6 +26,7 @@ type fake struct {
 	fail     atomic.Int32 // the next fail Extend calls fail with a non-refusal
 	extends  atomic.Int32
 	releases atomic.Int32
+	relFail  atomic.Int32 // the next relFail Release calls fail
 	inCall   atomic.Bool
 	overlap  atomic.Bool
 	relCtx   chan relCall
@@ -64,6 +65,10 @@ func (f *fake) Release(ctx context.Context, l *lease.Lease) error {
 	if f.relCtx != nil {
 		dl, ok := ctx.Deadline()
 		f.relCtx <- relCall{ctx.Err(), dl, ok}
+	}
+	if f.relFail.Load() > 0 {
+		f.relFail.Add(-1)
+		return errors.New("fake: timeout")
 	}
 	if f.refuse.Load() {
 		return lease.ErrNotHeld
@@ -104,6 +109,30 @@ func TestReleaseEnds(t *testing.T) {
 	}
 	if err := l.Extend(context.Background(), time.Minute); !errors.Is(err, lease.ErrNotHeld) || !errors.Is(err, lease.ErrReleased) {
 		t.Fatalf("Extend after Release: %v; want ErrNotHeld and ErrReleased", err)
+	}
+}
+
+// TestReleaseTwice: a second Release after one that succeeded is told the
+// lock is not held without asking the servers (which may still be
+// finishing the first); after one that failed, it asks them again.
+func TestReleaseTwice(t *testing.T) {
+	f := &fake{}
+	l := lease.New(f, grant(time.Minute), false)
+	if err := l.Release(context.Background()); err != nil {
+		t.Fatalf("Release: %v", err)
+	}
+	if err := l.Release(context.Background()); !errors.Is(err, lease.ErrNotHeld) || f.releases.Load() != 1 {
+		t.Fatalf("second Release: %v after %d backend calls; want ErrNotHeld after 1", err, f.releases.Load())
+	}
+
+	f = &fake{}
+	f.relFail.Store(1)
+	l = lease.New(f, grant(time.Minute), false)
+	if err := l.Release(context.Background()); err == nil || errors.Is(err, lease.ErrNotHeld) {
+		t.Fatalf("failing Release: %v; want the backend's error", err)
+	}
+	if err := l.Release(context.Background()); err != nil || f.releases.Load() != 2 {
+		t.Fatalf("Release after a failed one: %v after %d backend calls; want nil after 2", err, f.releases.Load())
 	}
 }
 
