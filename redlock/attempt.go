@@ -106,6 +106,7 @@ func (lk *Locker) attempt(ctx context.Context, ks *keySet, o lease.Options, w *w
 		rp = lk.newRepairs()
 	}
 
+	drift := lease.Drift(o.TTL, lk.cfg.drift)
 	t1 := time.Now()
 	r := lk.fanout(ctx, lk.all(), timeout, script, ks.acquire(tokens), buf.args[:], func(a result) {
 		if rp != nil {
@@ -177,16 +178,24 @@ func (lk *Locker) attempt(ctx context.Context, ks *keySet, o lease.Options, w *w
 			}
 		}
 		token = tokenFor(maxCounter, times)
-		if answers, got := lk.commit(ctx, ks, owner, token, timeout, votes, voters); got < q {
+		// A commit that outlasts the validity left after phase 1 could
+		// only end in a lease with none: it is not waited for past that.
+		left := lease.Validity(o.TTL, time.Since(t1), drift)
+		if left <= 0 {
+			return fail("acquire", c, lk.phase1Answers(votes), noValidity(time.Since(t1), o.TTL))
+		}
+		if answers, got := lk.commit(ctx, ks, owner, token, min(timeout, left), votes, voters); got < q {
+			if el := time.Since(t1); lease.Validity(o.TTL, el, drift) <= 0 {
+				return fail("acquire", c, lk.phase1Answers(votes), noValidity(el, o.TTL))
+			}
 			return fail("commit", got, answers, nil)
 		}
 	}
 
 	t2 := time.Now()
-	validity := lease.Validity(o.TTL, t2.Sub(t1), lease.Drift(o.TTL, lk.cfg.drift))
+	validity := lease.Validity(o.TTL, t2.Sub(t1), drift)
 	if validity <= 0 {
-		return fail("acquire", c, lk.phase1Answers(votes),
-			fmt.Errorf("%w: took %v of a %v TTL", ErrNoValidity, t2.Sub(t1), o.TTL))
+		return fail("acquire", c, lk.phase1Answers(votes), noValidity(t2.Sub(t1), o.TTL))
 	}
 	b := &backend{lk: lk, ks: ks, ttl: o.TTL}
 	if w != nil {
@@ -203,6 +212,12 @@ func (lk *Locker) attempt(ctx context.Context, ks *keySet, o lease.Options, w *w
 	}, o.AutoRenew)
 	st.l.Store(l)
 	return l, 0, nil
+}
+
+// noValidity is the reason of an attempt that took elapsed of a ttl lease
+// and left it no validity.
+func noValidity(elapsed, ttl time.Duration) error {
+	return fmt.Errorf("%w: took %v of a %v TTL", ErrNoValidity, elapsed, ttl)
 }
 
 // leave takes w's tickets off the nodes at idx, in the background (the

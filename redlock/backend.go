@@ -2,7 +2,6 @@ package redlock
 
 import (
 	"context"
-	"fmt"
 	"slices"
 	"strconv"
 	"sync"
@@ -64,7 +63,7 @@ func (b *backend) Extend(ctx context.Context, l *lease.Lease, ttl time.Duration)
 	validity := lease.Validity(ttl, t2.Sub(t1), lease.Drift(ttl, lk.cfg.drift))
 	if validity <= 0 {
 		return time.Time{}, newQuorumError("extend", l.Key(), got, q, answers,
-			fmt.Errorf("%w: took %v of a %v TTL", ErrNoValidity, t2.Sub(t1), ttl))
+			noValidity(t2.Sub(t1), ttl))
 	}
 	return t2.Add(validity), nil
 }

@@ -451,12 +451,14 @@ func TestValidityExhausted(t *testing.T) {
 			proxies[i] = redistest.StartProxy(t, s.Addr())
 			nodes[i] = redistest.NodeFor(t, c, proxies[i].Addr())
 		}
-		// Drift 0.45*4s+2ms = 1802ms; two phases at 1200ms each leave
-		// none, while each call keeps ~800ms of slack for a loaded machine
-		// within the 1990ms node timeout.
-		const ttl = 4 * time.Second
+		// Drift 0.49*6s+2ms = 2942ms leaves 3058ms for the two phases.
+		// Phase 1 at 1600ms keeps ~1.4s of slack for a loaded machine
+		// within the 2990ms node timeout (and go-redis's 3s read
+		// timeout); the commit that follows is not waited for past the
+		// 1458ms of validity left, and could not answer within it.
+		const ttl = 6 * time.Second
 		lk := newLocker(t, nodes, redlock.WithDurableNodes(), redlock.WithTTL(ttl),
-			redlock.WithDriftFactor(0.45), redlock.WithNodeTimeout(1990*time.Millisecond))
+			redlock.WithDriftFactor(0.49), redlock.WithNodeTimeout(2990*time.Millisecond))
 		ctx := context.Background()
 		// Open the connections and load every script first, so each call
 		// below is one round trip.
@@ -471,7 +473,7 @@ func TestValidityExhausted(t *testing.T) {
 		}
 		_ = l.Release(ctx)
 		for _, p := range proxies {
-			p.SetLatency(1200 * time.Millisecond)
+			p.SetLatency(1600 * time.Millisecond)
 		}
 		start := time.Now()
 		_, err = lk.TryAcquire(ctx, "k")
