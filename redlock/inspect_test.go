@@ -100,6 +100,22 @@ func TestInspectNodeDown(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer l.Release(ctx)
+	// TryAcquire returned on a majority; let the third vote land, so
+	// that the node killed is not one of the two that hold the lock.
+	for deadline := time.Now().Add(2 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		held := 0
+		for _, s := range srvs {
+			if do(t, s, "GET", "dlock:{down}:lock") == l.Owner() {
+				held++
+			}
+		}
+		if held == len(srvs) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("lock on %d of %d nodes after 2s", held, len(srvs))
+		}
+	}
 	srvs[2].Kill()
 	info, err := lk.Inspect(ctx, "down")
 	if err != nil {
