@@ -3,6 +3,7 @@ package single_test
 import (
 	"context"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"testing"
 
@@ -53,13 +54,47 @@ func BenchmarkEvalFloor(b *testing.B) {
 				b.Fatal(err)
 			}
 			b.ReportAllocs()
+			before := serverScriptMicros(b, srv)
 			for b.Loop() {
 				if _, err := c.Node.Eval(ctx, benchFloor, keys, "1"); err != nil {
 					b.Fatal(err)
 				}
 			}
+			reportServer(b, srv, before)
 		})
 	}
+}
+
+// serverScriptMicros is the time srv has spent running scripts (EVAL and
+// EVALSHA, from INFO commandstats), in µs.
+func serverScriptMicros(b *testing.B, srv *redistest.Server) float64 {
+	b.Helper()
+	out, err := srv.Do("INFO", "commandstats")
+	if err != nil {
+		b.Fatal(err)
+	}
+	total := 0.0
+	for line := range strings.SplitSeq(out, "\n") {
+		line = strings.TrimSpace(line)
+		if !strings.HasPrefix(line, "cmdstat_eval:") && !strings.HasPrefix(line, "cmdstat_evalsha:") {
+			continue
+		}
+		_, rest, _ := strings.Cut(line, ",usec=")
+		v, _, _ := strings.Cut(rest, ",")
+		f, err := strconv.ParseFloat(v, 64)
+		if err != nil {
+			b.Fatalf("commandstats line %q: %v", line, err)
+		}
+		total += f
+	}
+	return total
+}
+
+// reportServer reports the server's script time per op since before (a
+// serverScriptMicros reading): what the scripts cost the server, which a
+// client-side profile does not show.
+func reportServer(b *testing.B, srv *redistest.Server, before float64) {
+	b.ReportMetric((serverScriptMicros(b, srv)-before)/float64(b.N), "server-µs/op")
 }
 
 // BenchmarkTryAcquireRelease is one TryAcquire and Release at a time, on
@@ -71,6 +106,7 @@ func BenchmarkTryAcquireRelease(b *testing.B) {
 			lk := benchLocker(b, c.Node)
 			ctx := context.Background()
 			b.ReportAllocs()
+			before := serverScriptMicros(b, srv)
 			for b.Loop() {
 				l, err := lk.TryAcquire(ctx, "bench-serial")
 				if err != nil {
@@ -80,6 +116,7 @@ func BenchmarkTryAcquireRelease(b *testing.B) {
 					b.Fatal(err)
 				}
 			}
+			reportServer(b, srv, before)
 		})
 	}
 }
