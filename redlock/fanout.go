@@ -3,6 +3,7 @@ package redlock
 import (
 	"context"
 	"errors"
+	"hash/maphash"
 	"os"
 	"strconv"
 	"sync"
@@ -33,28 +34,38 @@ type call struct {
 }
 
 // Each node is served by workersPerNode goroutines, started by New and
-// ended by Close, which take the calls queued for the node and send
-// whatever has gathered, up to maxBatch calls, as one pipeline: under load
-// a round trip carries many calls, which costs both the client and the
-// server far less than a round trip each; alone, a call goes as a plain
-// Eval. Two workers keep one batch in flight while the next one gathers.
+// ended by Close, each with a queue of its own (a lane), which take the
+// calls queued in their lane and send whatever has gathered, up to
+// maxBatch calls, as one pipeline: under load a round trip carries many
+// calls, which costs both the client and the server far less than a round
+// trip each; alone, a call goes as a plain Eval. Two lanes keep one batch
+// in flight while the next one gathers. The calls of one key always take
+// the same lane, so they reach each node in the order they were made: a
+// Release that returned on a majority, still finishing on a slow node,
+// is not overtaken there by the next acquisition of the key.
 const (
 	workersPerNode = 2
 	maxBatch       = 64
-	queueLen       = 1024 // calls waiting per node before new ones fail at once
+	queueLen       = 1024 // calls waiting per lane before new ones fail at once
 )
+
+// laneSeed seeds the hash that picks a key's lane.
+var laneSeed = maphash.MakeSeed()
+
+// lane returns the lane of the calls on key's lock.
+func lane(key string) int { return int(maphash.String(laneSeed, key) % workersPerNode) }
 
 // errQueueFull is a node's answer when its queue is full: the node has not
 // kept up for a while (hung, or far slower than the others).
 var errQueueFull = errors.New("redlock: too many calls waiting for this node")
 
 func (lk *Locker) startWorkers() {
-	lk.queues = make([]chan call, len(lk.nodes))
+	lk.queues = make([][workersPerNode]chan call, len(lk.nodes))
 	for i := range lk.nodes {
-		lk.queues[i] = make(chan call, queueLen)
-		for range workersPerNode {
+		for l := range workersPerNode {
+			lk.queues[i][l] = make(chan call, queueLen)
 			lk.workers.Add(1)
-			go lk.serve(i, lk.queues[i])
+			go lk.serve(i, lk.queues[i][l])
 		}
 	}
 }
@@ -63,8 +74,10 @@ func (lk *Locker) startWorkers() {
 // has waited for lk.wg, which counts the calls in flight.
 func (lk *Locker) stopWorkers() {
 	lk.stopOnce.Do(func() {
-		for _, q := range lk.queues {
-			close(q)
+		for _, lanes := range lk.queues {
+			for _, q := range lanes {
+				close(q)
+			}
 		}
 	})
 	lk.workers.Wait()
@@ -260,9 +273,10 @@ func (lk *Locker) fanout(ctx context.Context, idx []int, timeout time.Duration,
 	deadline := r.start.Add(timeout)
 	r.timer = time.NewTimer(timeout + timeout/10 + time.Millisecond)
 	lk.wg.Add(len(idx))
+	l := lane(keys[0])
 	for _, i := range idx {
 		select {
-		case lk.queues[i] <- call{r: r, i: i, script: s, keys: keys, args: args, deadline: deadline}:
+		case lk.queues[i][l] <- call{r: r, i: i, script: s, keys: keys, args: args, deadline: deadline}:
 		default:
 			r.deliver(result{i: i, err: errQueueFull})
 		}

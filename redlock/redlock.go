@@ -208,7 +208,7 @@ type Locker struct {
 	nodes  []node.Node
 	names  []string
 	cfg    config
-	queues []chan call // per node, served by the node's workers
+	queues [][workersPerNode]chan call // per node, a lane per worker (see lane)
 
 	workers  sync.WaitGroup // the node workers, ended by Close
 	stopOnce sync.Once

@@ -1097,3 +1097,37 @@ func TestGhostVoteAfterSIGCONT(t *testing.T) {
 		}
 	})
 }
+
+// TestReleaseThenAcquireInOrder: a Release returns on a majority and
+// finishes on the other nodes in the background; the next acquisition of
+// the key by the same Locker must not overtake it on any node (the calls
+// of one key keep their order per node), so no vote ever finds the
+// released lease still holding the lock.
+func TestReleaseThenAcquireInOrder(t *testing.T) {
+	each(t, func(t *testing.T, c string) {
+		srvs := redistest.StartN(t, 5)
+		rec := &recorder{}
+		lk := newLocker(t, nodesOn(t, srvs, c), redlock.WithDurableNodes(), redlock.WithTTL(5*time.Second),
+			redlock.WithObserver(rec))
+		ctx := context.Background()
+		const rounds = 300
+		taken := 0
+		for range rounds {
+			l, err := lk.TryAcquire(ctx, "k")
+			if err != nil {
+				t.Fatalf("TryAcquire: %v", err)
+			}
+			if err := l.Release(ctx); err != nil {
+				t.Fatalf("Release: %v", err)
+			}
+			for _, e := range rec.take() {
+				if e.Kind == lease.Vote && e.Outcome == "taken" {
+					taken++
+				}
+			}
+		}
+		if taken > 0 {
+			t.Errorf("%d votes in %d rounds found the lock still held by the lease released before", taken, rounds)
+		}
+	})
+}
