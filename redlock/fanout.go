@@ -42,7 +42,9 @@ type call struct {
 // in flight while the next one gathers. The calls of one key always take
 // the same lane, so they reach each node in the order they were made: a
 // Release that returned on a majority, still finishing on a slow node,
-// is not overtaken there by the next acquisition of the key.
+// is not overtaken there by the next acquisition of the key. (Not on a
+// node whose call timed out: it may still sit in a socket while the next
+// goes out on another connection.)
 const (
 	workersPerNode = 2
 	maxBatch       = 64
