@@ -180,12 +180,13 @@ func (lk *Locker) attempt(ctx context.Context, ks *keySet, o lease.Options, w *w
 		token = tokenFor(maxCounter, times)
 		// A commit that outlasts the validity left after phase 1 could
 		// only end in a lease with none: it is not waited for past that.
-		left := lease.Validity(o.TTL, time.Since(t1), drift)
+		el := time.Since(t1)
+		left := lease.Validity(o.TTL, el, drift)
 		if left <= 0 {
-			return fail("acquire", c, lk.phase1Answers(votes), noValidity(time.Since(t1), o.TTL))
+			return fail("acquire", c, lk.phase1Answers(votes), noValidity(el, o.TTL))
 		}
 		if answers, got := lk.commit(ctx, ks, owner, token, min(timeout, left), votes, voters); got < q {
-			if el := time.Since(t1); lease.Validity(o.TTL, el, drift) <= 0 {
+			if el = time.Since(t1); lease.Validity(o.TTL, el, drift) <= 0 {
 				return fail("acquire", c, lk.phase1Answers(votes), noValidity(el, o.TTL))
 			}
 			return fail("commit", got, answers, nil)

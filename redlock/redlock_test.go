@@ -467,11 +467,9 @@ func TestValidityExhausted(t *testing.T) {
 				do(t, s, "SCRIPT", "LOAD", sc.Source())
 			}
 		}
-		// valkey-go sends each command on one of its connections to the
-		// node at random and dials each lazily; a dial through the slow
-		// proxies would cost a round trip of its own (HELLO), so use them
-		// all first: 32 rounds miss one of 4 with odds of 1e-4.
-		for range 32 {
+		// Every connection open before the links slow down (see
+		// redistest.WarmRounds).
+		for range redistest.WarmRounds {
 			l, err := lk.TryAcquire(ctx, "warm")
 			if err != nil {
 				t.Fatal(err)

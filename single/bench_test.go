@@ -3,7 +3,6 @@ package single_test
 import (
 	"context"
 	"strconv"
-	"strings"
 	"sync/atomic"
 	"testing"
 
@@ -65,29 +64,14 @@ func BenchmarkEvalFloor(b *testing.B) {
 	}
 }
 
-// serverScriptMicros is the time srv has spent running scripts (EVAL and
-// EVALSHA, from INFO commandstats), in µs.
+// serverScriptMicros is the time srv has spent running scripts, in µs.
 func serverScriptMicros(b *testing.B, srv *redistest.Server) float64 {
 	b.Helper()
-	out, err := srv.Do("INFO", "commandstats")
+	_, usec, err := srv.ScriptStats()
 	if err != nil {
 		b.Fatal(err)
 	}
-	total := 0.0
-	for line := range strings.SplitSeq(out, "\n") {
-		line = strings.TrimSpace(line)
-		if !strings.HasPrefix(line, "cmdstat_eval:") && !strings.HasPrefix(line, "cmdstat_evalsha:") {
-			continue
-		}
-		_, rest, _ := strings.Cut(line, ",usec=")
-		v, _, _ := strings.Cut(rest, ",")
-		f, err := strconv.ParseFloat(v, 64)
-		if err != nil {
-			b.Fatalf("commandstats line %q: %v", line, err)
-		}
-		total += f
-	}
-	return total
+	return usec
 }
 
 // reportServer reports the server's script time per op since before (a

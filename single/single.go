@@ -407,9 +407,10 @@ func (lk *Locker) tryAcquire(ctx context.Context, key string, opts []lease.Optio
 // it) ends the wait at once. When ctx ends first, the error matches
 // ctx.Err() and the last attempt's error, no claim of this call is left on
 // the server, and its place in the queue is given up; as with TryAcquire,
-// that cleanup can take up to lease.ReleaseTimeout after ctx ended. A waiter that dies without giving up its place holds the
-// lock up, once it reaches the head, for at most its ticket's lifetime:
-// max(2 s, 3 × its Retry.Max) after its last attempt.
+// that cleanup can take up to lease.ReleaseTimeout after ctx ended. A
+// waiter that dies without giving up its place holds the lock up, once it
+// reaches the head, for at most its ticket's lifetime: max(2 s, 3 × its
+// Retry.Max) after its last attempt.
 func (lk *Locker) Acquire(ctx context.Context, key string, opts ...lease.Option) (*lease.Lease, error) {
 	return lease.ObserveAcquire(lk.cfg.observer, strategy, key, func() (*lease.Lease, error) {
 		return lk.acquire(ctx, key, opts)

@@ -85,10 +85,7 @@ func warm(t *testing.T, lk locker) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	// valkey-go sends each command on one of its four connections to a
-	// node at random and dials each lazily: 32 rounds open them all
-	// (odds of missing one, 1e-4), so that no dial lands in a fault.
-	for i := range 32 {
+	for i := range redistest.WarmRounds {
 		l, err := lk.TryAcquire(ctx, "warm-"+strconv.Itoa(i))
 		if err != nil {
 			t.Fatalf("warm-up acquire: %v", err)
@@ -237,16 +234,9 @@ func lockLeft(t *testing.T, s *redistest.Server, key string) bool {
 // scriptCalls is the number of EVAL and EVALSHA calls s has run.
 func scriptCalls(t *testing.T, s *redistest.Server) int {
 	t.Helper()
-	n := 0
-	for line := range strings.SplitSeq(do(t, s, "INFO", "commandstats"), "\n") {
-		line = strings.TrimSpace(line)
-		if !strings.HasPrefix(line, "cmdstat_eval:") && !strings.HasPrefix(line, "cmdstat_evalsha:") {
-			continue
-		}
-		_, rest, _ := strings.Cut(line, "calls=")
-		v, _, _ := strings.Cut(rest, ",")
-		c, _ := strconv.Atoi(v)
-		n += c
+	n, _, err := s.ScriptStats()
+	if err != nil {
+		t.Fatalf("%s: %v", s.Addr(), err)
 	}
 	return n
 }

@@ -9,6 +9,14 @@ import (
 	"github.com/dlockgo/dlock/node"
 )
 
+// WarmRounds is how many calls a test makes through a client before it
+// slows or breaks the link, so that every connection of the client is
+// open: valkey-go sends each command on one of its four connections to a
+// node, chosen at random, and dials each lazily; a dial inside a fault
+// would cost a round trip (HELLO) of its own. 32 rounds leave one of the
+// four unused with odds of about 1e-4.
+const WarmRounds = 32
+
 // Clients names the client libraries a Node can be built on, in the order
 // Nodes returns them.
 var Clients = []string{"go-redis", "valkey-go"}

@@ -211,6 +211,45 @@ func (s *Server) Do(args ...string) (string, error) {
 	return text(v), nil
 }
 
+// ScriptStats returns how many script calls (EVAL and EVALSHA) s has run
+// since it started or its stats were reset, and the µs it spent in them,
+// from INFO commandstats.
+func (s *Server) ScriptStats() (calls int, usec float64, err error) {
+	out, err := s.Do("INFO", "commandstats")
+	if err != nil {
+		return 0, 0, err
+	}
+	for line := range strings.SplitSeq(out, "\n") {
+		line = strings.TrimSpace(line)
+		if !strings.HasPrefix(line, "cmdstat_eval:") && !strings.HasPrefix(line, "cmdstat_evalsha:") {
+			continue
+		}
+		c, err := strconv.Atoi(statField(line, "calls"))
+		if err != nil {
+			return 0, 0, fmt.Errorf("redistest: commandstats line %q: %w", line, err)
+		}
+		u, err := strconv.ParseFloat(statField(line, "usec"), 64)
+		if err != nil {
+			return 0, 0, fmt.Errorf("redistest: commandstats line %q: %w", line, err)
+		}
+		calls += c
+		usec += u
+	}
+	return calls, usec, nil
+}
+
+// statField returns the value of name in an INFO line of name=value pairs
+// ("cmdstat_eval:calls=3,usec=12,...").
+func statField(line, name string) string {
+	_, rest, _ := strings.Cut(line, ":")
+	for kv := range strings.SplitSeq(rest, ",") {
+		if k, v, ok := strings.Cut(kv, "="); ok && k == name {
+			return v
+		}
+	}
+	return ""
+}
+
 func text(v any) string {
 	switch v := v.(type) {
 	case string:

@@ -35,6 +35,21 @@ func TestStartDo(t *testing.T) {
 	}
 }
 
+func TestScriptStats(t *testing.T) {
+	s := redistest.Start(t)
+	if n, _, err := s.ScriptStats(); err != nil || n != 0 {
+		t.Fatalf("fresh server: %d script calls, %v; want 0", n, err)
+	}
+	for range 3 {
+		if _, err := s.Do("EVAL", "return redis.call('SET', KEYS[1], '1')", "1", "k"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n, usec, err := s.ScriptStats(); err != nil || n != 3 || usec <= 0 {
+		t.Fatalf("after 3 EVALs: %d calls, %v µs, %v; want 3 calls and some time", n, usec, err)
+	}
+}
+
 func TestStartN(t *testing.T) {
 	ss := redistest.StartN(t, 3)
 	seen := map[string]bool{}
