@@ -188,16 +188,7 @@ func (s *Server) Restart() {
 // connection pool, so two calls may use two connections: a WAIT sent by Do
 // does not count an earlier Do's write.
 func (s *Server) Do(args ...string) (string, error) {
-	s.mu.Lock()
-	if s.client == nil {
-		s.client = redis.NewClient(&redis.Options{
-			Addr:            s.Addr(),
-			Protocol:        2,
-			DisableIdentity: true,
-		})
-	}
-	c := s.client
-	s.mu.Unlock()
+	c := s.doClient()
 	ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
 	defer cancel()
 	a := make([]any, len(args))
@@ -209,6 +200,20 @@ func (s *Server) Do(args ...string) (string, error) {
 		return "", err
 	}
 	return text(v), nil
+}
+
+// doClient returns the client Do uses, made on first use.
+func (s *Server) doClient() *redis.Client {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.client == nil {
+		s.client = redis.NewClient(&redis.Options{
+			Addr:            s.Addr(),
+			Protocol:        2,
+			DisableIdentity: true,
+		})
+	}
+	return s.client
 }
 
 // ScriptStats returns how many script calls (EVAL and EVALSHA) s has run
@@ -439,4 +444,47 @@ func tail(path string, from int64) string {
 		b = b[len(b)-2000:]
 	}
 	return strings.TrimSpace(string(b))
+}
+
+// Keys returns the names of every key in s's database 0 (by SCAN, so a
+// large keyspace does not block the server), in no particular order.
+func (s *Server) Keys() ([]string, error) {
+	c := s.doClient()
+	ctx, cancel := context.WithTimeout(context.Background(), 4*startTimeout)
+	defer cancel()
+	var keys []string
+	var cursor uint64
+	for {
+		page, next, err := c.Scan(ctx, cursor, "", 1000).Result()
+		if err != nil {
+			return nil, err
+		}
+		keys = append(keys, page...)
+		if cursor = next; cursor == 0 {
+			return keys, nil
+		}
+	}
+}
+
+// MemoryUsage returns the bytes key takes in s's memory (MEMORY USAGE with
+// every element sampled), or 0 when the key does not exist.
+func (s *Server) MemoryUsage(key string) (int64, error) {
+	out, err := s.Do("MEMORY", "USAGE", key, "SAMPLES", "0")
+	if errors.Is(err, redis.Nil) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	return strconv.ParseInt(out, 10, 64)
+}
+
+// UsedMemory returns the bytes the server has allocated (INFO memory's
+// used_memory).
+func (s *Server) UsedMemory() (int64, error) {
+	v, err := s.Info("used_memory")
+	if err != nil {
+		return 0, err
+	}
+	return strconv.ParseInt(v, 10, 64)
 }
