@@ -168,6 +168,16 @@ func TestCluster(t *testing.T) {
 				wg.Wait()
 			})
 
+			t.Run("KeyShapes", func(t *testing.T) {
+				// A lock of any key keeps all its keys (hash, gone-owner
+				// record, queue) in one slot: braces anywhere, a leading
+				// "}" (which makes "{KEY}" an empty hash tag), binary.
+				for _, shape := range []string{"}", "}x", "}}", "}{", "{}", "{", "a{}b", "x}y", "{x}", "%7D", "\x00\xff}\n"} {
+					shapeRoundTrip(t, cl, a, b, shape+"-"+c.Name)
+					shapeRoundTrip(t, cl, a, b, c.Name+"-"+shape)
+				}
+			})
+
 			t.Run("AcquireWokenByRelease", func(t *testing.T) {
 				// One lock per master: the waiters' subscription sits on
 				// one master, so at least two of the releases are heard
@@ -435,5 +445,47 @@ func TestClusterFreeLockMidMove(t *testing.T) {
 				t.Fatal(err)
 			}
 		})
+	}
+}
+
+// shapeRoundTrip locks key through a and b on the cluster cl: a plain
+// grant, a waiter that gives up, a waiter queued behind it, the handoff
+// on release. Every key the lock uses must sit in one slot.
+func shapeRoundTrip(t *testing.T, cl *redistest.Cluster, a, b *single.Locker, key string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	held, err := a.TryAcquire(ctx, key)
+	if err != nil {
+		t.Fatalf("key %q: TryAcquire: %v", key, err)
+	}
+	// An acquire that gives up while queued leaves the queue.
+	gctx, gcancel := context.WithTimeout(ctx, 50*time.Millisecond)
+	_, err = b.Acquire(gctx, key)
+	gcancel()
+	if !errors.Is(err, lease.ErrTaken) {
+		t.Fatalf("key %q: Acquire until its deadline: %v; want ErrTaken", key, err)
+	}
+	got := make(chan error, 1)
+	go func() {
+		l, err := b.Acquire(ctx, key, lease.WithRetry(lease.Retry{Min: time.Millisecond, Max: 20 * time.Millisecond}))
+		if err == nil {
+			err = l.Release(ctx)
+		}
+		got <- err
+	}()
+	time.Sleep(30 * time.Millisecond) // the waiter queues
+	if err := held.Release(ctx); err != nil {
+		t.Fatalf("key %q: Release: %v", key, err)
+	}
+	if err := <-got; err != nil {
+		t.Fatalf("key %q: waiter: %v", key, err)
+	}
+	h := single.HashKey(key)
+	slot := cl.Slot(h)
+	for _, k := range []string{h + ":gone", h + ":q", h + ":qx", h + ":released"} {
+		if got := cl.Slot(k); got != slot {
+			t.Errorf("key %q: %q in slot %d, the lock's hash %q in %d", key, k, got, h, slot)
+		}
 	}
 }

@@ -109,7 +109,7 @@ func TestAcquireRetriesLostReply(t *testing.T) {
 	// A liveness wait, generous for a loaded machine: the first lost
 	// reply normally shows within ~200 ms.
 	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(10 * time.Millisecond) {
-		if gone, _ := srv.Do("HLEN", "dlock:{"+key+"}:gone"); gone != "0" && gone != "" {
+		if gone, _ := srv.Do("ZCARD", "dlock:{"+key+"}:gone"); gone != "0" && gone != "" {
 			break
 		}
 		if time.Now().After(deadline) {

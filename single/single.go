@@ -12,35 +12,46 @@
 //
 //   - On one server, tokens of a key strictly increase from lease to lease,
 //     whatever that server's clock does (the +1), for as long as the server
-//     keeps its data. The hash never expires for that reason: one small
-//     hash per key ever locked stays on the server. Release clears owner
-//     and until and leaves the counter.
-//   - Across a failover that lost the latest claims (asynchronous
-//     replication), or a restart that lost the counter, the next claim's
-//     token is above every token handed out before as long as the new
-//     server's clock, at that claim, reads later than the lost tokens. A
-//     lost token is the old server's clock at its claim (unless the counter
-//     already ran ahead of that clock, say after it stepped back), so the
-//     condition is: the new server's clock is not behind the old one's by
-//     more than the time between the last lost claim and the next claim.
-//     Two holders exist then, but the older one's writes are refused by a
-//     fence (fence.Guard, fence.Store). A clock further behind can hand out
-//     a token at or below a lost one, which no fence can tell apart.
+//     keeps the hash. Release clears owner and until and leaves the
+//     counter; the hash expires once the key has been idle for the idle
+//     TTL (WithIdleTTL, a day by default) after the end of its last lease,
+//     so keys locked once (per-entity locks, say) do not fill the server.
+//   - After that expiry, a failover that lost the latest claims
+//     (asynchronous replication), or a restart that lost the counter, the
+//     next claim's token is above every token handed out before as long as
+//     the server's clock, at that claim, reads later than the lost tokens.
+//     A lost token is the old server's clock at its claim (unless the
+//     counter already ran ahead of that clock, say after it stepped back),
+//     so the condition is: the new server's clock is not behind the old
+//     one's by more than the time between the last lost claim and the next
+//     claim. Two holders exist after a failover, but the older one's writes
+//     are refused by a fence (fence.Guard, fence.Store). A clock further
+//     behind can hand out a token at or below a lost one, which no fence
+//     can tell apart.
 //
 // Tokens are microseconds since 1970 in magnitude (about 1.7e15), below
 // 2^53, so they are exact in Lua and in any JSON or float64 consumer.
 //
-// The hash tag is the user's key, so every key and channel of one lock
-// starts with dlock:{KEY} and the strategy runs unchanged on a Redis
-// Cluster. Releases are published on dlock:{KEY}:released, which waiting
-// acquirers subscribe to. Waiters take turns in the order they came: a
-// blocking acquire that finds the lock taken holds a ticket in the queue
-// dlock:{KEY}:q (deadlines in dlock:{KEY}:qx), and a free lock goes to the
-// queue's head; both keys vanish when the queue empties. An acquire
-// abandoned while its claim was in flight (its context ended, or the
-// exchange failed) records its owner in a second small hash,
-// dlock:{KEY}:gone, which expires after an hour, so that the claim is
-// refused if it reaches the server after the cleanup.
+// The hash tag is the user's key (escaped when it starts with "}", see
+// hashKey), so every key and channel of one lock starts with dlock:{KEY}
+// and the strategy runs unchanged on a Redis Cluster. Releases are
+// published on dlock:{KEY}:released, which waiting acquirers subscribe to.
+// Waiters take turns in the order they came: a blocking acquire that finds
+// the lock taken holds a ticket in the queue dlock:{KEY}:q (deadlines in
+// dlock:{KEY}:qx), and a free lock goes to the queue's head; both keys
+// vanish when the queue empties or its last ticket's deadline passes. An
+// acquire abandoned while its claim was in flight (its context ended, or
+// the exchange failed) records its owner in dlock:{KEY}:gone for
+// max(10 s, 2 × TTL), so that the claim is refused if it reaches the
+// server after the cleanup; each record lapses on its own. What the server
+// holds for a key is thus one small hash while the key is in use or idle
+// for less than the idle TTL, plus a ticket per live waiter and a record
+// per acquire abandoned in the last seconds.
+//
+// Scripts are safe to run twice, as a client that re-sends a command after
+// a lost reply (go-redis with its default MaxRetries) runs them: a claim
+// run again by its owner returns the grant it made, and a release run
+// again after it succeeded succeeds again.
 //
 // That cleanup (abandon, leaving the queue, releasing a grant the caller
 // must not keep) runs on a context of its own, bounded by
@@ -84,6 +95,10 @@ import (
 // DefaultTTL is the lease TTL when neither New nor the acquire sets one.
 const DefaultTTL = 30 * time.Second
 
+// DefaultIdleTTL is how long a lock's hash, with its fencing counter,
+// outlives the last lease on it by default (see WithIdleTTL).
+const DefaultIdleTTL = 24 * time.Hour
+
 // ErrReplicas matches every *ReplicaError.
 var ErrReplicas = errors.New("dlock: too few replicas acknowledged the lock")
 
@@ -109,6 +124,7 @@ type Option func(*config)
 
 type config struct {
 	ttl            time.Duration
+	idle           time.Duration // < 0: for ever
 	drift          float64
 	replicas       int
 	replicaTimeout time.Duration
@@ -118,6 +134,16 @@ type config struct {
 // WithTTL sets the TTL of leases whose acquire does not set one with
 // lease.WithTTL. The default is DefaultTTL.
 func WithTTL(ttl time.Duration) Option { return func(c *config) { c.ttl = ttl } }
+
+// WithIdleTTL sets how long a lock's hash, which keeps the key's fencing
+// counter between leases, outlives the last lease on it: d after the end
+// of the lease granted or extended last, the hash expires. A key locked
+// again later starts its counter afresh from the server's clock in µs
+// (the floor every token has), so its tokens still rise as long as that
+// clock does not step back past the tokens issued before. Zero selects
+// DefaultIdleTTL (a day); a negative d keeps every hash for ever, one per
+// key ever locked.
+func WithIdleTTL(d time.Duration) Option { return func(c *config) { c.idle = d } }
 
 // WithDriftFactor sets the share of the TTL the client sets aside for its
 // clock running slower than the server's; the default is
@@ -146,9 +172,10 @@ func WithObserver(o lease.Observer) Option { return func(c *config) { c.observer
 // Locker grants leases on keys of one server. It implements dlock.Locker and
 // is safe for concurrent use.
 type Locker struct {
-	n     node.Node
-	cfg   config
-	ttlMs string // cfg.ttl in ms, formatted once
+	n      node.Node
+	cfg    config
+	ttlMs  string // cfg.ttl in ms, formatted once
+	keepMs string // keep(cfg.ttl), formatted once
 }
 
 // New returns a Locker that keeps its locks on n. It returns an
@@ -164,6 +191,9 @@ func New(n node.Node, opts ...Option) (*Locker, error) {
 			o(&cfg)
 		}
 	}
+	if cfg.idle == 0 {
+		cfg.idle = DefaultIdleTTL
+	}
 	if err := lease.CheckDriftFactor(cfg.drift); err != nil {
 		return nil, err
 	}
@@ -177,28 +207,63 @@ func New(n node.Node, opts ...Option) (*Locker, error) {
 		// WAIT with timeout 0 blocks forever.
 		return nil, &lease.ArgError{Arg: "replica timeout", Value: cfg.replicaTimeout, Rule: "must be > 0 when replicas > 0"}
 	}
-	return &Locker{n: n, cfg: cfg, ttlMs: strconv.FormatInt(cfg.ttl.Milliseconds(), 10)}, nil
+	lk := &Locker{n: n, cfg: cfg, ttlMs: strconv.FormatInt(cfg.ttl.Milliseconds(), 10)}
+	lk.keepMs = lk.keep(cfg.ttl)
+	return lk, nil
+}
+
+// keep returns how long, in ms, a lock's hash is kept after a claim or
+// extension for ttl: ttl plus the idle TTL, or "0" to keep it for ever.
+func (lk *Locker) keep(ttl time.Duration) string {
+	if lk.cfg.idle < 0 {
+		return "0"
+	}
+	return strconv.FormatInt((ttl + lk.cfg.idle).Milliseconds(), 10)
 }
 
 // Close does nothing: a Locker holds no resources of its own between calls,
 // and neither releases leases still held nor closes its Node.
 func (lk *Locker) Close() error { return nil }
 
-// hashKey returns the lock's hash; its channel and any other key of the
-// lock must start with it, so they share its slot.
-func hashKey(key string) string { return "dlock:{" + key + "}" }
+// hashKey returns the lock's hash; its channel and every other key of
+// the lock are named by appending to it, so they share its cluster slot.
+// The hash tag is the key itself, except for a key that starts with "}",
+// which would make "{KEY}" an empty tag (the whole name would then be
+// hashed, and the lock's keys spread over slots): such a key is written
+// escaped ("%" as %25, "}" as %7D) in a tag of its own prefix, dlock:%{,
+// which no other key's name can start with.
+func hashKey(key string) string {
+	if strings.HasPrefix(key, "}") {
+		return "dlock:%{" + tagEscaper.Replace(key) + "}"
+	}
+	return "dlock:{" + key + "}"
+}
+
+var tagEscaper = strings.NewReplacer("%", "%25", "}", "%7D")
 
 // serverNow is the Lua snippet that reads the server clock in milliseconds.
 const serverNow = `local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 `
 
-// claimScript: KEYS hash; ARGV owner, ttl ms, and for a waiter (see
-// Acquire) the ms its ticket lasts. Replies the new attempts, an integer,
-// when claimed, and {ms the holder has left, position} when refused:
-// position is the caller's place in the queue of waiters (1 is its head),
-// 0 when it is not queued. (A plain integer for the common case costs the
-// clients less to read than an array.)
+// keepFor is the Lua function that makes the lock's hash expire ms from
+// now, or keeps it forever when ms is '0' (see WithIdleTTL).
+const keepFor = `local function keep(ms)
+  if ms == '0' then redis.call('PERSIST', KEYS[1]) else redis.call('PEXPIRE', KEYS[1], ms) end
+end
+`
+
+// claimScript: KEYS hash; ARGV owner, ttl ms, the hash's lifetime in ms
+// ('0' for ever; the TTL plus the idle TTL), and for a waiter (see Acquire)
+// the ms its ticket lasts. Replies the new attempts, an integer, when
+// claimed, and {ms the holder has left, position} when refused: position
+// is the caller's place in the queue of waiters (1 is its head), 0 when it
+// is not queued. (A plain integer for the common case costs the clients
+// less to read than an array.)
+//
+// A claim run again by the owner that made it (a client that re-sent it
+// after its reply was lost) replies the attempts it was granted: the
+// owner holds the lock, and only its own claim could have set it.
 //
 // Waiters queue in dlock:{KEY}:q, a sorted set of owners scored by a
 // sequence, with each ticket's deadline (server ms) in the hash
@@ -209,34 +274,40 @@ local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 // attempt) does not overtake queued waiters. A caller that passes a ticket
 // lifetime joins the queue when refused (or refreshes its deadline);
 // tickets whose deadline passed are dropped when they reach the head, so a
-// waiter that died holds the lock up for one ticket lifetime at most.
+// waiter that died holds the lock up for one ticket lifetime at most. Both
+// queue keys expire with their last ticket's deadline, so the tickets of
+// waiters that all died do not outlive them.
 //
-// An owner whose acquire was abandoned (see abandonScript) is refused, so
-// a claim that reaches the server late, after its cleanup, cannot hold the
-// lock. A plain claim on a held lock is answered before any other key is
-// read, so that a contender for a held lock whose cluster slot is
-// migrating is told it is taken (see try); every path reads a key of its
-// own before it writes anything, so a source that refuses the look at a
-// key it no longer has refuses before the script changed anything.
+// An owner whose acquire was abandoned (see abandonScript) is refused
+// while its record in dlock:{KEY}:gone lasts, so a claim that reaches the
+// server late, after its cleanup, cannot hold the lock. A plain claim on a
+// held lock is answered before any other key is read, so that a contender
+// for a held lock whose cluster slot is migrating is told it is taken (see
+// try); every path reads a key of its own before it writes anything, so a
+// source that refuses the look at a key it no longer has refuses before
+// the script changed anything.
 //
 // The new attempts is max(attempts + 1, server time in µs). The +1 keeps
 // tokens rising on one server whatever its clock does; the floor keeps
-// them rising across a failover that lost the latest claims, as long as
-// the new master's clock is not behind the old one's by more than the time
-// between the lost claim and the next. Lua numbers are doubles, exact for
+// them rising across a failover that lost the latest claims, or a hash
+// that expired after its idle TTL, as long as the server's clock is not
+// behind the one that issued the lost tokens by more than the time between
+// the lost claim and the next. Lua numbers are doubles, exact for
 // integers below 2^53 (µs since 1970 are ~1.7e15, ~2^51; a counter past
 // 2^53, which only a hand edit can make, is refused), and %.0f writes
 // them back as the decimal integer HINCRBY would have, so extendScript and
 // releaseScript still compare tokens as exact strings.
-var claimScript = node.NewScript(serverNow + `
+var claimScript = node.NewScript(serverNow + keepFor + `
 local q, qx = KEYS[1] .. ':q', KEYS[1] .. ':qx'
 local r = redis.call('HMGET', KEYS[1], 'owner', 'until', 'attempts', 'waiting')
 local left = 0
 if r[1] and r[2] then left = tonumber(r[2]) - now end
-if left > 0 and not ARGV[3] then
-  return {left, 0}
+if left > 0 then
+  if r[1] == ARGV[1] then return tonumber(r[3]) end
+  if not ARGV[4] then return {left, 0} end
 end
-if redis.call('HEXISTS', KEYS[1] .. ':gone', ARGV[1]) == 1 then
+local g = redis.call('ZSCORE', KEYS[1] .. ':gone', ARGV[1])
+if g and tonumber(g) > now then
   return {math.max(left, 0), 0}
 end
 local waiting = tonumber(r[4] or '0')
@@ -267,12 +338,13 @@ if left <= 0 then
     if waiting > 0 and waiting ~= counted then redis.call('HSET', KEYS[1], 'waiting', waiting) end
     redis.call('HSET', KEYS[1], 'attempts', string.format('%.0f', a),
       'owner', ARGV[1], 'until', string.format('%.0f', now + tonumber(ARGV[2])))
+    keep(ARGV[3])
     return a
   end
   left = 0
 end
 local rank
-if ARGV[3] then
+if ARGV[4] then
   rank = redis.call('ZRANK', q, ARGV[1])
   if not rank then
     local last = redis.call('ZRANGE', q, -1, -1, 'WITHSCORES')
@@ -280,7 +352,11 @@ if ARGV[3] then
     waiting = redis.call('ZCARD', q)
     rank = waiting - 1
   end
-  redis.call('HSET', qx, ARGV[1], string.format('%.0f', now + tonumber(ARGV[3])))
+  redis.call('HSET', qx, ARGV[1], string.format('%.0f', now + tonumber(ARGV[4])))
+  if redis.call('PTTL', q) < tonumber(ARGV[4]) then
+    redis.call('PEXPIRE', q, ARGV[4])
+    redis.call('PEXPIRE', qx, ARGV[4])
+  end
 end
 if waiting == 0 and counted > 0 then redis.call('HDEL', KEYS[1], 'waiting') end
 if waiting > 0 and waiting ~= counted then redis.call('HSET', KEYS[1], 'waiting', waiting) end
@@ -288,27 +364,32 @@ if rank then return {left, rank + 1} end
 return {left, 0}
 `)
 
-// extendScript: KEYS hash; ARGV owner, token, ttl ms. Replies 1, or
-// DLSTALE <attempts> unless owner and token match and the lease is still
-// running: an expired lease is never revived.
-var extendScript = node.NewScript(serverNow + `
+// extendScript: KEYS hash; ARGV owner, token, ttl ms, the hash's lifetime
+// in ms (as for claimScript). Replies 1, or DLSTALE <attempts> unless
+// owner and token match and the lease is still running: an expired lease
+// is never revived.
+var extendScript = node.NewScript(serverNow + keepFor + `
 local r = redis.call('HMGET', KEYS[1], 'owner', 'attempts', 'until')
 if r[1] ~= ARGV[1] or r[2] ~= ARGV[2] or not r[3] or tonumber(r[3]) <= now then
   return redis.error_reply('DLSTALE ' .. (r[2] or '0'))
 end
 redis.call('HSET', KEYS[1], 'until', string.format('%.0f', now + tonumber(ARGV[3])))
+keep(ARGV[4])
 return 1
 `)
 
 // releaseScript: KEYS hash; ARGV owner, token. Replies 1 when released, 0
 // when it was ours but had expired (cleared all the same), DLSTALE
-// <attempts> when it is not ours. The release is published only when
-// the queue holds a ticket (the hash's waiting field, kept by the other
-// scripts, is there): every blocking waiter holds one from its first
-// attempt on, before it subscribes, and a waiter without one polls.
+// <attempts> when it is not ours. A release run again after it succeeded
+// (a client that re-sent it after its reply was lost) finds no owner and
+// the key not claimed since, and replies 1 again. The release is published
+// only when the queue holds a ticket (the hash's waiting field, kept by
+// the other scripts, is there): every blocking waiter holds one from its
+// first attempt on, before it subscribes, and a waiter without one polls.
 var releaseScript = node.NewScript(serverNow + `
 local r = redis.call('HMGET', KEYS[1], 'owner', 'attempts', 'until', 'waiting')
 if r[1] ~= ARGV[1] or r[2] ~= ARGV[2] then
+  if not r[1] and r[2] == ARGV[2] then return 1 end
   return redis.error_reply('DLSTALE ' .. (r[2] or '0'))
 end
 redis.call('HDEL', KEYS[1], 'owner', 'until')
@@ -323,11 +404,17 @@ return 1
 // dlock:{KEY}:gone so that claimScript refuses it if it arrives later, and
 // drops owner's ticket from the queue of waiters (see leaveScript).
 //
+// The gone record is a sorted set of owners scored by the server time
+// (ms) until which each is refused: each record lapses on its own,
+// records that lapsed are dropped whenever one is added, and the key
+// expires with its last record, so it holds no more than the owners
+// abandoned within the last ARGV[2] ms.
+//
 // The release comes first: while a cluster slot migrates, a source that
 // still has the hash but not the :gone key refuses the script's touch of
 // :gone, and the release has then been done all the same (and the ticket
 // expires by its deadline).
-var abandonScript = node.NewScript(`
+var abandonScript = node.NewScript(serverNow + `
 local released = 0
 if redis.call('HGET', KEYS[1], 'owner') == ARGV[1] then
   redis.call('HDEL', KEYS[1], 'owner', 'until')
@@ -335,7 +422,8 @@ if redis.call('HGET', KEYS[1], 'owner') == ARGV[1] then
   released = 1
 end
 local gone = KEYS[1] .. ':gone'
-redis.call('HSET', gone, ARGV[1], '1')
+redis.call('ZREMRANGEBYSCORE', gone, '-inf', now)
+redis.call('ZADD', gone, now + tonumber(ARGV[2]), ARGV[1])
 if redis.call('PTTL', gone) < tonumber(ARGV[2]) then
   redis.call('PEXPIRE', gone, ARGV[2])
 end
@@ -367,10 +455,14 @@ redis.call('PUBLISH', KEYS[1] .. ':released', '')
 return 1
 `)
 
-// abandonKeep is how long an abandoned owner is remembered, at least: a
-// claim held up longer than that in a socket buffer or a paused server
-// could still land, and would then hold the lock for its TTL.
-const abandonKeep = time.Hour
+// abandonKeep is how long an abandoned owner is remembered, at least
+// (twice the TTL when that is longer): a claim that reaches the server
+// later than that after its abandon, held up in a network path or behind a
+// paused server, holds the lock for its TTL under an owner nobody uses. That
+// costs the key one TTL of availability, never a second holder. A claim and
+// its abandon held up in one paused server both run within moments of its
+// resuming.
+const abandonKeep = 10 * time.Second
 
 // TryAcquire makes one attempt at the lock on key. It returns an error
 // matching lease.ErrTaken when another owner holds it, and an
@@ -424,8 +516,8 @@ func (lk *Locker) acquire(ctx context.Context, key string, opts []lease.Option) 
 	}
 	c := lk.newClaim(key, o)
 	life := lease.TicketLife(o.Retry)
-	c.args[2] = strconv.FormatInt(life.Milliseconds(), 10)
-	c.nargs = 3
+	c.args[3] = strconv.FormatInt(life.Milliseconds(), 10)
+	c.nargs = 4
 	l, _, err := c.again(ctx)
 	if err == nil {
 		return l, nil
@@ -558,19 +650,19 @@ func (lk *Locker) options(key string, opts []lease.Option) (lease.Options, error
 // all the server calls of the acquisition and the lease; the Lease
 // serialises the Backend calls, and no attempt runs once it exists.
 type claim struct {
-	lk    *Locker
-	key   string
-	o     lease.Options
-	ttl   time.Duration   // o.TTL in whole milliseconds, as the server gets it
-	ttlMs string          // the TTL in ms, as the claim script's argument
-	ids   strings.Builder // the hash key, owner and token, in one allocation
-	keys  [1]string       // the hash
-	// owner, then ttlMs while claiming and the token once granted, then
-	// (for Acquire) the ticket's lifetime in ms
-	args  [3]string
-	nargs int  // args sent with a claim: 2, or 3 to join the queue when refused
-	queue bool // a refusal put the owner in the queue, and no grant or leave took it out since
-	pos   int  // the owner's place in the queue at the last refusal, 1 for its head
+	lk   *Locker
+	key  string
+	o    lease.Options
+	ttl  time.Duration   // o.TTL in whole milliseconds, as the server gets it
+	ids  strings.Builder // the hash key, owner and token, in one allocation
+	keys [1]string       // the hash
+	// The claim script's arguments: owner, TTL ms, the hash's lifetime ms
+	// and, for Acquire, the ticket's lifetime ms.
+	args  [4]string
+	nargs int    // args sent with a claim: 3, or 4 to join the queue when refused
+	token string // the token granted, for extend and release
+	queue bool   // a refusal put the owner in the queue, and no grant or leave took it out since
+	pos   int    // the owner's place in the queue at the last refusal, 1 for its head
 }
 
 // errMigrating marks a claim refused because the lock's cluster slot is
@@ -590,20 +682,24 @@ func (r *refusal) Unwrap() error { return r.err }
 var errLate = errors.New("dlock: granted after its validity ran out on the way")
 
 func (lk *Locker) newClaim(key string, o lease.Options) *claim {
-	c := &claim{lk: lk, key: key, o: o, nargs: 2}
+	c := &claim{lk: lk, key: key, o: o, nargs: 3}
 	ms := o.TTL.Milliseconds()
 	c.ttl = time.Duration(ms) * time.Millisecond
 	if o.TTL == lk.cfg.ttl {
-		c.ttlMs = lk.ttlMs
+		c.args[1], c.args[2] = lk.ttlMs, lk.keepMs
 	} else {
-		c.ttlMs = strconv.FormatInt(ms, 10)
+		c.args[1], c.args[2] = strconv.FormatInt(ms, 10), lk.keep(c.ttl)
 	}
 	// The key, the owner and (setToken) the token are slices of one
 	// buffer: strings the Builder returned stay valid as it grows.
-	c.ids.Grow(len(key) + len("dlock:{}") + 2*ownerBytes + maxTokenDigits)
-	c.ids.WriteString("dlock:{")
-	c.ids.WriteString(key)
-	c.ids.WriteByte('}')
+	c.ids.Grow(len(key) + len("dlock:%{}") + 2*ownerBytes + maxTokenDigits)
+	if strings.HasPrefix(key, "}") {
+		c.ids.WriteString(hashKey(key)) // see hashKey
+	} else {
+		c.ids.WriteString("dlock:{")
+		c.ids.WriteString(key)
+		c.ids.WriteByte('}')
+	}
 	c.keys[0] = c.ids.String()
 	c.drawOwner()
 	return c
@@ -630,12 +726,12 @@ const ownerBytes = 16
 // maxTokenDigits is the length of the largest token in decimal.
 const maxTokenDigits = 20
 
-// setToken records the granted token as the claim's second argument.
+// setToken records the granted token.
 func (c *claim) setToken(t fence.Token) {
 	n := c.ids.Len()
 	var d [maxTokenDigits]byte
 	c.ids.Write(strconv.AppendUint(d[:0], uint64(t), 10))
-	c.args[1] = c.ids.String()[n:]
+	c.token = c.ids.String()[n:]
 }
 
 // again is try for a blocking acquire: a grant that came too late to be
@@ -656,7 +752,6 @@ func (c *claim) try(ctx context.Context) (*lease.Lease, time.Duration, error) {
 		return nil, 0, lease.CtxErr(ctx, err)
 	}
 	lk := c.lk
-	c.args[1] = c.ttlMs
 	t1 := time.Now()
 	var (
 		r     node.Reply
@@ -763,7 +858,7 @@ func (c *claim) leave() {
 func (c *claim) releaseDetached() {
 	ctx, cancel := context.WithTimeout(context.Background(), lease.ReleaseTimeout)
 	defer cancel()
-	_, _ = c.lk.n.Eval(ctx, releaseScript, c.keys[:], c.args[:2]...)
+	_, _ = c.lk.n.Eval(ctx, releaseScript, c.keys[:], c.args[0], c.token)
 }
 
 // Extend implements lease.Backend.
@@ -774,7 +869,7 @@ func (c *claim) Extend(ctx context.Context, l *lease.Lease, ttl time.Duration) (
 	}
 	ttl = time.Duration(ms) * time.Millisecond
 	t1 := time.Now()
-	_, err := c.lk.n.Eval(ctx, extendScript, c.keys[:], c.args[0], c.args[1], strconv.FormatInt(ms, 10))
+	_, err := c.lk.n.Eval(ctx, extendScript, c.keys[:], c.args[0], c.token, strconv.FormatInt(ms, 10), c.lk.keep(ttl))
 	if err != nil {
 		return time.Time{}, c.refused("extend", l, ctx, err)
 	}
@@ -783,7 +878,7 @@ func (c *claim) Extend(ctx context.Context, l *lease.Lease, ttl time.Duration) (
 
 // Release implements lease.Backend.
 func (c *claim) Release(ctx context.Context, l *lease.Lease) error {
-	r, err := c.lk.n.Eval(ctx, releaseScript, c.keys[:], c.args[:2]...)
+	r, err := c.lk.n.Eval(ctx, releaseScript, c.keys[:], c.args[0], c.token)
 	if err != nil {
 		return c.refused("release", l, ctx, err)
 	}

@@ -1,0 +1,77 @@
+package single_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/dlockgo/dlock/internal/redistest"
+	"github.com/dlockgo/dlock/node"
+	"github.com/dlockgo/dlock/single"
+)
+
+// TestClientRetriesLostReply: a user's go-redis client with its default
+// options (MaxRetries 3) sends a script again when its reply is lost. A
+// claim run again by its own owner must return the grant it made, and a
+// release run again after it succeeded is not an error.
+func TestClientRetriesLostReply(t *testing.T) {
+	srv := redistest.Start(t)
+	d := redistest.StartDropper(t, srv.Addr())
+	c := redis.NewClient(&redis.Options{Addr: d.Addr()})
+	n := node.FromGoRedis(c)
+	t.Cleanup(func() {
+		_ = n.Close()
+		_ = c.Close()
+	})
+	const ttl = 10 * time.Second
+	lk := newLocker(t, n, single.WithTTL(ttl))
+	ctx, cancel := context.WithTimeout(context.Background(), 3*ttl)
+	defer cancel()
+	warm, err := lk.TryAcquire(ctx, "warm") // load the scripts: a NOSCRIPT answer is a reply too
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := warm.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+
+	d.Drop(0, 1)
+	l, err := lk.TryAcquire(ctx, "try")
+	if err != nil {
+		t.Fatalf("TryAcquire on a free key, its claim's reply lost once: %v; want the lock", err)
+	}
+	if d.Dropped() != 1 {
+		t.Fatalf("%d replies dropped; want 1", d.Dropped())
+	}
+	if got := field(t, srv, "try", "owner"); got != l.Owner() {
+		t.Fatalf("owner = %q; want the lease's %q", got, l.Owner())
+	}
+	d.Drop(0, 1)
+	if err := l.Release(ctx); err != nil {
+		t.Fatalf("Release, its reply lost once: %v; want nil", err)
+	}
+	if got := field(t, srv, "try", "owner"); got != "" {
+		t.Fatalf("owner = %q after the release; want none", got)
+	}
+
+	d.Drop(0, 1)
+	start := time.Now()
+	l, err = lk.Acquire(ctx, "acquire")
+	if err != nil {
+		t.Fatalf("Acquire on a free key, its claim's reply lost once: %v", err)
+	}
+	if waited := time.Since(start); waited > ttl/2 {
+		t.Errorf("Acquire on a free key took %v; it waited out its own claim's TTL (%v)", waited, ttl)
+	}
+	if got := field(t, srv, "acquire", "owner"); got != l.Owner() {
+		t.Fatalf("owner = %q; want the lease's %q", got, l.Owner())
+	}
+	if err := l.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if d.Dropped() != 3 {
+		t.Fatalf("%d replies dropped; want 3", d.Dropped())
+	}
+}
