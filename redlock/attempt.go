@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -29,13 +30,32 @@ type vote struct {
 	pttl     int64      // the lock's remaining time when held by another, ms
 }
 
-// attemptState tells a late "yes" whether it must be undone: when the
-// attempt's lease has already ended. A late "yes" of a failed attempt needs
-// nothing: the failure's release reached its node before it (and deleted
-// the lock) or after it (and recorded the owner as gone, so the vote was
-// refused).
+// attemptState is what the late answers of an attempt's votes are read
+// against, and what they tell its releases.
+//
+// l tells a late "yes" whether it must be undone: when the attempt's lease
+// has already ended. A late "yes" of a failed attempt needs nothing: the
+// failure's release reached its node before it (and deleted the lock) or
+// after it (and, the vote's call having failed or timed out, recorded the
+// owner as gone, so the vote was refused).
+//
+// unsure marks, by node, a vote whose call went out and ended without an
+// answer (a timeout, a broken connection): it may still run on the node,
+// after a release sent on another connection. Only there does a release
+// that finds no lock record the owner as gone. Elsewhere the vote has run
+// before any release of the owner reaches the node: both take the same
+// lane (see lane), and the release is sent after the vote's call ended,
+// which is also when the mark is set, by the same worker.
 type attemptState struct {
-	l atomic.Pointer[lease.Lease]
+	l      atomic.Pointer[lease.Lease]
+	unsure []atomic.Bool
+}
+
+// note records what answer a says of its vote's call (see unsure).
+func (st *attemptState) note(a result) {
+	if a.sent && a.err != nil {
+		st.unsure[a.i].Store(true)
+	}
 }
 
 // counts reports whether v is a vote for this attempt that counts.
@@ -81,13 +101,23 @@ func (lk *Locker) attempt(ctx context.Context, ks *keySet, o lease.Options, w *w
 	tokens := !lk.cfg.noTokens
 	owner := lease.NewOwner()
 	timeout := lk.nodeTimeout(o.TTL)
-	st := &attemptState{}
 	// One allocation for what the attempt's calls share.
 	buf := &struct {
-		args  [5]string
-		votes [8]vote
+		st     attemptState
+		args   [6]string
+		votes  [8]vote
+		unsure [8]atomic.Bool
 	}{}
-	buf.args = [5]string{owner, strconvMs(o.TTL), "", "0", "0"}
+	st := &buf.st
+	if n <= len(buf.unsure) {
+		st.unsure = buf.unsure[:n]
+	} else {
+		st.unsure = make([]atomic.Bool, n)
+	}
+	buf.args = [6]string{owner, strconvMs(o.TTL), "", "0", "0", ""}
+	if lk.cfg.guard {
+		buf.args[5] = "1"
+	}
 	if w != nil {
 		buf.args[2], buf.args[3], buf.args[4] = w.id, w.score, w.life
 	}
@@ -108,7 +138,8 @@ func (lk *Locker) attempt(ctx context.Context, ks *keySet, o lease.Options, w *w
 
 	drift := lease.Drift(o.TTL, lk.cfg.drift)
 	t1 := time.Now()
-	r := lk.fanout(ctx, lk.all(), timeout, script, ks.acquire(tokens), buf.args[:], func(a result) {
+	r := lk.fanout(ctx, lk.all(), timeout, request{script: script, keys: ks.acquire(tokens), args: buf.args[:]}, func(a result) {
+		st.note(a)
 		if rp != nil {
 			rp.add(a)
 		}
@@ -128,8 +159,11 @@ func (lk *Locker) attempt(ctx context.Context, ks *keySet, o lease.Options, w *w
 			break
 		}
 		a := r.next()
-		if rp != nil && !a.synthetic {
-			rp.add(a)
+		if !a.synthetic {
+			st.note(a)
+			if rp != nil {
+				rp.add(a)
+			}
 		}
 		votes[a.i] = lk.readVote(a)
 		if lk.cfg.observer != nil {
@@ -152,7 +186,7 @@ func (lk *Locker) attempt(ctx context.Context, ks *keySet, o lease.Options, w *w
 				await[i] = votes[i].set
 			}
 		}
-		lk.releaseAll(ctx, ks, owner, "", o.TTL, false, idx, len(idx), await)
+		lk.releaseAll(ctx, ks, releasing{owner: owner, unsure: st.unsure, ttl: o.TTL}, idx, len(idx), await)
 		return nil, holdHint(votes), newQuorumError(op, ks.key, got, q, answers, reason)
 	}
 
@@ -185,7 +219,7 @@ func (lk *Locker) attempt(ctx context.Context, ks *keySet, o lease.Options, w *w
 		if left <= 0 {
 			return fail("acquire", c, lk.phase1Answers(votes), noValidity(el, o.TTL))
 		}
-		if answers, got := lk.commit(ctx, ks, owner, token, min(timeout, left), votes, voters); got < q {
+		if answers, got := lk.commit(ctx, ks, owner, token, o.TTL, min(timeout, left), votes, voters); got < q {
 			if el = time.Since(t1); lease.Validity(o.TTL, el, drift) <= 0 {
 				return fail("acquire", c, lk.phase1Answers(votes), noValidity(el, o.TTL))
 			}
@@ -198,7 +232,7 @@ func (lk *Locker) attempt(ctx context.Context, ks *keySet, o lease.Options, w *w
 	if validity <= 0 {
 		return fail("acquire", c, lk.phase1Answers(votes), noValidity(t2.Sub(t1), o.TTL))
 	}
-	b := &backend{lk: lk, ks: ks, ttl: o.TTL}
+	b := &backend{lk: lk, ks: ks, ttl: o.TTL, unsure: st.unsure}
 	if w != nil {
 		b.waiter = w.id
 	}
@@ -228,8 +262,8 @@ func (lk *Locker) leave(ks *keySet, w *waiter, idx []int, ttl time.Duration) {
 	if len(idx) == 0 {
 		return
 	}
-	r := lk.fanout(context.Background(), idx, lk.cleanupTimeout(ttl), leaveScript, ks.release(),
-		[]string{w.id, ks.channel, lk.goneKeep()}, nil)
+	r := lk.fanout(context.Background(), idx, lk.cleanupTimeout(ttl),
+		request{script: leaveScript, keys: ks.release[:4], args: []string{w.id, ks.channel}}, nil)
 	r.abandon()
 }
 
@@ -260,13 +294,19 @@ func (lk *Locker) parseVote(i int, r node.Reply) vote {
 		want = 7
 	}
 	epoch := r.Str(3)
-	e, err := strconv.ParseInt(epoch, 10, 64)
+	var (
+		e   int64
+		err error
+	)
+	if lk.cfg.guard {
+		e, err = epochTime(epoch)
+	}
 	if err == nil && want == 7 {
 		v.high, err = strconv.ParseInt(r.Str(5), 10, 64)
 	}
 	if len(r) != want || err != nil {
 		v.answer = NodeAnswer{Node: name, Kind: KindError,
-			Err: fmt.Errorf("%w: %d values, want %d, with integer epoch and marks", errBadReply, len(r), want)}
+			Err: fmt.Errorf("%w: %d values, want %d, with an epoch record and integer marks", errBadReply, len(r), want)}
 		return v
 	}
 	n := r.Int(2)
@@ -283,7 +323,7 @@ func (lk *Locker) parseVote(i int, r node.Reply) vote {
 		v.answer = NodeAnswer{Node: name, Kind: KindHeld}
 	}
 	switch {
-	case lk.cfg.guard && n-e < lk.cfg.maxTTL.Microseconds():
+	case lk.cfg.guard && n-e < lk.sitOut.Microseconds():
 		v.lost = true
 		v.answer = NodeAnswer{Node: name, Kind: KindLostData,
 			Err: fmt.Errorf("%w (%v ago)", errLostData, time.Duration(n-e)*time.Microsecond)}
@@ -291,6 +331,16 @@ func (lk *Locker) parseVote(i int, r node.Reply) vote {
 		v.answer = NodeAnswer{Node: name, Kind: KindLostData, Err: errNotRepaired}
 	}
 	return v
+}
+
+// epochTime returns the time, µs by the node's clock, of an epoch record
+// "µs run_id" (see epochOf).
+func epochTime(record string) (int64, error) {
+	at, _, ok := strings.Cut(record, " ")
+	if !ok {
+		return 0, errBadReply
+	}
+	return strconv.ParseInt(at, 10, 64)
 }
 
 // phase1Answers lists each node's answer.
@@ -307,10 +357,11 @@ func (lk *Locker) phase1Answers(votes []vote) []NodeAnswer {
 }
 
 // commit is phase 2: the token on the voters, until a majority committed
-// or cannot.
-func (lk *Locker) commit(ctx context.Context, ks *keySet, owner string, token int64, timeout time.Duration, votes []vote, voters []int) ([]NodeAnswer, int) {
+// or cannot. The counters are kept the idle TTL past a lease of ttl.
+func (lk *Locker) commit(ctx context.Context, ks *keySet, owner string, token int64, ttl, timeout time.Duration, votes []vote, voters []int) ([]NodeAnswer, int) {
 	q := lk.Quorum()
-	r := lk.fanout(ctx, voters, timeout, commitScript, ks.commit[:], []string{owner, strconv.FormatInt(token, 10)}, nil)
+	r := lk.fanout(ctx, voters, timeout, request{script: commitScript, keys: ks.commit[:],
+		args: []string{owner, strconv.FormatInt(token, 10), lk.keep(ttl)}}, nil)
 	answers := lk.phase1Answers(votes)
 	for _, i := range voters {
 		answers[i] = NodeAnswer{Node: lk.names[i], Kind: KindNotAwaited}

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/dlockgo/dlock/lease"
@@ -16,7 +17,8 @@ type backend struct {
 	ks  *keySet
 	ttl time.Duration // the TTL the lease was granted with
 
-	waiter string // the Acquire whose ticket the lease's release takes off the queue; empty for TryAcquire
+	waiter string        // the Acquire whose ticket the lease's release takes off the queue; empty for TryAcquire
+	unsure []atomic.Bool // the attempt's (see attemptState)
 }
 
 // Extend sets the lock's expiry to ttl on every node where the lease still
@@ -37,8 +39,8 @@ func (b *backend) Extend(ctx context.Context, l *lease.Lease, ttl time.Duration)
 	q := lk.Quorum()
 	n := len(lk.nodes)
 	t1 := time.Now()
-	r := lk.fanout(ctx, lk.all(), lk.nodeTimeout(ttl), extendScript, b.ks.script[:1],
-		[]string{l.Owner(), strconv.FormatInt(ttl.Milliseconds(), 10)}, nil)
+	r := lk.fanout(ctx, lk.all(), lk.nodeTimeout(ttl), request{script: extendScript, keys: b.ks.extend(!lk.cfg.noTokens),
+		args: []string{l.Owner(), strconv.FormatInt(ttl.Milliseconds(), 10), lk.keep(ttl)}}, nil)
 	answers := make([]NodeAnswer, n)
 	for i := range answers {
 		answers[i] = NodeAnswer{Node: lk.names[i], Kind: KindNotAwaited}
@@ -69,16 +71,27 @@ func (b *backend) Extend(ctx context.Context, l *lease.Lease, ttl time.Duration)
 }
 
 // Release deletes the lock on every node where this owner still holds it,
-// and wakes the next waiter. It succeeds when at least one node held it,
-// and returns once a majority has released it or every node answered: the
-// rest of the release goes on in the background, and Close waits for it.
+// and wakes the next waiter. It succeeds when at least one node held it
+// (or, with tokens and the lease still valid, had it last: the lock gone
+// and its counter still at the lease's token, as a release run again
+// after its reply was lost finds it), and returns once a majority has
+// released it or every node answered: the rest of the release goes on in
+// the background, and Close waits for it.
 func (b *backend) Release(ctx context.Context, l *lease.Lease) error {
 	lk := b.lk
 	if err := lk.begin(); err != nil {
 		return err
 	}
 	defer lk.wg.Done()
-	answers, released := lk.releaseAll(ctx, b.ks, l.Owner(), b.waiter, b.ttl, true, nil, lk.Quorum(), nil)
+	rel := releasing{owner: l.Owner(), unsure: b.unsure, waiter: b.waiter, ttl: b.ttl, publish: true}
+	if l.Fenced() && l.TTL() > 0 {
+		// While the lease is valid, its lock cannot have expired on the
+		// servers: one found gone with its counter still at the token was
+		// released by this very release, run again by the client. Past
+		// that, it may have expired, which is no release.
+		rel.token = l.Token().String()
+	}
+	answers, released := lk.releaseAll(ctx, b.ks, rel, nil, lk.Quorum(), nil)
 	if released > 0 {
 		return nil
 	}

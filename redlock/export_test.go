@@ -2,7 +2,6 @@ package redlock
 
 import (
 	"context"
-	"errors"
 
 	"github.com/dlockgo/dlock/lease"
 	"github.com/dlockgo/dlock/node"
@@ -25,38 +24,51 @@ func Scripts() []*node.Script {
 // behind a stopped server would land, and returns the vote's status.
 func GhostVote(ctx context.Context, n node.Node, key, owner string) (int64, error) {
 	ks := newKeySet(key)
-	if _, err := n.Eval(ctx, releaseScript, ks.release(), owner, "", "60000", ""); err != nil {
+	if _, err := n.Eval(ctx, releaseScript, ks.release[:], owner, "", "60000", "", ""); err != nil {
 		return 0, err
 	}
-	r, err := n.Eval(ctx, acquireScript, ks.acquire(false), owner, "60000", "", "0", "0")
+	r, err := n.Eval(ctx, acquireScript, ks.acquire(false), owner, "60000", "", "0", "0", "")
 	return r.Int(0), err
 }
 
 // StatusGone is the status of a vote refused because its owner was given up.
 const StatusGone = statusGone
 
-// AttemptAsGone makes one attempt at key, on behalf of a waiter that has
-// already left the queue on every node, and returns each node's answer.
-func AttemptAsGone(ctx context.Context, lk *Locker, key string) ([]NodeAnswer, error) {
+// queued replies the score of ARGV[1] in the sorted set KEYS[1].
+var queued = node.NewScript("return redis.call('ZSCORE', KEYS[1], ARGV[1])")
+
+// LateVotes runs, on every node of lk, the release that a failed attempt
+// of a waiter sends for the attempt's owner, and then that owner's vote
+// for the same waiter, as a vote held up behind a stopped server lands.
+// It returns each node's answer as an attempt reads it, and on how many
+// nodes the waiter holds a ticket afterwards.
+func LateVotes(ctx context.Context, lk *Locker, key string) ([]NodeAnswer, int, error) {
 	ks := newKeySet(key)
-	w := &waiter{id: lease.NewOwner(), score: "1", life: "2000", wake: make(chan struct{}, 1)}
-	for _, n := range lk.nodes {
-		if _, err := n.Eval(ctx, leaveScript, ks.release(), w.id, ks.channel, "60000"); err != nil {
-			return nil, err
+	owner, waiter := lease.NewOwner(), lease.NewOwner()
+	tokens := !lk.cfg.noTokens
+	script, guard := acquireScript, ""
+	if tokens {
+		script = acquireTokenScript
+	}
+	if lk.cfg.guard {
+		guard = "1"
+	}
+	answers := make([]NodeAnswer, len(lk.nodes))
+	tickets := 0
+	for i, n := range lk.nodes {
+		if _, err := n.Eval(ctx, releaseScript, ks.release[:], owner, "", "60000", "", ""); err != nil {
+			return nil, 0, err
+		}
+		r, err := n.Eval(ctx, script, ks.acquire(tokens), owner, "60000", waiter, "1", "2000", guard)
+		if err != nil {
+			return nil, 0, err
+		}
+		answers[i] = lk.parseVote(i, r).answer
+		if r, err := n.Eval(ctx, queued, ks.script[2:3], waiter); err != nil {
+			return nil, 0, err
+		} else if len(r) > 0 && r[0].Kind != node.Nil {
+			tickets++
 		}
 	}
-	if err := lk.begin(); err != nil {
-		return nil, err
-	}
-	defer lk.wg.Done()
-	l, _, err := lk.attempt(ctx, ks, lease.Options{TTL: lk.cfg.ttl}, w)
-	if l != nil {
-		_ = l.Release(ctx)
-		return nil, errors.New("granted to a waiter that left")
-	}
-	var qe *QuorumError
-	if !errors.As(err, &qe) {
-		return nil, err
-	}
-	return qe.Nodes, nil
+	return answers, tickets, nil
 }

@@ -7,6 +7,7 @@ import (
 	"os"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/dlockgo/dlock/node"
@@ -18,19 +19,37 @@ type result struct {
 	reply   node.Reply
 	err     error
 	timeout bool
+	sent    bool          // the call went to the node's client: it may have run, whatever err says
 	rtt     time.Duration // from the request to its answer, or to giving up
 
 	synthetic bool // made up by next for a silent node: its real answer comes later
 }
 
-// call is one script call queued for one node's workers.
+// call is one script call of a round, queued for node i's workers.
 type call struct {
 	r        *round
 	i        int
-	script   *node.Script
-	keys     []string
-	args     []string
 	deadline time.Time
+}
+
+// request is the script call a round sends to each of its nodes.
+type request struct {
+	script *node.Script
+	keys   []string
+	args   []string
+	// For a release: by node, whether the owner's vote there may still
+	// land (see attemptState.unsure), read when the call is sent, and the
+	// args sent instead of args to those nodes.
+	unsure     []atomic.Bool
+	unsureArgs []string
+}
+
+// argsFor returns the args of the call to node i, decided as it is sent.
+func (q *request) argsFor(i int) []string {
+	if q.unsure != nil && q.unsure[i].Load() {
+		return q.unsureArgs
+	}
+	return q.args
 }
 
 // Each node is served by workersPerNode goroutines, started by New and
@@ -133,23 +152,27 @@ func (lk *Locker) send(i int, ctx *callCtx, batch []call, calls []node.Call) {
 		return
 	}
 	nd := lk.nodes[i]
+	lk.busy[i].Add(1)
+	defer lk.busy[i].Add(-1)
 	ctx.arm(deadline)
 	if len(live) == 1 {
 		c := live[0]
-		reply, err := nd.Eval(ctx, c.script, c.keys, c.args...)
+		q := &c.r.req
+		reply, err := nd.Eval(ctx, q.script, q.keys, q.argsFor(i)...)
 		timeout := ctx.timedOut(err)
 		ctx.disarm()
-		c.r.deliver(result{i: i, reply: reply, err: err, timeout: timeout})
+		c.r.deliver(result{i: i, reply: reply, err: err, timeout: timeout, sent: true})
 		return
 	}
 	for _, c := range live {
-		calls = append(calls, node.Call{Script: c.script, Keys: c.keys, Args: c.args})
+		q := &c.r.req
+		calls = append(calls, node.Call{Script: q.script, Keys: q.keys, Args: q.argsFor(i)})
 	}
 	res, _, err := nd.Pipeline(ctx, calls, node.Wait{})
 	timeout := ctx.timedOut(err)
 	ctx.disarm()
 	for k, c := range live {
-		a := result{i: i, err: err, timeout: timeout}
+		a := result{i: i, err: err, timeout: timeout, sent: true}
 		if err == nil {
 			a.reply, a.err = res[k].Reply, res[k].Err
 		}
@@ -252,6 +275,7 @@ func (c *callCtx) Value(any) any { return nil }
 // timeout, or once ctx ends, next reports the nodes still silent as timed
 // out, and their real answers, when they come, go to late.
 type round struct {
+	req       request
 	ch        chan result
 	start     time.Time
 	ctx       context.Context
@@ -266,19 +290,18 @@ type round struct {
 	seen    []bool // by node: already reported by next
 }
 
-// fanout sends the script to the nodes at idx, each call bounded by
-// timeout. The caller must hold an operation (begin).
-func (lk *Locker) fanout(ctx context.Context, idx []int, timeout time.Duration,
-	s *node.Script, keys, args []string, late func(result)) *round {
-	r := &round{ch: make(chan result, len(idx)), start: time.Now(), ctx: ctx, late: late, wg: &lk.wg,
+// fanout sends req to the nodes at idx, each call bounded by timeout.
+// The caller must hold an operation (begin).
+func (lk *Locker) fanout(ctx context.Context, idx []int, timeout time.Duration, req request, late func(result)) *round {
+	r := &round{req: req, ch: make(chan result, len(idx)), start: time.Now(), ctx: ctx, late: late, wg: &lk.wg,
 		pending: append(make([]int, 0, len(idx)), idx...), seen: make([]bool, len(lk.nodes))}
 	deadline := r.start.Add(timeout)
 	r.timer = time.NewTimer(timeout + timeout/10 + time.Millisecond)
 	lk.wg.Add(len(idx))
-	l := lane(keys[0])
+	l := lane(req.keys[0])
 	for _, i := range idx {
 		select {
-		case lk.queues[i][l] <- call{r: r, i: i, script: s, keys: keys, args: args, deadline: deadline}:
+		case lk.queues[i][l] <- call{r: r, i: i, deadline: deadline}:
 		default:
 			r.deliver(result{i: i, err: errQueueFull})
 		}
@@ -400,17 +423,36 @@ func (lk *Locker) goneKeep() string {
 	return strconvMs(max(lk.cfg.maxTTL, lk.cfg.ttl))
 }
 
-// releaseAll runs the release script for owner on the nodes at idx (all
+// keep returns how long, in ms, a fence counter is kept after a commit or
+// extension for ttl: ttl plus the idle TTL, or "0" to keep it for ever.
+func (lk *Locker) keep(ttl time.Duration) string {
+	if lk.cfg.idle < 0 {
+		return "0"
+	}
+	return strconvMs(ttl + lk.cfg.idle)
+}
+
+// releasing is what a release of one owner's votes sends.
+type releasing struct {
+	owner   string
+	unsure  []atomic.Bool // by node, where the owner's vote may still land (see attemptState); nil: nowhere
+	waiter  string        // the Acquire the lease was granted to, whose ticket goes; empty for none
+	token   string        // the lease's token: its release is idempotent; empty for a failed attempt's
+	ttl     time.Duration // the lease's TTL, which bounds the release's calls
+	publish bool          // wake the next waiter
+}
+
+// releaseAll runs the release script for rel on the nodes at idx (all
 // when nil), detached from ctx's cancellation and bounded by
 // cleanupTimeout per node, recording the owner as gone where it does not
-// hold the lock. It returns once need nodes released the lock, or every
+// hold the lock and its vote may still land. It returns once need nodes released the lock, or every
 // node for which await is true (all when await is nil) answered; the
 // other calls finish in the background, counted in the Locker's
-// WaitGroup, which Close waits for. publish wakes the next waiter. Nodes
-// not awaited are reported as KindNotAwaited.
-func (lk *Locker) releaseAll(ctx context.Context, ks *keySet, owner, waiter string, ttl time.Duration, publish bool, idx []int, need int, await []bool) (answers []NodeAnswer, released int) {
+// WaitGroup, which Close waits for. Nodes not awaited are reported as
+// KindNotAwaited.
+func (lk *Locker) releaseAll(ctx context.Context, ks *keySet, rel releasing, idx []int, need int, await []bool) (answers []NodeAnswer, released int) {
 	ch := ""
-	if publish {
+	if rel.publish {
 		ch = ks.channel
 	}
 	if idx == nil {
@@ -423,8 +465,13 @@ func (lk *Locker) releaseAll(ctx context.Context, ks *keySet, owner, waiter stri
 	if len(idx) == 0 {
 		return answers, 0
 	}
-	r := lk.fanout(context.WithoutCancel(ctx), idx, lk.cleanupTimeout(ttl),
-		releaseScript, ks.release(), []string{owner, ch, lk.goneKeep(), waiter}, nil)
+	req := request{script: releaseScript, keys: ks.release[:],
+		args: []string{rel.owner, ch, "0", rel.waiter, rel.token}}
+	if rel.unsure != nil {
+		req.unsure = rel.unsure
+		req.unsureArgs = []string{rel.owner, ch, lk.goneKeep(), rel.waiter, rel.token}
+	}
+	r := lk.fanout(context.WithoutCancel(ctx), idx, lk.cleanupTimeout(rel.ttl), req, nil)
 	waiting := 0
 	for _, i := range idx {
 		if await == nil || await[i] {
@@ -445,11 +492,14 @@ func (lk *Locker) releaseAll(ctx context.Context, ks *keySet, owner, waiter stri
 	return answers, released
 }
 
-// releaseOne undoes a late grant on node i, on a context of its own.
+// releaseOne undoes a late grant on node i, on a context of its own: the
+// vote has run, and there is no late one to refuse.
 func (lk *Locker) releaseOne(i int, ks *keySet, owner string, ttl time.Duration) {
 	ctx, cancel := context.WithTimeout(context.Background(), lk.cleanupTimeout(ttl))
 	defer cancel()
-	_, _ = lk.nodes[i].Eval(ctx, releaseScript, ks.release(), owner, "", lk.goneKeep(), "")
+	lk.busy[i].Add(1)
+	defer lk.busy[i].Add(-1)
+	_, _ = lk.nodes[i].Eval(ctx, releaseScript, ks.release[:], owner, "", "0", "", "")
 }
 
 // all returns every node's index, in a slice the caller must not change.

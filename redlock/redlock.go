@@ -13,15 +13,26 @@
 //
 // For a lock on KEY, every per-key key carries KEY as its hash tag: the
 // lock itself, dlock:{KEY}:lock (a string holding the owner's random value,
-// with a PX expiry), the fence counter dlock:{KEY}:fence, kept forever,
-// dlock:{KEY}:gone (owners and waiters whose late votes are refused, for
-// the maximum TTL), and the waiters' queue dlock:{KEY}:queue with
-// dlock:{KEY}:queue:deadlines (see Acquire). Releases are published on the
-// channel dlock:{KEY}:released. Each node also holds four node-wide keys,
-// kept forever: dlock:epoch, read by every vote's script, and dlock:high,
-// dlock:floor and dlock:repaired (below), which the scripts touch next to
-// the per-key ones. Nodes must be standalone servers (or one master each):
-// a Redis Cluster could not run those scripts.
+// with a PX expiry), the fence counter dlock:{KEY}:fence, which expires
+// once the key has been idle for the idle TTL (WithIdleTTL, a day by
+// default), dlock:{KEY}:gone (owners whose late votes are refused, each
+// for the maximum TTL), and the waiters' queue dlock:{KEY}:queue with
+// dlock:{KEY}:queue:deadlines (see Acquire), which expire with their last
+// ticket. Releases are published on the channel dlock:{KEY}:released. So a
+// node holds, per key, a counter while the key is in use or idle for less
+// than the idle TTL, a ticket per live waiter, and a record per owner
+// given up in the last maximum TTL whose vote's call failed or timed out.
+// Each node also holds four node-wide keys, kept forever: dlock:epoch,
+// read by every vote's script, and dlock:high, dlock:floor and
+// dlock:repaired (below), which the scripts touch next to the per-key
+// ones. Nodes must be standalone servers (or one master each): a Redis
+// Cluster could not run those scripts.
+//
+// Every script is safe to run twice, as a client that re-sends a command
+// after a lost reply (go-redis with its default MaxRetries) runs it: a
+// vote or a commit run again for the owner that made it is the grant it
+// made, and a release run again after it succeeded (with tokens) still
+// counts.
 //
 // # Deployment
 //
@@ -59,11 +70,21 @@
 // # Lost data
 //
 // A node restarted without persistence (or flushed) forgets the locks it
-// held and could grant one a second time. Each node carries an epoch,
-// dlock:epoch, stamped with its own clock when first found missing. A node
-// whose epoch is younger than the maximum TTL (WithMaxTTL) does not vote:
-// every acquisition that was in flight when it lost its data has ended by
-// then. This is Redlock's delayed restart, enforced by the client.
+// held and could grant one a second time; so does a node restarted from an
+// RDB snapshot (Redis's default persistence) or from an AOF synced every
+// second, which comes back without the writes made after them. Each node
+// carries an epoch record, dlock:epoch: when it last lost, or may have
+// lost, its data, by its own clock, and the server process that stamped it
+// (INFO's run_id, read in the vote's script). A missing record is stamped
+// with the node's clock; a record stamped by another process (a restart,
+// whatever data it brought back) with the restart's time; a record ahead
+// of the node's clock (stepped back since) is stamped anew, not waited
+// out. A node whose record is younger than the maximum TTL (WithMaxTTL),
+// plus the node timeout and the drift margin, does not vote: every
+// acquisition that was in flight when it lost its data has ended by then.
+// This is Redlock's delayed restart, enforced by the client. The user the
+// quorum's clients log in as must be allowed to run INFO (in the
+// @dangerous ACL category) from a script.
 //
 // Such a node also lost its fence counters, and is repaired once, for all
 // keys, before it votes again. Every commit raises the node's high-water
@@ -87,17 +108,22 @@
 // fresh deployment grants nothing during its first maximum TTL, and then
 // each node is repaired (from the others, all at mark 0) by the first
 // attempt that hears from a majority of the other nodes, so the first
-// repair needs N/2+2 nodes answering. Declare nodes that never lose
-// acknowledged writes (AOF with appendfsync always) with WithDurableNodes
-// to skip the sit-out and the repair.
+// repair needs N/2+2 nodes answering. A node whose restart no client saw
+// until long after it (its uptime past the sit-out) does not sit out
+// again, but is still repaired before it votes.
+// Declare nodes that never lose acknowledged writes (AOF with appendfsync
+// always, and no flush) with WithDurableNodes to skip the sit-out and the
+// repair.
 package redlock
 
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/dlockgo/dlock/lease"
@@ -113,6 +139,9 @@ const (
 	// fixed 50 ms failed about 1% of attempts with 64 concurrent callers
 	// on a loaded two-core machine; TTL/50 stays small next to the TTL.
 	DefaultNodeTimeout = 50 * time.Millisecond
+	// DefaultIdleTTL is how long a key's fence counter outlives the last
+	// lease on it by default (see WithIdleTTL).
+	DefaultIdleTTL = 24 * time.Hour
 )
 
 // ErrClosed is returned by a Locker's methods after Close.
@@ -147,6 +176,7 @@ type config struct {
 	noTokens       bool
 	guard          bool
 	maxTTL         time.Duration
+	idle           time.Duration // < 0: for ever
 	observer       lease.Observer
 }
 
@@ -183,6 +213,16 @@ func WithDurableNodes() Option { return func(c *config) { c.guard = false } }
 // and hand out a token that was already issued; it exists to show that.
 func WithoutLostDataGuard() Option { return func(c *config) { c.guard = false } }
 
+// WithIdleTTL sets how long a key's fence counter outlives the last lease
+// on it: d after the end of the lease granted or extended last, the
+// counter expires on each node. A key locked again later gets tokens from
+// the clock floor (the lower median of its voters' clocks in µs), so they
+// still rise as long as those clocks do not step back past the tokens
+// issued before. Zero selects DefaultIdleTTL (a day); a negative d keeps
+// every counter for ever, one per key ever locked. Without tokens there is
+// no counter, and d does not matter.
+func WithIdleTTL(d time.Duration) Option { return func(c *config) { c.idle = d } }
+
 // WithMaxTTL sets how long a node that lost its data sits out. It must be at
 // least every TTL this Locker's leases use, including per-acquisition
 // lease.WithTTL and Extend: acquisitions and extensions with a longer TTL
@@ -208,9 +248,11 @@ type Locker struct {
 	nodes  []node.Node
 	names  []string
 	cfg    config
+	sitOut time.Duration               // how long after its epoch a node does not vote (see New)
 	queues [][workersPerNode]chan call // per node, a lane per worker (see lane)
 
 	workers  sync.WaitGroup // the node workers, ended by Close
+	busy     []atomic.Int32 // by node, calls running in its client
 	stopOnce sync.Once
 	every    []int // every node's index; read only
 
@@ -264,14 +306,25 @@ func New(nodes []node.Node, opts ...Option) (*Locker, error) {
 	if cfg.maxTTL == 0 {
 		cfg.maxTTL = cfg.ttl
 	}
+	if cfg.idle == 0 {
+		cfg.idle = DefaultIdleTTL
+	}
 	if cfg.maxTTL < 0 {
 		return nil, &lease.ArgError{Arg: "max TTL", Value: cfg.maxTTL, Rule: "must be > 0"}
 	}
 	lk := &Locker{nodes: nodes, names: names, cfg: cfg}
+	// A node that lost its data sits out the max TTL, by its own clock,
+	// and then the node timeout and the drift margin more: the repair
+	// reads the other nodes' marks in the same fan-out as the node's own
+	// vote, and those may be read up to a node timeout before it, so the
+	// margin keeps every commit of an acquisition in flight at the loss
+	// before the read (see repairs).
+	lk.sitOut = cfg.maxTTL + lk.nodeTimeout(cfg.maxTTL) + lease.Drift(cfg.maxTTL, cfg.drift)
 	lk.closing, lk.close = context.WithCancelCause(context.Background())
 	if err := lk.checkTTL(cfg.ttl); err != nil {
 		return nil, err
 	}
+	lk.busy = make([]atomic.Int32, len(nodes))
 	lk.every = make([]int, len(nodes))
 	for i := range lk.every {
 		lk.every[i] = i
@@ -324,15 +377,44 @@ func (lk *Locker) begin() error {
 // progress, including the cleanup of late answers. It neither closes the
 // nodes nor releases leases still held; those can no longer be extended or
 // released (ErrClosed) and expire on the servers at the end of their TTL.
+//
+// Every call to a node is bounded by the Locker's timeouts, but only a
+// client that honours its context's deadline ends it then. Close waits
+// for the calls in progress for at most the longest of those bounds plus a
+// second; calls still running after that (a stopped node behind a client
+// with no timeouts) are left to end when their client gives up or is
+// closed, the Locker's goroutines with them, and Close returns an error
+// matching ErrCallsRunning that names their nodes.
 func (lk *Locker) Close() error {
 	lk.mu.Lock()
 	lk.closed = true
 	lk.mu.Unlock()
 	lk.close(ErrClosed)
-	lk.wg.Wait()
-	lk.stopWorkers()
-	return nil
+	done := make(chan struct{})
+	go func() {
+		lk.wg.Wait()
+		lk.stopWorkers()
+		close(done)
+	}()
+	t := time.NewTimer(lk.cleanupTimeout(max(lk.cfg.ttl, lk.cfg.maxTTL)) + time.Second)
+	defer t.Stop()
+	select {
+	case <-done:
+		return nil
+	case <-t.C:
+	}
+	var busy []string
+	for i := range lk.busy {
+		if lk.busy[i].Load() > 0 {
+			busy = append(busy, lk.names[i])
+		}
+	}
+	return fmt.Errorf("%w on %s", ErrCallsRunning, strings.Join(busy, ", "))
 }
+
+// ErrCallsRunning is the error of a Close that returned with calls to
+// nodes still running (see Close).
+var ErrCallsRunning = errors.New("redlock: closed with calls still running, which end when their clients give up or are closed")
 
 // TryAcquire makes exactly one attempt at the lock on key. It returns an
 // error matching lease.ErrTaken when a majority of the nodes hold the lock
@@ -475,11 +557,13 @@ func (lk *Locker) options(key string, opts []lease.Option) (lease.Options, error
 // allocation), in the order the scripts take them: script is lock, gone,
 // queue, queue deadlines, then the node-wide epoch, for the acquire
 // script; the token script adds the fence counter and the node-wide floor,
-// high-water mark and repair mark. commit is lock, fence, floor, high.
+// high-water mark and repair mark. commit is lock, fence, floor, high;
+// release is lock, gone, queue, queue deadlines, fence.
 type keySet struct {
 	key     string
 	script  [9]string
 	commit  [4]string
+	release [5]string
 	channel string
 }
 
@@ -511,6 +595,7 @@ func newKeySet(key string) *keySet {
 	ks.channel = cut(ch)
 	ks.script[4], ks.script[6], ks.script[7], ks.script[8] = epochKey, floorKey, highKey, repairedKey
 	ks.commit = [4]string{ks.script[0], ks.script[5], floorKey, highKey}
+	ks.release = [5]string{ks.script[0], ks.script[1], ks.script[2], ks.script[3], ks.script[5]}
 	return ks
 }
 
@@ -522,15 +607,21 @@ func (ks *keySet) acquire(tokens bool) []string {
 	return ks.script[:5]
 }
 
-// release returns the keys of the release and leave scripts.
-func (ks *keySet) release() []string { return ks.script[:4] }
+// extend returns the extend script's keys: the lock, and with tokens its
+// fence counter.
+func (ks *keySet) extend(tokens bool) []string {
+	if tokens {
+		return ks.commit[:2]
+	}
+	return ks.commit[:1]
+}
 
 // Node-wide keys.
 const (
-	epochKey    = "dlock:epoch"    // when the node was first found without data, µs
+	epochKey    = "dlock:epoch"    // when the node last lost its data, µs, and the run that stamped it (see epochOf)
 	highKey     = "dlock:high"     // the highest token committed on the node
 	floorKey    = "dlock:floor"    // the repair's lower bound on every counter of the node
-	repairedKey = "dlock:repaired" // the epoch the node was repaired for
+	repairedKey = "dlock:repaired" // the epoch record the node was repaired for
 )
 
 var repairKeys = []string{epochKey, floorKey, highKey, repairedKey}

@@ -99,5 +99,7 @@ func (rp *repairs) start() {
 func (lk *Locker) repair(i int, epoch string, floor int64) {
 	ctx, cancel := context.WithTimeout(lk.closing, lk.cleanupTimeout(lk.cfg.ttl))
 	defer cancel()
+	lk.busy[i].Add(1)
+	defer lk.busy[i].Add(-1)
 	_, _ = lk.nodes[i].Eval(ctx, repairScript, repairKeys, epoch, strconv.FormatInt(floor, 10))
 }
