@@ -39,6 +39,11 @@ type Config struct {
 	Addrs []string
 	// TTL is the default lease TTL; 0 keeps the strategy's default (30s).
 	TTL time.Duration
+	// IdleTTL is how long a key's fencing counter outlives the last lease
+	// on it, after which it expires from the servers (single.WithIdleTTL,
+	// redlock.WithIdleTTL); 0 keeps the default, a day; a negative value
+	// keeps it for ever.
+	IdleTTL time.Duration
 	// Client is ClientGoRedis (the default when empty) or ClientValkeyGo.
 	Client string
 	// Username and Password authenticate to every server (AUTH); empty
@@ -101,6 +106,9 @@ func Open(ctx context.Context, cfg Config) (Locker, error) {
 		if cfg.TTL != 0 {
 			opts = append(opts, single.WithTTL(cfg.TTL))
 		}
+		if cfg.IdleTTL != 0 {
+			opts = append(opts, single.WithIdleTTL(cfg.IdleTTL))
+		}
 		if cfg.Observer != nil {
 			opts = append(opts, single.WithObserver(cfg.Observer))
 		}
@@ -109,6 +117,9 @@ func Open(ctx context.Context, cfg Config) (Locker, error) {
 		var opts []redlock.Option
 		if cfg.TTL != 0 {
 			opts = append(opts, redlock.WithTTL(cfg.TTL))
+		}
+		if cfg.IdleTTL != 0 {
+			opts = append(opts, redlock.WithIdleTTL(cfg.IdleTTL))
 		}
 		if cfg.DurableNodes {
 			opts = append(opts, redlock.WithDurableNodes())
@@ -235,6 +246,9 @@ func (cfg *Config) dial(addr string) (node.Node, ownedClient, error) {
 		// the read timeout.
 		ContextTimeoutEnabled: true,
 		DisableIdentity:       true,
+		// A script whose reply was lost is given up (see the strategies),
+		// never sent again behind their back.
+		MaxRetries: -1,
 	})
 	return node.FromGoRedis(c), goRedisClient{c}, nil
 }
@@ -302,13 +316,14 @@ func (o *opened) closeAll() error {
 
 // OpenURL opens a Locker described by a URL:
 //
-//	redis://[user:password@]host[:port][/db][?ttl=30s&client=valkey-go&dial_timeout=5s]
+//	redis://[user:password@]host[:port][/db][?ttl=30s&idle_ttl=24h&client=valkey-go&dial_timeout=5s]
 //	redlock://[user:password@]host1[:port],host2[:port],...[/db][?...&durable=true&node_timeout=50ms&max_ttl=1m]
 //
 // redis:// selects the single strategy on one server, redlock:// the quorum
 // strategy across the listed masters. The port defaults to 6379. The
-// parameters ttl, client and dial_timeout set Config.TTL, Client and
-// DialTimeout; durable, node_timeout and max_ttl, for redlock:// only, set
+// parameters ttl, idle_ttl, client and dial_timeout set Config.TTL,
+// IdleTTL, Client and DialTimeout (idle_ttl=forever keeps per-key state
+// for ever); durable, node_timeout and max_ttl, for redlock:// only, set
 // DurableNodes, NodeTimeout and MaxTTL. A malformed URL or an unknown
 // parameter is reported as an *lease.ArgError.
 func OpenURL(ctx context.Context, rawURL string) (Locker, error) {
@@ -377,7 +392,7 @@ func ParseURL(rawURL string) (Config, error) {
 	if err != nil {
 		return bad("query: " + err.Error())
 	}
-	known := "ttl, client, dial_timeout"
+	known := "ttl, idle_ttl, client, dial_timeout"
 	if cfg.Strategy == StrategyQuorum {
 		known += ", durable, node_timeout, max_ttl"
 	}
@@ -388,6 +403,16 @@ func ParseURL(rawURL string) (Config, error) {
 			return bad("parameter " + strconv.Quote(k) + " is for redlock:// URLs only")
 		}
 		switch k {
+		case "idle_ttl":
+			if v == "forever" {
+				cfg.IdleTTL = -1
+				break
+			}
+			d, err := time.ParseDuration(v)
+			if err != nil || d < 0 {
+				return bad("idle_ttl must be a duration such as 24h, or forever")
+			}
+			cfg.IdleTTL = d
 		case "ttl", "dial_timeout", "node_timeout", "max_ttl":
 			d, err := time.ParseDuration(v)
 			if err != nil {

@@ -34,6 +34,8 @@ func TestParseURL(t *testing.T) {
 			DurableNodes: true, NodeTimeout: 20 * time.Millisecond}},
 		{"redlock://a:1,b:2,c:3?ttl=10s&max_ttl=1m&durable=0", dlock.Config{Strategy: "quorum", Addrs: []string{"a:1", "b:2", "c:3"},
 			TTL: 10 * time.Second, MaxTTL: time.Minute}},
+		{"redis://h:1?idle_ttl=1h", dlock.Config{Strategy: "single", Addrs: []string{"h:1"}, IdleTTL: time.Hour}},
+		{"redlock://a:1,b:2,c:3?idle_ttl=forever", dlock.Config{Strategy: "quorum", Addrs: []string{"a:1", "b:2", "c:3"}, IdleTTL: -1}},
 	} {
 		got, err := dlock.ParseURL(tc.url)
 		if err != nil || !reflect.DeepEqual(got, tc.want) {
@@ -53,6 +55,8 @@ func TestParseURLErrors(t *testing.T) {
 		"redis://h:1/-1",
 		"redis://h:1?ttl=forever",
 		"redis://h:1?dial_timeout=1",
+		"redis://h:1?idle_ttl=-1h",
+		"redis://h:1?idle_ttl=never",
 		"redis://h:1?color=red",
 		"redlock://a:1,,b:2",
 		"redis://u:%zz@h:1",
@@ -291,5 +295,60 @@ func (r *eventLog) expect(t *testing.T, strategy string, kinds ...lease.EventKin
 		if e.Strategy != strategy {
 			t.Errorf("event %v from %q; want %q", e.Kind, e.Strategy, strategy)
 		}
+	}
+}
+
+// TestOpenNoClientRetries: the go-redis clients Open builds never send a
+// script again by themselves after its reply was lost (go-redis's default
+// is three retries): the strategy gives the claim up instead (and runs
+// that cleanup once), and the next attempt succeeds. (valkey-go retries
+// only read-only commands, which no script of dlock's is.)
+func TestOpenNoClientRetries(t *testing.T) {
+	srv := redistest.Start(t)
+	d := redistest.StartDropper(t, srv.Addr())
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	for _, client := range []string{dlock.ClientGoRedis} {
+		t.Run(client, func(t *testing.T) {
+			lk, err := dlock.Open(ctx, dlock.Config{Addrs: []string{d.Addr()}, Client: client})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer lk.Close()
+			key := "no-retries-" + client
+			warm, err := lk.TryAcquire(ctx, key) // load the scripts
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := warm.Release(ctx); err != nil {
+				t.Fatal(err)
+			}
+			d.Drop(0, 1) // and the abandon's
+			if l, err := lk.TryAcquire(ctx, key); err == nil {
+				_ = l.Release(ctx)
+			}
+			calls, _, err := srv.ScriptStats()
+			if err != nil {
+				t.Fatal(err)
+			}
+			d.Drop(0, 1)
+			if l, err := lk.TryAcquire(ctx, key); err == nil {
+				_ = l.Release(ctx)
+				t.Fatalf("TryAcquire with its reply lost: granted; want the exchange's error")
+			}
+			after, _, err := srv.ScriptStats()
+			if err != nil {
+				t.Fatal(err)
+			}
+			// The claim, then the abandon that gives it up.
+			if ran := after - calls; ran != 2 {
+				t.Errorf("%d scripts ran for one lost claim; want 2 (the claim once, then its abandon)", ran)
+			}
+			l, err := lk.TryAcquire(ctx, key)
+			if err != nil {
+				t.Fatalf("TryAcquire after the lost reply: %v", err)
+			}
+			_ = l.Release(ctx)
+		})
 	}
 }

@@ -35,7 +35,7 @@ func TestDemo(t *testing.T) {
 			"embedded in-process miniredis",
 			"=> single: the paused holder was fenced out at the resource",
 			"needs redis-server",
-			"lost-data guard on",
+			"embedded servers declared durable (lost-data guard off)",
 			"=> quorum: locks still granted with 2 of 5 servers dead",
 			"=> paused holder: without a fence the stale write landed",
 			"with dlock's quorum token the resource refused it (register holds \"from B\")",
