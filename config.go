@@ -235,6 +235,12 @@ func (cfg *Config) dial(addr string) (node.Node, ownedClient, error) {
 		// the read timeout.
 		ContextTimeoutEnabled: true,
 		DisableIdentity:       true,
+		// The strategies retry on their own, after giving up a claim
+		// whose reply was lost. go-redis's resends, each after redials,
+		// would stretch one attempt against a dead server over seconds:
+		// a wait could then end inside it, on the attempt before it,
+		// which may have found the lock taken rather than the server gone.
+		MaxRetries: -1,
 	})
 	return node.FromGoRedis(c), goRedisClient{c}, nil
 }
