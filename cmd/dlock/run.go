@@ -14,7 +14,6 @@ import (
 
 	"github.com/dlockgo/dlock"
 	"github.com/dlockgo/dlock/lease"
-	"github.com/dlockgo/dlock/redlock"
 )
 
 const runUsage = `Usage: dlock run [flags] --key KEY -- CMD [ARGS...]
@@ -185,21 +184,16 @@ func (r *runner) failed(op string, ctx context.Context, err error) int {
 }
 
 // acquireExitCode maps an error of Open or of an acquisition to an exit
-// code.
+// code. A wait that ran out is "held elsewhere" only when its last whole
+// attempt found the lock taken (the error then matches ErrTaken): both
+// strategies also retry attempts that failed for want of servers, and a
+// wait that ended on those is an outage, which `|| [ $? -eq 75 ]` must
+// not hide.
 func acquireExitCode(err error) int {
-	var qe *redlock.QuorumError
 	switch {
 	case errors.Is(err, dlock.ErrInvalid):
 		return exitUsage
 	case errors.Is(err, dlock.ErrTaken):
-		return exitTaken
-	case errors.As(err, &qe):
-		// A quorum's wait ended on an attempt that failed for want of
-		// answers, not because the lock was taken.
-		return exitUnavailable
-	case errors.Is(err, context.DeadlineExceeded):
-		// --wait ran out; the single strategy retries only while the
-		// lock is taken, so the server was answering.
 		return exitTaken
 	default:
 		return exitUnavailable
