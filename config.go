@@ -75,6 +75,9 @@ type Config struct {
 // require them to answer. A bad Config is reported as an *lease.ArgError
 // naming the field.
 func Open(ctx context.Context, cfg Config) (Locker, error) {
+	if err := lease.CheckContext(ctx); err != nil {
+		return nil, err
+	}
 	if err := cfg.check(); err != nil {
 		return nil, err
 	}
@@ -318,6 +321,9 @@ func (o *opened) closeAll() error {
 // DurableNodes, NodeTimeout and MaxTTL. A malformed URL or an unknown
 // parameter is reported as an *lease.ArgError.
 func OpenURL(ctx context.Context, rawURL string) (Locker, error) {
+	if err := lease.CheckContext(ctx); err != nil {
+		return nil, err
+	}
 	cfg, err := ParseURL(rawURL)
 	if err != nil {
 		return nil, err

@@ -345,7 +345,7 @@ func (lk *Locker) TryAcquire(ctx context.Context, key string, opts ...lease.Opti
 }
 
 func (lk *Locker) tryAcquire(ctx context.Context, key string, opts []lease.Option) (*lease.Lease, error) {
-	o, err := lk.options(key, opts)
+	o, err := lk.options(ctx, key, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -376,7 +376,7 @@ func (lk *Locker) Acquire(ctx context.Context, key string, opts ...lease.Option)
 }
 
 func (lk *Locker) acquire(ctx context.Context, key string, opts []lease.Option) (*lease.Lease, error) {
-	o, err := lk.options(key, opts)
+	o, err := lk.options(ctx, key, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -454,7 +454,10 @@ func (lk *Locker) observeVote(key string, v *vote, rtt time.Duration) {
 	})
 }
 
-func (lk *Locker) options(key string, opts []lease.Option) (lease.Options, error) {
+func (lk *Locker) options(ctx context.Context, key string, opts []lease.Option) (lease.Options, error) {
+	if err := lease.CheckContext(ctx); err != nil {
+		return lease.Options{}, err
+	}
 	if err := lease.CheckKey(key); err != nil {
 		return lease.Options{}, err
 	}

@@ -386,7 +386,7 @@ func (lk *Locker) TryAcquire(ctx context.Context, key string, opts ...lease.Opti
 }
 
 func (lk *Locker) tryAcquire(ctx context.Context, key string, opts []lease.Option) (*lease.Lease, error) {
-	o, err := lk.options(key, opts)
+	o, err := lk.options(ctx, key, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -418,7 +418,7 @@ func (lk *Locker) Acquire(ctx context.Context, key string, opts ...lease.Option)
 }
 
 func (lk *Locker) acquire(ctx context.Context, key string, opts []lease.Option) (*lease.Lease, error) {
-	o, err := lk.options(key, opts)
+	o, err := lk.options(ctx, key, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -536,7 +536,10 @@ func settled(ctx context.Context, err error) error {
 // strategy names this strategy in Observer events.
 const strategy = "single"
 
-func (lk *Locker) options(key string, opts []lease.Option) (lease.Options, error) {
+func (lk *Locker) options(ctx context.Context, key string, opts []lease.Option) (lease.Options, error) {
+	if err := lease.CheckContext(ctx); err != nil {
+		return lease.Options{}, err
+	}
 	if err := lease.CheckKey(key); err != nil {
 		return lease.Options{}, err
 	}
