@@ -464,6 +464,9 @@ func (lk *Locker) options(ctx context.Context, key string, opts []lease.Option) 
 	o := lease.Options{TTL: lk.cfg.ttl, Retry: lk.cfg.retry}
 	if len(opts) > 0 { // Apply moves o to the heap
 		o = lease.Apply(o, opts...)
+		if o.TTL == 0 {
+			o.TTL = lk.cfg.ttl
+		}
 	}
 	if err := lk.checkTTL(o.TTL); err != nil {
 		return lease.Options{}, err

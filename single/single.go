@@ -546,6 +546,9 @@ func (lk *Locker) options(ctx context.Context, key string, opts []lease.Option) 
 	o := lease.Options{TTL: lk.cfg.ttl}
 	if len(opts) > 0 { // Apply moves o to the heap
 		o = lease.Apply(o, opts...)
+		if o.TTL == 0 {
+			o.TTL = lk.cfg.ttl
+		}
 		if err := lease.CheckTTL(o.TTL, lk.cfg.drift); err != nil {
 			return o, err
 		}
