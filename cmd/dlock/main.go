@@ -101,6 +101,13 @@ func dispatch(args []string, stdout, stderr io.Writer) int {
 	}
 }
 
+// flagSet reports whether the command line gave the flag name.
+func flagSet(fs *flag.FlagSet, name string) bool {
+	set := false
+	fs.Visit(func(f *flag.Flag) { set = set || f.Name == name })
+	return set
+}
+
 // parseFlags parses a subcommand's args. When they ask for help it prints
 // the usage to stdout; when they are wrong, fs has already said why on its
 // output. ok is false in both cases, and code is the exit code to return.

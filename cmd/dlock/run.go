@@ -46,7 +46,7 @@ func runMain(args []string, stdout, stderr io.Writer) int {
 	var (
 		conn    connFlags
 		key     = fs.String("key", "", "the lock's key (required)")
-		ttl     = fs.Duration("ttl", 30*time.Second, "lease TTL; the lease is renewed at a third of it")
+		ttl     = fs.Duration("ttl", 30*time.Second, "lease TTL, renewed at a third of it; when --ttl is not given, the URL's ?ttl= if it has one")
 		wait    = fs.Duration("wait", time.Minute, "how long to wait for the lock; 0: one attempt")
 		grace   = fs.Duration("grace", 10*time.Second, "after a lost lease, time between SIGTERM and SIGKILL to CMD")
 		verbose = fs.Bool("v", false, "report acquisition and release on stderr")
@@ -77,9 +77,13 @@ func runMain(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "dlock run: %v\n", err)
 		return exitUsage
 	}
-	// The quorum strategy refuses leases longer than its lost-data sit-out,
-	// which is the Config's TTL.
-	cfg.TTL = *ttl
+	if flagSet(fs, "ttl") || cfg.TTL == 0 {
+		// The quorum strategy refuses leases longer than its lost-data
+		// sit-out, which is the Config's TTL: the two must agree.
+		cfg.TTL = *ttl
+	} else {
+		*ttl = cfg.TTL
+	}
 	r := &runner{
 		key: *key, ttl: *ttl, wait: *wait, grace: *grace, argv: argv,
 		verbose: *verbose, stderr: stderr,
