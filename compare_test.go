@@ -213,7 +213,6 @@ func TestParityBadInput(t *testing.T) {
 			opts []lease.Option
 		}{
 			{"empty key", "", nil},
-			{"zero ttl", "k", []lease.Option{lease.WithTTL(0)}},
 			{"negative ttl", "k", []lease.Option{lease.WithTTL(-time.Second)}},
 			{"ttl inside the drift margin", "k", []lease.Option{lease.WithTTL(3 * time.Millisecond)}},
 			{"bad retry", "k", []lease.Option{lease.WithRetry(lease.Retry{Min: time.Second, Max: time.Millisecond})}},

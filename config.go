@@ -80,6 +80,9 @@ type Config struct {
 // require them to answer. A bad Config is reported as an *lease.ArgError
 // naming the field.
 func Open(ctx context.Context, cfg Config) (Locker, error) {
+	if err := lease.CheckContext(ctx); err != nil {
+		return nil, err
+	}
 	if err := cfg.check(); err != nil {
 		return nil, err
 	}
@@ -246,8 +249,12 @@ func (cfg *Config) dial(addr string) (node.Node, ownedClient, error) {
 		// the read timeout.
 		ContextTimeoutEnabled: true,
 		DisableIdentity:       true,
-		// A script whose reply was lost is given up (see the strategies),
-		// never sent again behind their back.
+		// A script whose reply was lost is given up by the strategies,
+		// once, never sent again behind their back. go-redis's resends,
+		// each after redials, would also stretch one attempt against a
+		// dead server over seconds: a wait could then end inside it, on
+		// the attempt before, which may have found the lock taken rather
+		// than the server gone.
 		MaxRetries: -1,
 	})
 	return node.FromGoRedis(c), goRedisClient{c}, nil
@@ -327,6 +334,9 @@ func (o *opened) closeAll() error {
 // DurableNodes, NodeTimeout and MaxTTL. A malformed URL or an unknown
 // parameter is reported as an *lease.ArgError.
 func OpenURL(ctx context.Context, rawURL string) (Locker, error) {
+	if err := lease.CheckContext(ctx); err != nil {
+		return nil, err
+	}
 	cfg, err := ParseURL(rawURL)
 	if err != nil {
 		return nil, err

@@ -22,7 +22,9 @@ import (
 	"github.com/dlockgo/dlock/lease"
 )
 
-// Locker grants leases on keys. Both strategies implement it.
+// Locker grants leases on keys. Both strategies implement it. Throughout
+// dlock, a nil context is a bad argument: the call returns an
+// *lease.ArgError naming ctx, and does nothing.
 type Locker interface {
 	// Acquire waits until the lock on key is granted, or ctx ends. Failed
 	// attempts are retried (a held lock, a lost connection, nodes down);
@@ -59,6 +61,9 @@ var (
 // with the release's error if that failed too; if the lease ended before fn
 // returned, the error also matches the lease's end (ErrLost or ErrExpired).
 func Do(ctx context.Context, l Locker, key string, fn func(ctx context.Context, token fence.Token) error, opts ...lease.Option) error {
+	if err := lease.CheckContext(ctx); err != nil {
+		return err
+	}
 	if l == nil {
 		return &lease.ArgError{Arg: "locker", Value: l, Rule: "must not be nil"}
 	}

@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/dlockgo/dlock/internal/argerr"
 	"github.com/dlockgo/dlock/node"
 )
 
@@ -14,7 +15,8 @@ import (
 // and writes them together, so no interleaving of writers can let an older
 // token overwrite a newer one.
 //
-// Tokens are compared as Lua numbers, exactly up to 2^53.
+// Tokens are compared as Lua numbers, exactly up to 2^53. A nil context
+// is reported as an *lease.ArgError.
 type Store struct {
 	n node.Node
 }
@@ -42,6 +44,9 @@ return {r[1], tonumber(r[2])}
 // ErrStale, and changes nothing, when key was already written under a larger
 // token.
 func (s *Store) Put(ctx context.Context, key, value string, t Token) error {
+	if err := argerr.CheckContext(ctx); err != nil {
+		return err
+	}
 	_, err := s.n.Eval(ctx, putScript, []string{key}, value, t.String())
 	var re *node.ReplyError
 	if errors.As(err, &re) && strings.HasPrefix(re.Msg, "DLSTALE ") {
@@ -54,6 +59,9 @@ func (s *Store) Put(ctx context.Context, key, value string, t Token) error {
 // Get returns the value stored at key and the token it was written under;
 // ok is false when key was never written.
 func (s *Store) Get(ctx context.Context, key string) (value string, t Token, ok bool, err error) {
+	if err := argerr.CheckContext(ctx); err != nil {
+		return "", 0, false, err
+	}
 	r, err := s.n.Eval(ctx, getScript, []string{key})
 	if err != nil || len(r) < 2 {
 		return "", 0, false, err

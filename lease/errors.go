@@ -1,8 +1,10 @@
 package lease
 
 import (
+	"context"
 	"errors"
-	"fmt"
+
+	"github.com/dlockgo/dlock/internal/argerr"
 )
 
 // Errors shared by every strategy; the root package dlock re-exports them.
@@ -21,23 +23,17 @@ var (
 	// extend it: another owner holds the lock now.
 	ErrLost = errors.New("dlock: lease lost")
 	// ErrInvalid matches every *ArgError.
-	ErrInvalid = errors.New("dlock: invalid argument")
+	ErrInvalid = argerr.ErrInvalid
 )
 
-// ArgError reports an argument that breaks a rule, at the call that got it.
-// It matches ErrInvalid with errors.Is.
-type ArgError struct {
-	Arg   string // the argument's name, as the caller wrote it
-	Value any    // the value given
-	Rule  string // what the value must be
-}
+// ArgError reports an argument that breaks a rule, at the call that got it:
+// Arg is the argument's name as the caller wrote it, Value the value given,
+// Rule what the value must be. It matches ErrInvalid with errors.Is.
+// (Package fence, below this one, returns it too: hence the alias.)
+type ArgError = argerr.Error
 
-func (e *ArgError) Error() string {
-	return fmt.Sprintf("dlock: invalid %s %#v: %s", e.Arg, e.Value, e.Rule)
-}
-
-// Is reports whether target is ErrInvalid.
-func (e *ArgError) Is(target error) bool { return target == ErrInvalid }
+// CheckContext returns an *ArgError when ctx is nil.
+func CheckContext(ctx context.Context) error { return argerr.CheckContext(ctx) }
 
 // CheckKey returns an *ArgError when key cannot name a lock.
 func CheckKey(key string) error {

@@ -181,6 +181,9 @@ func (l *Lease) Context(parent context.Context) context.Context {
 // lease has ended or the servers refused; a refusal ends the lease with
 // ErrLost. A lock that already expired on the servers is never revived.
 func (l *Lease) Extend(ctx context.Context, ttl time.Duration) error {
+	if err := CheckContext(ctx); err != nil {
+		return err
+	}
 	if ttl <= 0 {
 		return &ArgError{Arg: "ttl", Value: ttl, Rule: "must be > 0"}
 	}
@@ -221,6 +224,9 @@ func (l *Lease) Extend(ctx context.Context, ttl time.Duration) error {
 // an earlier Release of l succeeded; only a Release that failed is worth
 // calling again, and it then asks the servers again.
 func (l *Lease) Release(ctx context.Context) error {
+	if err := CheckContext(ctx); err != nil {
+		return err
+	}
 	l.stopRenewal()
 	if ctx.Err() != nil {
 		var cancel context.CancelFunc

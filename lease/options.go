@@ -17,7 +17,9 @@ type Options struct {
 // Option changes Options; pass them to Acquire or TryAcquire.
 type Option func(*Options)
 
-// WithTTL sets the lease's time to live.
+// WithTTL sets the lease's time to live. Zero keeps the Locker's default
+// TTL (the one its strategy's WithTTL set, else the strategy's DefaultTTL);
+// a negative ttl makes the acquire fail with an *ArgError.
 func WithTTL(ttl time.Duration) Option { return func(o *Options) { o.TTL = ttl } }
 
 // WithAutoRenew keeps the lease alive until Release, or until a renewal is

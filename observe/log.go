@@ -18,7 +18,9 @@ import (
 //
 //   - Debug: acquire started, a vote, an acquisition that found the lock
 //     taken or whose context ended, a renewal that succeeded.
-//   - Info: acquired, released.
+//   - Info: acquired, released (only a Release that ended a live lease
+//     is reported: one of a lease already lost or expired writes nothing,
+//     its end was logged then).
 //   - Warn: a renewal that failed, a lease lost or expired, a release that
 //     failed.
 //   - Error: an acquisition that failed for any other reason (servers

@@ -427,7 +427,7 @@ func (lk *Locker) TryAcquire(ctx context.Context, key string, opts ...lease.Opti
 }
 
 func (lk *Locker) tryAcquire(ctx context.Context, key string, opts []lease.Option) (*lease.Lease, error) {
-	o, err := lk.options(key, opts)
+	o, err := lk.options(ctx, key, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -458,7 +458,7 @@ func (lk *Locker) Acquire(ctx context.Context, key string, opts ...lease.Option)
 }
 
 func (lk *Locker) acquire(ctx context.Context, key string, opts []lease.Option) (*lease.Lease, error) {
-	o, err := lk.options(key, opts)
+	o, err := lk.options(ctx, key, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -536,13 +536,19 @@ func (lk *Locker) observeVote(key string, v *vote, rtt time.Duration) {
 	})
 }
 
-func (lk *Locker) options(key string, opts []lease.Option) (lease.Options, error) {
+func (lk *Locker) options(ctx context.Context, key string, opts []lease.Option) (lease.Options, error) {
+	if err := lease.CheckContext(ctx); err != nil {
+		return lease.Options{}, err
+	}
 	if err := lease.CheckKey(key); err != nil {
 		return lease.Options{}, err
 	}
 	o := lease.Options{TTL: lk.cfg.ttl, Retry: lk.cfg.retry}
 	if len(opts) > 0 { // Apply moves o to the heap
 		o = lease.Apply(o, opts...)
+		if o.TTL == 0 {
+			o.TTL = lk.cfg.ttl
+		}
 	}
 	if err := lk.checkTTL(o.TTL); err != nil {
 		return lease.Options{}, err

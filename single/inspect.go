@@ -40,6 +40,9 @@ return {r[1] or '', r[2] or '0', left}
 // Inspect reports who holds the lock on key, with which token, and for how
 // long, as the server sees it now. It changes nothing on the server.
 func (lk *Locker) Inspect(ctx context.Context, key string) (Info, error) {
+	if err := lease.CheckContext(ctx); err != nil {
+		return Info{}, err
+	}
 	if err := lease.CheckKey(key); err != nil {
 		return Info{}, err
 	}

@@ -188,10 +188,12 @@ func dialNodes(cfg dlock.Config) (nodes []node.Node, close func(), err error) {
 	for _, addr := range cfg.Addrs {
 		var n node.Node
 		if cfg.Client == dlock.ClientValkeyGo {
-			c, err := valkey.NewClient(valkey.ClientOption{
+			opt := valkey.ClientOption{
 				InitAddress: []string{addr}, Username: cfg.Username, Password: cfg.Password,
 				SelectDB: cfg.DB, DisableCache: true, ForceSingleClient: true,
-			})
+			}
+			opt.Dialer.Timeout = cfg.DialTimeout
+			c, err := valkey.NewClient(opt)
 			if c == nil {
 				close()
 				return nil, nil, fmt.Errorf("connect to %s: %w", addr, err)
@@ -201,8 +203,12 @@ func dialNodes(cfg dlock.Config) (nodes []node.Node, close func(), err error) {
 		} else {
 			c := redis.NewClient(&redis.Options{
 				Addr: addr, Username: cfg.Username, Password: cfg.Password, DB: cfg.DB,
+				DialTimeout:           cfg.DialTimeout,
 				ContextTimeoutEnabled: true, DisableIdentity: true,
 				MaxRetries: -1, // one dead server must not hold up a quorum call
+				// One look: --url's dial_timeout bounds the wait for a
+				// server that does not answer, not five redials of it.
+				DialerRetries: 1,
 			})
 			n = node.FromGoRedis(c)
 			closers = append(closers, func() { _ = n.Close(); _ = c.Close() })

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/dlockgo/dlock"
 	"github.com/dlockgo/dlock/internal/redistest"
@@ -115,5 +116,47 @@ func TestResolve(t *testing.T) {
 				t.Errorf("source = %q; want %q", source, tc.source)
 			}
 		})
+	}
+}
+
+// TestRunURLTTL: dlock run takes the lease's TTL from the URL's ?ttl= when
+// --ttl is not given, and --ttl wins when it is. The TTL is read back on
+// the server by dlock inspect while CMD runs: renewed at a third of it, the
+// time left stays between two thirds of the TTL and the TTL.
+func TestRunURLTTL(t *testing.T) {
+	t.Parallel()
+	srv := redistest.Start(t)
+	url := urlOf(srv) + "?ttl=3s"
+	for _, tc := range []struct {
+		name  string
+		flags []string
+		want  time.Duration
+	}{
+		{"url", nil, 3 * time.Second},
+		{"flag wins", []string{"--ttl", "6s"}, 6 * time.Second},
+	} {
+		key := "url-ttl-" + strings.ReplaceAll(tc.name, " ", "-")
+		running := filepath.Join(t.TempDir(), "running")
+		args := append(append([]string{"run", "--url", url, "--key", key}, tc.flags...),
+			"--", "sh", "-c", "touch "+running+"; sleep 1")
+		holder := command(nil, args...)
+		var hout, herr bytes.Buffer
+		holder.Stdout, holder.Stderr = &hout, &herr
+		if err := holder.Start(); err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, "the holder's command", func() bool { _, err := os.Stat(running); return err == nil })
+		r := runBin(t, nil, "inspect", "--url", url, key)
+		m := regexp.MustCompile(`(?m)^ttl\s+(\S+)$`).FindStringSubmatch(r.stdout)
+		var left time.Duration
+		if m != nil {
+			left, _ = time.ParseDuration(m[1])
+		}
+		if r.code != 0 || left <= tc.want*2/3-100*time.Millisecond || left > tc.want {
+			t.Errorf("%s: inspect while held: got %v; want a ttl in (2/3 of %v, %v]", tc.name, r, tc.want, tc.want)
+		}
+		if hr := wait(t, holder, &hout, &herr); hr.code != 0 {
+			t.Errorf("%s: holder: %v", tc.name, hr)
+		}
 	}
 }

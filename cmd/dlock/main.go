@@ -29,7 +29,7 @@ const (
 	exitUsage       = 64  // EX_USAGE: bad flags, arguments or configuration
 	exitUnavailable = 69  // EX_UNAVAILABLE: the servers did not answer, or no majority did
 	exitSoftware    = 70  // EX_SOFTWARE: an error dlock did not expect
-	exitTaken       = 75  // EX_TEMPFAIL: the lock is held elsewhere (one attempt, or --wait ran out)
+	exitTaken       = 75  // EX_TEMPFAIL: the last attempt found the lock held elsewhere
 	exitLost        = 76  // the lease was lost while CMD ran; CMD was stopped
 	exitCannotExec  = 126 // CMD exists but could not be started
 	exitNotFound    = 127 // CMD was not found
@@ -40,9 +40,11 @@ const exitCodesHelp = `Exit codes:
   0      CMD exited 0 (run); the lock is held (inspect)
   1-63   CMD's own exit code, passed through (run); 1: nobody holds the lock (inspect)
   64     bad usage: flags, arguments or configuration (EX_USAGE)
-  69     servers unavailable: no answer, or no majority answered (EX_UNAVAILABLE)
+  69     servers unavailable: no answer, or no majority answered, also when
+         --wait ran out while they were (EX_UNAVAILABLE)
   70     internal error (EX_SOFTWARE)
-  75     lock held elsewhere: --wait 0 found it taken, or --wait ran out (EX_TEMPFAIL)
+  75     lock held elsewhere: --wait 0 found it taken, or --wait ran out and
+         the last attempt found it taken (EX_TEMPFAIL)
   76     lease lost while CMD ran (renewal refused or validity ran out); CMD was stopped
   126    CMD could not be started
   127    CMD not found
@@ -97,6 +99,13 @@ func dispatch(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "dlock: unknown command %q\n\n%s", args[0], mainUsage)
 		return exitUsage
 	}
+}
+
+// flagSet reports whether the command line gave the flag name.
+func flagSet(fs *flag.FlagSet, name string) bool {
+	set := false
+	fs.Visit(func(f *flag.Flag) { set = set || f.Name == name })
+	return set
 }
 
 // parseFlags parses a subcommand's args. When they ask for help it prints

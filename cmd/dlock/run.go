@@ -14,7 +14,6 @@ import (
 
 	"github.com/dlockgo/dlock"
 	"github.com/dlockgo/dlock/lease"
-	"github.com/dlockgo/dlock/redlock"
 )
 
 const runUsage = `Usage: dlock run [flags] --key KEY -- CMD [ARGS...]
@@ -47,7 +46,7 @@ func runMain(args []string, stdout, stderr io.Writer) int {
 	var (
 		conn    connFlags
 		key     = fs.String("key", "", "the lock's key (required)")
-		ttl     = fs.Duration("ttl", 30*time.Second, "lease TTL; the lease is renewed at a third of it")
+		ttl     = fs.Duration("ttl", 30*time.Second, "lease TTL, renewed at a third of it; when --ttl is not given, the URL's ?ttl= if it has one")
 		wait    = fs.Duration("wait", time.Minute, "how long to wait for the lock; 0: one attempt")
 		grace   = fs.Duration("grace", 10*time.Second, "after a lost lease, time between SIGTERM and SIGKILL to CMD")
 		verbose = fs.Bool("v", false, "report acquisition and release on stderr")
@@ -78,9 +77,13 @@ func runMain(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "dlock run: %v\n", err)
 		return exitUsage
 	}
-	// The quorum strategy refuses leases longer than its lost-data sit-out,
-	// which is the Config's TTL.
-	cfg.TTL = *ttl
+	if flagSet(fs, "ttl") || cfg.TTL == 0 {
+		// The quorum strategy refuses leases longer than its lost-data
+		// sit-out, which is the Config's TTL: the two must agree.
+		cfg.TTL = *ttl
+	} else {
+		*ttl = cfg.TTL
+	}
 	r := &runner{
 		key: *key, ttl: *ttl, wait: *wait, grace: *grace, argv: argv,
 		verbose: *verbose, stderr: stderr,
@@ -185,21 +188,16 @@ func (r *runner) failed(op string, ctx context.Context, err error) int {
 }
 
 // acquireExitCode maps an error of Open or of an acquisition to an exit
-// code.
+// code. A wait that ran out is "held elsewhere" only when its last whole
+// attempt found the lock taken (the error then matches ErrTaken): both
+// strategies also retry attempts that failed for want of servers, and a
+// wait that ended on those is an outage, which `|| [ $? -eq 75 ]` must
+// not hide.
 func acquireExitCode(err error) int {
-	var qe *redlock.QuorumError
 	switch {
 	case errors.Is(err, dlock.ErrInvalid):
 		return exitUsage
 	case errors.Is(err, dlock.ErrTaken):
-		return exitTaken
-	case errors.As(err, &qe):
-		// A quorum's wait ended on an attempt that failed for want of
-		// answers, not because the lock was taken.
-		return exitUnavailable
-	case errors.Is(err, context.DeadlineExceeded):
-		// --wait ran out; the single strategy retries only while the
-		// lock is taken, so the server was answering.
 		return exitTaken
 	default:
 		return exitUnavailable

@@ -249,3 +249,73 @@ func TestRunUsageAndUnavailable(t *testing.T) {
 		}
 	}
 }
+
+// TestRunWaitOutage: a wait whose servers die under it is an outage (69),
+// not a lock held elsewhere (75), so that `|| [ $? -eq 75 ]` does not hide
+// it. The same wait while the servers answer still exits 75.
+func TestRunWaitOutage(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name string
+		n    int // servers; a majority of them is killed
+	}{
+		{"single", 1},
+		{"quorum", 3},
+	} {
+		for _, client := range redistest.Clients {
+			t.Run(tc.name+"/"+client, func(t *testing.T) {
+				t.Parallel()
+				testRunWaitOutage(t, tc.n, client, "outage-"+tc.name)
+			})
+		}
+	}
+}
+
+func testRunWaitOutage(t *testing.T, n int, client, key string) {
+	srvs := redistest.StartN(t, n)
+	url := urlOf(srvs...) + "?client=" + client
+	// A 1s TTL: the quorum's fresh nodes sit out one TTL, and the
+	// holder gives up soon after its servers die.
+	ready := filepath.Join(t.TempDir(), "ready")
+	holder := command(nil, "run", "--url", url, "--key", key, "--ttl", "1s", "--wait", "10s", "--",
+		"sh", "-c", "touch "+ready+"; exec sleep 30")
+	var hout, herr bytes.Buffer
+	holder.Stdout, holder.Stderr = &hout, &herr
+	if err := holder.Start(); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the holder's lock", func() bool { _, err := os.Stat(ready); return err == nil })
+
+	r := runBin(t, nil, "run", "--url", url, "--key", key, "--ttl", "1s", "--wait", "500ms", "--", "true")
+	if r.code != exitTaken {
+		t.Errorf("--wait 500ms on a held lock: got %v; want exit %d", r, exitTaken)
+	}
+
+	waiter := command(nil, "run", "--url", url, "--key", key, "--ttl", "1s", "--wait", "3s", "--", "true")
+	var wout, werr bytes.Buffer
+	waiter.Stdout, waiter.Stderr = &wout, &werr
+	if err := waiter.Start(); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the waiter in the queue", func() bool { return queued(srvs[0], key) })
+	for _, s := range srvs[:n/2+1] {
+		s.Kill()
+	}
+	if r := wait(t, waiter, &wout, &werr); r.code != exitUnavailable {
+		t.Errorf("--wait 3s, servers killed during the wait: got %v; want exit %d", r, exitUnavailable)
+	}
+	if hr := wait(t, holder, &hout, &herr); hr.code != exitLost {
+		t.Errorf("holder, its servers killed: got %v; want exit %d", hr, exitLost)
+	}
+}
+
+// queued reports whether a waiter holds a ticket in key's queue on srv,
+// under either strategy's key layout.
+func queued(srv *redistest.Server, key string) bool {
+	for _, q := range []string{"dlock:{" + key + "}:q", "dlock:{" + key + "}:queue"} {
+		if out, _ := srv.Do("ZCARD", q); out != "" && out != "0" {
+			return true
+		}
+	}
+	return false
+}

@@ -19,9 +19,12 @@
 // local clock) or "lost" (a renewal was refused). Lock keys are not
 // attributes: their number is unbounded.
 //
-// A lost lease still reports its Release, and a second Release reports
-// again; dlock.leases.held counts a lease down only while one is counted up
-// for its strategy and key, so it never goes below zero.
+// A lease reports its end once: its loss, or the Release that ended it. A
+// Release of a lease that had already ended (expired, lost, or released
+// before) reports nothing, so dlock.releases counts only Releases that
+// ended a lease, and dlock.leases.held counts each lease down once. It
+// never goes below zero for a strategy and key, should a lease's end be
+// reported before its acquisition.
 package otelmetric
 
 import (
@@ -123,7 +126,7 @@ func New(mp metric.MeterProvider, opts ...Option) (lease.Observer, error) {
 		metric.WithDescription("Leases that ended before Release, by cause."))
 	add(err)
 	o.releases, err = m.Int64Counter("dlock.releases", metric.WithUnit("{release}"),
-		metric.WithDescription("Release calls, by result."))
+		metric.WithDescription("Release calls that ended a lease, by result."))
 	add(err)
 	o.leases, err = m.Int64UpDownCounter("dlock.leases.held", metric.WithUnit("{lease}"),
 		metric.WithDescription("Leases held now: acquired and not yet released or lost."))
@@ -145,10 +148,10 @@ type observer struct {
 
 	byOutcome, byNode, byResult, byCause, byStrategy *sets
 
-	// held counts the leases held per strategy and key. A lease reports
-	// Released even after it was lost, and each Release call reports
-	// again, so dlock.leases.held counts a lease down only while its key
-	// has one counted up.
+	// held counts the leases held per strategy and key. Each lease
+	// reports one end, but a lease born with almost no validity left can
+	// report its loss before its acquisition: dlock.leases.held counts a
+	// lease down only while its key has one counted up.
 	heldMu sync.Mutex
 	held   map[[2]string]int
 }

@@ -126,7 +126,8 @@ type locker interface {
 }
 
 // scenario runs the same story on either strategy: acquired, taken,
-// released, expired (then released too late, which counts no release), and lost to a refused
+// released (then released again, which counts no release), expired (then
+// released too late, which counts no release either), and lost to a refused
 // renewal after takeAway removed the lock behind the lease's back. It
 // checks every instrument but dlock.votes.
 func scenario(t *testing.T, m *metrics, lk locker, strategy string, ttl time.Duration, takeAway func(key string)) {
@@ -146,6 +147,9 @@ func scenario(t *testing.T, m *metrics, lk locker, strategy string, ttl time.Dur
 	m.want("dlock.acquisitions", 1, st, taken)
 	if err := a.Release(ctx); err != nil {
 		t.Fatal(err)
+	}
+	if err := a.Release(ctx); !errors.Is(err, lease.ErrNotHeld) {
+		t.Fatalf("second Release: %v; want ErrNotHeld", err)
 	}
 
 	b, err := lk.TryAcquire(ctx, "k", lease.WithTTL(ttl))
@@ -184,8 +188,8 @@ func scenario(t *testing.T, m *metrics, lk locker, strategy string, ttl time.Dur
 	if got := m.count("dlock.acquire.duration", st, taken); got != 1 {
 		t.Errorf("dlock.acquire.duration{taken} count = %d; want 1", got)
 	}
-	// Releases of leases that had already expired or been lost end
-	// nothing: the loss was counted, the release is not.
+	// Releases of leases that had already ended (released, expired or
+	// lost) end nothing: the end was counted, the release is not.
 	m.want("dlock.releases", 1, st, ok)
 	m.want("dlock.releases", 0, st, failed)
 	m.want("dlock.leases.lost", 1, st, expired)
