@@ -51,7 +51,7 @@ func TestSnapshotRestore(t *testing.T) {
 		srvs := redistest.StartN(t, 5, defaultSave)
 		lk := newLocker(t, nodesOn(t, srvs, c), redlock.WithTTL(ttl))
 		ctx := context.Background()
-		touch(t, lk, ttl)
+		touch(t, lk, srvs, ttl)
 		for _, s := range srvs[:3] {
 			snapshot(t, s)
 		}
@@ -103,7 +103,7 @@ func TestClockStepBack(t *testing.T) {
 		clock.Jump(time.Hour)
 		lk := newLocker(t, nodesOn(t, srvs, c), redlock.WithTTL(ttl))
 		ctx := context.Background()
-		touch(t, lk, ttl) // every node stamped, sat out and repaired; node 0 an hour ahead
+		touch(t, lk, srvs, ttl) // every node stamped, sat out and repaired; node 0 an hour ahead
 		clock.Jump(-time.Hour)
 		srvs[3].Kill()
 		srvs[4].Kill() // a majority now needs node 0
@@ -133,7 +133,7 @@ func TestRepairMargin(t *testing.T) {
 	srvs := redistest.StartN(t, 5)
 	lk := newLocker(t, nodesOn(t, srvs, "go-redis"), redlock.WithTTL(ttl))
 	ctx := context.Background()
-	touch(t, lk, ttl)
+	touch(t, lk, srvs, ttl)
 	srvs[0].Restart()
 	restarted := time.Now()
 	epoch := ""

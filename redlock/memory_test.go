@@ -107,14 +107,15 @@ func TestMemoryDistinctKeys(t *testing.T) {
 		lk := newLocker(t, nodesOn(t, srvs, c), redlock.WithDurableNodes(), redlock.WithTTL(time.Second), redlock.WithIdleTTL(idle))
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 		defer cancel()
-		const keys, workers = 5000, 16
+		const keys, workers = 5000, 8
 		var wg sync.WaitGroup
 		for w := range workers {
 			wg.Go(func() {
 				for i := w; i < keys; i += workers {
-					l, err := lk.TryAcquire(ctx, "order:"+strconv.Itoa(i))
+					// Acquire: an attempt may time out on a loaded machine.
+					l, err := lk.Acquire(ctx, "order:"+strconv.Itoa(i))
 					if err != nil {
-						t.Errorf("TryAcquire: %v", err)
+						t.Errorf("Acquire: %v", err)
 						return
 					}
 					if err := l.Release(ctx); err != nil {

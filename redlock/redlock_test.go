@@ -637,8 +637,9 @@ func TestWaiterBesideHungNode(t *testing.T) {
 
 // touch makes every node stamp its epoch (first contact), waits out the
 // sit-out that follows, and then acquires until the nodes are repaired:
-// the state of a deployment that has been up for one maximum TTL.
-func touch(t *testing.T, lk *redlock.Locker, ttl time.Duration) {
+// the state of a deployment that has been up for one maximum TTL. It
+// returns once every node of srvs is repaired.
+func touch(t *testing.T, lk *redlock.Locker, srvs []*redistest.Server, ttl time.Duration) {
 	t.Helper()
 	ctx := context.Background()
 	for start := time.Now(); ; {
@@ -665,18 +666,25 @@ func touch(t *testing.T, lk *redlock.Locker, ttl time.Duration) {
 		}
 	}
 	time.Sleep(ttl + 100*time.Millisecond)
-	// The first attempt past the sit-out repairs the nodes; they vote
-	// from the next one on.
-	for start := time.Now(); ; {
-		l, err := lk.TryAcquire(ctx, "touch")
-		if err == nil {
+	// Attempts past the sit-out repair the nodes; each votes from the
+	// attempt after its repair on. Nodes stamped by a later attempt than
+	// the first sit out a little longer.
+	for start := time.Now(); ; time.Sleep(10 * time.Millisecond) {
+		if l, err := lk.TryAcquire(ctx, "touch"); err == nil {
 			_ = l.Release(ctx)
+		}
+		repaired := 0
+		for _, s := range srvs {
+			if r := do(t, s, "GET", "dlock:repaired"); r != "" && r == do(t, s, "GET", "dlock:epoch") {
+				repaired++
+			}
+		}
+		if repaired == len(srvs) {
 			return
 		}
-		if time.Since(start) > 2*time.Second {
-			t.Fatalf("nodes not repaired 2s after the sit-out: %v", err)
+		if time.Since(start) > 3*time.Second {
+			t.Fatalf("%d of %d nodes repaired 3s after the sit-out", repaired, len(srvs))
 		}
-		time.Sleep(10 * time.Millisecond)
 	}
 }
 
@@ -693,7 +701,7 @@ func TestLostDataGuard(t *testing.T) {
 				lk := newLocker(t, nodesOn(t, srvs, c), opts...)
 				ctx := context.Background()
 				if guard {
-					touch(t, lk, ttl) // fresh nodes look like nodes that just lost their data
+					touch(t, lk, srvs, ttl) // fresh nodes look like nodes that just lost their data
 				}
 				var aOpts []lease.Option
 				if !guard {
@@ -779,7 +787,7 @@ func TestRepair(t *testing.T) {
 				lk := newLocker(t, nodesOn(t, srvs, c), opts...)
 				ctx := context.Background()
 				if guard {
-					touch(t, lk, ttl)
+					touch(t, lk, srvs, ttl)
 				}
 				for _, i := range []int{0, 1, 2} {
 					do(t, srvs[i], "SET", "dlock:{k}:fence", high)
@@ -865,7 +873,7 @@ func TestGuardedTwoOfFiveDead(t *testing.T) {
 		srvs := redistest.StartN(t, 5)
 		lk := newLocker(t, nodesOn(t, srvs, c), redlock.WithTTL(ttl))
 		ctx := context.Background()
-		touch(t, lk, ttl)
+		touch(t, lk, srvs, ttl)
 		for _, i := range []int{3, 4} {
 			do(t, srvs[i], "SET", "dlock:{k}:lock", "someone-else", "PX", "60000")
 		}
@@ -906,7 +914,7 @@ func TestRepairNeedsOthers(t *testing.T) {
 		srvs := redistest.StartN(t, 5)
 		lk := newLocker(t, nodesOn(t, srvs, c), redlock.WithTTL(ttl))
 		ctx := context.Background()
-		touch(t, lk, ttl)
+		touch(t, lk, srvs, ttl)
 		srvs[3].Pause()
 		srvs[4].Pause()
 		defer srvs[3].Resume()
