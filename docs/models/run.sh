@@ -22,8 +22,17 @@ sed 's/atomic { if :: m > ctr\[0\] -> ctr\[0\] = m :: else -> skip fi; guard\[0\
 # The lost node is repaired at once, without waiting out the acquisitions in flight.
 sed 's/(lost \&\& guard\[0\] \&\& inflight_at_loss == 0);/(lost \&\& guard[0]);/' \
 	quorum_token_repair.pml > repair_no_wait.pml
-for f in guard_no_repair.pml repair_no_wait.pml commit_one.pml commit_unchecked.pml; do
-	if cmp -s "$f" quorum_token.pml || cmp -s "$f" quorum_token_repair.pml; then
+# A commit run again (a client that re-sent it after a lost reply) finds
+# the counter already at t while it owns the lock, and counts as a commit:
+# phase 2 accepts counter <= t, or (node-wide) a counter equal to t.
+sed 's/vote\[i\] \&\& lock\[i\] == c \&\& ctr\[i\] < t/vote[i] \&\& lock[i] == c \&\& ctr[i] <= t/' quorum_token.pml > commit_rerun.pml
+sed 's/vote\[i\] \&\& !guard\[i\] \&\& lock\[i\] == c \&\& ctr\[i\] < t/vote[i] \&\& !guard[i] \&\& lock[i] == c \&\& ctr[i] <= t/' \
+	quorum_token_repair.pml > repair_rerun.pml
+sed '/if :: t > high\[i\] -> high\[i\] = t :: else -> skip fi/a\
+          :: vote[i] \&\& !guard[i] \&\& lock[key[c]*N+i] == c \&\& ctr[key[c]*N+i] == t -> commits++' \
+	quorum_token_node_repair.pml > node_repair_rerun.pml
+for f in guard_no_repair.pml repair_no_wait.pml commit_one.pml commit_unchecked.pml commit_rerun.pml repair_rerun.pml node_repair_rerun.pml; do
+	if cmp -s "$f" quorum_token.pml || cmp -s "$f" quorum_token_repair.pml || cmp -s "$f" quorum_token_node_repair.pml; then
 		echo "run.sh: the edit for $f no longer applies" >&2
 		exit 1
 	fi
@@ -40,10 +49,11 @@ check() { # model, defines, claim
 			"$(grep -o '[0-9]* states, stored' out.txt)"
 	)
 }
-for m in "quorum_token.pml|" "commit_one.pml|" "commit_unchecked.pml|" \
+for m in "quorum_token.pml|" "commit_one.pml|" "commit_unchecked.pml|" "commit_rerun.pml|" \
 	"quorum_token_repair.pml|-DREPAIR=0" "guard_no_repair.pml|" \
-	"repair_no_wait.pml|" "quorum_token_repair.pml|-DREPAIR=1" \
-	"quorum_token_node_repair.pml|-DREPAIR=0" "quorum_token_node_repair.pml|-DREPAIR=1"; do
+	"repair_no_wait.pml|" "quorum_token_repair.pml|-DREPAIR=1" "repair_rerun.pml|-DREPAIR=1" \
+	"quorum_token_node_repair.pml|-DREPAIR=0" "quorum_token_node_repair.pml|-DREPAIR=1" \
+	"node_repair_rerun.pml|-DREPAIR=1"; do
 	f=${m%%|*} d=${m#*|}
 	check "$f" "$d -DSEQ=0" unique
 	check "$f" "$d -DSEQ=1" unique
