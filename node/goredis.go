@@ -71,8 +71,15 @@ func (n *goRedis) String() string {
 func (n *goRedis) Eval(ctx context.Context, s *Script, keys []string, args ...string) (Reply, error) {
 	v, err := n.c.Do(ctx, evalArgs("evalsha", &s.sha, keys, args)...).Result()
 	if isNoScript(err) {
+		if s.first != nil {
+			return n.firstRun(ctx, s, keys, args)
+		}
 		v, err = n.c.Do(ctx, evalArgs("eval", &s.src, keys, args)...).Result()
 	}
+	return goRedisEvalReply(ctx, v, err)
+}
+
+func goRedisEvalReply(ctx context.Context, v any, err error) (Reply, error) {
 	if errors.Is(err, redis.Nil) {
 		return Reply{}, nil
 	}
@@ -80,6 +87,51 @@ func (n *goRedis) Eval(ctx context.Context, s *Script, keys []string, args ...st
 		return nil, goRedisErr(ctx, err)
 	}
 	return goRedisReply(v)
+}
+
+// goRedisDoer runs one command: a client, or one of its connections.
+type goRedisDoer interface {
+	Do(ctx context.Context, args ...any) *redis.Cmd
+}
+
+// firstRun runs s.first in place of s, on one connection that then loads s
+// (see NewScriptAfter). A client that cannot lend one connection runs
+// s.first and loads nothing.
+func (n *goRedis) firstRun(ctx context.Context, s *Script, keys, args []string) (Reply, error) {
+	var c *redis.Client
+	switch cc := n.c.(type) {
+	case *redis.Client:
+		c = cc
+	case *redis.ClusterClient:
+		if len(keys) > 0 {
+			m, err := cc.MasterForKey(ctx, keys[0])
+			if err != nil {
+				return nil, goRedisErr(ctx, err)
+			}
+			c = m
+		}
+	}
+	if c == nil {
+		return goRedisFirstRun(ctx, n.c, s, keys, args, false)
+	}
+	conn := c.Conn()
+	defer conn.Close()
+	return goRedisFirstRun(ctx, conn, s, keys, args, true)
+}
+
+// goRedisFirstRun runs s.first on c and, when load is set and it replied
+// without an error, loads s on c.
+func goRedisFirstRun(ctx context.Context, c goRedisDoer, s *Script, keys, args []string, load bool) (Reply, error) {
+	f := s.first
+	v, err := c.Do(ctx, evalArgs("evalsha", &f.sha, keys, args)...).Result()
+	if isNoScript(err) {
+		v, err = c.Do(ctx, evalArgs("eval", &f.src, keys, args)...).Result()
+	}
+	if load && (err == nil || errors.Is(err, redis.Nil)) {
+		// A failed load costs only a later call running first again.
+		_ = c.Do(ctx, "script", "load", &s.src).Err()
+	}
+	return goRedisEvalReply(ctx, v, err)
 }
 
 func (n *goRedis) Pipeline(ctx context.Context, calls []Call, wait Wait) ([]Result, int, error) {
@@ -95,10 +147,14 @@ func (n *goRedis) Pipeline(ctx context.Context, calls []Call, wait Wait) ([]Resu
 		if ok {
 			conn := c.Conn()
 			defer conn.Close()
-			return goRedisPipeline(ctx, conn, calls, wait)
+			return goRedisPipeline(ctx, conn, calls, wait, func(call Call) (Reply, error) {
+				return goRedisFirstRun(ctx, conn, call.Script, call.Keys, call.Args, true)
+			})
 		}
 	}
-	return goRedisPipeline(ctx, n.c, calls, wait)
+	return goRedisPipeline(ctx, n.c, calls, wait, func(call Call) (Reply, error) {
+		return n.firstRun(ctx, call.Script, call.Keys, call.Args)
+	})
 }
 
 // clusterMaster returns the one master serving every key of calls, or nil
@@ -122,7 +178,11 @@ func clusterMaster(ctx context.Context, cc *redis.ClusterClient, calls []Call) (
 
 type pipeliner interface{ Pipeline() redis.Pipeliner }
 
-func goRedisPipeline(ctx context.Context, src pipeliner, calls []Call, wait Wait) ([]Result, int, error) {
+// goRedisPipeline sends calls, and the WAIT when asked, as one pipeline of
+// src. A call whose script the server did not have cached is sent again by
+// EVAL, or, for a script with a first, runs through first (see
+// NewScriptAfter), before the WAIT is sent again.
+func goRedisPipeline(ctx context.Context, src pipeliner, calls []Call, wait Wait, first func(Call) (Reply, error)) ([]Result, int, error) {
 	results := make([]Result, len(calls))
 	cmds := make([]*redis.Cmd, len(calls))
 	p := src.Pipeline()
@@ -136,9 +196,18 @@ func goRedisPipeline(ctx context.Context, src pipeliner, calls []Call, wait Wait
 	_, _ = p.Exec(ctx)
 
 	var resend []int
+	ranFirst := false
 	for i, cmd := range cmds {
 		v, err := cmd.Result()
 		switch {
+		case isNoScript(err) && calls[i].Script.first != nil:
+			r, err := first(calls[i])
+			var re *ReplyError
+			if err != nil && !errors.As(err, &re) {
+				return nil, 0, err
+			}
+			results[i] = Result{Reply: r, Err: err}
+			ranFirst = true
 		case isNoScript(err):
 			resend = append(resend, i)
 		case err != nil && !isReplyErr(err):
@@ -147,10 +216,10 @@ func goRedisPipeline(ctx context.Context, src pipeliner, calls []Call, wait Wait
 			results[i] = goRedisResult(ctx, v, err)
 		}
 	}
-	if len(resend) > 0 {
+	if len(resend) > 0 || ranFirst && waitCmd != nil {
 		// The NOSCRIPT calls did not run, so sending them again by EVAL
-		// runs each exactly once; the WAIT goes again after them, since it
-		// must count their writes too.
+		// runs each exactly once; the WAIT goes again after them (and
+		// after any first run), since it must count their writes too.
 		p = src.Pipeline()
 		cmds = cmds[:0]
 		for _, i := range resend {

@@ -71,8 +71,9 @@ type Wait struct {
 // Script is a Lua script known by its SHA1, so it is sent in full only when a
 // server does not have it cached yet.
 type Script struct {
-	src string
-	sha string
+	src   string
+	sha   string
+	first *Script // see NewScriptAfter
 }
 
 // NewScript returns the script with source src.
@@ -81,11 +82,32 @@ func NewScript(src string) *Script {
 	return &Script{src: src, sha: hex.EncodeToString(sum[:])}
 }
 
+// NewScriptAfter returns the script with source src that a server runs
+// only once it has run first, successfully, since it started. A call that
+// finds src not cached on the server (it started since, or its scripts were
+// flushed) runs first instead, with the same keys and arguments, and its
+// reply is first's; once first replied without an error, the call loads
+// src on the very connection that ran first, so into the same server
+// process. Redis and Valkey (7.0 and later) neither persist nor replicate
+// their script cache, so a server process runs src only after it ran first
+// itself: first can check, once per process, what src may then take for
+// granted. A client that cannot hold one connection for both (a Ring)
+// runs first at every call. first must not have a first of its own.
+func NewScriptAfter(first *Script, src string) *Script {
+	s := NewScript(src)
+	s.first = first
+	return s
+}
+
 // Source returns the Lua source.
 func (s *Script) Source() string { return s.src }
 
 // SHA returns the hex SHA1 of the source, as EVALSHA wants it.
 func (s *Script) SHA() string { return s.sha }
+
+// First returns the script a server runs before s (see NewScriptAfter), or
+// nil.
+func (s *Script) First() *Script { return s.first }
 
 // Kind tells which of a Value's fields holds its content.
 type Kind uint8

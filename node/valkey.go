@@ -61,7 +61,38 @@ type doer interface {
 func valkeyEval(ctx context.Context, c doer, s *Script, keys, args []string) (Reply, error) {
 	r, err := valkeyResult(ctx, c.Do(ctx, evalsha(c, s, keys, args)))
 	if isValkeyNoScript(err) {
+		if s.first != nil {
+			return valkeyFirstRun(ctx, c, s, keys, args)
+		}
 		r, err = valkeyResult(ctx, c.Do(ctx, eval(c, s, keys, args)))
+	}
+	return r, err
+}
+
+// valkeyFirstRun runs s.first in place of s, on one connection that then
+// loads s (see NewScriptAfter): c's, when c is one already, else a
+// connection dedicated to it for the while.
+func valkeyFirstRun(ctx context.Context, c doer, s *Script, keys, args []string) (r Reply, err error) {
+	run := func(dc doer) {
+		r, err = valkeyResult(ctx, dc.Do(ctx, evalsha(dc, s.first, keys, args)))
+		if isValkeyNoScript(err) {
+			r, err = valkeyResult(ctx, dc.Do(ctx, eval(dc, s.first, keys, args)))
+		}
+		if err == nil {
+			// A failed load costs only a later call running first again.
+			_ = dc.Do(ctx, dc.B().ScriptLoad().Script(s.src).Build()).Error()
+		}
+	}
+	vc, ok := c.(valkey.Client)
+	if !ok {
+		run(c)
+		return r, err
+	}
+	if derr := vc.Dedicated(func(dc valkey.DedicatedClient) error {
+		run(dc)
+		return nil
+	}); derr != nil {
+		return nil, valkeyErr(ctx, derr)
 	}
 	return r, err
 }
@@ -104,9 +135,18 @@ func valkeyPipeline(ctx context.Context, c doer, calls []Call, wait Wait) ([]Res
 	resps := c.DoMulti(ctx, cmds...)
 	results := make([]Result, len(calls))
 	var resend []int
+	ranFirst := false
 	for i := range calls {
 		r, err := valkeyResult(ctx, resps[i])
 		switch {
+		case isValkeyNoScript(err) && calls[i].Script.first != nil:
+			call := calls[i]
+			r, err := valkeyFirstRun(ctx, c, call.Script, call.Keys, call.Args)
+			if err != nil && !isReplyError(err) {
+				return nil, 0, err
+			}
+			results[i] = Result{Reply: r, Err: err}
+			ranFirst = true
 		case isValkeyNoScript(err):
 			resend = append(resend, i)
 		case err != nil && !isReplyError(err):
@@ -116,10 +156,10 @@ func valkeyPipeline(ctx context.Context, c doer, calls []Call, wait Wait) ([]Res
 		}
 	}
 	waitResp := resps[len(resps)-1]
-	if len(resend) > 0 {
+	if len(resend) > 0 || ranFirst && wait.Replicas > 0 {
 		// The NOSCRIPT calls did not run, so sending them again by EVAL
-		// runs each exactly once; the WAIT goes again after them, since it
-		// must count their writes too.
+		// runs each exactly once; the WAIT goes again after them (and
+		// after any first run), since it must count their writes too.
 		cmds = cmds[:0]
 		for _, i := range resend {
 			call := calls[i]
