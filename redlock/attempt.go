@@ -104,7 +104,7 @@ func (lk *Locker) attempt(ctx context.Context, ks *keySet, o lease.Options, w *w
 	// One allocation for what the attempt's calls share.
 	buf := &struct {
 		st     attemptState
-		args   [6]string
+		args   [5]string
 		votes  [8]vote
 		unsure [8]atomic.Bool
 	}{}
@@ -114,10 +114,7 @@ func (lk *Locker) attempt(ctx context.Context, ks *keySet, o lease.Options, w *w
 	} else {
 		st.unsure = make([]atomic.Bool, n)
 	}
-	buf.args = [6]string{owner, strconvMs(o.TTL), "", "0", "0", ""}
-	if lk.cfg.guard {
-		buf.args[5] = "1"
-	}
+	buf.args = [5]string{owner, strconvMs(o.TTL), "", "0", "0"}
 	if w != nil {
 		buf.args[2], buf.args[3], buf.args[4] = w.id, w.score, w.life
 	}
@@ -127,10 +124,7 @@ func (lk *Locker) attempt(ctx context.Context, ks *keySet, o lease.Options, w *w
 	} else {
 		votes = make([]vote, n)
 	}
-	script := acquireScript
-	if tokens {
-		script = acquireTokenScript
-	}
+	script := acquireScriptFor(tokens, lk.cfg.guard)
 	var rp *repairs
 	if lk.repairs() {
 		rp = lk.newRepairs()

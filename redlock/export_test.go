@@ -14,9 +14,12 @@ var TokenFor = tokenFor
 // but is not repaired yet.
 var ErrNotRepaired = errNotRepaired
 
-// Scripts lists every script, for tests that must preload them.
+// Scripts lists every script a test may preload: all but those a server
+// must run only after their first (NewScriptAfter), which a preload
+// would let it run unchecked.
 func Scripts() []*node.Script {
-	return []*node.Script{acquireScript, acquireTokenScript, commitScript, repairScript, extendScript, releaseScript, leaveScript}
+	return []*node.Script{acquireScript, acquireTokenScript, acquireGuardedScript.First(),
+		acquireTokenGuardedScript.First(), commitScript, repairScript, extendScript, releaseScript, leaveScript}
 }
 
 // GhostVote runs, on n, the release of owner that a failed attempt sends
@@ -27,7 +30,7 @@ func GhostVote(ctx context.Context, n node.Node, key, owner string) (int64, erro
 	if _, err := n.Eval(ctx, releaseScript, ks.release[:], owner, "", "60000", "", ""); err != nil {
 		return 0, err
 	}
-	r, err := n.Eval(ctx, acquireScript, ks.acquire(false), owner, "60000", "", "0", "0", "")
+	r, err := n.Eval(ctx, acquireScript, ks.acquire(false), owner, "60000", "", "0", "0")
 	return r.Int(0), err
 }
 
@@ -46,20 +49,14 @@ func LateVotes(ctx context.Context, lk *Locker, key string) ([]NodeAnswer, int, 
 	ks := newKeySet(key)
 	owner, waiter := lease.NewOwner(), lease.NewOwner()
 	tokens := !lk.cfg.noTokens
-	script, guard := acquireScript, ""
-	if tokens {
-		script = acquireTokenScript
-	}
-	if lk.cfg.guard {
-		guard = "1"
-	}
+	script := acquireScriptFor(tokens, lk.cfg.guard)
 	answers := make([]NodeAnswer, len(lk.nodes))
 	tickets := 0
 	for i, n := range lk.nodes {
 		if _, err := n.Eval(ctx, releaseScript, ks.release[:], owner, "", "60000", "", ""); err != nil {
 			return nil, 0, err
 		}
-		r, err := n.Eval(ctx, script, ks.acquire(tokens), owner, "60000", waiter, "1", "2000", guard)
+		r, err := n.Eval(ctx, script, ks.acquire(tokens), owner, "60000", waiter, "1", "2000")
 		if err != nil {
 			return nil, 0, err
 		}

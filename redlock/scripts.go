@@ -92,13 +92,12 @@ local function epoch(now, rk)
 end
 `
 
-// acquireBody is phase 1 on one node, shared by both acquire scripts. KEYS:
-// lock, gone, queue, queue deadlines, epoch. ARGV: owner, TTL ms, waiter
-// (empty for none), waiter's score, waiter's ticket life ms, and '1' when
-// the lost-data guard is on (empty when off: the epoch is then neither
-// read nor stamped).
+// acquireBody returns phase 1 on one node, shared by every acquire script,
+// with epoch the Lua that sets the local e (see below). KEYS: lock, gone,
+// queue, queue deadlines, epoch. ARGV: owner, TTL ms, waiter (empty for
+// none), waiter's score, waiter's ticket life ms.
 //
-// It reads the node's clock and, with the guard on, its epoch (see
+// It reads the node's clock and, with the guard on, its epoch record (see
 // epochOf), then grants the lock to the owner when it is free, the owner
 // was not given up (see releaseScript), and the queue is empty or its head
 // is this waiter. A vote run again by the owner that made it (a client
@@ -116,14 +115,11 @@ end
 // Locals left for the script's tail: st (a status above), p (the holder's
 // PTTL, or 0), now (µs, as a number) and e (the epoch record; empty with
 // the guard off).
-const acquireBody = queueHead + goneCheck + epochOf + `
+func acquireBody(epoch string) string {
+	return queueHead + goneCheck + epochOf + `
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
-local e = ''
-if ARGV[6] == '1' then
-  e = epoch(now, KEYS[9])
-  if type(e) == 'table' then return e end
-end
+` + epoch + `
 local ms = math.floor(now / 1000)
 local st, p = 0, redis.call('PTTL', KEYS[1])
 if p == -2 then
@@ -150,25 +146,80 @@ if st ~= 1 and ARGV[3] ~= '' then
   end
 end
 `
+}
 
-// acquireScript is phase 1 without tokens (see acquireBody). Reply:
-// {status, pttl, now µs, epoch record}.
-var acquireScript = node.NewScript(acquireBody + `
+// The epoch steps of acquireBody. Without the guard the record is neither
+// read nor stamped. With it, a server process checks its record (INFO and
+// all, see epochOf) at its first vote, which the scripts' NewScriptAfter
+// pairing guarantees: Redis and Valkey keep no script across a restart,
+// so a process whose cache holds the trusting script has run the checking
+// one. Later votes take the record as it stands, unless it is missing (a
+// flush since) or ahead of the clock. That keeps INFO, some 5-8 µs of
+// server time with its parsing, off every vote but the first of a process.
+// The check refuses Redis before 7.0, which persisted and replicated its
+// script cache.
+const (
+	epochOff   = "local e = ''\n"
+	epochCheck = `if (redis.REDIS_VERSION_NUM or 0) < 0x070000 then
+  return redis.error_reply('DLVERSION the lost-data guard needs Redis 7.0 or later (or Valkey), which keep no script across a restart: upgrade, or declare the nodes durable')
+end
+local e = epoch(now, KEYS[9])
+if type(e) == 'table' then return e end
+`
+	epochTrust = `local e = redis.call('GET', KEYS[5])
+local at = e and tonumber(string.match(e, '^(%d+) '))
+if not at or at > now then
+  e = epoch(now, KEYS[9])
+  if type(e) == 'table' then return e end
+end
+`
+)
+
+// acquireTail ends a phase 1 script without tokens. Reply: {status, pttl,
+// now µs, epoch record}.
+const acquireTail = `
 return {st, p, now, e}
-`)
+`
 
-// acquireTokenScript is phase 1 with tokens: acquireBody, then the node's
+// acquireTokenTail ends a phase 1 script with tokens: it adds the node's
 // effective fence counter for the key, max(counter KEYS[6], node floor
 // KEYS[7]), its high-water mark (KEYS[8]) and the epoch record it was
 // repaired for (KEYS[9]), read in the same script as the lock and the
 // epoch, so a flush cannot fall between them. Reply: {status, pttl, now
 // µs, epoch record, counter, high, repaired}.
-var acquireTokenScript = node.NewScript(acquireBody + `
+const acquireTokenTail = `
 local c = tonumber(redis.call('GET', KEYS[6]) or '0')
 local f = tonumber(redis.call('GET', KEYS[7]) or '0')
 if f > c then c = f end
 return {st, p, now, e, c, redis.call('GET', KEYS[8]) or '0', redis.call('GET', KEYS[9]) or ''}
-`)
+`
+
+// The phase 1 scripts, by whether tokens and the guard are on.
+var (
+	acquireScript      = node.NewScript(acquireBody(epochOff) + acquireTail)
+	acquireTokenScript = node.NewScript(acquireBody(epochOff) + acquireTokenTail)
+
+	acquireGuardedScript = node.NewScriptAfter(
+		node.NewScript(acquireBody(epochCheck)+acquireTail),
+		acquireBody(epochTrust)+acquireTail)
+	acquireTokenGuardedScript = node.NewScriptAfter(
+		node.NewScript(acquireBody(epochCheck)+acquireTokenTail),
+		acquireBody(epochTrust)+acquireTokenTail)
+)
+
+// acquireScriptFor returns the phase 1 script of a Locker with or without
+// tokens and the guard.
+func acquireScriptFor(tokens, guard bool) *node.Script {
+	switch {
+	case tokens && guard:
+		return acquireTokenGuardedScript
+	case tokens:
+		return acquireTokenScript
+	case guard:
+		return acquireGuardedScript
+	}
+	return acquireScript
+}
 
 // commitScript is phase 2: counter (KEYS[2]) = ARGV[2] only while the owner
 // ARGV[1] holds the lock (KEYS[1]) and both the counter and the node's

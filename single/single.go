@@ -665,10 +665,10 @@ type claim struct {
 	// The claim script's arguments: owner, TTL ms, the hash's lifetime ms
 	// and, for Acquire, the ticket's lifetime ms.
 	args  [4]string
-	nargs int    // args sent with a claim: 3, or 4 to join the queue when refused
-	token string // the token granted, for extend and release
-	queue bool   // a refusal put the owner in the queue, and no grant or leave took it out since
-	pos   int    // the owner's place in the queue at the last refusal, 1 for its head
+	nargs int       // args sent with a claim: 3, or 4 to join the queue when refused
+	held  [2]string // once granted: the owner and its token, as extend and release send them
+	queue bool      // a refusal put the owner in the queue, and no grant or leave took it out since
+	pos   int       // the owner's place in the queue at the last refusal, 1 for its head
 }
 
 // errMigrating marks a claim refused because the lock's cluster slot is
@@ -737,7 +737,7 @@ func (c *claim) setToken(t fence.Token) {
 	n := c.ids.Len()
 	var d [maxTokenDigits]byte
 	c.ids.Write(strconv.AppendUint(d[:0], uint64(t), 10))
-	c.token = c.ids.String()[n:]
+	c.held = [2]string{c.args[0], c.ids.String()[n:]}
 }
 
 // again is try for a blocking acquire: a grant that came too late to be
@@ -864,7 +864,7 @@ func (c *claim) leave() {
 func (c *claim) releaseDetached() {
 	ctx, cancel := context.WithTimeout(context.Background(), lease.ReleaseTimeout)
 	defer cancel()
-	_, _ = c.lk.n.Eval(ctx, releaseScript, c.keys[:], c.args[0], c.token)
+	_, _ = c.lk.n.Eval(ctx, releaseScript, c.keys[:], c.held[:]...)
 }
 
 // Extend implements lease.Backend.
@@ -875,7 +875,7 @@ func (c *claim) Extend(ctx context.Context, l *lease.Lease, ttl time.Duration) (
 	}
 	ttl = time.Duration(ms) * time.Millisecond
 	t1 := time.Now()
-	_, err := c.lk.n.Eval(ctx, extendScript, c.keys[:], c.args[0], c.token, strconv.FormatInt(ms, 10), c.lk.keep(ttl))
+	_, err := c.lk.n.Eval(ctx, extendScript, c.keys[:], c.held[0], c.held[1], strconv.FormatInt(ms, 10), c.lk.keep(ttl))
 	if err != nil {
 		return time.Time{}, c.refused("extend", l, ctx, err)
 	}
@@ -884,7 +884,7 @@ func (c *claim) Extend(ctx context.Context, l *lease.Lease, ttl time.Duration) (
 
 // Release implements lease.Backend.
 func (c *claim) Release(ctx context.Context, l *lease.Lease) error {
-	r, err := c.lk.n.Eval(ctx, releaseScript, c.keys[:], c.args[0], c.token)
+	r, err := c.lk.n.Eval(ctx, releaseScript, c.keys[:], c.held[:]...)
 	if err != nil {
 		return c.refused("release", l, ctx, err)
 	}
