@@ -82,9 +82,11 @@
 // out. A node whose record is younger than the maximum TTL (WithMaxTTL),
 // plus the node timeout and the drift margin, does not vote: every
 // acquisition that was in flight when it lost its data has ended by then.
-// This is Redlock's delayed restart, enforced by the client. The user the
-// quorum's clients log in as must be allowed to run INFO (in the
-// @dangerous ACL category) from a script.
+// This is Redlock's delayed restart, enforced by the client. The record is
+// checked at the first vote of each server process (see acquireBody):
+// the user the quorum's clients log in as must be allowed to run INFO (in
+// the @dangerous ACL category), the servers must be Redis 7.0 or later (or
+// Valkey), and nothing but dlock may load its scripts into them.
 //
 // Such a node also lost its fence counters, and is repaired once, for all
 // keys, before it votes again. Every commit raises the node's high-water
