@@ -2,6 +2,7 @@ package redistest
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"strings"
 	"sync"
@@ -114,6 +115,84 @@ func (p *Proxy) Restore() {
 		}
 	}
 	p.cut = false
+}
+
+// Toxic is one toxiproxy toxic: Type is "latency", "timeout", "reset_peer",
+// and so on, Stream "upstream" (client to server) or "downstream" (server to
+// client), Attributes its integer settings ({"latency": 100, "jitter": 20},
+// {"timeout": 0}), as toxiproxy documents them.
+type Toxic struct {
+	Name       string
+	Type       string
+	Stream     string
+	Attributes map[string]int64
+}
+
+// AddToxic adds t to the link, next to the toxics already there; its Name
+// must be unique among them. Unlike SetLatency and Cut it returns its error
+// rather than reporting it, so that a test may treat a failure as part of
+// what it measures.
+func (p *Proxy) AddToxic(t Toxic) error {
+	attrs, err := json.Marshal(t.Attributes)
+	if err != nil {
+		return err
+	}
+	if t.Attributes == nil {
+		attrs = []byte("{}")
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if err := p.addToxic(t.Name, t.Type, t.Stream, string(attrs)); err != nil {
+		return fmt.Errorf("redistest: proxy %s: add %s toxic %q: %w", p.Addr(), t.Type, t.Name, err)
+	}
+	return nil
+}
+
+// RemoveToxic removes the toxic named name, added with AddToxic.
+func (p *Proxy) RemoveToxic(name string) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if err := p.proxy.Toxics.RemoveToxic(context.Background(), name); err != nil {
+		return fmt.Errorf("redistest: proxy %s: remove toxic %q: %w", p.Addr(), name, err)
+	}
+	return nil
+}
+
+// RemoveToxics removes every toxic from the link, those of SetLatency and
+// Cut included.
+func (p *Proxy) RemoveToxics() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.proxy.Toxics.ResetToxics(context.Background())
+	p.latency, p.cut = 0, false
+}
+
+// Upstream returns the address the proxy forwards to.
+func (p *Proxy) Upstream() string {
+	p.proxy.Lock()
+	defer p.proxy.Unlock()
+	return p.proxy.Upstream
+}
+
+// SetUpstream makes the proxy forward to upstream from now on, as a
+// service address moved to a promoted replica: every open connection is
+// closed (clients redial), and the proxy keeps its own address and its
+// toxics.
+func (p *Proxy) SetUpstream(upstream string) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	listen := p.Addr()
+	err := p.proxy.Update(&toxiproxy.Proxy{Listen: listen, Upstream: upstream, Enabled: true})
+	// The listener is closed and opened again on the same port; should the
+	// port not be free again at once, try a little longer.
+	for deadline := time.Now().Add(time.Second); err != nil && time.Now().Before(deadline); {
+		time.Sleep(20 * time.Millisecond)
+		err = p.proxy.Start()
+	}
+	if err != nil {
+		return fmt.Errorf("redistest: proxy %s: forward to %s: %w", listen, upstream, err)
+	}
+	return nil
 }
 
 func (p *Proxy) addToxic(name, typ, stream, attrs string) error {
