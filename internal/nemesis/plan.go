@@ -251,7 +251,7 @@ func NewPlan(seed int64, strategy string, duration time.Duration, bias Bias) *Pl
 }
 
 // meanGap is the mean time between two faults' starts.
-const meanGap = 700 * time.Millisecond
+const meanGap = 500 * time.Millisecond
 
 func between(rng *rand.Rand, lo, hi time.Duration) time.Duration {
 	return lo + time.Duration(rng.Int64N(int64(hi-lo)+1))
@@ -262,7 +262,7 @@ func randomFaults(rng *rand.Rand, p *Plan, servers int) []Fault {
 		k Kind
 		w int
 	}
-	mix := []weighted{{KillEmpty, 2}, {KillRDB, 4}, {KillAOF, 3}, {Snapshot, 4}, {Pause, 3},
+	mix := []weighted{{KillEmpty, 2}, {KillRDB, 5}, {KillAOF, 4}, {Snapshot, 5}, {Pause, 3},
 		{ClockForward, 1}, {ClockBack, 1}, {Latency, 2}, {Timeout, 2}, {ResetPeer, 2}, {HolderPause, 2}}
 	if p.Strategy == Single {
 		mix = append(mix, weighted{Failover, 2})
@@ -312,9 +312,9 @@ func randomFaults(rng *rand.Rand, p *Plan, servers int) []Fault {
 				// A majority losing a lock at once is what a restore
 				// must survive: give it a fair share.
 				switch r := rng.IntN(10); {
-				case r >= 6:
+				case r >= 5:
 					count = 3
-				case r >= 3:
+				case r >= 2:
 					count = 2
 				}
 			}
