@@ -489,7 +489,7 @@ func (d *deployment) heal() error {
 		s.clock.Reset()
 	}
 	for _, l := range d.links {
-		l.RemoveToxics()
+		errs = append(errs, l.RemoveToxics())
 	}
 	if d.strategy == Single {
 		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)

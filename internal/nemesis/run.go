@@ -12,6 +12,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/dlockgo/dlock"
 	"github.com/dlockgo/dlock/internal/safety"
 	"github.com/dlockgo/dlock/lease"
 )
@@ -106,8 +107,11 @@ type Result struct {
 	MemChecked bool           `json:"memory_checked"`
 	MemOK      bool           `json:"memory_ok"`
 	Errors     []string       `json:"errors,omitempty"` // of the harness
-	Events     []*Event       `json:"-"`
-	Plan       *Plan          `json:"-"`
+	// Schedule is every fault as it ran, from the start of the fault
+	// phase.
+	Schedule []string `json:"schedule"`
+	Events   []*Event `json:"-"`
+	Plan     *Plan    `json:"-"`
 }
 
 // BrokenBy returns how many promises of prop were broken.
@@ -159,6 +163,7 @@ func Run(t *testing.T, cfg Config) *Result {
 		Faults: map[Kind]int{}, Skipped: map[Kind]int{}, Excused: map[string]int{},
 		Counts: wl.counts(), MemBound: MemBound, Events: events, Plan: p}
 	for _, e := range events {
+		res.Schedule = append(res.Schedule, fmt.Sprintf("ran +%.3fs..+%.3fs: %s", e.Start.Sub(t0).Seconds(), e.End.Sub(t0).Seconds(), e))
 		if e.Skipped != "" {
 			res.Skipped[e.Kind]++
 		} else {
@@ -205,10 +210,11 @@ func inject(d *deployment, wl *workload, p *Plan, t0 time.Time) []*Event {
 func live(p *Plan, cfg Config, d *deployment, healed time.Time) ([]Probe, bool) {
 	ctx, cancel := context.WithDeadline(context.Background(), healed.Add(LiveBound(p)))
 	defer cancel()
-	var mu sync.Mutex
-	var out []Probe
-	ok := true
-	var wg sync.WaitGroup
+	type probeLocker struct {
+		client string
+		lk     dlock.Locker
+	}
+	var lks []probeLocker
 	for _, client := range []string{"go-redis", "valkey-go"} {
 		w := Worker{Client: client, Locker: QuorumLocker}
 		if p.Strategy == Single {
@@ -219,12 +225,19 @@ func live(p *Plan, cfg Config, d *deployment, healed time.Time) ([]Probe, bool) 
 			return []Probe{{Client: client, Err: err.Error()}}, false
 		}
 		defer closeFn()
+		lks = append(lks, probeLocker{client, lk})
+	}
+	var mu sync.Mutex
+	var out []Probe
+	ok := true
+	var wg sync.WaitGroup
+	for _, pl := range lks {
 		for _, key := range p.Keys {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				pr := Probe{Key: key, Client: client}
-				l, err := lk.Acquire(ctx, key)
+				pr := Probe{Key: key, Client: pl.client}
+				l, err := pl.lk.Acquire(ctx, key)
 				pr.After = time.Since(healed).Seconds()
 				if err == nil {
 					err = l.Release(ctx)
