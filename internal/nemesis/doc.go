@@ -52,10 +52,13 @@
 // survive it, nor can a lease judged by one server's clock. Only one
 // server of a strategy has its clock off at a time, so the quorum's tokens
 // keep their order. The single token is floored at its server's clock: a
-// kill of the master or a failover whose span meets a clock fault's span
-// plus its jump and a second suspends ORDER and FENCE from the loss to its
-// end plus the jump and a second (the new master's clock may then be
-// behind the tokens already issued). A paused holder's lease ends at its
+// kill of the master or a failover whose span, and a clock fault's span,
+// come within the jump and a second of each other suspend ORDER and FENCE
+// from the loss to the later of the two ends plus the jump and a second.
+// Either order breaks the clock condition of single-lease.md: tokens
+// issued under a clock jumped ahead outrun the restarted counter, and the
+// first claims on an emptied counter under a clock stepped back take that
+// clock's word. A paused holder's lease ends at its
 // own validity, so its late write is no overlap: the fence must refuse it.
 //
 // # Properties

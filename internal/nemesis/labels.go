@@ -40,8 +40,10 @@ func Windows(p *Plan, events []*Event) []safety.Window {
 	}
 	// The single token is floored at the server's clock: after a loss of
 	// the latest claims, it keeps rising only while that clock is not
-	// behind the one that issued them. A loss near a clock fault breaks
-	// that for the size of the step.
+	// behind the one that issued them. A clock fault near a loss breaks
+	// that, whichever comes first: a jump forward before it (the tokens
+	// issued then are ahead), or a step back after it (the first claims on
+	// the emptied counter take the clock's word).
 	for _, e := range events {
 		if !ran(e) || !e.LostData() {
 			continue
@@ -51,12 +53,16 @@ func Windows(p *Plan, events []*Event) []safety.Window {
 				continue
 			}
 			reach := c.Jump + time.Second
-			if e.Start.After(c.End.Add(reach)) || e.End.Before(c.Start) {
+			if e.Start.After(c.End.Add(reach)) || c.Start.After(e.End.Add(reach)) {
 				continue
 			}
-			why := fmt.Sprintf("%s after %s", e.Fault.String(), c.Fault.String())
+			to := e.End
+			if c.End.After(to) {
+				to = c.End
+			}
+			why := fmt.Sprintf("%s near %s", e.Fault.String(), c.Fault.String())
 			for _, prop := range []safety.Property{safety.Order, safety.Fencing} {
-				ws = append(ws, safety.Window{Property: prop, From: e.Start, To: e.End.Add(reach), Why: why})
+				ws = append(ws, safety.Window{Property: prop, From: e.Start, To: to.Add(reach), Why: why})
 			}
 		}
 	}

@@ -139,6 +139,12 @@ func TestWindows(t *testing.T) {
 		want: []win{{safety.MutualExclusion, 1, 4}, {safety.MutualExclusion, 4.5, 7}, {safety.MutualExclusion, 20, 23},
 			{safety.Order, 4.5, 8}, {safety.Fencing, 4.5, 8}},
 	}, {
+		name:   "single: a step back soon after a loss suspends ORDER and FENCE too",
+		p:      plan(Single),
+		events: []*Event{ev(KillEmpty, 1, 1.5, "master"), ev(ClockBack, 4, 5, "master"), ev(ClockBack, 20, 21, "master")},
+		want: []win{{safety.MutualExclusion, 1, 3.5}, {safety.MutualExclusion, 4, 7}, {safety.MutualExclusion, 20, 23},
+			{safety.Order, 1, 8}, {safety.Fencing, 1, 8}},
+	}, {
 		name:   "skipped faults suspend nothing",
 		p:      plan(Single),
 		events: []*Event{{Fault: Fault{Kind: Failover}, Start: sec(1), End: sec(1), Skipped: "replica busy"}},
