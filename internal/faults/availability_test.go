@@ -29,7 +29,7 @@ func TestNodeLoss(t *testing.T) {
 			record(t, majority)
 			srvs := redistest.StartN(t, 5)
 			lk := newQuorum(t, nodesOn(t, client, addrs(srvs)...), redlock.WithDurableNodes(), redlock.WithTTL(time.Second))
-			warm(t, lk)
+			redistest.Warm(t, lk)
 
 			srvs[0].Kill()
 			srvs[1].Kill()
@@ -64,7 +64,7 @@ func TestNodeLoss(t *testing.T) {
 			record(t, row)
 			srv := redistest.Start(t)
 			lk := newSingle(t, redistest.NodeFor(t, client, srv.Addr()), single.WithTTL(time.Second))
-			warm(t, lk)
+			redistest.Warm(t, lk)
 			srv.Kill()
 			res := newResource()
 			ok, ttf, errs := attempts(t, lk, res, "k", tries)

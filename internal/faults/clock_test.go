@@ -77,7 +77,7 @@ func clockJump(t *testing.T, strategy, variant, client string) {
 			do(t, s, "SET", "dlock:{k}:lock", "C", "PX", "60000")
 		}
 	}
-	warm(t, lk)
+	redistest.Warm(t, lk)
 	res := newResource()
 	var calls []int
 	if strategy != "single" {

@@ -79,23 +79,6 @@ type locker interface {
 	TryAcquire(ctx context.Context, key string, opts ...lease.Option) (*lease.Lease, error)
 }
 
-// warm opens the connections and loads the scripts with one lock and
-// unlock on a key of its own, as in a service that has been running.
-func warm(t *testing.T, lk locker) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	for i := range redistest.WarmRounds {
-		l, err := lk.TryAcquire(ctx, "warm-"+strconv.Itoa(i))
-		if err != nil {
-			t.Fatalf("warm-up acquire: %v", err)
-		}
-		if err := l.Release(ctx); err != nil {
-			t.Fatalf("warm-up release: %v", err)
-		}
-	}
-}
-
 func do(t *testing.T, s *redistest.Server, args ...string) string {
 	t.Helper()
 	out, err := s.Do(args...)

@@ -87,7 +87,7 @@ func hungSingle(t *testing.T, client string) {
 	record(t, row)
 	srv := redistest.Start(t)
 	lk := newSingle(t, redistest.NodeFor(t, client, srv.Addr()), single.WithTTL(ttl))
-	warm(t, lk)
+	redistest.Warm(t, lk)
 	res := newResource()
 
 	srv.Pause()
@@ -153,7 +153,7 @@ func hungQuorum(t *testing.T, client string) {
 	record(t, row)
 	srvs := redistest.StartN(t, 5)
 	lk := newQuorum(t, nodesOn(t, client, addrs(srvs)...), redlock.WithDurableNodes(), redlock.WithTTL(ttl))
-	warm(t, lk)
+	redistest.Warm(t, lk)
 	res := newResource()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()

@@ -59,7 +59,7 @@ func delay(t *testing.T, strategy, client string, ttl time.Duration, steps []tim
 		lk = newQuorum(t, nodes, redlock.WithDurableNodes(), redlock.WithTTL(ttl), redlock.WithDriftFactor(drift),
 			redlock.WithNodeTimeout(450*time.Millisecond))
 	}
-	warm(t, lk)
+	redistest.Warm(t, lk)
 	margin := ttl - lease.Drift(ttl, drift)
 	rounds := 2 // phase 1 and the token's phase 2
 	if strategy == "single" {

@@ -38,7 +38,7 @@ func TestHolderPause(t *testing.T) {
 					lk = newQuorum(t, nodesOn(t, client, addrs(redistest.StartN(t, 5))...), opts...)
 				}
 				record(t, row)
-				warm(t, lk)
+				redistest.Warm(t, lk)
 				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 				defer cancel()
 				res := newResource()

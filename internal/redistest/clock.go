@@ -91,6 +91,17 @@ func (c *Clock) SetRate(r float64) {
 	}
 }
 
+// Reset puts the clock back on the real wall clock: no offset, the real
+// rate.
+func (c *Clock) Reset() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.offsetMs, c.ppm, c.anchor = 0, 1e6, 0
+	if err := c.writeLocked(); err != nil {
+		c.t.Errorf("redistest: clock reset: %v", err)
+	}
+}
+
 // Offset returns how far the clock is ahead of the real wall clock now
 // (negative when behind).
 func (c *Clock) Offset() time.Duration {

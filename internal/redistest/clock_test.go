@@ -120,3 +120,13 @@ func TestClockShared(t *testing.T) {
 		})
 	}
 }
+
+func TestClockReset(t *testing.T) {
+	_, c := WithClock(t)
+	c.Jump(5 * time.Second)
+	c.SetRate(2)
+	c.Reset()
+	if off := c.Offset(); off != 0 {
+		t.Fatalf("Offset() after Reset = %v; want 0", off)
+	}
+}

@@ -1,11 +1,15 @@
 package redistest
 
 import (
+	"context"
+	"strconv"
 	"testing"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 	"github.com/valkey-io/valkey-go"
 
+	"github.com/dlockgo/dlock/lease"
 	"github.com/dlockgo/dlock/node"
 )
 
@@ -72,5 +76,29 @@ func NodeFor(t testing.TB, client, addr string) node.Node {
 	default:
 		t.Fatalf("redistest: unknown client %q (want one of %v)", client, Clients)
 		return nil
+	}
+}
+
+// Acquirer is what Warm needs of a Locker of either strategy.
+type Acquirer interface {
+	TryAcquire(ctx context.Context, key string, opts ...lease.Option) (*lease.Lease, error)
+}
+
+// Warm makes WarmRounds lock and unlock rounds through lk, each on a key of
+// its own ("warm-0", "warm-1", ...), so that its connections are open and
+// its scripts loaded before a test breaks anything, as in a service that
+// has been running. It fails the test when a round fails.
+func Warm(t testing.TB, lk Acquirer) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	for i := range WarmRounds {
+		l, err := lk.TryAcquire(ctx, "warm-"+strconv.Itoa(i))
+		if err != nil {
+			t.Fatalf("redistest: warm-up acquire: %v", err)
+		}
+		if err := l.Release(ctx); err != nil {
+			t.Fatalf("redistest: warm-up release: %v", err)
+		}
 	}
 }

@@ -77,3 +77,35 @@ func TestProxyNoLeak(t *testing.T) {
 	t.Run("cut", TestProxyCut)
 	goleak.VerifyNone(t, opt)
 }
+
+func TestProxyToxics(t *testing.T) {
+	s := Start(t)
+	p := StartProxy(t, s.Addr())
+	c := redis.NewClient(&redis.Options{Addr: p.Addr(), DisableIdentity: true, PoolSize: 1, MaxRetries: -1})
+	t.Cleanup(func() { _ = c.Close() })
+	if _, err := pingTime(t, c); err != nil {
+		t.Fatalf("PING: %v", err)
+	}
+	if err := p.AddToxic(Toxic{Name: "rst", Type: "reset_peer", Stream: "downstream", Attributes: map[string]int64{"timeout": 0}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.AddToxic(Toxic{Name: "rst", Type: "reset_peer", Stream: "downstream"}); err == nil {
+		t.Fatal("a second toxic of the same name was added; want an error")
+	}
+	if _, err := pingTime(t, c); err == nil {
+		t.Fatal("PING through reset_peer answered; want the connection reset")
+	}
+	if err := p.RemoveToxic("rst"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := pingTime(t, c); err != nil {
+		t.Fatalf("PING after the toxic was removed: %v", err)
+	}
+	if err := p.AddToxic(Toxic{Name: "slow", Type: "latency", Stream: "downstream", Attributes: map[string]int64{"latency": 150}}); err != nil {
+		t.Fatal(err)
+	}
+	p.RemoveToxics()
+	if d, err := pingTime(t, c); err != nil || d > 100*time.Millisecond {
+		t.Fatalf("PING after RemoveToxics: %v after %v; want PONG at once", err, d)
+	}
+}

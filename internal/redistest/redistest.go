@@ -49,6 +49,7 @@ type config struct {
 	args    []string
 	env     []string
 	replica *Server
+	via     string // the address a replica dials for its master; "" is the master's own
 }
 
 // WithAOF turns persistence on: appendonly yes with appendfsync always, in
@@ -71,6 +72,11 @@ func WithEnv(env ...string) Option {
 // WithReplicaOf starts the Server as a replica of master. Use WaitSynced to
 // wait for the first sync.
 func WithReplicaOf(master *Server) Option { return func(c *config) { c.replica = master } }
+
+// WithReplicaVia makes a WithReplicaOf replica dial its master at addr (a
+// Proxy in front of the master) instead of the master's own address, so
+// that a test can slow or cut the replication link.
+func WithReplicaVia(addr string) Option { return func(c *config) { c.via = addr } }
 
 // Server is one redis-server process owned by a test. Its methods fail the
 // test (t.Fatal) on errors the test cannot sensibly handle, and must then be
@@ -164,21 +170,86 @@ func (s *Server) Resume() { s.signal(syscall.SIGCONT) }
 
 // Restart starts the server again on the same port, with the same options
 // and directory, killing it first if it still runs. With WithAOF it reloads
-// its data; without, it comes back empty.
+// its data; without, it comes back empty (unless WithArgs turned
+// persistence on: it then reloads what its files hold).
 func (s *Server) Restart() {
 	s.t.Helper()
+	if err := s.StartAgain(); err != nil {
+		s.t.Fatal(err)
+	}
+}
+
+// StartAgain is Restart returning its error instead of failing the test, so
+// that it may be called from any goroutine.
+func (s *Server) StartAgain() error {
 	s.Kill()
 	deadline := time.Now().Add(startTimeout)
 	for {
 		err := s.start()
 		if err == nil {
-			return
+			return nil
 		}
 		if !errors.Is(err, errBind) || time.Now().After(deadline) {
-			s.t.Fatalf("redistest: restart on port %d: %v", s.port, err)
+			return fmt.Errorf("redistest: restart on port %d: %w", s.port, err)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+}
+
+// Running reports whether the process runs (paused or not).
+func (s *Server) Running() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.cmd != nil
+}
+
+// Signal sends sig to the running process. Unlike Pause and Resume it
+// returns its error instead of failing the test, so that it may be called
+// from any goroutine.
+func (s *Server) Signal(sig syscall.Signal) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cmd == nil {
+		return fmt.Errorf("redistest: %v to %s: not running", sig, s.Addr())
+	}
+	if err := s.cmd.Process.Signal(sig); err != nil {
+		return fmt.Errorf("redistest: %v to %s: %w", sig, s.Addr(), err)
+	}
+	return nil
+}
+
+// Wipe deletes what the server persisted in its directory (the RDB
+// snapshot and the AOF), so that the next start comes back empty whatever
+// its persistence settings. The server must not be running.
+func (s *Server) Wipe() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cmd != nil {
+		return fmt.Errorf("redistest: wipe %s: still running", s.Addr())
+	}
+	entries, err := os.ReadDir(s.dir)
+	if err != nil {
+		return err
+	}
+	for _, e := range entries {
+		n := e.Name()
+		if n == "dump.rdb" || n == "appendonlydir" || strings.HasSuffix(n, ".rdb") || strings.HasSuffix(n, ".aof") {
+			if err := os.RemoveAll(filepath.Join(s.dir, n)); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// SetReplicaOf sets the master that later starts (Restart, StartAgain)
+// replicate from, dialled at via when it is not empty (see WithReplicaVia);
+// a nil master makes them start as a master. The running process is left
+// as it is: send it REPLICAOF for that.
+func (s *Server) SetReplicaOf(master *Server, via string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.cfg.replica, s.cfg.via = master, via
 }
 
 // Do runs one command on a client owned by the Server and returns its reply
@@ -307,7 +378,9 @@ func (s *Server) WaitSynced(ctx context.Context) error {
 }
 
 func (s *Server) onlineAtMaster() bool {
+	s.mu.Lock()
 	m := s.cfg.replica
+	s.mu.Unlock()
 	if m == nil {
 		return true
 	}
@@ -343,7 +416,13 @@ func (s *Server) args() []string {
 		a = append(a, "--appendonly", "no")
 	}
 	if m := s.cfg.replica; m != nil {
-		a = append(a, "--replicaof", "127.0.0.1", strconv.Itoa(m.port))
+		host, port := "127.0.0.1", strconv.Itoa(m.port)
+		if s.cfg.via != "" {
+			if h, p, err := net.SplitHostPort(s.cfg.via); err == nil {
+				host, port = h, p
+			}
+		}
+		a = append(a, "--replicaof", host, port)
 	}
 	return append(a, s.cfg.args...)
 }
@@ -391,13 +470,60 @@ func (s *Server) start() error {
 	}
 }
 
+// killLocked kills the process, and waits for the children it forked (a
+// BGSAVE or an AOF rewrite) to end by themselves: an orphaned child would
+// otherwise go on writing into the directory, and rename a snapshot over
+// the one a restart is about to load (or over a Wipe). The process is
+// stopped first so that it cannot fork between the look at its children
+// and its death.
 func (s *Server) killLocked() {
 	if s.cmd == nil {
 		return
 	}
+	pid := s.cmd.Process.Pid
+	_ = s.cmd.Process.Signal(syscall.SIGSTOP)
+	children := childPids(pid)
 	_ = s.cmd.Process.Signal(syscall.SIGKILL)
 	<-s.exited
 	s.cmd = nil
+	deadline := time.Now().Add(startTimeout)
+	for _, c := range children {
+		for alive(c) && time.Now().Before(deadline) {
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+}
+
+// childPids lists the children of process pid, from every thread's
+// /proc children file; nil where the kernel has none.
+func childPids(pid int) []int {
+	tasks, _ := filepath.Glob(filepath.Join("/proc", strconv.Itoa(pid), "task", "*", "children"))
+	var out []int
+	for _, f := range tasks {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			continue
+		}
+		for _, w := range strings.Fields(string(b)) {
+			if c, err := strconv.Atoi(w); err == nil {
+				out = append(out, c)
+			}
+		}
+	}
+	return out
+}
+
+// alive reports whether process pid still runs: it exists and is not a
+// zombie waiting for its new parent to reap it.
+func alive(pid int) bool {
+	b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
+	if err != nil {
+		return false
+	}
+	// The state follows the command name in parentheses, which may hold
+	// spaces: "pid (comm) S ...".
+	_, rest, ok := strings.Cut(string(b), ") ")
+	return ok && !strings.HasPrefix(rest, "Z") && !strings.HasPrefix(rest, "X")
 }
 
 func (s *Server) signal(sig syscall.Signal) {

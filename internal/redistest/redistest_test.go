@@ -3,6 +3,8 @@ package redistest_test
 import (
 	"context"
 	"errors"
+	"os"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -164,3 +166,122 @@ func mustDo(t *testing.T, s *redistest.Server, args ...string) string {
 }
 
 func isNil(err error) bool { return errors.Is(err, redis.Nil) }
+
+// A snapshot still being written when the server is killed may be
+// finished by the orphaned child (Redis's child gives up only when it next
+// reports to its dead parent): Kill returns only once that child is gone,
+// so the snapshot in the directory no longer changes, and a restart loads
+// what is there rather than racing the child's rename.
+func TestKillWaitsForSnapshot(t *testing.T) {
+	s := redistest.Start(t, redistest.WithArgs("--enable-debug-command", "yes", "--save", "3600 1"))
+	mustDo(t, s, "DEBUG", "POPULATE", "300000", "k", "64")
+	mustDo(t, s, "BGSAVE")
+	s.Kill()
+	dump := filepath.Join(s.Dir(), "dump.rdb")
+	before, errBefore := os.Stat(dump)
+	time.Sleep(time.Second)
+	after, errAfter := os.Stat(dump)
+	if (errBefore == nil) != (errAfter == nil) || (errBefore == nil && (before.Size() != after.Size() || !before.ModTime().Equal(after.ModTime()))) {
+		t.Fatalf("dump.rdb changed after Kill returned: %v, %v then %v, %v", before, errBefore, after, errAfter)
+	}
+	if err := s.StartAgain(); err != nil {
+		t.Fatal(err)
+	}
+	want := "0"
+	if errBefore == nil {
+		want = "300000"
+	}
+	if got := mustDo(t, s, "DBSIZE"); got != want {
+		t.Fatalf("DBSIZE after a restart = %s; want %s (snapshot there: %t)", got, want, errBefore == nil)
+	}
+}
+
+func TestWipe(t *testing.T) {
+	s := redistest.Start(t, redistest.WithArgs("--save", "3600 1", "--appendonly", "yes", "--appendfsync", "everysec"))
+	mustDo(t, s, "SET", "k", "v")
+	mustDo(t, s, "SAVE")
+	if err := s.Wipe(); err == nil {
+		t.Fatal("Wipe of a running server succeeded; want an error")
+	}
+	s.Kill()
+	if err := s.Wipe(); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.StartAgain(); err != nil {
+		t.Fatal(err)
+	}
+	if got := mustDo(t, s, "DBSIZE"); got != "0" {
+		t.Fatalf("DBSIZE after Wipe and restart = %s; want 0", got)
+	}
+}
+
+func TestSignal(t *testing.T) {
+	s := redistest.Start(t)
+	if err := s.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Signal(syscall.SIGCONT); err != nil {
+		t.Fatal(err)
+	}
+	mustDo(t, s, "PING")
+	s.Kill()
+	if s.Running() {
+		t.Fatal("Running() after Kill = true")
+	}
+	if err := s.Signal(syscall.SIGCONT); err == nil {
+		t.Fatal("Signal to a killed server succeeded; want an error")
+	}
+}
+
+// A replica dialling its master through a proxy follows the master the
+// proxy forwards to, and SetReplicaOf turns a promoted replica's later
+// restarts into a master's, and the old master's into a replica's.
+func TestReplicaViaProxy(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	m := redistest.Start(t)
+	p := redistest.StartProxy(t, m.Addr())
+	r := redistest.Start(t, redistest.WithReplicaOf(m), redistest.WithReplicaVia(p.Addr()))
+	if err := r.WaitSynced(ctx); err != nil {
+		t.Fatal(err)
+	}
+	mustDo(t, m, "SET", "k", "1")
+	waitFor(t, r, "k", "1")
+
+	// Failover: r takes over, m comes back as its replica through p.
+	m.Kill()
+	mustDo(t, r, "REPLICAOF", "NO", "ONE")
+	r.SetReplicaOf(nil, "")
+	if err := p.SetUpstream(r.Addr()); err != nil {
+		t.Fatal(err)
+	}
+	if p.Upstream() != r.Addr() {
+		t.Fatalf("Upstream() = %s; want %s", p.Upstream(), r.Addr())
+	}
+	m.SetReplicaOf(r, p.Addr())
+	if err := m.StartAgain(); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.WaitSynced(ctx); err != nil {
+		t.Fatal(err)
+	}
+	mustDo(t, r, "SET", "k", "2")
+	waitFor(t, m, "k", "2")
+	if err := r.StartAgain(); err != nil {
+		t.Fatal(err)
+	}
+	if role := mustDo(t, r, "ROLE"); !strings.HasPrefix(role, "master") {
+		t.Fatalf("ROLE of the promoted replica after a restart = %q; want master", role)
+	}
+}
+
+func waitFor(t *testing.T, s *redistest.Server, key, want string) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for got, _ := s.Do("GET", key); got != want; got, _ = s.Do("GET", key) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s never became %q on %s", key, want, s.Addr())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}

@@ -45,6 +45,10 @@ type Report struct {
 	Linearizable bool
 	// Notes describes a few of the violations counted above.
 	Notes []string
+	// Violations lists every overlap and every stale write accepted, each
+	// dated by the grant that made it one, and a non-linearizable register
+	// as one undated Fencing violation; see Violation.
+	Violations []Violation
 }
 
 // Safe reports whether no stale write was accepted and the register stayed
@@ -93,8 +97,10 @@ func Check(h History) Report {
 				break // sorted by start: no later lease overlaps a either
 			}
 			rep.Overlaps++
-			rep.note(&rep.Overlaps, fmt.Sprintf("overlap: %s valid until %s, %s granted at %s",
-				a.holder, stamp(a.to), b.holder, stamp(b.from)))
+			note := fmt.Sprintf("overlap: %s valid until %s, %s granted at %s",
+				a.holder, stamp(a.to), b.holder, stamp(b.from))
+			rep.note(&rep.Overlaps, note)
+			rep.Violations = append(rep.Violations, Violation{Property: MutualExclusion, At: b.from, Detail: note})
 		}
 	}
 
@@ -102,6 +108,7 @@ func Check(h History) Report {
 	for _, iv := range ivs {
 		start[iv.holder] = iv.from
 	}
+	newer := newAcceptedIndex(h.Ops, start)
 	for _, op := range h.Ops {
 		if op.Kind != Write {
 			continue
@@ -112,17 +119,22 @@ func Check(h History) Report {
 			rep.FencedRefused++
 		case op.Outcome != Accepted:
 		case op.Fenced:
-			if v, ok := newerAccepted(h.Ops, op, start); ok {
+			if v, ok := newer.find(op); ok {
 				rep.StaleAccepted++
-				rep.note(&rep.StaleAccepted, fmt.Sprintf("stale write accepted: %s token %s at %s, after token %s was accepted at %s",
-					op.Holder, op.Token, stamp(op.Call), v.Token, stamp(v.Return)))
+				note := fmt.Sprintf("stale write accepted: %s token %s at %s, after %s's token %s was accepted at %s",
+					op.Holder, op.Token, stamp(op.Call), v.Holder, v.Token, stamp(v.Return))
+				rep.note(&rep.StaleAccepted, note)
+				rep.Violations = append(rep.Violations, Violation{Property: Fencing,
+					At: latest(start[v.Holder], start[op.Holder]), Detail: note})
 			}
 		default:
 			if g, ok := supersededBy(ivs, start[op.Holder], op); ok {
 				rep.StaleAccepted++
 				rep.UnfencedDoubleWrites++
-				rep.note(&rep.UnfencedDoubleWrites, fmt.Sprintf("unfenced write by superseded holder: %s at %s, after %s was granted at %s",
-					op.Holder, stamp(op.Call), g.holder, stamp(g.from)))
+				note := fmt.Sprintf("unfenced write by superseded holder: %s at %s, after %s was granted at %s",
+					op.Holder, stamp(op.Call), g.holder, stamp(g.from))
+				rep.note(&rep.UnfencedDoubleWrites, note)
+				rep.Violations = append(rep.Violations, Violation{Property: Fencing, At: g.from, Detail: note})
 			}
 		}
 	}
@@ -131,9 +143,13 @@ func Check(h History) Report {
 	case porcupine.Ok:
 		rep.Linearizable = true
 	case porcupine.Unknown:
-		rep.Notes = append(rep.Notes, fmt.Sprintf("linearizability: search cut short after %v", CheckTimeout))
+		note := fmt.Sprintf("linearizability: search cut short after %v", CheckTimeout)
+		rep.Notes = append(rep.Notes, note)
+		rep.Violations = append(rep.Violations, Violation{Property: Fencing, Detail: note})
 	default:
-		rep.Notes = append(rep.Notes, "linearizability: no linear order of the reads and writes fits a fenced register")
+		note := "linearizability: no linear order of the reads and writes fits a fenced register"
+		rep.Notes = append(rep.Notes, note)
+		rep.Violations = append(rep.Violations, Violation{Property: Fencing, Detail: note})
 	}
 	return rep
 }
@@ -204,29 +220,76 @@ func latest(a, b time.Time) time.Time {
 	return a
 }
 
-// newerAccepted returns a fenced write accepted, with a larger token,
-// before w began.
-func newerAccepted(ops []Op, w Op, start map[string]time.Time) (Op, bool) {
-	for _, v := range ops {
-		if v.Kind != Write || !v.Fenced || v.Outcome != Accepted || !v.Return.Before(w.Call) {
-			continue
+// acceptedIndex finds, for a fenced write w, a fenced write accepted before
+// w began with a larger token, or by another holder granted after w's: a
+// fence that handed both the same token cannot tell them apart, and that
+// is the failure to count. It answers in O(log n) from prefix maxima over
+// the accepted writes in the order they returned, so that hour-long
+// histories check in seconds.
+type acceptedIndex struct {
+	start map[string]time.Time
+	ops   []Op  // accepted fenced writes, by Return
+	tok   []int // tok[i]: index in ops of the largest token among ops[:i+1]
+	// late[i]: index in ops of a write among ops[:i+1] whose holder was
+	// granted last. When that holder is w's own, no other holder of the
+	// prefix was granted after w's.
+	late []int
+}
+
+func newAcceptedIndex(all []Op, start map[string]time.Time) *acceptedIndex {
+	x := &acceptedIndex{start: start}
+	for _, v := range all {
+		if v.Kind == Write && v.Fenced && v.Outcome == Accepted {
+			x.ops = append(x.ops, v)
 		}
-		// A newer token, or a holder granted after w's: a fence that
-		// handed both the same token cannot tell them apart, and that is
-		// the failure to count.
-		if v.Token > w.Token || (v.Holder != w.Holder && start[v.Holder].After(start[w.Holder])) {
-			return v, true
+	}
+	slices.SortStableFunc(x.ops, func(a, b Op) int { return a.Return.Compare(b.Return) })
+	x.tok = make([]int, len(x.ops))
+	x.late = make([]int, len(x.ops))
+	t, l := -1, -1
+	for i, v := range x.ops {
+		if t < 0 || v.Token > x.ops[t].Token {
+			t = i
 		}
+		if l < 0 || start[v.Holder].After(start[x.ops[l].Holder]) {
+			l = i
+		}
+		x.tok[i], x.late[i] = t, l
+	}
+	return x
+}
+
+func (x *acceptedIndex) find(w Op) (Op, bool) {
+	n, _ := slices.BinarySearchFunc(x.ops, w.Call, func(v Op, call time.Time) int {
+		if v.Return.Before(call) {
+			return -1
+		}
+		return 1
+	})
+	if n == 0 {
+		return Op{}, false
+	}
+	if v := x.ops[x.tok[n-1]]; v.Token > w.Token {
+		return v, true
+	}
+	if v := x.ops[x.late[n-1]]; v.Holder != w.Holder && x.start[v.Holder].After(x.start[w.Holder]) {
+		return v, true
 	}
 	return Op{}, false
 }
 
 // supersededBy returns a lease of another holder granted after the
-// writer's own, before w began.
+// writer's own, before w began. ivs is sorted by start, one per holder.
 func supersededBy(ivs []interval, own time.Time, w Op) (interval, bool) {
-	for _, iv := range ivs {
-		if iv.holder != w.Holder && iv.from.After(own) && iv.from.Before(w.Call) {
-			return iv, true
+	i, _ := slices.BinarySearchFunc(ivs, own, func(iv interval, t time.Time) int {
+		if iv.from.After(t) {
+			return 1
+		}
+		return -1
+	})
+	for ; i < len(ivs) && ivs[i].from.Before(w.Call); i++ {
+		if ivs[i].holder != w.Holder {
+			return ivs[i], true
 		}
 	}
 	return interval{}, false

@@ -60,6 +60,22 @@ func (r *Resource) Granted(l Lease) {
 	r.mu.Unlock()
 }
 
+// Held records that l's holder still holds l, valid for l.TTL() more by
+// its own clock: call it now and then while a lease that renews itself is
+// held, so that its interval follows the renewals. It records nothing once
+// the lease has ended (TTL 0): a lease does not come back.
+func (r *Resource) Held(l Lease) {
+	now := time.Now()
+	ttl := l.TTL()
+	if ttl <= 0 {
+		return
+	}
+	g := Grant{Holder: l.Owner(), Token: l.Token(), At: now, Until: now.Add(ttl)}
+	r.mu.Lock()
+	r.h.Grants = append(r.h.Grants, g)
+	r.mu.Unlock()
+}
+
 // Released records that l's holder gives l up: its interval ends now, even
 // if its validity had time left. Call it before the release is sent: the
 // next holder may be granted the lock as soon as the release arrives.

@@ -233,3 +233,29 @@ func countWrites(r *Resource, holder string, o Outcome) int {
 	}
 	return n
 }
+
+// Held follows a renewed lease, and records nothing for one that has ended:
+// an ended lease must not be stretched into an overlap.
+func TestResourceHeld(t *testing.T) {
+	r := NewResource("res")
+	a := heldLease{"a", 1, valid(30 * time.Millisecond)}
+	r.Granted(a)
+	a.until = valid(time.Minute) // renewed
+	r.Held(a)
+	b := heldLease{"b", 2, valid(time.Minute)}
+	time.Sleep(40 * time.Millisecond)
+	r.Granted(b)
+	if got := r.Check(); got.Overlaps != 1 {
+		t.Fatalf("a renewed, then b granted: Check() = %v; want the overlap", got)
+	}
+
+	r = NewResource("res")
+	c := heldLease{"c", 1, valid(20 * time.Millisecond)}
+	r.Granted(c)
+	time.Sleep(30 * time.Millisecond)
+	r.Held(c) // ended: nothing recorded
+	r.Granted(heldLease{"d", 2, valid(time.Minute)})
+	if got := r.Check(); got.Overlaps != 0 || len(r.History().Grants) != 2 {
+		t.Fatalf("c ended, then d granted: Check() = %v, %d grants; want no overlap and 2 grants", got, len(r.History().Grants))
+	}
+}

@@ -4,7 +4,11 @@
 // history, the holders that believed at the same time that they held the
 // lock, the writes a stale holder got accepted, the writes the fence
 // refused, and whether the fenced register stayed linearizable
-// (checked with porcupine).
+// (checked with porcupine). CheckOrder checks the tokens of a key's
+// acquisitions against the order they were asked for in. Every violation
+// found is also listed, dated by the grant that caused it, so that Classify
+// can hold a lock to the promises it makes at each moment: a fault test
+// gives the Windows in which a fault suspends a promise.
 //
 // Times are time.Time values from time.Now, so intervals taken in one
 // process compare by the monotonic clock; hand-made histories without a

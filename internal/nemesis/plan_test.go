@@ -1,0 +1,163 @@
+package nemesis
+
+import (
+	"reflect"
+	"testing"
+	"time"
+
+	"github.com/dlockgo/dlock/internal/safety"
+)
+
+// A seed plans the same run every time, and another seed another run.
+func TestPlanReplays(t *testing.T) {
+	for _, s := range []string{Quorum, Single} {
+		a := NewPlan(7, s, time.Minute, NoBias)
+		b := NewPlan(7, s, time.Minute, NoBias)
+		if !reflect.DeepEqual(a, b) {
+			t.Fatalf("%s: two plans of seed 7 differ", s)
+		}
+		if c := NewPlan(8, s, time.Minute, NoBias); reflect.DeepEqual(a.Faults, c.Faults) {
+			t.Fatalf("%s: seeds 7 and 8 plan the same faults", s)
+		}
+	}
+}
+
+// The rules every schedule keeps, over many seeds.
+func TestPlanRules(t *testing.T) {
+	kinds := map[Kind]bool{}
+	for seed := range int64(200) {
+		for _, s := range []string{Quorum, Single} {
+			p := NewPlan(seed, s, time.Minute, NoBias)
+			var clockEnd time.Duration
+			for i, f := range p.Faults {
+				kinds[f.Kind] = true
+				if f.N != i || f.At < 0 || f.At >= p.Duration {
+					t.Fatalf("seed %d %s: fault %v out of place or time", seed, s, f)
+				}
+				if i > 0 && f.At < p.Faults[i-1].At {
+					t.Fatalf("seed %d %s: schedule not in order at %v", seed, s, f)
+				}
+				switch f.Kind {
+				case ClockForward, ClockBack:
+					if f.At < clockEnd {
+						t.Fatalf("seed %d %s: clock fault %v starts before the last one ends (%v)", seed, s, f, clockEnd)
+					}
+					clockEnd = f.At + f.For
+					if f.Jump < time.Second || f.Jump > 5*time.Second {
+						t.Fatalf("seed %d %s: jump %v out of 1-5 s", seed, s, f.Jump)
+					}
+				case KillRDB, KillAOF:
+					for _, n := range f.Targets {
+						if p.AOF[n] != (f.Kind == KillAOF) {
+							t.Fatalf("seed %d %s: %v hits server %d, whose mode (aof %t) it cannot restore", seed, s, f, n, p.AOF[n])
+						}
+					}
+					if f.Kind == KillAOF && (f.Lose < time.Second || f.Lose > 2*time.Second) {
+						t.Fatalf("seed %d %s: %v loses %v; want 1-2 s", seed, s, f, f.Lose)
+					}
+				case Failover:
+					if s != Single {
+						t.Fatalf("seed %d: failover planned for the quorum", seed)
+					}
+				case Pause, Latency, Timeout, ResetPeer:
+					if f.For < 200*time.Millisecond || f.For > 3*time.Second {
+						t.Fatalf("seed %d %s: %v lasts %v; want 0.2-3 s", seed, s, f, f.For)
+					}
+				}
+				if s == Single && len(f.Targets) > 1 {
+					t.Fatalf("seed %d: single fault %v hits two servers", seed, f)
+				}
+			}
+		}
+	}
+	for _, k := range Kinds {
+		if !kinds[k] {
+			t.Errorf("no seed of 200 planned a %s", k)
+		}
+	}
+}
+
+func TestPlanBias(t *testing.T) {
+	p := NewPlan(1, Quorum, 12*time.Second, LoseMajority)
+	if len(p.Faults) < 4 {
+		t.Fatalf("lose-majority: %d faults in 12 s; want a burst every 2-2.5 s", len(p.Faults))
+	}
+	for _, f := range p.Faults {
+		if f.Kind != KillEmpty || len(f.Targets) != 3 || f.For > 100*time.Millisecond {
+			t.Fatalf("lose-majority: %v; want 3 servers killed and emptied, back within 100 ms", f)
+		}
+	}
+	p = NewPlan(1, Single, 12*time.Second, PauseHolders)
+	if len(p.Faults) < 7 {
+		t.Fatalf("pause-holders: %d faults in 12 s; want about one a second", len(p.Faults))
+	}
+	for _, f := range p.Faults {
+		if f.Kind != HolderPause {
+			t.Fatalf("pause-holders: %v", f)
+		}
+	}
+}
+
+var base = time.Unix(1_000_000, 0)
+
+func sec(s float64) time.Time { return base.Add(time.Duration(s * float64(time.Second))) }
+
+func ev(kind Kind, from, to float64, roles ...string) *Event {
+	return &Event{Fault: Fault{Kind: kind, Jump: 2 * time.Second}, Start: sec(from), End: sec(to), Roles: roles}
+}
+
+// The windows say what the package doc's table says.
+func TestWindows(t *testing.T) {
+	plan := func(s string) *Plan { return &Plan{Strategy: s, TTL: time.Second} } // Linger 2 s
+	type win struct {
+		prop     safety.Property
+		from, to float64
+	}
+	tests := []struct {
+		name   string
+		p      *Plan
+		events []*Event
+		want   []win
+	}{{
+		name:   "quorum: kills, pauses, toxics, holder pauses suspend nothing",
+		p:      plan(Quorum),
+		events: []*Event{ev(KillEmpty, 1, 2, "node"), ev(KillRDB, 3, 4, "node"), ev(Pause, 5, 6, "node"), ev(ResetPeer, 7, 8), ev(HolderPause, 9, 9)},
+	}, {
+		name:   "quorum: a clock fault suspends ME",
+		p:      plan(Quorum),
+		events: []*Event{ev(ClockForward, 1, 2, "node"), ev(ClockBack, 10, 11, "node")},
+		want:   []win{{safety.MutualExclusion, 1, 4}, {safety.MutualExclusion, 10, 13}},
+	}, {
+		name:   "single: a kill of the master or a failover suspends ME; of the replica, nothing",
+		p:      plan(Single),
+		events: []*Event{ev(KillAOF, 1, 2, "master"), ev(KillEmpty, 5, 6, "replica"), ev(Failover, 8, 9, "master 0")},
+		want:   []win{{safety.MutualExclusion, 1, 4}, {safety.MutualExclusion, 8, 11}},
+	}, {
+		name:   "single: a loss near a clock fault suspends ORDER and FENCE for the jump and a second",
+		p:      plan(Single),
+		events: []*Event{ev(ClockForward, 1, 2, "master"), ev(KillRDB, 4.5, 5, "master"), ev(KillRDB, 20, 21, "master")},
+		want: []win{{safety.MutualExclusion, 1, 4}, {safety.MutualExclusion, 4.5, 7}, {safety.MutualExclusion, 20, 23},
+			{safety.Order, 4.5, 8}, {safety.Fencing, 4.5, 8}},
+	}, {
+		name:   "single: a step back soon after a loss suspends ORDER and FENCE too",
+		p:      plan(Single),
+		events: []*Event{ev(KillEmpty, 1, 1.5, "master"), ev(ClockBack, 4, 5, "master"), ev(ClockBack, 20, 21, "master")},
+		want: []win{{safety.MutualExclusion, 1, 3.5}, {safety.MutualExclusion, 4, 7}, {safety.MutualExclusion, 20, 23},
+			{safety.Order, 1, 8}, {safety.Fencing, 1, 8}},
+	}, {
+		name:   "skipped faults suspend nothing",
+		p:      plan(Single),
+		events: []*Event{{Fault: Fault{Kind: Failover}, Start: sec(1), End: sec(1), Skipped: "replica busy"}},
+	}}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var got []win
+			for _, w := range Windows(tt.p, tt.events) {
+				got = append(got, win{w.Property, w.From.Sub(base).Seconds(), w.To.Sub(base).Seconds()})
+			}
+			if !reflect.DeepEqual(got, tt.want) {
+				t.Fatalf("Windows() = %v; want %v", got, tt.want)
+			}
+		})
+	}
+}
