@@ -88,6 +88,7 @@ import (
 	"time"
 
 	"github.com/dlockgo/dlock/fence"
+	"github.com/dlockgo/dlock/internal/keyname"
 	"github.com/dlockgo/dlock/lease"
 	"github.com/dlockgo/dlock/node"
 )
@@ -226,20 +227,9 @@ func (lk *Locker) keep(ttl time.Duration) string {
 func (lk *Locker) Close() error { return nil }
 
 // hashKey returns the lock's hash; its channel and every other key of
-// the lock are named by appending to it, so they share its cluster slot.
-// The hash tag is the key itself, except for a key that starts with "}",
-// which would make "{KEY}" an empty tag (the whole name would then be
-// hashed, and the lock's keys spread over slots): such a key is written
-// escaped ("%" as %25, "}" as %7D) in a tag of its own prefix, dlock:%{,
-// which no other key's name can start with.
-func hashKey(key string) string {
-	if strings.HasPrefix(key, "}") {
-		return "dlock:%{" + tagEscaper.Replace(key) + "}"
-	}
-	return "dlock:{" + key + "}"
-}
-
-var tagEscaper = strings.NewReplacer("%", "%25", "}", "%7D")
+// the lock are named by appending to it, so they share its cluster slot
+// (see keyname.Single, which escapes a key that starts with "}").
+func hashKey(key string) string { return keyname.Single(key) }
 
 // serverNow is the Lua snippet that reads the server clock in milliseconds.
 const serverNow = `local t = redis.call('TIME')

@@ -337,7 +337,14 @@ func (d *deployment) apply(f Fault, e *Event, pauses pauser) {
 		}
 		defer s.unlock()
 		e.Roles = []string{d.role(s.n)}
-		if _, err := s.Do("BGSAVE"); err != nil && !strings.Contains(err.Error(), "in progress") {
+		// A save in progress, or another child of the server's (an AOF
+		// rewrite, a replica's full sync), leaves no room for a snapshot
+		// now: skipped, as a server busy with a fault is.
+		switch _, err := s.Do("BGSAVE"); {
+		case err == nil || strings.Contains(err.Error(), "in progress"):
+		case strings.Contains(err.Error(), "Another child process is active"):
+			e.Skipped = fmt.Sprintf("server %d busy with a child process", s.n)
+		default:
 			fail(fmt.Errorf("BGSAVE on server %d: %w", s.n, err))
 		}
 	case Pause:

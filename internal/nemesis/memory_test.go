@@ -9,12 +9,14 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/dlockgo/dlock/internal/keyname"
 	"github.com/dlockgo/dlock/internal/redistest"
 )
 
 // keyMemory counts a lock key's own server keys and nothing else, whatever
-// glob characters the key holds, and a record of gone owners left behind
-// takes a key past MemBound.
+// glob characters the key holds, names the keys of dlock's that no lock
+// accounts for, and a record of gone owners left behind takes a key past
+// MemBound.
 func TestKeyMemory(t *testing.T) {
 	srv := redistest.Start(t)
 	c := redis.NewClient(&redis.Options{Addr: srv.Addr(), Protocol: 2, DisableIdentity: true})
@@ -30,7 +32,7 @@ func TestKeyMemory(t *testing.T) {
 	}
 	// The single strategy's hash, for every key; a quorum fence counter.
 	for _, k := range keys {
-		must(c.HSet(ctx, "dlock:{"+k+"}", "attempts", "1796162311771973").Err())
+		must(c.HSet(ctx, keyname.Single(k), "attempts", "1796162311771973").Err())
 	}
 	must(c.Set(ctx, "dlock:{a{b}c}:fence", "1796162311771973", 0).Err())
 	// Names that only look alike: another key's, and node-wide ones.
@@ -38,14 +40,18 @@ func TestKeyMemory(t *testing.T) {
 	must(c.Set(ctx, "dlock:{*}}", strings.Repeat("x", 2000), 0).Err())
 	must(c.Set(ctx, "dlock:epoch", "1", 0).Err())
 	// Gone owners piling up under "}x{y", kept an hour.
+	gone := keyname.Single("}x{y") + ":gone"
 	for i := range 20 {
-		must(c.HSet(ctx, "dlock:{}x{y}:gone", strconv.Itoa(i)+strings.Repeat("0", 31), "1").Err())
+		must(c.HSet(ctx, gone, strconv.Itoa(i)+strings.Repeat("0", 31), "1").Err())
 	}
-	must(c.PExpire(ctx, "dlock:{}x{y}:gone", time.Hour).Err())
+	must(c.PExpire(ctx, gone, time.Hour).Err())
 
-	per, names, err := keyMemory(c, keys)
+	per, names, other, err := keyMemory(c, keys)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if len(other) != 2 {
+		t.Errorf("keys of no lock: %v; want the two look-alikes", other)
 	}
 	for i, k := range keys {
 		t.Logf("%q: %d B in %v", k, per[i], names[i])

@@ -135,7 +135,8 @@ const (
 )
 
 // Bias steers a schedule toward the faults one violation needs, for the
-// tests that show the nemesis can fail.
+// tests that show the nemesis can fail, and for the one that shows a
+// fault the library once failed is now survived.
 type Bias string
 
 const (
@@ -146,6 +147,12 @@ const (
 	LoseMajority Bias = "lose-majority"
 	// PauseHolders: a holder pause about every second.
 	PauseHolders Bias = "pause-holders"
+	// RestoreMajority (quorum): every 2.5-3 s, an RDB snapshot of every
+	// server, then 0.5-1.5 s later 3 of the 5 servers killed and
+	// restarted from it, while the workers hold their keys: Redis's
+	// default persistence, the restore the lost-data guard once let vote
+	// at once.
+	RestoreMajority Bias = "restore-majority"
 )
 
 // Worker is one worker's plan.
@@ -225,6 +232,13 @@ func NewPlan(seed int64, strategy string, duration time.Duration, bias Bias) *Pl
 		p.TTL, p.NodeTimeout = 2*time.Second, 250*time.Millisecond
 	case PauseHolders:
 		p.Keys = p.Keys[:2]
+	case RestoreMajority:
+		p.Keys = p.Keys[:2]
+		p.LongHolds = 100
+		p.TTL, p.NodeTimeout = 2*time.Second, 250*time.Millisecond
+		for i := range p.AOF {
+			p.AOF[i] = false // every server restores its RDB snapshot
+		}
 	}
 	for i := range 6 {
 		w := Worker{Client: redistest.Clients[rng.IntN(len(redistest.Clients))], Locker: QuorumLocker}
@@ -241,6 +255,8 @@ func NewPlan(seed int64, strategy string, duration time.Duration, bias Bias) *Pl
 		p.Faults = loseMajority(rng, duration, servers)
 	case PauseHolders:
 		p.Faults = pauseHolders(rng, duration, len(p.Workers))
+	case RestoreMajority:
+		p.Faults = restoreMajority(rng, duration, servers)
 	default:
 		p.Faults = randomFaults(rng, p, servers)
 	}
@@ -391,6 +407,23 @@ func loseMajority(rng *rand.Rand, d time.Duration, servers int) []Fault {
 	for at := 1500 * time.Millisecond; at < d; at += between(rng, 2000*time.Millisecond, 2500*time.Millisecond) {
 		out = append(out, Fault{Kind: KillEmpty, At: at, Targets: pick(rng, all, servers/2+1),
 			Stagger: between(rng, 0, 20*time.Millisecond), For: between(rng, 30*time.Millisecond, 100*time.Millisecond)})
+	}
+	return out
+}
+
+func restoreMajority(rng *rand.Rand, d time.Duration, servers int) []Fault {
+	all := make([]int, servers)
+	for i := range all {
+		all[i] = i
+	}
+	var out []Fault
+	for at := 1500 * time.Millisecond; at < d; at += between(rng, 2500*time.Millisecond, 3000*time.Millisecond) {
+		for _, i := range all {
+			out = append(out, Fault{Kind: Snapshot, At: at, Targets: []int{i}})
+		}
+		out = append(out, Fault{Kind: KillRDB, At: at + between(rng, 500*time.Millisecond, 1500*time.Millisecond),
+			Targets: pick(rng, all, servers/2+1), Stagger: between(rng, 0, 20*time.Millisecond),
+			For: between(rng, 30*time.Millisecond, 100*time.Millisecond)})
 	}
 	return out
 }
