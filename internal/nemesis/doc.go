@@ -72,12 +72,14 @@
 //   - LIVE: after healing, every key is acquired, by a fresh Locker of each
 //     client library, within LiveBound: quorum max TTL + node timeout +
 //     drift + 2×TTL + 3 s; single 2×TTL + 3 s.
-//   - MEM: after LIVE, within 20 s, the server keys of each lock key
-//     (dlock:{KEY} and dlock:{KEY}:…, summed by MEMORY USAGE, found by
-//     SCAN and filtered here, since keys hold glob characters) use at most
-//     MemBound (512 B) on every server: the single hash is ~130 B, the
-//     quorum's fence counter ~82 B; gone-owner records and queues must
-//     have expired.
+//   - MEM: after LIVE, within 20 s, the server keys of each lock key (the
+//     names internal/keyname gives it, and those names followed by ":…",
+//     summed by MEMORY USAGE, found by SCAN and filtered here, since keys
+//     hold glob characters) use at most MemBound (512 B) on every server:
+//     the single hash is ~90-130 B, the quorum's fence counter 72 B;
+//     gone-owner records and queues must have expired. The lockers'
+//     warm-up locks count as keys; a name of dlock's that no lock key
+//     accounts for (the quorum's node-wide keys aside) fails MEM.
 //
 // # Running it
 //
@@ -98,5 +100,7 @@
 // off (WithDurableNodes on servers that are not durable) and a schedule
 // that kills and empties 3 of 5 nodes every 2-2.5 s, it finds ME broken;
 // with resources that do not check tokens and a holder pause about every
-// second, it finds FENCE broken.
+// second, it finds FENCE broken. TestNemesisRestoreMajority restores 3 of
+// 5 quorum nodes from an RDB snapshot moments old, every 2.5-3 s, and must
+// find no promise broken: the fault the lost-data guard once missed.
 package nemesis
