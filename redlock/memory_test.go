@@ -105,50 +105,9 @@ func TestMemoryDistinctKeys(t *testing.T) {
 		srvs := redistest.StartN(t, 3)
 		const idle = time.Second
 		lk := newLocker(t, nodesOn(t, srvs, c), redlock.WithDurableNodes(), redlock.WithTTL(time.Second), redlock.WithIdleTTL(idle))
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-		defer cancel()
-		const keys, workers = 5000, 8
-		var wg sync.WaitGroup
-		for w := range workers {
-			wg.Go(func() {
-				for i := w; i < keys; i += workers {
-					// Acquire: an attempt may time out on a loaded machine.
-					l, err := lk.Acquire(ctx, "order:"+strconv.Itoa(i))
-					if err != nil {
-						t.Errorf("Acquire: %v", err)
-						return
-					}
-					if err := l.Release(ctx); err != nil {
-						t.Errorf("Release: %v", err)
-						return
-					}
-				}
-			})
-		}
-		wg.Wait()
-		start := time.Now()
-		for i, s := range srvs {
-			for {
-				ks, err := s.Keys()
-				if err != nil {
-					t.Fatal(err)
-				}
-				var per []string
-				for _, k := range ks {
-					if strings.HasPrefix(k, "dlock:{") {
-						per = append(per, k)
-					}
-				}
-				if len(per) == 0 {
-					t.Logf("node %d: keys left once the idle TTL passed: %q", i, ks)
-					break
-				}
-				if time.Since(start) > 10*time.Second+2*idle {
-					t.Fatalf("node %d: %d per-key keys left %v after the last release (idle TTL %v), e.g. %q",
-						i, len(per), time.Since(start), idle, per[0])
-				}
-				time.Sleep(100 * time.Millisecond)
-			}
+		redistest.LockOnce(t, lk, 5000, 8, func(i int) string { return "order:" + strconv.Itoa(i) })
+		for _, s := range srvs {
+			s.WaitKeysGone(t, 10*time.Second+2*idle, func(k string) bool { return strings.HasPrefix(k, "dlock:{") })
 		}
 	})
 }

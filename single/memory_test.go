@@ -94,57 +94,17 @@ func TestMemoryDistinctKeys(t *testing.T) {
 	each(t, func(t *testing.T, srv *redistest.Server, n node.Node) {
 		const idle = 2 * time.Second
 		lk := newLocker(t, n, single.WithTTL(time.Second), single.WithIdleTTL(idle))
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
 		before, err := srv.UsedMemory()
 		if err != nil {
 			t.Fatal(err)
 		}
-		const keys, workers = 5000, 16
-		var wg sync.WaitGroup
-		for w := range workers {
-			wg.Go(func() {
-				for i := w; i < keys; i += workers {
-					l, err := lk.TryAcquire(ctx, "order:"+strconv.Itoa(i))
-					if err != nil {
-						t.Errorf("TryAcquire: %v", err)
-						return
-					}
-					if err := l.Release(ctx); err != nil {
-						t.Errorf("Release: %v", err)
-						return
-					}
-				}
-			})
-		}
-		wg.Wait()
+		const keys = 5000
+		redistest.LockOnce(t, lk, keys, 16, func(i int) string { return "order:" + strconv.Itoa(i) })
 		full, err := srv.UsedMemory()
 		if err != nil {
 			t.Fatal(err)
 		}
-		ks, err := srv.Keys()
-		if err != nil {
-			t.Fatal(err)
-		}
-		// Under the race detector the first hashes may expire before the
-		// last are made.
-		t.Logf("%d hashes on the server after %d distinct locks", len(ks), keys)
-		start := time.Now()
-		for {
-			ks, err = srv.Keys()
-			if err != nil {
-				t.Fatal(err)
-			}
-			if len(ks) == 0 {
-				break
-			}
-			// The server's active expiry sweeps keys that are due in
-			// rounds, a few thousand a second.
-			if time.Since(start) > 10*time.Second+2*idle {
-				t.Fatalf("%d keys left %v after the last release (idle TTL %v), e.g. %q", len(ks), time.Since(start), idle, ks[0])
-			}
-			time.Sleep(100 * time.Millisecond)
-		}
+		srv.WaitKeysGone(t, 10*time.Second+2*idle, func(string) bool { return true })
 		// The keys' bytes are freed at once; the tables that indexed them
 		// shrink in the server's cron, and the allocator may keep pages:
 		// most, not all, of what the keys took comes back.

@@ -3,6 +3,7 @@ package redistest
 import (
 	"context"
 	"strconv"
+	"sync"
 	"testing"
 	"time"
 
@@ -106,3 +107,62 @@ func Warm(t testing.TB, lk Acquirer) {
 // WarmKey is the key of Warm's round i, i < WarmRounds: a test that counts
 // what locks leave on a server counts these too.
 func WarmKey(i int) string { return "warm-" + strconv.Itoa(i) }
+
+// Locker is what LockOnce needs of either strategy.
+type Locker interface {
+	Acquire(ctx context.Context, key string, opts ...lease.Option) (*lease.Lease, error)
+}
+
+// LockOnce locks and releases each of n keys, name(0) to name(n-1), once
+// through lk, from workers goroutines, as a service with a lock per entity
+// does; it fails t on the first error. Acquire, not TryAcquire: an attempt
+// may time out on a loaded machine.
+func LockOnce(t testing.TB, lk Locker, n, workers int, name func(i int) string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Go(func() {
+			for i := w; i < n; i += workers {
+				l, err := lk.Acquire(ctx, name(i))
+				if err == nil {
+					err = l.Release(ctx)
+				}
+				if err != nil {
+					t.Errorf("redistest: lock %q once: %v", name(i), err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+}
+
+// WaitKeysGone waits, for up to within, until s holds no key that match
+// accepts, and fails t with the ones left if it still does. The server's
+// active expiry sweeps keys that are due in rounds, a few thousand a
+// second.
+func (s *Server) WaitKeysGone(t testing.TB, within time.Duration, match func(key string) bool) {
+	t.Helper()
+	start := time.Now()
+	for {
+		ks, err := s.Keys()
+		if err != nil {
+			t.Fatalf("redistest: keys of %s: %v", s.Addr(), err)
+		}
+		var left []string
+		for _, k := range ks {
+			if match(k) {
+				left = append(left, k)
+			}
+		}
+		if len(left) == 0 {
+			return
+		}
+		if time.Since(start) > within {
+			t.Fatalf("redistest: %s: %d keys left after %v, e.g. %q", s.Addr(), len(left), time.Since(start), left[0])
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
