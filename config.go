@@ -16,6 +16,8 @@ import (
 
 	"github.com/dlockgo/dlock/lease"
 	"github.com/dlockgo/dlock/node"
+	"github.com/dlockgo/dlock/node/goredis"
+	"github.com/dlockgo/dlock/node/valkeygo"
 	"github.com/dlockgo/dlock/redlock"
 	"github.com/dlockgo/dlock/single"
 )
@@ -237,7 +239,7 @@ func (cfg *Config) dial(addr string) (node.Node, ownedClient, error) {
 		if c == nil {
 			return nil, nil, fmt.Errorf("dlock: connect to %s: %w", addr, err)
 		}
-		return node.FromValkey(c), valkeyClient{c}, nil
+		return valkeygo.New(c), valkeyClient{c}, nil
 	}
 	c := redis.NewClient(&redis.Options{
 		Addr:        addr,
@@ -257,7 +259,7 @@ func (cfg *Config) dial(addr string) (node.Node, ownedClient, error) {
 		// than the server gone.
 		MaxRetries: -1,
 	})
-	return node.FromGoRedis(c), goRedisClient{c}, nil
+	return goredis.New(c), goRedisClient{c}, nil
 }
 
 // ownedClient is a client Open built, and so must close.

@@ -13,7 +13,7 @@ import (
 	"github.com/dlockgo/dlock/fence"
 	"github.com/dlockgo/dlock/internal/redisproc"
 	"github.com/dlockgo/dlock/lease"
-	"github.com/dlockgo/dlock/node"
+	"github.com/dlockgo/dlock/node/goredis"
 	"github.com/dlockgo/dlock/single"
 )
 
@@ -97,7 +97,7 @@ func Example_fencedWrite() {
 
 	client := redis.NewClient(&redis.Options{Addr: addr})
 	defer client.Close()
-	n := node.FromGoRedis(client)
+	n := goredis.New(client)
 	defer n.Close()
 	locker, err := single.New(n)
 	if err != nil {

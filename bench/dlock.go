@@ -6,6 +6,8 @@ import (
 
 	"github.com/dlockgo/dlock/lease"
 	"github.com/dlockgo/dlock/node"
+	"github.com/dlockgo/dlock/node/goredis"
+	"github.com/dlockgo/dlock/node/valkeygo"
 	"github.com/dlockgo/dlock/single"
 )
 
@@ -33,7 +35,7 @@ func nodes(client string, addrs []string) (ns []node.Node, closeAll func(), err 
 		switch client {
 		case "go-redis":
 			c := newGoRedis(a)
-			n := node.FromGoRedis(c)
+			n := goredis.New(c)
 			closers = append(closers, func() { c.Close() }, func() { n.Close() })
 			ns = append(ns, n)
 		case "valkey-go":
@@ -42,7 +44,7 @@ func nodes(client string, addrs []string) (ns []node.Node, closeAll func(), err 
 				closeAll()
 				return nil, nil, err
 			}
-			n := node.FromValkey(c)
+			n := valkeygo.New(c)
 			closers = append(closers, c.Close, func() { n.Close() })
 			ns = append(ns, n)
 		default:

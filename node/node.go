@@ -2,16 +2,18 @@
 // a place to run Lua scripts, optionally followed by WAIT on the same
 // connection, and to hear about releases published on a channel.
 //
-// A Node is built from a client the caller already has: a go-redis
-// redis.UniversalClient (standalone, cluster or failover) with FromGoRedis,
-// or a valkey-go valkey.Client with FromValkey. Everything above this package
-// is client-agnostic.
+// A Node is built from a client the caller already has, by the adapter of
+// its library: node/goredis for a go-redis redis.UniversalClient
+// (standalone, cluster or failover), node/valkeygo for a valkey-go
+// valkey.Client. This package links neither; everything above it is
+// client-agnostic.
 package node
 
 import (
 	"context"
 	"crypto/sha1"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"time"
 )
@@ -109,11 +111,26 @@ func (s *Script) SHA() string { return s.sha }
 // nil.
 func (s *Script) First() *Script { return s.first }
 
-// Kind tells which of a Value's fields holds its content.
-type Kind uint8
+// Pointers returns pointers to the script's SHA1 and source, for an adapter
+// that hands them to its client as command arguments: a pointer fits in an
+// interface without the allocation a string costs. They must not be
+// written through.
+func (s *Script) Pointers() (sha, src *string) { return &s.sha, &s.src }
 
+// ErrClosed is returned by a Node's Subscribe after Close.
+var ErrClosed = errors.New("node: closed")
+
+// ErrCrossSlot is returned by Pipeline on a cluster client when a WAIT is
+// asked for and the calls' keys are spread so that no single connection can
+// carry them all (see each adapter for its client's rule).
+var ErrCrossSlot = errors.New("node: pipeline with WAIT spans more than one cluster slot")
+
+// ValueKind tells which of a Value's fields holds its content.
+type ValueKind uint8
+
+// The kinds of Value.
 const (
-	Nil Kind = iota
+	Nil ValueKind = iota
 	Int
 	Str
 )
@@ -121,7 +138,7 @@ const (
 // Value is one element of a script's reply. Scripts in this module reply
 // with flat arrays of integers and strings, so Value needs no nesting.
 type Value struct {
-	Kind Kind
+	Kind ValueKind
 	Int  int64
 	Str  string
 }

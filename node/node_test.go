@@ -13,6 +13,8 @@ import (
 
 	"github.com/dlockgo/dlock/internal/redistest"
 	"github.com/dlockgo/dlock/node"
+	"github.com/dlockgo/dlock/node/goredis"
+	"github.com/dlockgo/dlock/node/valkeygo"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -314,14 +316,14 @@ func TestCloseEndsSubscription(t *testing.T) {
 	builders := map[string]func() (node.Node, func()){
 		"go-redis": func() (node.Node, func()) {
 			c := redis.NewClient(&redis.Options{Addr: srv.Addr(), DisableIdentity: true})
-			return node.FromGoRedis(c), func() { _ = c.Close() }
+			return goredis.New(c), func() { _ = c.Close() }
 		},
 		"valkey-go": func() (node.Node, func()) {
 			c, err := valkey.NewClient(valkey.ClientOption{InitAddress: []string{srv.Addr()}, DisableCache: true})
 			if err != nil {
 				t.Fatal(err)
 			}
-			return node.FromValkey(c), c.Close
+			return valkeygo.New(c), c.Close
 		},
 	}
 	for _, name := range redistest.Clients {
@@ -347,35 +349,6 @@ func TestCloseEndsSubscription(t *testing.T) {
 			closeClient()
 			goleak.VerifyNone(t, before)
 		})
-	}
-}
-
-// TestCloseRacesFirstSubscribe: a Close that comes while the first
-// Subscribe is under way leaves no subscription reader running.
-func TestCloseRacesFirstSubscribe(t *testing.T) {
-	srv := redistest.Start(t)
-	c := redis.NewClient(&redis.Options{Addr: srv.Addr(), DisableIdentity: true})
-	defer c.Close()
-	for i := range 300 {
-		n := node.FromGoRedis(c)
-		errc := make(chan error, 1)
-		go func() {
-			_, stop, err := n.Subscribe(t.Context(), "race")
-			if err == nil {
-				stop()
-			}
-			errc <- err
-		}()
-		if i%2 == 1 {
-			time.Sleep(time.Duration(i%7) * 20 * time.Microsecond)
-		}
-		if err := n.Close(); err != nil {
-			t.Fatal(err)
-		}
-		<-errc
-		if !node.ReaderEnded(n, time.Second) {
-			t.Fatalf("round %d: the subscription reader outlived Close", i)
-		}
 	}
 }
 

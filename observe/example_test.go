@@ -9,7 +9,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/dlockgo/dlock/internal/redisproc"
-	"github.com/dlockgo/dlock/node"
+	"github.com/dlockgo/dlock/node/goredis"
 	"github.com/dlockgo/dlock/observe"
 	"github.com/dlockgo/dlock/single"
 )
@@ -33,7 +33,7 @@ func ExampleLog() {
 
 	client := redis.NewClient(&redis.Options{Addr: addr})
 	defer client.Close()
-	n := node.FromGoRedis(client)
+	n := goredis.New(client)
 	defer n.Close()
 	lk, err := single.New(n, single.WithObserver(observe.Log(logger)))
 	if err != nil {

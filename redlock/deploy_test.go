@@ -12,6 +12,7 @@ import (
 	"github.com/dlockgo/dlock/internal/redistest"
 	"github.com/dlockgo/dlock/lease"
 	"github.com/dlockgo/dlock/node"
+	"github.com/dlockgo/dlock/node/goredis"
 	"github.com/dlockgo/dlock/redlock"
 )
 
@@ -166,7 +167,7 @@ func TestRepairMargin(t *testing.T) {
 func goRedisDefault(t *testing.T, addr string) node.Node {
 	t.Helper()
 	c := redis.NewClient(&redis.Options{Addr: addr})
-	n := node.FromGoRedis(c)
+	n := goredis.New(c)
 	t.Cleanup(func() {
 		_ = n.Close()
 		_ = c.Close()
@@ -252,7 +253,7 @@ func TestCloseBounded(t *testing.T) {
 	clients := make([]*redis.Client, len(srvs))
 	for i, s := range srvs {
 		clients[i] = redis.NewClient(&redis.Options{Addr: s.Addr(), ReadTimeout: -1, WriteTimeout: -1, MaxRetries: -1})
-		nodes[i] = node.FromGoRedis(clients[i])
+		nodes[i] = goredis.New(clients[i])
 	}
 	lk, err := redlock.New(nodes, redlock.WithDurableNodes(), redlock.WithTTL(time.Second), redlock.WithNodeTimeout(100*time.Millisecond))
 	if err != nil {

@@ -12,6 +12,8 @@ import (
 
 	"github.com/dlockgo/dlock/internal/redistest"
 	"github.com/dlockgo/dlock/node"
+	"github.com/dlockgo/dlock/node/goredis"
+	"github.com/dlockgo/dlock/node/valkeygo"
 	"github.com/dlockgo/dlock/single"
 )
 
@@ -21,7 +23,7 @@ func nodeAs(t *testing.T, client, addr, user, password string) node.Node {
 	switch client {
 	case "go-redis":
 		c := redis.NewClient(&redis.Options{Addr: addr, Username: user, Password: password, DisableIdentity: true})
-		n := node.FromGoRedis(c)
+		n := goredis.New(c)
 		t.Cleanup(func() {
 			_ = n.Close()
 			_ = c.Close()
@@ -34,7 +36,7 @@ func nodeAs(t *testing.T, client, addr, user, password string) node.Node {
 		if err != nil {
 			t.Fatalf("valkey-go client as %s: %v", user, err)
 		}
-		n := node.FromValkey(c)
+		n := valkeygo.New(c)
 		t.Cleanup(func() {
 			_ = n.Close()
 			c.Close()

@@ -8,7 +8,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/dlockgo/dlock/internal/redistest"
-	"github.com/dlockgo/dlock/node"
+	"github.com/dlockgo/dlock/node/goredis"
 	"github.com/dlockgo/dlock/single"
 )
 
@@ -20,7 +20,7 @@ func TestClientRetriesLostReply(t *testing.T) {
 	srv := redistest.Start(t)
 	d := redistest.StartDropper(t, srv.Addr())
 	c := redis.NewClient(&redis.Options{Addr: d.Addr()})
-	n := node.FromGoRedis(c)
+	n := goredis.New(c)
 	t.Cleanup(func() {
 		_ = n.Close()
 		_ = c.Close()

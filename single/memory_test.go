@@ -13,6 +13,7 @@ import (
 	"github.com/dlockgo/dlock/internal/redistest"
 	"github.com/dlockgo/dlock/lease"
 	"github.com/dlockgo/dlock/node"
+	"github.com/dlockgo/dlock/node/goredis"
 	"github.com/dlockgo/dlock/single"
 )
 
@@ -134,7 +135,7 @@ func TestMemoryGoneAndDeadWaiters(t *testing.T) {
 	proxy := redistest.StartProxy(t, srv.Addr())
 	lossy := redis.NewClient(&redis.Options{Addr: d.Addr(), MaxRetries: -1})
 	cut := redis.NewClient(&redis.Options{Addr: proxy.Addr(), MaxRetries: -1, ReadTimeout: 200 * time.Millisecond})
-	ln, cn := node.FromGoRedis(lossy), node.FromGoRedis(cut)
+	ln, cn := goredis.New(lossy), goredis.New(cut)
 	t.Cleanup(func() {
 		_ = ln.Close()
 		_ = cn.Close()

@@ -11,6 +11,7 @@ import (
 	"github.com/dlockgo/dlock/internal/redistest"
 	"github.com/dlockgo/dlock/lease"
 	"github.com/dlockgo/dlock/node"
+	"github.com/dlockgo/dlock/node/goredis"
 	"github.com/dlockgo/dlock/single"
 )
 
@@ -66,7 +67,7 @@ func TestAcquireRetriesLostReply(t *testing.T) {
 		Addr: proxy.Addr(), ReadTimeout: 100 * time.Millisecond, MaxRetries: -1,
 		DisableIdentity: true,
 	})
-	n := node.FromGoRedis(c)
+	n := goredis.New(c)
 	t.Cleanup(func() {
 		_ = n.Close()
 		_ = c.Close()

@@ -14,6 +14,8 @@ import (
 
 	"github.com/dlockgo/dlock"
 	"github.com/dlockgo/dlock/node"
+	"github.com/dlockgo/dlock/node/goredis"
+	"github.com/dlockgo/dlock/node/valkeygo"
 )
 
 // defaultURL is used when neither flags, $DLOCK_URL nor a config file name
@@ -198,7 +200,7 @@ func dialNodes(cfg dlock.Config) (nodes []node.Node, close func(), err error) {
 				close()
 				return nil, nil, fmt.Errorf("connect to %s: %w", addr, err)
 			}
-			n = node.FromValkey(c)
+			n = valkeygo.New(c)
 			closers = append(closers, func() { _ = n.Close(); c.Close() })
 		} else {
 			c := redis.NewClient(&redis.Options{
@@ -210,7 +212,7 @@ func dialNodes(cfg dlock.Config) (nodes []node.Node, close func(), err error) {
 				// server that does not answer, not five redials of it.
 				DialerRetries: 1,
 			})
-			n = node.FromGoRedis(c)
+			n = goredis.New(c)
 			closers = append(closers, func() { _ = n.Close(); _ = c.Close() })
 		}
 		nodes = append(nodes, n)

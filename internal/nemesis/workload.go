@@ -21,6 +21,8 @@ import (
 	"github.com/dlockgo/dlock/internal/safety"
 	"github.com/dlockgo/dlock/lease"
 	"github.com/dlockgo/dlock/node"
+	"github.com/dlockgo/dlock/node/goredis"
+	"github.com/dlockgo/dlock/node/valkeygo"
 	"github.com/dlockgo/dlock/redlock"
 	"github.com/dlockgo/dlock/single"
 )
@@ -75,7 +77,7 @@ func newLocker(p *Plan, cfg Config, w Worker, addrs []string) (dlock.Locker, fun
 		case "go-redis":
 			// The client's defaults, retries included, as people run it.
 			c := redis.NewClient(&redis.Options{Addr: a})
-			n := node.FromGoRedis(c)
+			n := goredis.New(c)
 			nodes = append(nodes, n)
 			closers = append(closers, func() { _ = c.Close() }, func() { _ = n.Close() })
 		default:
@@ -84,7 +86,7 @@ func newLocker(p *Plan, cfg Config, w Worker, addrs []string) (dlock.Locker, fun
 				closeAll()
 				return nil, nil, fmt.Errorf("valkey-go client for %s: %w", a, err)
 			}
-			n := node.FromValkey(c)
+			n := valkeygo.New(c)
 			nodes = append(nodes, n)
 			closers = append(closers, c.Close, func() { _ = n.Close() })
 		}

@@ -16,7 +16,8 @@ import (
 	"github.com/valkey-io/valkey-go"
 
 	"github.com/dlockgo/dlock/internal/redisproc"
-	"github.com/dlockgo/dlock/node"
+	"github.com/dlockgo/dlock/node/goredis"
+	"github.com/dlockgo/dlock/node/valkeygo"
 )
 
 // clusterTimeout bounds cluster creation and each wait for the nodes to agree.
@@ -117,7 +118,7 @@ func (c *Cluster) Nodes(t testing.TB) []NamedNode {
 		_ = gr.Close()
 		t.Fatalf("redistest: valkey-go cluster client: %v", err)
 	}
-	gn, vn := node.FromGoRedis(gr), node.FromValkey(vk)
+	gn, vn := goredis.New(gr), valkeygo.New(vk)
 	t.Cleanup(func() {
 		_ = gn.Close()
 		_ = vn.Close()

@@ -12,6 +12,8 @@ import (
 
 	"github.com/dlockgo/dlock/lease"
 	"github.com/dlockgo/dlock/node"
+	"github.com/dlockgo/dlock/node/goredis"
+	"github.com/dlockgo/dlock/node/valkeygo"
 )
 
 // WarmRounds is how many calls a test makes through a client before it
@@ -57,7 +59,7 @@ func NodeFor(t testing.TB, client, addr string) node.Node {
 	switch client {
 	case "go-redis":
 		c := redis.NewClient(&redis.Options{Addr: addr, DisableIdentity: true})
-		n := node.FromGoRedis(c)
+		n := goredis.New(c)
 		t.Cleanup(func() {
 			_ = n.Close()
 			_ = c.Close()
@@ -68,7 +70,7 @@ func NodeFor(t testing.TB, client, addr string) node.Node {
 		if err != nil {
 			t.Fatalf("redistest: valkey-go client for %s: %v", addr, err)
 		}
-		n := node.FromValkey(c)
+		n := valkeygo.New(c)
 		t.Cleanup(func() {
 			_ = n.Close()
 			c.Close()

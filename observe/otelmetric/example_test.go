@@ -11,7 +11,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 
 	"github.com/dlockgo/dlock/internal/redisproc"
-	"github.com/dlockgo/dlock/node"
+	"github.com/dlockgo/dlock/node/goredis"
 	"github.com/dlockgo/dlock/observe/otelmetric"
 	"github.com/dlockgo/dlock/single"
 )
@@ -35,7 +35,7 @@ func Example() {
 
 	client := redis.NewClient(&redis.Options{Addr: addr})
 	defer client.Close()
-	n := node.FromGoRedis(client)
+	n := goredis.New(client)
 	defer n.Close()
 	lk, err := single.New(n, single.WithObserver(obs))
 	if err != nil {

@@ -1,4 +1,5 @@
-package node
+// Package valkeygo is the node.Node adapter for valkey-go clients.
+package valkeygo
 
 import (
 	"context"
@@ -10,9 +11,13 @@ import (
 	"time"
 
 	"github.com/valkey-io/valkey-go"
+
+	"github.com/dlockgo/dlock/internal/ctxerr"
+	"github.com/dlockgo/dlock/internal/hub"
+	"github.com/dlockgo/dlock/node"
 )
 
-// FromValkey returns a Node that runs its commands through c. Eval is plain
+// New returns a Node that runs its commands through c. Eval is plain
 // c.Do, so concurrent callers share valkey-go's auto-pipelined connection.
 //
 // Pipeline is one DoMulti, which valkey-go writes on one connection in one
@@ -25,14 +30,14 @@ import (
 // goes to any one master, which hears every PUBLISH of the cluster.
 //
 // A cluster client splits a Pipeline by slot; with a WAIT, its calls must
-// all be in one slot (one hash tag), or Pipeline fails with ErrCrossSlot.
-func FromValkey(c valkey.Client) Node {
-	return &valkeyNode{c: c, hub: newHub()}
+// all be in one slot (one hash tag), or Pipeline fails with node.ErrCrossSlot.
+func New(c valkey.Client) node.Node {
+	return &valkeyNode{c: c, hub: hub.New()}
 }
 
 type valkeyNode struct {
 	c   valkey.Client
-	hub *hub
+	hub *hub.Hub
 
 	mu   sync.Mutex
 	dc   valkey.DedicatedClient // current subscription connection, nil while down
@@ -48,7 +53,7 @@ func (n *valkeyNode) String() string {
 	return "valkey"
 }
 
-func (n *valkeyNode) Eval(ctx context.Context, s *Script, keys []string, args ...string) (Reply, error) {
+func (n *valkeyNode) Eval(ctx context.Context, s *node.Script, keys []string, args ...string) (node.Reply, error) {
 	return valkeyEval(ctx, n.c, s, keys, args)
 }
 
@@ -58,10 +63,10 @@ type doer interface {
 	DoMulti(ctx context.Context, cmds ...valkey.Completed) []valkey.ValkeyResult
 }
 
-func valkeyEval(ctx context.Context, c doer, s *Script, keys, args []string) (Reply, error) {
+func valkeyEval(ctx context.Context, c doer, s *node.Script, keys, args []string) (node.Reply, error) {
 	r, err := valkeyResult(ctx, c.Do(ctx, evalsha(c, s, keys, args)))
 	if isValkeyNoScript(err) {
-		if s.first != nil {
+		if s.First() != nil {
 			return valkeyFirstRun(ctx, c, s, keys, args)
 		}
 		r, err = valkeyResult(ctx, c.Do(ctx, eval(c, s, keys, args)))
@@ -69,18 +74,18 @@ func valkeyEval(ctx context.Context, c doer, s *Script, keys, args []string) (Re
 	return r, err
 }
 
-// valkeyFirstRun runs s.first in place of s, on one connection that then
+// valkeyFirstRun runs s.First() in place of s, on one connection that then
 // loads s (see NewScriptAfter): c's, when c is one already, else a
 // connection dedicated to it for the while.
-func valkeyFirstRun(ctx context.Context, c doer, s *Script, keys, args []string) (r Reply, err error) {
+func valkeyFirstRun(ctx context.Context, c doer, s *node.Script, keys, args []string) (r node.Reply, err error) {
 	run := func(dc doer) {
-		r, err = valkeyResult(ctx, dc.Do(ctx, evalsha(dc, s.first, keys, args)))
+		r, err = valkeyResult(ctx, dc.Do(ctx, evalsha(dc, s.First(), keys, args)))
 		if isValkeyNoScript(err) {
-			r, err = valkeyResult(ctx, dc.Do(ctx, eval(dc, s.first, keys, args)))
+			r, err = valkeyResult(ctx, dc.Do(ctx, eval(dc, s.First(), keys, args)))
 		}
 		if err == nil {
 			// A failed load costs only a later call running first again.
-			_ = dc.Do(ctx, dc.B().ScriptLoad().Script(s.src).Build()).Error()
+			_ = dc.Do(ctx, dc.B().ScriptLoad().Script(s.Source()).Build()).Error()
 		}
 	}
 	vc, ok := c.(valkey.Client)
@@ -97,20 +102,20 @@ func valkeyFirstRun(ctx context.Context, c doer, s *Script, keys, args []string)
 	return r, err
 }
 
-func evalsha(c doer, s *Script, keys, args []string) valkey.Completed {
+func evalsha(c doer, s *node.Script, keys, args []string) valkey.Completed {
 	return c.B().Evalsha().Sha1(s.SHA()).Numkeys(int64(len(keys))).Key(keys...).Arg(args...).Build()
 }
 
-func eval(c doer, s *Script, keys, args []string) valkey.Completed {
+func eval(c doer, s *node.Script, keys, args []string) valkey.Completed {
 	return c.B().Eval().Script(s.Source()).Numkeys(int64(len(keys))).Key(keys...).Arg(args...).Build()
 }
 
-func (n *valkeyNode) Pipeline(ctx context.Context, calls []Call, wait Wait) (results []Result, acked int, err error) {
+func (n *valkeyNode) Pipeline(ctx context.Context, calls []node.Call, wait node.Wait) (results []node.Result, acked int, err error) {
 	if wait.Replicas <= 0 {
 		return valkeyPipeline(ctx, n.c, calls, wait)
 	}
 	if n.c.Mode() == valkey.ClientModeCluster && !sameSlot(n.c, calls) {
-		return nil, 0, ErrCrossSlot
+		return nil, 0, node.ErrCrossSlot
 	}
 	err = n.c.Dedicated(func(dc valkey.DedicatedClient) error {
 		var err error
@@ -120,7 +125,7 @@ func (n *valkeyNode) Pipeline(ctx context.Context, calls []Call, wait Wait) (res
 	return results, acked, err
 }
 
-func valkeyPipeline(ctx context.Context, c doer, calls []Call, wait Wait) ([]Result, int, error) {
+func valkeyPipeline(ctx context.Context, c doer, calls []node.Call, wait node.Wait) ([]node.Result, int, error) {
 	n := len(calls)
 	if wait.Replicas > 0 {
 		n++
@@ -133,26 +138,26 @@ func valkeyPipeline(ctx context.Context, c doer, calls []Call, wait Wait) ([]Res
 		cmds = append(cmds, waitCmd(c, wait))
 	}
 	resps := c.DoMulti(ctx, cmds...)
-	results := make([]Result, len(calls))
+	results := make([]node.Result, len(calls))
 	var resend []int
 	ranFirst := false
 	for i := range calls {
 		r, err := valkeyResult(ctx, resps[i])
 		switch {
-		case isValkeyNoScript(err) && calls[i].Script.first != nil:
+		case isValkeyNoScript(err) && calls[i].Script.First() != nil:
 			call := calls[i]
 			r, err := valkeyFirstRun(ctx, c, call.Script, call.Keys, call.Args)
 			if err != nil && !isReplyError(err) {
 				return nil, 0, err
 			}
-			results[i] = Result{Reply: r, Err: err}
+			results[i] = node.Result{Reply: r, Err: err}
 			ranFirst = true
 		case isValkeyNoScript(err):
 			resend = append(resend, i)
 		case err != nil && !isReplyError(err):
 			return nil, 0, err
 		default:
-			results[i] = Result{Reply: r, Err: err}
+			results[i] = node.Result{Reply: r, Err: err}
 		}
 	}
 	waitResp := resps[len(resps)-1]
@@ -174,7 +179,7 @@ func valkeyPipeline(ctx context.Context, c doer, calls []Call, wait Wait) ([]Res
 			if err != nil && !isReplyError(err) {
 				return nil, 0, err
 			}
-			results[i] = Result{Reply: r, Err: err}
+			results[i] = node.Result{Reply: r, Err: err}
 		}
 		waitResp = resps[len(resps)-1]
 	}
@@ -188,7 +193,7 @@ func valkeyPipeline(ctx context.Context, c doer, calls []Call, wait Wait) ([]Res
 	return results, int(acked), nil
 }
 
-func sameSlot(c valkey.Client, calls []Call) bool {
+func sameSlot(c valkey.Client, calls []node.Call) bool {
 	slot, seen := uint16(0), false
 	for _, call := range calls {
 		for _, k := range call.Keys {
@@ -203,14 +208,14 @@ func sameSlot(c valkey.Client, calls []Call) bool {
 	return true
 }
 
-func waitCmd(c doer, wait Wait) valkey.Completed {
+func waitCmd(c doer, wait node.Wait) valkey.Completed {
 	return c.B().Wait().Numreplicas(int64(wait.Replicas)).Timeout(wait.Timeout.Milliseconds()).Build()
 }
 
 // Subscribe opens the Node's subscription connection on first use; valkey-go
 // answers a SUBSCRIBE only once the server confirmed it.
 func (n *valkeyNode) Subscribe(ctx context.Context, channel string) (<-chan struct{}, func(), error) {
-	return n.hub.subscribe(ctx, channel, n.subscribe, n.unsubscribe)
+	return n.hub.Subscribe(ctx, channel, n.subscribe, n.unsubscribe)
 }
 
 // subscribe runs under hub.sem, as do connect and every other use of n.dc.
@@ -241,14 +246,14 @@ func (n *valkeyNode) unsubscribe(ctx context.Context, channel string) error {
 // that has listeners, and makes sure the watch goroutine runs. It runs under
 // hub.sem.
 func (n *valkeyNode) connect(ctx context.Context) (valkey.DedicatedClient, error) {
-	if n.hub.isClosed() {
-		return nil, ErrClosed
+	if n.hub.IsClosed() {
+		return nil, node.ErrClosed
 	}
 	dc, _ := n.c.Dedicate()
 	errs := dc.SetPubSubHooks(valkey.PubSubHooks{
-		OnMessage: func(m valkey.PubSubMessage) { n.hub.notify(m.Channel) },
+		OnMessage: func(m valkey.PubSubMessage) { n.hub.Notify(m.Channel) },
 	})
-	if chans := n.hub.channels(); len(chans) > 0 {
+	if chans := n.hub.Channels(); len(chans) > 0 {
 		if err := dc.Do(ctx, dc.B().Subscribe().Channel(chans...).Build()).Error(); err != nil {
 			dc.Close()
 			return nil, err
@@ -256,9 +261,9 @@ func (n *valkeyNode) connect(ctx context.Context) (valkey.DedicatedClient, error
 	}
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	if n.hub.isClosed() {
+	if n.hub.IsClosed() {
 		dc.Close()
-		return nil, ErrClosed
+		return nil, node.ErrClosed
 	}
 	n.dc, n.errs = dc, errs
 	if n.done == nil {
@@ -308,10 +313,10 @@ func (n *valkeyNode) reconnect(quit chan struct{}) bool {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
-	if n.hub.lock(ctx) != nil {
+	if n.hub.Lock(ctx) != nil {
 		return false
 	}
-	defer n.hub.unlock()
+	defer n.hub.Unlock()
 	n.mu.Lock()
 	up := n.dc != nil
 	n.mu.Unlock()
@@ -319,14 +324,14 @@ func (n *valkeyNode) reconnect(quit chan struct{}) bool {
 		return true
 	}
 	_, err := n.connect(ctx)
-	return err == nil || errors.Is(err, ErrClosed)
+	return err == nil || errors.Is(err, node.ErrClosed)
 }
 
 func (n *valkeyNode) Close() error {
-	if !n.hub.close() {
+	if !n.hub.Close() {
 		return nil
 	}
-	defer n.hub.wait()
+	defer n.hub.Wait()
 	n.mu.Lock()
 	dc, quit, done := n.dc, n.quit, n.done
 	n.dc, n.errs = nil, nil
@@ -346,29 +351,29 @@ func (n *valkeyNode) Close() error {
 // wrapped, so a type assertion does (and keeps the hot path free of the
 // allocation errors.As would cost).
 func isValkeyNoScript(err error) bool {
-	re, ok := err.(*ReplyError)
+	re, ok := err.(*node.ReplyError)
 	return ok && strings.HasPrefix(re.Msg, "NOSCRIPT")
 }
 
 func isReplyError(err error) bool {
-	_, ok := err.(*ReplyError)
+	_, ok := err.(*node.ReplyError)
 	return ok
 }
 
-// valkeyResult converts one reply: a server error becomes a *ReplyError, a
-// nil reply an empty Reply, anything else a transport error kept
+// valkeyResult converts one reply: a server error becomes a *node.ReplyError, a
+// nil reply an empty node.Reply, anything else a transport error kept
 // recognisable by errors.Is for the context's end.
-func valkeyResult(ctx context.Context, res valkey.ValkeyResult) (Reply, error) {
+func valkeyResult(ctx context.Context, res valkey.ValkeyResult) (node.Reply, error) {
 	m, err := res.ToMessage()
 	if err != nil {
 		if valkey.IsValkeyNil(err) {
-			return Reply{}, nil
+			return node.Reply{}, nil
 		}
 		return nil, valkeyErr(ctx, err)
 	}
 	if m.IsArray() {
 		elems, _ := m.ToArray()
-		r := make(Reply, len(elems))
+		r := make(node.Reply, len(elems))
 		for i := range elems {
 			if r[i], err = valkeyValue(&elems[i]); err != nil {
 				return nil, err
@@ -380,40 +385,40 @@ func valkeyResult(ctx context.Context, res valkey.ValkeyResult) (Reply, error) {
 	if err != nil {
 		return nil, err
 	}
-	return Reply{v}, nil
+	return node.Reply{v}, nil
 }
 
 func valkeyErr(ctx context.Context, err error) error {
 	if ve, ok := valkey.IsValkeyErr(err); ok && !ve.IsNil() {
-		return &ReplyError{Msg: ve.Error()}
+		return &node.ReplyError{Msg: ve.Error()}
 	}
-	return ctxErr(ctx, err)
+	return ctxerr.Wrap(ctx, err)
 }
 
-func valkeyValue(m *valkey.ValkeyMessage) (Value, error) {
+func valkeyValue(m *valkey.ValkeyMessage) (node.Value, error) {
 	switch {
 	case m.IsNil():
-		return Value{}, nil
+		return node.Value{}, nil
 	case m.IsInt64():
 		i, _ := m.AsInt64()
-		return Value{Kind: Int, Int: i}, nil
+		return node.Value{Kind: node.Int, Int: i}, nil
 	case m.IsString():
 		s, _ := m.ToString()
-		return Value{Kind: Str, Str: s}, nil
+		return node.Value{Kind: node.Str, Str: s}, nil
 	case m.IsBool():
 		if b, _ := m.AsBool(); b {
-			return Value{Kind: Int, Int: 1}, nil
+			return node.Value{Kind: node.Int, Int: 1}, nil
 		}
-		return Value{Kind: Int}, nil
+		return node.Value{Kind: node.Int}, nil
 	case m.IsFloat64():
 		f, _ := m.AsFloat64()
-		return Value{Kind: Str, Str: strconv.FormatFloat(f, 'g', -1, 64)}, nil
+		return node.Value{Kind: node.Str, Str: strconv.FormatFloat(f, 'g', -1, 64)}, nil
 	}
 	if err := m.Error(); err != nil {
 		if ve, ok := valkey.IsValkeyErr(err); ok {
-			return Value{}, &ReplyError{Msg: ve.Error()}
+			return node.Value{}, &node.ReplyError{Msg: ve.Error()}
 		}
-		return Value{}, err
+		return node.Value{}, err
 	}
-	return Value{}, errors.New("node: unexpected reply element (nested or map)")
+	return node.Value{}, errors.New("node: unexpected reply element (nested or map)")
 }

@@ -1,4 +1,5 @@
-package node
+// Package goredis is the node.Node adapter for go-redis v9 clients.
+package goredis
 
 import (
 	"context"
@@ -11,22 +12,26 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/dlockgo/dlock/internal/ctxerr"
+	"github.com/dlockgo/dlock/internal/hub"
+	"github.com/dlockgo/dlock/node"
 )
 
-// FromGoRedis returns a Node that runs its commands through c.
+// New returns a Node that runs its commands through c.
 //
 // Pipeline keeps its calls on one connection for a *redis.Client (standalone
 // or failover); with a WAIT it holds one connection (Client.Conn) for the
 // whole exchange, including a resend after NOSCRIPT. A *redis.ClusterClient
 // splits a pipeline by slot; with a WAIT, every key must be served by one
-// master (else ErrCrossSlot), whose connection is then held the same way,
-// and a MOVED reply comes back as that call's *ReplyError rather than being
+// master (else node.ErrCrossSlot), whose connection is then held the same way,
+// and a MOVED reply comes back as that call's *node.ReplyError rather than being
 // followed.
 //
 // Subscribe uses one go-redis PubSub connection per Node, which reconnects
 // and resubscribes by itself; messages published while it is down are lost.
 //
-// Script bodies, keys and args are passed to go-redis as *string (see
+// node.Script bodies, keys and args are passed to go-redis as *string (see
 // evalArgs), so a hook that prints commands (Cmd.String, tracing) shows
 // them as pointers; they are read until Eval or Pipeline returns.
 //
@@ -34,13 +39,13 @@ import (
 // ContextTimeoutEnabled; without it a call to a hung server runs until the
 // client's ReadTimeout. The strategies bound their own waits either way,
 // but set it so the calls they abandon end sooner.
-func FromGoRedis(c redis.UniversalClient) Node {
-	return &goRedis{c: c, hub: newHub()}
+func New(c redis.UniversalClient) node.Node {
+	return &goRedis{c: c, hub: hub.New()}
 }
 
 type goRedis struct {
 	c   redis.UniversalClient
-	hub *hub
+	hub *hub.Hub
 
 	// ps and done are set by the first Subscribe, under hub.sem.
 	mu    sync.Mutex
@@ -68,20 +73,20 @@ func (n *goRedis) String() string {
 	}
 }
 
-func (n *goRedis) Eval(ctx context.Context, s *Script, keys []string, args ...string) (Reply, error) {
-	v, err := n.c.Do(ctx, evalArgs("evalsha", &s.sha, keys, args)...).Result()
+func (n *goRedis) Eval(ctx context.Context, s *node.Script, keys []string, args ...string) (node.Reply, error) {
+	v, err := n.c.Do(ctx, evalArgs("evalsha", s, keys, args)...).Result()
 	if isNoScript(err) {
-		if s.first != nil {
+		if s.First() != nil {
 			return n.firstRun(ctx, s, keys, args)
 		}
-		v, err = n.c.Do(ctx, evalArgs("eval", &s.src, keys, args)...).Result()
+		v, err = n.c.Do(ctx, evalArgs("eval", s, keys, args)...).Result()
 	}
 	return goRedisEvalReply(ctx, v, err)
 }
 
-func goRedisEvalReply(ctx context.Context, v any, err error) (Reply, error) {
+func goRedisEvalReply(ctx context.Context, v any, err error) (node.Reply, error) {
 	if errors.Is(err, redis.Nil) {
-		return Reply{}, nil
+		return node.Reply{}, nil
 	}
 	if err != nil {
 		return nil, goRedisErr(ctx, err)
@@ -97,7 +102,7 @@ type goRedisDoer interface {
 // firstRun runs s.first in place of s, on one connection that then loads s
 // (see NewScriptAfter). A client that cannot lend one connection runs
 // s.first and loads nothing.
-func (n *goRedis) firstRun(ctx context.Context, s *Script, keys, args []string) (Reply, error) {
+func (n *goRedis) firstRun(ctx context.Context, s *node.Script, keys, args []string) (node.Reply, error) {
 	var c *redis.Client
 	switch cc := n.c.(type) {
 	case *redis.Client:
@@ -121,20 +126,21 @@ func (n *goRedis) firstRun(ctx context.Context, s *Script, keys, args []string) 
 
 // goRedisFirstRun runs s.first on c and, when load is set and it replied
 // without an error, loads s on c.
-func goRedisFirstRun(ctx context.Context, c goRedisDoer, s *Script, keys, args []string, load bool) (Reply, error) {
-	f := s.first
-	v, err := c.Do(ctx, evalArgs("evalsha", &f.sha, keys, args)...).Result()
+func goRedisFirstRun(ctx context.Context, c goRedisDoer, s *node.Script, keys, args []string, load bool) (node.Reply, error) {
+	f := s.First()
+	v, err := c.Do(ctx, evalArgs("evalsha", f, keys, args)...).Result()
 	if isNoScript(err) {
-		v, err = c.Do(ctx, evalArgs("eval", &f.src, keys, args)...).Result()
+		v, err = c.Do(ctx, evalArgs("eval", f, keys, args)...).Result()
 	}
 	if load && (err == nil || errors.Is(err, redis.Nil)) {
 		// A failed load costs only a later call running first again.
-		_ = c.Do(ctx, "script", "load", &s.src).Err()
+		_, src := s.Pointers()
+		_ = c.Do(ctx, "script", "load", src).Err()
 	}
 	return goRedisEvalReply(ctx, v, err)
 }
 
-func (n *goRedis) Pipeline(ctx context.Context, calls []Call, wait Wait) ([]Result, int, error) {
+func (n *goRedis) Pipeline(ctx context.Context, calls []node.Call, wait node.Wait) ([]node.Result, int, error) {
 	if wait.Replicas > 0 {
 		c, ok := n.c.(*redis.Client)
 		if cc, isCluster := n.c.(*redis.ClusterClient); isCluster {
@@ -147,28 +153,28 @@ func (n *goRedis) Pipeline(ctx context.Context, calls []Call, wait Wait) ([]Resu
 		if ok {
 			conn := c.Conn()
 			defer conn.Close()
-			return goRedisPipeline(ctx, conn, calls, wait, func(call Call) (Reply, error) {
+			return goRedisPipeline(ctx, conn, calls, wait, func(call node.Call) (node.Reply, error) {
 				return goRedisFirstRun(ctx, conn, call.Script, call.Keys, call.Args, true)
 			})
 		}
 	}
-	return goRedisPipeline(ctx, n.c, calls, wait, func(call Call) (Reply, error) {
+	return goRedisPipeline(ctx, n.c, calls, wait, func(call node.Call) (node.Reply, error) {
 		return n.firstRun(ctx, call.Script, call.Keys, call.Args)
 	})
 }
 
 // clusterMaster returns the one master serving every key of calls, or nil
 // when calls have no keys.
-func clusterMaster(ctx context.Context, cc *redis.ClusterClient, calls []Call) (*redis.Client, error) {
+func clusterMaster(ctx context.Context, cc *redis.ClusterClient, calls []node.Call) (*redis.Client, error) {
 	var master *redis.Client
 	for _, call := range calls {
 		for _, k := range call.Keys {
 			m, err := cc.MasterForKey(ctx, k)
 			if err != nil {
-				return nil, ctxErr(ctx, err)
+				return nil, ctxerr.Wrap(ctx, err)
 			}
 			if master != nil && m != master {
-				return nil, ErrCrossSlot
+				return nil, node.ErrCrossSlot
 			}
 			master = m
 		}
@@ -182,12 +188,12 @@ type pipeliner interface{ Pipeline() redis.Pipeliner }
 // src. A call whose script the server did not have cached is sent again by
 // EVAL, or, for a script with a first, runs through first (see
 // NewScriptAfter), before the WAIT is sent again.
-func goRedisPipeline(ctx context.Context, src pipeliner, calls []Call, wait Wait, first func(Call) (Reply, error)) ([]Result, int, error) {
-	results := make([]Result, len(calls))
+func goRedisPipeline(ctx context.Context, src pipeliner, calls []node.Call, wait node.Wait, first func(node.Call) (node.Reply, error)) ([]node.Result, int, error) {
+	results := make([]node.Result, len(calls))
 	cmds := make([]*redis.Cmd, len(calls))
 	p := src.Pipeline()
 	for i, c := range calls {
-		cmds[i] = p.Do(ctx, evalArgs("evalsha", &c.Script.sha, c.Keys, c.Args)...)
+		cmds[i] = p.Do(ctx, evalArgs("evalsha", c.Script, c.Keys, c.Args)...)
 	}
 	var waitCmd *redis.Cmd
 	if wait.Replicas > 0 {
@@ -200,13 +206,13 @@ func goRedisPipeline(ctx context.Context, src pipeliner, calls []Call, wait Wait
 	for i, cmd := range cmds {
 		v, err := cmd.Result()
 		switch {
-		case isNoScript(err) && calls[i].Script.first != nil:
+		case isNoScript(err) && calls[i].Script.First() != nil:
 			r, err := first(calls[i])
-			var re *ReplyError
+			var re *node.ReplyError
 			if err != nil && !errors.As(err, &re) {
 				return nil, 0, err
 			}
-			results[i] = Result{Reply: r, Err: err}
+			results[i] = node.Result{Reply: r, Err: err}
 			ranFirst = true
 		case isNoScript(err):
 			resend = append(resend, i)
@@ -224,7 +230,7 @@ func goRedisPipeline(ctx context.Context, src pipeliner, calls []Call, wait Wait
 		cmds = cmds[:0]
 		for _, i := range resend {
 			c := calls[i]
-			cmds = append(cmds, p.Do(ctx, evalArgs("eval", &c.Script.src, c.Keys, c.Args)...))
+			cmds = append(cmds, p.Do(ctx, evalArgs("eval", c.Script, c.Keys, c.Args)...))
 		}
 		if wait.Replicas > 0 {
 			waitCmd = waitOn(ctx, p, wait)
@@ -250,25 +256,25 @@ func goRedisPipeline(ctx context.Context, src pipeliner, calls []Call, wait Wait
 
 // waitOn queues WAIT on p. Its reply is read within the client's
 // ReadTimeout, so wait.Timeout must stay below it.
-func waitOn(ctx context.Context, p redis.Pipeliner, wait Wait) *redis.Cmd {
+func waitOn(ctx context.Context, p redis.Pipeliner, wait node.Wait) *redis.Cmd {
 	return p.Do(ctx, "wait", wait.Replicas, wait.Timeout.Milliseconds())
 }
 
-func goRedisResult(ctx context.Context, v any, err error) Result {
+func goRedisResult(ctx context.Context, v any, err error) node.Result {
 	if errors.Is(err, redis.Nil) {
-		return Result{Reply: Reply{}}
+		return node.Result{Reply: node.Reply{}}
 	}
 	if err != nil {
-		return Result{Err: goRedisErr(ctx, err)}
+		return node.Result{Err: goRedisErr(ctx, err)}
 	}
 	r, err := goRedisReply(v)
-	return Result{Reply: r, Err: err}
+	return node.Result{Reply: r, Err: err}
 }
 
 // Subscribe creates the Node's PubSub on first use and starts the goroutine
 // that reads it.
 func (n *goRedis) Subscribe(ctx context.Context, channel string) (<-chan struct{}, func(), error) {
-	return n.hub.subscribe(ctx, channel, n.subscribe, n.unsubscribe)
+	return n.hub.Subscribe(ctx, channel, n.subscribe, n.unsubscribe)
 }
 
 func (n *goRedis) subscribe(ctx context.Context, channel string) error {
@@ -276,9 +282,9 @@ func (n *goRedis) subscribe(ctx context.Context, channel string) error {
 	// Checked under n.mu, which Close takes after marking the hub closed:
 	// either Close sees the PubSub made here and ends its reader, or this
 	// sees the hub closed and makes none.
-	if n.hub.isClosed() {
+	if n.hub.IsClosed() {
 		n.mu.Unlock()
-		return ErrClosed
+		return node.ErrClosed
 	}
 	if n.done == nil {
 		n.ps = n.c.Subscribe(context.Background())
@@ -303,7 +309,7 @@ func (n *goRedis) subscribe(ctx context.Context, channel string) error {
 		select {
 		case p, ok := <-pongs:
 			if !ok {
-				return ErrClosed
+				return node.ErrClosed
 			}
 			if p == token {
 				return nil
@@ -332,7 +338,7 @@ func (n *goRedis) receive(ps *redis.PubSub, done chan struct{}, pongs chan strin
 	for {
 		msg, err := ps.Receive(context.Background())
 		if err != nil {
-			if n.hub.isClosed() {
+			if n.hub.IsClosed() {
 				return
 			}
 			// The next Receive reconnects and resubscribes; the pause keeps
@@ -342,7 +348,7 @@ func (n *goRedis) receive(ps *redis.PubSub, done chan struct{}, pongs chan strin
 		}
 		switch m := msg.(type) {
 		case *redis.Message:
-			n.hub.notify(m.Channel)
+			n.hub.Notify(m.Channel)
 		case *redis.Pong:
 			// Only the Subscribe holding hub.sem waits here, for the last
 			// PING sent: a PONG pending, which one that gave up left
@@ -365,10 +371,10 @@ func (n *goRedis) receive(ps *redis.PubSub, done chan struct{}, pongs chan strin
 }
 
 func (n *goRedis) Close() error {
-	if !n.hub.close() {
+	if !n.hub.Close() {
 		return nil
 	}
-	defer n.hub.wait()
+	defer n.hub.Wait()
 	n.mu.Lock()
 	ps, done := n.ps, n.done
 	n.mu.Unlock()
@@ -380,14 +386,19 @@ func (n *goRedis) Close() error {
 	return err
 }
 
-// evalArgs builds EVAL or EVALSHA as one argument list, which go-redis's
-// own EvalSha would build again from a second one. The body, keys and
-// args go in as *string, which go-redis writes (and reads for cluster
-// routing) as the string: a pointer fits in an interface without the
-// allocation a boxed string costs. The strings must stay as they are
-// until the command has run; the caller's slices are not written to
-// meanwhile.
-func evalArgs(cmd string, body *string, keys, args []string) []any {
+// evalArgs builds EVALSHA (with s's SHA1) or EVAL (with its source) as
+// one argument list, which go-redis's own EvalSha would build again from a
+// second one. The script text, keys and args go in as *string, which
+// go-redis writes (and reads for cluster routing) as the string: a pointer
+// fits in an interface without the allocation a boxed string costs. The
+// strings must stay as they are until the command has run; the caller's
+// slices are not written to meanwhile.
+func evalArgs(cmd string, s *node.Script, keys, args []string) []any {
+	sha, src := s.Pointers()
+	body := sha
+	if cmd == "eval" {
+		body = src
+	}
 	argv := make([]any, 0, 3+len(keys)+len(args))
 	argv = append(argv, cmd, body, len(keys))
 	for i := range keys {
@@ -411,15 +422,15 @@ func isReplyErr(err error) bool {
 func goRedisErr(ctx context.Context, err error) error {
 	var re redis.Error
 	if errors.As(err, &re) && !errors.Is(err, redis.Nil) {
-		return &ReplyError{Msg: re.Error()}
+		return &node.ReplyError{Msg: re.Error()}
 	}
-	return ctxErr(ctx, err)
+	return ctxerr.Wrap(ctx, err)
 }
 
-func goRedisReply(v any) (Reply, error) {
+func goRedisReply(v any) (node.Reply, error) {
 	switch v := v.(type) {
 	case []any:
-		r := make(Reply, len(v))
+		r := make(node.Reply, len(v))
 		for i, e := range v {
 			val, err := goRedisValue(e)
 			if err != nil {
@@ -433,26 +444,26 @@ func goRedisReply(v any) (Reply, error) {
 		if err != nil {
 			return nil, err
 		}
-		return Reply{val}, nil
+		return node.Reply{val}, nil
 	}
 }
 
-func goRedisValue(v any) (Value, error) {
+func goRedisValue(v any) (node.Value, error) {
 	switch v := v.(type) {
 	case nil:
-		return Value{}, nil
+		return node.Value{}, nil
 	case int64:
-		return Value{Kind: Int, Int: v}, nil
+		return node.Value{Kind: node.Int, Int: v}, nil
 	case string:
-		return Value{Kind: Str, Str: v}, nil
+		return node.Value{Kind: node.Str, Str: v}, nil
 	case bool:
 		if v {
-			return Value{Kind: Int, Int: 1}, nil
+			return node.Value{Kind: node.Int, Int: 1}, nil
 		}
-		return Value{Kind: Int}, nil
+		return node.Value{Kind: node.Int}, nil
 	case float64:
-		return Value{Kind: Str, Str: strconv.FormatFloat(v, 'g', -1, 64)}, nil
+		return node.Value{Kind: node.Str, Str: strconv.FormatFloat(v, 'g', -1, 64)}, nil
 	default:
-		return Value{}, fmt.Errorf("node: unexpected reply element of type %T", v)
+		return node.Value{}, fmt.Errorf("node: unexpected reply element of type %T", v)
 	}
 }

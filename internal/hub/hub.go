@@ -1,24 +1,21 @@
-package node
+// Package hub is the client-independent half of a Node's Subscribe: which
+// local subscribers listen on which channel, the coalescing signal to each,
+// and the order of the server-side SUBSCRIBEs and UNSUBSCRIBEs.
+package hub
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sync"
 	"time"
+
+	"github.com/dlockgo/dlock/internal/ctxerr"
+	"github.com/dlockgo/dlock/node"
 )
 
-// ErrClosed is returned by a Node's Subscribe after Close.
-var ErrClosed = errors.New("node: closed")
-
-// ErrCrossSlot is returned by Pipeline on a cluster client when a WAIT is
-// asked for and the calls' keys are spread so that no single connection can
-// carry them all (see FromGoRedis and FromValkey for each client's rule).
-var ErrCrossSlot = errors.New("node: pipeline with WAIT spans more than one cluster slot")
-
-// hub is the client-independent half of Subscribe: which local subscribers
+// Hub is the client-independent half of Subscribe: which local subscribers
 // listen on which channel, and the coalescing signal to each.
-type hub struct {
+type Hub struct {
 	// sem serialises changes to the server-side subscription set, so a
 	// SUBSCRIBE and an UNSUBSCRIBE of one channel reach the server in the
 	// order their refcount changes were made. It is a channel so waiting for
@@ -28,7 +25,7 @@ type hub struct {
 	mu       sync.Mutex
 	topics   map[string]map[*listener]struct{}
 	closed   bool
-	pending  map[string]struct{} // channels left by their last listener, to UNSUBSCRIBE
+	pending  map[string]struct{} // Channels left by their last listener, to UNSUBSCRIBE
 	draining bool                // drain runs
 	quit     chan struct{}       // closed by close
 	wg       sync.WaitGroup      // drain, waited for by wait
@@ -38,12 +35,12 @@ type listener struct {
 	c chan struct{}
 }
 
-func newHub() *hub {
-	return &hub{sem: make(chan struct{}, 1), topics: make(map[string]map[*listener]struct{}),
+func New() *Hub {
+	return &Hub{sem: make(chan struct{}, 1), topics: make(map[string]map[*listener]struct{}),
 		pending: make(map[string]struct{}), quit: make(chan struct{})}
 }
 
-func (h *hub) lock(ctx context.Context) error {
+func (h *Hub) Lock(ctx context.Context) error {
 	select {
 	case h.sem <- struct{}{}:
 		return nil
@@ -52,15 +49,15 @@ func (h *hub) lock(ctx context.Context) error {
 	}
 }
 
-func (h *hub) unlock() { <-h.sem }
+func (h *Hub) Unlock() { <-h.sem }
 
 // add registers a listener on channel; first reports whether it is the
 // channel's only one, so the caller must SUBSCRIBE.
-func (h *hub) add(channel string) (l *listener, first bool, err error) {
+func (h *Hub) add(channel string) (l *listener, first bool, err error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.closed {
-		return nil, false, ErrClosed
+		return nil, false, node.ErrClosed
 	}
 	l = &listener{c: make(chan struct{}, 1)}
 	set := h.topics[channel]
@@ -76,7 +73,7 @@ func (h *hub) add(channel string) (l *listener, first bool, err error) {
 // UNSUBSCRIBE, which drain sends with unsub once it holds sem: waiting for
 // sem here would hold up the caller behind a call to a hung server, and
 // giving up would leave the server subscribed for the Node's lifetime.
-func (h *hub) remove(channel string, l *listener, unsub func(ctx context.Context, channel string) error) {
+func (h *Hub) remove(channel string, l *listener, unsub func(ctx context.Context, channel string) error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if !h.removeLocked(channel, l) {
@@ -93,7 +90,7 @@ func (h *hub) remove(channel string, l *listener, unsub func(ctx context.Context
 // drain sends the queued UNSUBSCRIBEs, each under sem and only while its
 // channel still has no listener (a Subscribe since then has sent its own
 // SUBSCRIBE, which must stand), until none is left or the hub closes.
-func (h *hub) drain(unsub func(ctx context.Context, channel string) error) {
+func (h *Hub) drain(unsub func(ctx context.Context, channel string) error) {
 	defer h.wg.Done()
 	for {
 		h.mu.Lock()
@@ -117,21 +114,21 @@ func (h *hub) drain(unsub func(ctx context.Context, channel string) error) {
 			h.mu.Unlock()
 			return
 		}
-		if !h.active(channel) && !h.isClosed() {
+		if !h.active(channel) && !h.IsClosed() {
 			ctx, cancel := context.WithTimeout(context.Background(), unsubscribeTimeout)
 			_ = unsub(ctx, channel)
 			cancel()
 		}
-		h.unlock()
+		h.Unlock()
 	}
 }
 
-// wait waits for drain to end; the caller has closed the hub.
-func (h *hub) wait() { h.wg.Wait() }
+// Wait waits for drain to end; the caller has closed the hub.
+func (h *Hub) Wait() { h.wg.Wait() }
 
 // removeLocked unregisters l; it reports whether channel has no listener
 // left, so the server subscription should end.
-func (h *hub) removeLocked(channel string, l *listener) (last bool) {
+func (h *Hub) removeLocked(channel string, l *listener) (last bool) {
 	set, ok := h.topics[channel]
 	if !ok {
 		return false
@@ -148,15 +145,15 @@ func (h *hub) removeLocked(channel string, l *listener) (last bool) {
 }
 
 // active reports whether channel has listeners now.
-func (h *hub) active(channel string) bool {
+func (h *Hub) active(channel string) bool {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	return len(h.topics[channel]) > 0
 }
 
-// channels lists the channels with listeners, for a resubscribe after
+// Channels lists the channels with listeners, for a resubscribe after
 // reconnecting.
-func (h *hub) channels() []string {
+func (h *Hub) Channels() []string {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	out := make([]string, 0, len(h.topics))
@@ -166,9 +163,9 @@ func (h *hub) channels() []string {
 	return out
 }
 
-// notify signals every listener on channel without blocking: a listener
+// Notify signals every listener on channel without blocking: a listener
 // that has a signal pending keeps just that one.
-func (h *hub) notify(channel string) {
+func (h *Hub) Notify(channel string) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	for l := range h.topics[channel] {
@@ -179,8 +176,8 @@ func (h *hub) notify(channel string) {
 	}
 }
 
-// close marks the hub closed and reports whether it was open.
-func (h *hub) close() bool {
+// Close marks the hub closed and reports whether it was open.
+func (h *Hub) Close() bool {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	was := !h.closed
@@ -191,16 +188,16 @@ func (h *hub) close() bool {
 	return was
 }
 
-// subscribe is the shared body of Subscribe: register, ask the backend to
+// Subscribe is the shared body of Subscribe: register, ask the backend to
 // SUBSCRIBE when the channel is new (under sem), and build stop, which
 // returns at once (see remove). sub must
 // return only once the server confirmed the subscription; unsub may be
 // best-effort.
-func (h *hub) subscribe(ctx context.Context, channel string,
+func (h *Hub) Subscribe(ctx context.Context, channel string,
 	sub func(ctx context.Context, channel string) error,
 	unsub func(ctx context.Context, channel string) error,
 ) (<-chan struct{}, func(), error) {
-	if err := h.lock(ctx); err != nil {
+	if err := h.Lock(ctx); err != nil {
 		return nil, nil, err
 	}
 	l, first, err := h.add(channel)
@@ -210,33 +207,20 @@ func (h *hub) subscribe(ctx context.Context, channel string,
 			h.remove(channel, l, unsub)
 		}
 	}
-	h.unlock()
+	h.Unlock()
 	if err != nil {
-		return nil, nil, fmt.Errorf("node: subscribe %q: %w", channel, ctxErr(ctx, err))
+		return nil, nil, fmt.Errorf("node: subscribe %q: %w", channel, ctxerr.Wrap(ctx, err))
 	}
 	var once sync.Once
 	stop := func() { once.Do(func() { h.remove(channel, l, unsub) }) }
 	return l.c, stop, nil
 }
 
-// ctxErr keeps a context's end recognisable by errors.Is when a client
-// reports it as a network timeout or its own error instead.
-func ctxErr(ctx context.Context, err error) error {
-	if err == nil {
-		return nil
-	}
-	cerr := ctx.Err()
-	if cerr == nil || errors.Is(err, cerr) {
-		return err
-	}
-	return fmt.Errorf("%w: %w", cerr, err)
-}
-
 // unsubscribeTimeout bounds each UNSUBSCRIBE drain sends: a hung server
 // must not hold sem for long.
 const unsubscribeTimeout = time.Second
 
-func (h *hub) isClosed() bool {
+func (h *Hub) IsClosed() bool {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	return h.closed

@@ -1,10 +1,14 @@
-package node
+package goredis
 
-import "time"
+import (
+	"time"
+
+	"github.com/dlockgo/dlock/node"
+)
 
 // ReaderEnded reports whether n's subscription reader, if it ever started,
-// ends within d. n must come from FromGoRedis.
-func ReaderEnded(n Node, d time.Duration) bool {
+// ends within d. n must come from New.
+func ReaderEnded(n node.Node, d time.Duration) bool {
 	g := n.(*goRedis)
 	g.mu.Lock()
 	done := g.done

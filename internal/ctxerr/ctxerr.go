@@ -1,0 +1,23 @@
+// Package ctxerr keeps a context's end recognisable when a client reports
+// it as an error of its own.
+package ctxerr
+
+import (
+	"context"
+	"errors"
+	"fmt"
+)
+
+// Wrap returns err matching ctx.Err() with errors.Is once ctx has ended,
+// as a client's own timeout or cancellation error may not; it returns err
+// unchanged when ctx has not ended or err already matches, and nil for nil.
+func Wrap(ctx context.Context, err error) error {
+	if err == nil {
+		return nil
+	}
+	cerr := ctx.Err()
+	if cerr == nil || errors.Is(err, cerr) {
+		return err
+	}
+	return fmt.Errorf("%w: %w", cerr, err)
+}
