@@ -14,6 +14,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/valkey-io/valkey-go"
 
+	"github.com/dlockgo/dlock/internal/acquire"
 	"github.com/dlockgo/dlock/lease"
 	"github.com/dlockgo/dlock/node"
 	"github.com/dlockgo/dlock/node/goredis"
@@ -82,7 +83,7 @@ type Config struct {
 // require them to answer. A bad Config is reported as an *lease.ArgError
 // naming the field.
 func Open(ctx context.Context, cfg Config) (Locker, error) {
-	if err := lease.CheckContext(ctx); err != nil {
+	if err := acquire.CheckContext(ctx); err != nil {
 		return nil, err
 	}
 	if err := cfg.check(); err != nil {
@@ -176,7 +177,7 @@ func (cfg *Config) check() error {
 		return &lease.ArgError{Arg: "Config.Client", Value: cfg.Client, Rule: `must be "go-redis" or "valkey-go"`}
 	}
 	if cfg.TTL != 0 {
-		if err := lease.CheckTTL(cfg.TTL, lease.DefaultDriftFactor); err != nil {
+		if err := acquire.CheckTTL(cfg.TTL, acquire.DefaultDriftFactor); err != nil {
 			var ae *lease.ArgError
 			if errors.As(err, &ae) {
 				return &lease.ArgError{Arg: "Config.TTL", Value: cfg.TTL, Rule: ae.Rule}
@@ -336,7 +337,7 @@ func (o *opened) closeAll() error {
 // DurableNodes, NodeTimeout and MaxTTL. A malformed URL or an unknown
 // parameter is reported as an *lease.ArgError.
 func OpenURL(ctx context.Context, rawURL string) (Locker, error) {
-	if err := lease.CheckContext(ctx); err != nil {
+	if err := acquire.CheckContext(ctx); err != nil {
 		return nil, err
 	}
 	cfg, err := ParseURL(rawURL)

@@ -19,6 +19,7 @@ import (
 	"fmt"
 
 	"github.com/dlockgo/dlock/fence"
+	"github.com/dlockgo/dlock/internal/acquire"
 	"github.com/dlockgo/dlock/lease"
 )
 
@@ -61,7 +62,7 @@ var (
 // with the release's error if that failed too; if the lease ended before fn
 // returned, the error also matches the lease's end (ErrLost or ErrExpired).
 func Do(ctx context.Context, l Locker, key string, fn func(ctx context.Context, token fence.Token) error, opts ...lease.Option) error {
-	if err := lease.CheckContext(ctx); err != nil {
+	if err := acquire.CheckContext(ctx); err != nil {
 		return err
 	}
 	if l == nil {

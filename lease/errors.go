@@ -1,7 +1,6 @@
 package lease
 
 import (
-	"context"
 	"errors"
 
 	"github.com/dlockgo/dlock/internal/argerr"
@@ -31,14 +30,3 @@ var (
 // Rule what the value must be. It matches ErrInvalid with errors.Is.
 // (Package fence, below this one, returns it too: hence the alias.)
 type ArgError = argerr.Error
-
-// CheckContext returns an *ArgError when ctx is nil.
-func CheckContext(ctx context.Context) error { return argerr.CheckContext(ctx) }
-
-// CheckKey returns an *ArgError when key cannot name a lock.
-func CheckKey(key string) error {
-	if key == "" {
-		return &ArgError{Arg: "key", Value: key, Rule: "must not be empty"}
-	}
-	return nil
-}

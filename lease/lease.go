@@ -1,8 +1,9 @@
 // Package lease is what a caller holds once a lock is granted: a Lease with
 // its key, fencing token and validity, the means to extend and release it,
-// and a Done channel and Context that end with it. It also holds what every
-// strategy shares: validity arithmetic, acquisition options, and the retry
-// policy of a blocking acquire.
+// and a Done channel and Context that end with it; the options an
+// acquisition takes (WithTTL, WithAutoRenew, WithRetry); the errors every
+// strategy returns; and the Observer hook. A strategy hands out a Lease
+// through New, with its Backend and the Grant it won.
 //
 // A Lease ends exactly once, for one of three causes: ErrReleased after
 // Release, ErrExpired when its validity runs out by the local monotonic
@@ -11,14 +12,13 @@ package lease
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"sync"
 	"time"
 
 	"github.com/dlockgo/dlock/fence"
+	"github.com/dlockgo/dlock/internal/argerr"
 )
 
 // Backend is a strategy's side of a Lease: how its servers extend and
@@ -42,8 +42,9 @@ type Grant struct {
 	TTL   time.Duration // the TTL asked for; renewal asks for it again
 	Until time.Time     // local monotonic end of validity, drift taken off
 
-	Strategy string   // "single" or "quorum", for Observer events
-	Observer Observer // hears renewals, loss and release; may be nil
+	Strategy  string   // "single" or "quorum", for Observer events
+	Observer  Observer // hears renewals, loss and release; may be nil
+	AutoRenew bool     // keep the lease renewed until Release (see WithAutoRenew)
 }
 
 // ReleaseTimeout bounds the cleanup a lease does on a context of its own:
@@ -69,29 +70,23 @@ type Lease struct {
 	renewDone chan struct{} // closed by the renewal goroutine when it returns
 }
 
-// New returns the lease for g, backed by b. When autoRenew is set, it starts
-// the lease's renewal goroutine, which ends when the lease does. If g.Until
-// has already passed, the lease is born expired.
-func New(b Backend, g Grant, autoRenew bool) *Lease {
+// New returns the lease for g, backed by b: the one way a strategy hands a
+// Lease to its caller. With g.AutoRenew it starts the lease's renewal
+// goroutine, which ends when the lease does. If g.Until has already passed,
+// the lease is born expired.
+func New(b Backend, g Grant) *Lease {
 	l := &Lease{b: b, g: g, until: g.Until, done: make(chan struct{})}
-	if autoRenew || g.Observer != nil {
+	if g.AutoRenew || g.Observer != nil {
 		l.mu.Lock()
 		l.watchLocked()
 		l.mu.Unlock()
 	}
-	if autoRenew {
+	if g.AutoRenew {
 		l.renewStop = make(chan struct{})
 		l.renewDone = make(chan struct{})
 		go l.renew()
 	}
 	return l
-}
-
-// NewOwner returns a random value that identifies one lease on the servers.
-func NewOwner() string {
-	var b [16]byte
-	rand.Read(b[:])
-	return hex.EncodeToString(b[:])
 }
 
 // Key returns the lock's key.
@@ -181,7 +176,7 @@ func (l *Lease) Context(parent context.Context) context.Context {
 // lease has ended or the servers refused; a refusal ends the lease with
 // ErrLost. A lock that already expired on the servers is never revived.
 func (l *Lease) Extend(ctx context.Context, ttl time.Duration) error {
-	if err := CheckContext(ctx); err != nil {
+	if err := argerr.CheckContext(ctx); err != nil {
 		return err
 	}
 	if ttl <= 0 {
@@ -224,7 +219,7 @@ func (l *Lease) Extend(ctx context.Context, ttl time.Duration) error {
 // an earlier Release of l succeeded; only a Release that failed is worth
 // calling again, and it then asks the servers again.
 func (l *Lease) Release(ctx context.Context) error {
-	if err := CheckContext(ctx); err != nil {
+	if err := argerr.CheckContext(ctx); err != nil {
 		return err
 	}
 	l.stopRenewal()

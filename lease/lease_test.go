@@ -14,6 +14,7 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/dlockgo/dlock/internal/acquire"
 	"github.com/dlockgo/dlock/lease"
 )
 
@@ -76,13 +77,19 @@ func (f *fake) Release(ctx context.Context, l *lease.Lease) error {
 	return nil
 }
 
+// renewing is g with auto-renew on.
+func renewing(g lease.Grant) lease.Grant {
+	g.AutoRenew = true
+	return g
+}
+
 func grant(ttl time.Duration) lease.Grant {
-	return lease.Grant{Key: "k", Owner: lease.NewOwner(), Token: 7, TTL: ttl, Until: time.Now().Add(ttl)}
+	return lease.Grant{Key: "k", Owner: acquire.NewOwner(), Token: 7, TTL: ttl, Until: time.Now().Add(ttl)}
 }
 
 func TestReleaseEnds(t *testing.T) {
 	f := &fake{}
-	l := lease.New(f, grant(time.Minute), false)
+	l := lease.New(f, grant(time.Minute))
 	ctx := l.Context(context.Background())
 	if l.Err() != nil || l.TTL() <= 0 || l.Key() != "k" || l.Token() != 7 || !l.Fenced() {
 		t.Fatalf("fresh lease: Err %v TTL %v Key %q Token %d", l.Err(), l.TTL(), l.Key(), l.Token())
@@ -117,7 +124,7 @@ func TestReleaseEnds(t *testing.T) {
 // finishing the first); after one that failed, it asks them again.
 func TestReleaseTwice(t *testing.T) {
 	f := &fake{}
-	l := lease.New(f, grant(time.Minute), false)
+	l := lease.New(f, grant(time.Minute))
 	if err := l.Release(context.Background()); err != nil {
 		t.Fatalf("Release: %v", err)
 	}
@@ -127,7 +134,7 @@ func TestReleaseTwice(t *testing.T) {
 
 	f = &fake{}
 	f.relFail.Store(1)
-	l = lease.New(f, grant(time.Minute), false)
+	l = lease.New(f, grant(time.Minute))
 	if err := l.Release(context.Background()); err == nil || errors.Is(err, lease.ErrNotHeld) {
 		t.Fatalf("failing Release: %v; want the backend's error", err)
 	}
@@ -138,7 +145,7 @@ func TestReleaseTwice(t *testing.T) {
 
 func TestExpiresByLocalValidity(t *testing.T) {
 	f := &fake{}
-	l := lease.New(f, grant(30*time.Millisecond), false)
+	l := lease.New(f, grant(30*time.Millisecond))
 	ctx := l.Context(context.Background())
 	select {
 	case <-l.Done():
@@ -154,7 +161,7 @@ func TestExpiresByLocalValidity(t *testing.T) {
 
 	g := grant(time.Minute)
 	g.Until = time.Now().Add(-time.Second)
-	born := lease.New(f, g, false)
+	born := lease.New(f, g)
 	<-born.Done()
 	if !errors.Is(born.Err(), lease.ErrExpired) {
 		t.Fatalf("born expired: Err %v; want ErrExpired", born.Err())
@@ -163,7 +170,7 @@ func TestExpiresByLocalValidity(t *testing.T) {
 
 func TestExtendMovesValidity(t *testing.T) {
 	f := &fake{}
-	l := lease.New(f, grant(40*time.Millisecond), false)
+	l := lease.New(f, grant(40*time.Millisecond))
 	defer l.Release(context.Background())
 	if err := l.Extend(context.Background(), time.Minute); err != nil {
 		t.Fatal(err)
@@ -185,7 +192,7 @@ func TestExtendMovesValidity(t *testing.T) {
 }
 
 func TestParentCancelled(t *testing.T) {
-	l := lease.New(&fake{}, grant(time.Minute), false)
+	l := lease.New(&fake{}, grant(time.Minute))
 	defer l.Release(context.Background())
 	parent, cancel := context.WithCancelCause(context.Background())
 	why := errors.New("shutting down")
@@ -199,7 +206,7 @@ func TestParentCancelled(t *testing.T) {
 
 func TestAutoRenewLost(t *testing.T) {
 	f := &fake{}
-	l := lease.New(f, grant(30*time.Millisecond), true)
+	l := lease.New(f, renewing(grant(30*time.Millisecond)))
 	ctx := l.Context(context.Background())
 	time.Sleep(100 * time.Millisecond)
 	if l.Err() != nil {
@@ -231,7 +238,7 @@ func TestAutoRenewLost(t *testing.T) {
 func TestAutoRenewSurvivesFailure(t *testing.T) {
 	f := &fake{}
 	f.fail.Store(1)
-	l := lease.New(f, grant(60*time.Millisecond), true)
+	l := lease.New(f, renewing(grant(60*time.Millisecond)))
 	time.Sleep(150 * time.Millisecond)
 	if l.Err() != nil {
 		t.Fatalf("one failed renewal ended the lease: %v", l.Err())
@@ -244,7 +251,7 @@ func TestAutoRenewSurvivesFailure(t *testing.T) {
 func TestAutoRenewStopsWhenFailuresLast(t *testing.T) {
 	f := &fake{}
 	f.fail.Store(1 << 30)
-	l := lease.New(f, grant(30*time.Millisecond), true)
+	l := lease.New(f, renewing(grant(30*time.Millisecond)))
 	select {
 	case <-l.Done():
 	case <-time.After(2 * time.Second):
@@ -258,7 +265,7 @@ func TestAutoRenewStopsWhenFailuresLast(t *testing.T) {
 
 func TestReleaseStopsRenewal(t *testing.T) {
 	f := &fake{}
-	l := lease.New(f, grant(9*time.Millisecond), true)
+	l := lease.New(f, renewing(grant(9*time.Millisecond)))
 	time.Sleep(20 * time.Millisecond)
 	// Release races the renewal goroutine; it must stop it and wait for it.
 	if err := l.Release(context.Background()); err != nil {
@@ -277,7 +284,7 @@ func TestReleaseStopsRenewal(t *testing.T) {
 
 func TestReleaseOnEndedContext(t *testing.T) {
 	f := &fake{relCtx: make(chan relCall, 1)}
-	l := lease.New(f, grant(time.Minute), false)
+	l := lease.New(f, grant(time.Minute))
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	if err := l.Release(ctx); err != nil {
@@ -291,7 +298,7 @@ func TestReleaseOnEndedContext(t *testing.T) {
 
 func TestConcurrentUse(t *testing.T) {
 	f := &fake{}
-	l := lease.New(f, grant(20*time.Millisecond), true)
+	l := lease.New(f, renewing(grant(20*time.Millisecond)))
 	var wg sync.WaitGroup
 	for range 8 {
 		wg.Go(func() {
@@ -311,52 +318,6 @@ func TestConcurrentUse(t *testing.T) {
 	}
 }
 
-func TestValidity(t *testing.T) {
-	for _, tc := range []struct {
-		ttl, elapsed time.Duration
-		factor       float64
-		want         time.Duration
-	}{
-		{10 * time.Second, 0, 0.01, 10*time.Second - 100*time.Millisecond - lease.DriftFloor},
-		{10 * time.Second, time.Second, 0.01, 9*time.Second - 100*time.Millisecond - lease.DriftFloor},
-		{time.Second, time.Second, 0, -lease.DriftFloor},
-		{100 * time.Millisecond, 0, 0.1, 90*time.Millisecond - lease.DriftFloor},
-	} {
-		got := lease.Validity(tc.ttl, tc.elapsed, lease.Drift(tc.ttl, tc.factor))
-		if got != tc.want {
-			t.Errorf("Validity(%v, %v, drift %v) = %v; want %v", tc.ttl, tc.elapsed, tc.factor, got, tc.want)
-		}
-	}
-}
-
-func TestChecks(t *testing.T) {
-	for _, tc := range []struct {
-		name string
-		err  error
-		arg  string // "" for no error
-	}{
-		{"key empty", lease.CheckKey(""), "key"},
-		{"key ok", lease.CheckKey("k"), ""},
-		{"ttl zero", lease.CheckTTL(0, 0.01), "ttl"},
-		{"ttl all drift", lease.CheckTTL(4*time.Millisecond, 0.01), "ttl"},
-		{"ttl ok", lease.CheckTTL(10*time.Millisecond, 0.01), ""},
-		{"drift negative", lease.CheckDriftFactor(-0.1), "drift factor"},
-		{"drift half", lease.CheckDriftFactor(0.5), "drift factor"},
-		{"drift ok", lease.CheckDriftFactor(0), ""},
-		{"retry zero", lease.Retry{}.Check(), ""},
-		{"retry inverted", lease.Retry{Min: 2, Max: 1}.Check(), "retry"},
-		{"retry no min", lease.Retry{Max: 1}.Check(), "retry"},
-	} {
-		var ae *lease.ArgError
-		switch {
-		case tc.arg == "" && tc.err != nil:
-			t.Errorf("%s: %v; want nil", tc.name, tc.err)
-		case tc.arg != "" && (!errors.As(tc.err, &ae) || ae.Arg != tc.arg || !errors.Is(tc.err, lease.ErrInvalid)):
-			t.Errorf("%s: %v; want *ArgError for %s", tc.name, tc.err, tc.arg)
-		}
-	}
-}
-
 func TestRetryDelay(t *testing.T) {
 	r := lease.Retry{Min: 4 * time.Millisecond, Max: 100 * time.Millisecond}
 	for n := range 40 {
@@ -369,85 +330,5 @@ func TestRetryDelay(t *testing.T) {
 	}
 	if d := (lease.Retry{}).Delay(0); d < lease.DefaultRetry.Min/2 || d > lease.DefaultRetry.Min {
 		t.Fatalf("zero Retry Delay(0) = %v; want DefaultRetry's", d)
-	}
-}
-
-func TestWait(t *testing.T) {
-	slow := lease.Retry{Min: time.Minute, Max: time.Minute}
-	taken := func(context.Context) (*lease.Lease, time.Duration, error) { return nil, 0, lease.ErrTaken }
-
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
-	defer cancel()
-	if _, err := lease.Wait(ctx, slow, nil, taken); !errors.Is(err, context.DeadlineExceeded) || !errors.Is(err, lease.ErrTaken) {
-		t.Fatalf("Wait past deadline: %v; want DeadlineExceeded and ErrTaken", err)
-	}
-
-	why := errors.New("stop")
-	cctx, ccancel := context.WithCancelCause(context.Background())
-	time.AfterFunc(10*time.Millisecond, func() { ccancel(why) })
-	if _, err := lease.Wait(cctx, slow, nil, taken); !errors.Is(err, context.Canceled) || !errors.Is(err, why) {
-		t.Fatalf("Wait cancelled with a cause: %v; want Canceled and the cause", err)
-	}
-
-	// A wake signal and a hint both cut the delay short.
-	wake := make(chan struct{}, 1)
-	var calls atomic.Int32
-	want := lease.New(&fake{}, grant(time.Minute), false)
-	defer want.Release(context.Background())
-	got, err := lease.Wait(context.Background(), slow, wake, func(context.Context) (*lease.Lease, time.Duration, error) {
-		switch calls.Add(1) {
-		case 1:
-			wake <- struct{}{}
-			return nil, 0, lease.ErrTaken
-		case 2:
-			return nil, time.Millisecond, lease.ErrTaken
-		}
-		return want, 0, nil
-	})
-	if err != nil || got != want || calls.Load() != 3 {
-		t.Fatalf("Wait = %p, %v after %d calls; want the lease after 3", got, err, calls.Load())
-	}
-
-	// An attempt that the deadline cuts short is not the reason the wait
-	// ran out: the whole attempt before it is.
-	quick := lease.Retry{Min: time.Millisecond, Max: time.Millisecond}
-	short := lease.Retryable(errors.New("2 of 5 nodes timed out"))
-	dctx, dcancel := context.WithTimeout(context.Background(), 30*time.Millisecond)
-	defer dcancel()
-	var n atomic.Int32
-	if _, err := lease.Wait(dctx, quick, nil, func(ctx context.Context) (*lease.Lease, time.Duration, error) {
-		if n.Add(1) < 3 {
-			return nil, 0, lease.ErrTaken
-		}
-		<-ctx.Done()
-		return nil, 0, short
-	}); !errors.Is(err, context.DeadlineExceeded) || !errors.Is(err, lease.ErrTaken) || errors.Is(err, short) {
-		t.Fatalf("Wait whose last attempt was cut short: %v; want DeadlineExceeded and the whole attempt's ErrTaken", err)
-	}
-
-	boom := errors.New("boom")
-	if _, err := lease.Wait(context.Background(), slow, nil, func(context.Context) (*lease.Lease, time.Duration, error) {
-		return nil, 0, boom
-	}); err != boom {
-		t.Fatalf("Wait with a failing attempt = %v; want it returned as is", err)
-	}
-}
-
-func TestNewOwner(t *testing.T) {
-	seen := map[string]bool{}
-	for range 100 {
-		o := lease.NewOwner()
-		if len(o) != 32 || seen[o] {
-			t.Fatalf("NewOwner = %q; want 32 fresh hex digits", o)
-		}
-		seen[o] = true
-	}
-}
-
-func TestApply(t *testing.T) {
-	o := lease.Apply(lease.Options{TTL: time.Second}, lease.WithTTL(time.Minute), nil, lease.WithAutoRenew(),
-		lease.WithRetry(lease.Retry{Min: 1, Max: 2}))
-	if o.TTL != time.Minute || !o.AutoRenew || o.Retry != (lease.Retry{Min: 1, Max: 2}) {
-		t.Fatalf("Apply = %+v", o)
 	}
 }

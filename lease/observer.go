@@ -79,17 +79,3 @@ func Outcome(err error) string {
 	}
 	return "error"
 }
-
-// ObserveAcquire runs acquire and reports it to o: AcquireStarted before,
-// AcquireEnded after, with the time it took and its error. With a nil o it
-// only runs acquire, and builds no Event.
-func ObserveAcquire(o Observer, strategy, key string, acquire func() (*Lease, error)) (*Lease, error) {
-	if o == nil {
-		return acquire()
-	}
-	start := time.Now()
-	o.Observe(Event{Kind: AcquireStarted, Strategy: strategy, Key: key})
-	l, err := acquire()
-	o.Observe(Event{Kind: AcquireEnded, Strategy: strategy, Key: key, Wait: time.Since(start), Err: err})
-	return l, err
-}

@@ -28,13 +28,3 @@ func WithAutoRenew() Option { return func(o *Options) { o.AutoRenew = true } }
 
 // WithRetry sets how a blocking acquire paces its attempts.
 func WithRetry(r Retry) Option { return func(o *Options) { o.Retry = r } }
-
-// Apply returns base with opts applied in order.
-func Apply(base Options, opts ...Option) Options {
-	for _, opt := range opts {
-		if opt != nil {
-			opt(&base)
-		}
-	}
-	return base
-}

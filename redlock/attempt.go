@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/dlockgo/dlock/fence"
+	"github.com/dlockgo/dlock/internal/acquire"
 	"github.com/dlockgo/dlock/lease"
 	"github.com/dlockgo/dlock/node"
 )
@@ -83,7 +84,7 @@ type waiter struct {
 	at     int64 // the score, µs
 	score  string
 	wake   chan<- struct{}
-	life   string // how long a ticket outlives the attempt that refreshed it (lease.TicketLife), ms
+	life   string // how long a ticket outlives the attempt that refreshed it (acquire.TicketLife), ms
 	queued bool   // an attempt was refused: the waiter may hold a ticket on any node
 }
 
@@ -99,7 +100,7 @@ func (lk *Locker) attempt(ctx context.Context, ks *keySet, o lease.Options, w *w
 	q := lk.Quorum()
 	n := len(lk.nodes)
 	tokens := !lk.cfg.noTokens
-	owner := lease.NewOwner()
+	owner := acquire.NewOwner()
 	timeout := lk.nodeTimeout(o.TTL)
 	// One allocation for what the attempt's calls share.
 	buf := &struct {
@@ -130,7 +131,7 @@ func (lk *Locker) attempt(ctx context.Context, ks *keySet, o lease.Options, w *w
 		rp = lk.newRepairs()
 	}
 
-	drift := lease.Drift(o.TTL, lk.cfg.drift)
+	drift := acquire.Drift(o.TTL, lk.cfg.drift)
 	t1 := time.Now()
 	r := lk.fanout(ctx, lk.all(), timeout, request{script: script, keys: ks.acquire(tokens), args: buf.args[:]}, func(a result) {
 		st.note(a)
@@ -209,12 +210,12 @@ func (lk *Locker) attempt(ctx context.Context, ks *keySet, o lease.Options, w *w
 		// A commit that outlasts the validity left after phase 1 could
 		// only end in a lease with none: it is not waited for past that.
 		el := time.Since(t1)
-		left := lease.Validity(o.TTL, el, drift)
+		left := acquire.Validity(o.TTL, el, drift)
 		if left <= 0 {
 			return fail("acquire", c, lk.phase1Answers(votes), noValidity(el, o.TTL))
 		}
 		if answers, got := lk.commit(ctx, ks, owner, token, o.TTL, min(timeout, left), votes, voters); got < q {
-			if el = time.Since(t1); lease.Validity(o.TTL, el, drift) <= 0 {
+			if el = time.Since(t1); acquire.Validity(o.TTL, el, drift) <= 0 {
 				return fail("acquire", c, lk.phase1Answers(votes), noValidity(el, o.TTL))
 			}
 			return fail("commit", got, answers, nil)
@@ -222,7 +223,7 @@ func (lk *Locker) attempt(ctx context.Context, ks *keySet, o lease.Options, w *w
 	}
 
 	t2 := time.Now()
-	validity := lease.Validity(o.TTL, t2.Sub(t1), drift)
+	validity := acquire.Validity(o.TTL, t2.Sub(t1), drift)
 	if validity <= 0 {
 		return fail("acquire", c, lk.phase1Answers(votes), noValidity(t2.Sub(t1), o.TTL))
 	}
@@ -231,14 +232,15 @@ func (lk *Locker) attempt(ctx context.Context, ks *keySet, o lease.Options, w *w
 		b.waiter = w.id
 	}
 	l := lease.New(b, lease.Grant{
-		Key:      ks.key,
-		Owner:    owner,
-		Token:    fence.Token(token),
-		TTL:      o.TTL,
-		Until:    t2.Add(validity),
-		Strategy: strategy,
-		Observer: lk.cfg.observer,
-	}, o.AutoRenew)
+		Key:       ks.key,
+		Owner:     owner,
+		Token:     fence.Token(token),
+		TTL:       o.TTL,
+		Until:     t2.Add(validity),
+		Strategy:  strategy,
+		Observer:  lk.cfg.observer,
+		AutoRenew: o.AutoRenew,
+	})
 	st.l.Store(l)
 	return l, 0, nil
 }

@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/dlockgo/dlock/internal/acquire"
 	"github.com/dlockgo/dlock/lease"
 )
 
@@ -62,7 +63,7 @@ func (b *backend) Extend(ctx context.Context, l *lease.Lease, ttl time.Duration)
 	if got < q {
 		return time.Time{}, newQuorumError("extend", l.Key(), got, q, answers, nil)
 	}
-	validity := lease.Validity(ttl, t2.Sub(t1), lease.Drift(ttl, lk.cfg.drift))
+	validity := acquire.Validity(ttl, t2.Sub(t1), acquire.Drift(ttl, lk.cfg.drift))
 	if validity <= 0 {
 		return time.Time{}, newQuorumError("extend", l.Key(), got, q, answers,
 			noValidity(t2.Sub(t1), ttl))

@@ -9,8 +9,8 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/dlockgo/dlock/internal/acquire"
 	"github.com/dlockgo/dlock/internal/redistest"
-	"github.com/dlockgo/dlock/lease"
 	"github.com/dlockgo/dlock/node"
 	"github.com/dlockgo/dlock/node/goredis"
 	"github.com/dlockgo/dlock/redlock"
@@ -155,7 +155,7 @@ func TestRepairMargin(t *testing.T) {
 		time.Sleep(5 * time.Millisecond)
 	}
 	sat := time.Since(restarted)
-	margin := testNodeTimeout + lease.Drift(ttl, lease.DefaultDriftFactor)
+	margin := testNodeTimeout + acquire.Drift(ttl, acquire.DefaultDriftFactor)
 	t.Logf("repaired %v after the restart (epoch %s)", sat, epoch)
 	if sat < ttl+margin {
 		t.Errorf("repaired %v after the restart; want no sooner than max TTL + node timeout + drift (%v)", sat, ttl+margin)

@@ -3,7 +3,7 @@ package redlock
 import (
 	"context"
 
-	"github.com/dlockgo/dlock/lease"
+	"github.com/dlockgo/dlock/internal/acquire"
 	"github.com/dlockgo/dlock/node"
 )
 
@@ -47,7 +47,7 @@ var queued = node.NewScript("return redis.call('ZSCORE', KEYS[1], ARGV[1])")
 // nodes the waiter holds a ticket afterwards.
 func LateVotes(ctx context.Context, lk *Locker, key string) ([]NodeAnswer, int, error) {
 	ks := newKeySet(key)
-	owner, waiter := lease.NewOwner(), lease.NewOwner()
+	owner, waiter := acquire.NewOwner(), acquire.NewOwner()
 	tokens := !lk.cfg.noTokens
 	script := acquireScriptFor(tokens, lk.cfg.guard)
 	answers := make([]NodeAnswer, len(lk.nodes))

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/dlockgo/dlock/fence"
-	"github.com/dlockgo/dlock/lease"
+	"github.com/dlockgo/dlock/internal/acquire"
 	"github.com/dlockgo/dlock/node"
 )
 
@@ -63,10 +63,10 @@ return {o or '', p, redis.call('GET', KEYS[2]) or '0', redis.call('GET', KEYS[3]
 // asked in parallel within the node timeout; a node that fails is reported
 // in its NodeInfo, not as an error. Inspect changes nothing on the nodes.
 func (lk *Locker) Inspect(ctx context.Context, key string) (Info, error) {
-	if err := lease.CheckContext(ctx); err != nil {
+	if err := acquire.CheckContext(ctx); err != nil {
 		return Info{}, err
 	}
-	if err := lease.CheckKey(key); err != nil {
+	if err := acquire.CheckKey(key); err != nil {
 		return Info{}, err
 	}
 	if err := lk.begin(); err != nil {

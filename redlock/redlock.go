@@ -128,6 +128,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/dlockgo/dlock/internal/acquire"
 	"github.com/dlockgo/dlock/lease"
 	"github.com/dlockgo/dlock/node"
 )
@@ -186,8 +187,9 @@ type config struct {
 // acquisition. Default DefaultTTL.
 func WithTTL(ttl time.Duration) Option { return func(c *config) { c.ttl = ttl } }
 
-// WithDriftFactor sets the share of the TTL given up to clock drift, on top
-// of lease.DriftFloor. Default lease.DefaultDriftFactor.
+// WithDriftFactor sets the share of the TTL given up to clock drift, in
+// [0, 0.5), on top of 2 ms, the granularity of the servers' expiry. Default
+// 0.01.
 func WithDriftFactor(f float64) Option { return func(c *config) { c.drift = f } }
 
 // WithNodeTimeout bounds each call to one node. It must be small next to
@@ -274,7 +276,7 @@ type Locker struct {
 func New(nodes []node.Node, opts ...Option) (*Locker, error) {
 	cfg := config{
 		ttl:   DefaultTTL,
-		drift: lease.DefaultDriftFactor,
+		drift: acquire.DefaultDriftFactor,
 		guard: true,
 	}
 
@@ -293,10 +295,10 @@ func New(nodes []node.Node, opts ...Option) (*Locker, error) {
 		}
 		names[i] = n.String()
 	}
-	if err := lease.CheckDriftFactor(cfg.drift); err != nil {
+	if err := acquire.CheckDriftFactor(cfg.drift); err != nil {
 		return nil, err
 	}
-	if err := lease.CheckTTL(cfg.ttl, cfg.drift); err != nil {
+	if err := acquire.CheckTTL(cfg.ttl, cfg.drift); err != nil {
 		return nil, err
 	}
 	if err := cfg.retry.Check(); err != nil {
@@ -321,7 +323,7 @@ func New(nodes []node.Node, opts ...Option) (*Locker, error) {
 	// vote, and those may be read up to a node timeout before it, so the
 	// margin keeps every commit of an acquisition in flight at the loss
 	// before the read (see repairs).
-	lk.sitOut = cfg.maxTTL + lk.nodeTimeout(cfg.maxTTL) + lease.Drift(cfg.maxTTL, cfg.drift)
+	lk.sitOut = cfg.maxTTL + lk.nodeTimeout(cfg.maxTTL) + acquire.Drift(cfg.maxTTL, cfg.drift)
 	lk.closing, lk.close = context.WithCancelCause(context.Background())
 	if err := lk.checkTTL(cfg.ttl); err != nil {
 		return nil, err
@@ -348,7 +350,7 @@ func (lk *Locker) Quorum() int { return len(lk.nodes)/2 + 1 }
 
 // checkTTL refuses a TTL the Locker cannot serve safely.
 func (lk *Locker) checkTTL(ttl time.Duration) error {
-	if err := lease.CheckTTL(ttl, lk.cfg.drift); err != nil {
+	if err := acquire.CheckTTL(ttl, lk.cfg.drift); err != nil {
 		return err
 	}
 	if lk.nodeTimeout(ttl) >= ttl/2 {
@@ -423,7 +425,7 @@ var ErrCallsRunning = errors.New("redlock: closed with calls still running, whic
 // for someone else, and a *QuorumError whenever the attempt failed, with
 // each node's answer.
 func (lk *Locker) TryAcquire(ctx context.Context, key string, opts ...lease.Option) (*lease.Lease, error) {
-	return lease.ObserveAcquire(lk.cfg.observer, strategy, key, func() (*lease.Lease, error) {
+	return acquire.Observe(lk.cfg.observer, strategy, key, func() (*lease.Lease, error) {
 		return lk.tryAcquire(ctx, key, opts)
 	})
 }
@@ -454,7 +456,7 @@ func (lk *Locker) tryAcquire(ctx context.Context, key string, opts []lease.Optio
 // lease.ErrTaken only when that attempt found the lock held by a majority,
 // not when nodes were down or slow. After Close it matches ErrClosed.
 func (lk *Locker) Acquire(ctx context.Context, key string, opts ...lease.Option) (*lease.Lease, error) {
-	return lease.ObserveAcquire(lk.cfg.observer, strategy, key, func() (*lease.Lease, error) {
+	return acquire.Observe(lk.cfg.observer, strategy, key, func() (*lease.Lease, error) {
 		return lk.acquire(ctx, key, opts)
 	})
 }
@@ -477,10 +479,10 @@ func (lk *Locker) acquire(ctx context.Context, key string, opts []lease.Option) 
 	wake := make(chan struct{}, 1)
 	at := time.Now().UnixMicro()
 	w := &waiter{
-		id:    lease.NewOwner(),
+		id:    acquire.NewOwner(),
 		at:    at,
 		score: strconv.FormatInt(at, 10),
-		life:  strconvMs(lease.TicketLife(o.Retry)),
+		life:  strconvMs(acquire.TicketLife(o.Retry)),
 		wake:  wake,
 	}
 	defer func() {
@@ -489,7 +491,7 @@ func (lk *Locker) acquire(ctx context.Context, key string, opts []lease.Option) 
 			lk.delist(key, w)
 		}
 	}()
-	l, err := lease.Wait(ctx, o.Retry, wake, func(ctx context.Context) (*lease.Lease, time.Duration, error) {
+	l, err := acquire.Wait(ctx, o.Retry, wake, func(ctx context.Context) (*lease.Lease, time.Duration, error) {
 		l, hint, err := lk.attempt(ctx, ks, o, w)
 		var qe *QuorumError
 		if !errors.As(err, &qe) {
@@ -505,7 +507,7 @@ func (lk *Locker) acquire(ctx context.Context, key string, opts []lease.Option) 
 		}
 		// Redlock retries every failure, but a quorum short of answers
 		// must not read as a lock taken.
-		return nil, hint, lease.Retryable(err)
+		return nil, hint, acquire.Retryable(err)
 	})
 	if err != nil && w.queued {
 		lk.leave(ks, w, lk.all(), o.TTL)
@@ -539,15 +541,15 @@ func (lk *Locker) observeVote(key string, v *vote, rtt time.Duration) {
 }
 
 func (lk *Locker) options(ctx context.Context, key string, opts []lease.Option) (lease.Options, error) {
-	if err := lease.CheckContext(ctx); err != nil {
+	if err := acquire.CheckContext(ctx); err != nil {
 		return lease.Options{}, err
 	}
-	if err := lease.CheckKey(key); err != nil {
+	if err := acquire.CheckKey(key); err != nil {
 		return lease.Options{}, err
 	}
 	o := lease.Options{TTL: lk.cfg.ttl, Retry: lk.cfg.retry}
 	if len(opts) > 0 { // Apply moves o to the heap
-		o = lease.Apply(o, opts...)
+		o = acquire.Apply(o, opts...)
 		if o.TTL == 0 {
 			o.TTL = lk.cfg.ttl
 		}

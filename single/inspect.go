@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/dlockgo/dlock/fence"
-	"github.com/dlockgo/dlock/lease"
+	"github.com/dlockgo/dlock/internal/acquire"
 	"github.com/dlockgo/dlock/node"
 )
 
@@ -40,15 +40,15 @@ return {r[1] or '', r[2] or '0', left}
 // Inspect reports who holds the lock on key, with which token, and for how
 // long, as the server sees it now. It changes nothing on the server.
 func (lk *Locker) Inspect(ctx context.Context, key string) (Info, error) {
-	if err := lease.CheckContext(ctx); err != nil {
+	if err := acquire.CheckContext(ctx); err != nil {
 		return Info{}, err
 	}
-	if err := lease.CheckKey(key); err != nil {
+	if err := acquire.CheckKey(key); err != nil {
 		return Info{}, err
 	}
 	r, err := lk.n.Eval(ctx, inspectScript, []string{hashKey(key)})
 	if err != nil {
-		return Info{}, fmt.Errorf("dlock: inspect %q on %s: %w", key, lk.n, lease.CtxErr(ctx, err))
+		return Info{}, fmt.Errorf("dlock: inspect %q on %s: %w", key, lk.n, acquire.CtxErr(ctx, err))
 	}
 	tok, err := strconv.ParseUint(r.Str(1), 10, 64)
 	if err != nil {

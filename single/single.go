@@ -88,6 +88,7 @@ import (
 	"time"
 
 	"github.com/dlockgo/dlock/fence"
+	"github.com/dlockgo/dlock/internal/acquire"
 	"github.com/dlockgo/dlock/internal/keyname"
 	"github.com/dlockgo/dlock/lease"
 	"github.com/dlockgo/dlock/node"
@@ -147,8 +148,8 @@ func WithTTL(ttl time.Duration) Option { return func(c *config) { c.ttl = ttl } 
 func WithIdleTTL(d time.Duration) Option { return func(c *config) { c.idle = d } }
 
 // WithDriftFactor sets the share of the TTL the client sets aside for its
-// clock running slower than the server's; the default is
-// lease.DefaultDriftFactor. lease.DriftFloor is always added.
+// clock running slower than the server's, in [0, 0.5); the default is 0.01.
+// 2 ms, the granularity of the server's expiry, are always added.
 func WithDriftFactor(f float64) Option { return func(c *config) { c.drift = f } }
 
 // WithReplicas makes every claim wait, on the connection that sent it, until
@@ -186,7 +187,7 @@ func New(n node.Node, opts ...Option) (*Locker, error) {
 	if n == nil {
 		return nil, &lease.ArgError{Arg: "node", Value: n, Rule: "must not be nil"}
 	}
-	cfg := config{ttl: DefaultTTL, drift: lease.DefaultDriftFactor}
+	cfg := config{ttl: DefaultTTL, drift: acquire.DefaultDriftFactor}
 	for _, o := range opts {
 		if o != nil {
 			o(&cfg)
@@ -195,10 +196,10 @@ func New(n node.Node, opts ...Option) (*Locker, error) {
 	if cfg.idle == 0 {
 		cfg.idle = DefaultIdleTTL
 	}
-	if err := lease.CheckDriftFactor(cfg.drift); err != nil {
+	if err := acquire.CheckDriftFactor(cfg.drift); err != nil {
 		return nil, err
 	}
-	if err := lease.CheckTTL(cfg.ttl, cfg.drift); err != nil {
+	if err := acquire.CheckTTL(cfg.ttl, cfg.drift); err != nil {
 		return nil, err
 	}
 	if cfg.replicas < 0 {
@@ -462,7 +463,7 @@ const abandonKeep = 10 * time.Second
 // by lease.ReleaseTimeout: against a hung server the call can return up
 // to that long after ctx ended.
 func (lk *Locker) TryAcquire(ctx context.Context, key string, opts ...lease.Option) (*lease.Lease, error) {
-	return lease.ObserveAcquire(lk.cfg.observer, strategy, key, func() (*lease.Lease, error) {
+	return acquire.Observe(lk.cfg.observer, strategy, key, func() (*lease.Lease, error) {
 		return lk.tryAcquire(ctx, key, opts)
 	})
 }
@@ -494,7 +495,7 @@ func (lk *Locker) tryAcquire(ctx context.Context, key string, opts []lease.Optio
 // reaches the head, for at most its ticket's lifetime: max(2 s, 3 × its
 // Retry.Max) after its last attempt.
 func (lk *Locker) Acquire(ctx context.Context, key string, opts ...lease.Option) (*lease.Lease, error) {
-	return lease.ObserveAcquire(lk.cfg.observer, strategy, key, func() (*lease.Lease, error) {
+	return acquire.Observe(lk.cfg.observer, strategy, key, func() (*lease.Lease, error) {
 		return lk.acquire(ctx, key, opts)
 	})
 }
@@ -505,7 +506,7 @@ func (lk *Locker) acquire(ctx context.Context, key string, opts []lease.Option) 
 		return nil, err
 	}
 	c := lk.newClaim(key, o)
-	life := lease.TicketLife(o.Retry)
+	life := acquire.TicketLife(o.Retry)
 	c.args[3] = strconv.FormatInt(life.Milliseconds(), 10)
 	c.nargs = 4
 	l, _, err := c.again(ctx)
@@ -525,7 +526,7 @@ func (lk *Locker) acquire(ctx context.Context, key string, opts []lease.Option) 
 	if serr != nil {
 		if ctx.Err() != nil {
 			c.leave()
-			return nil, lease.GaveUp(ctx, err)
+			return nil, acquire.GaveUp(ctx, err)
 		}
 		wake, stop = nil, func() {} // poll without the hint
 	}
@@ -537,7 +538,7 @@ func (lk *Locker) acquire(ctx context.Context, key string, opts []lease.Option) 
 	return l, err
 }
 
-// wait is lease.Wait for a queued waiter, after a first attempt that
+// wait is acquire.Wait for a queued waiter, after a first attempt that
 // failed with last: it calls again until a lease, an error that settles
 // the acquire (see settled), or the end of ctx. Between attempts it sleeps
 // a delay from the retry policy, cut short by the holder's time left and
@@ -560,7 +561,7 @@ func (c *claim) wait(ctx context.Context, wake <-chan struct{}, last error) (*le
 		if ctx.Err() != nil && errors.Is(err, ctx.Err()) {
 			// ctx cut this attempt short: the one before tells why the
 			// wait ran out.
-			return nil, lease.GaveUp(ctx, last)
+			return nil, acquire.GaveUp(ctx, last)
 		}
 		if err := settled(ctx, err); err != nil {
 			return nil, err
@@ -574,7 +575,7 @@ func (c *claim) wait(ctx context.Context, wake <-chan struct{}, last error) (*le
 		for skip := max(0, c.pos-2); ; skip-- {
 			select {
 			case <-ctx.Done():
-				return nil, lease.GaveUp(ctx, err)
+				return nil, acquire.GaveUp(ctx, err)
 			case <-timer.C:
 			case <-wake:
 				if skip > 0 {
@@ -612,26 +613,26 @@ func settled(ctx context.Context, err error) error {
 	if !errors.Is(err, lease.ErrTaken) && errors.Is(err, ctx.Err()) {
 		return err
 	}
-	return lease.GaveUp(ctx, err)
+	return acquire.GaveUp(ctx, err)
 }
 
 // strategy names this strategy in Observer events.
 const strategy = "single"
 
 func (lk *Locker) options(ctx context.Context, key string, opts []lease.Option) (lease.Options, error) {
-	if err := lease.CheckContext(ctx); err != nil {
+	if err := acquire.CheckContext(ctx); err != nil {
 		return lease.Options{}, err
 	}
-	if err := lease.CheckKey(key); err != nil {
+	if err := acquire.CheckKey(key); err != nil {
 		return lease.Options{}, err
 	}
 	o := lease.Options{TTL: lk.cfg.ttl}
 	if len(opts) > 0 { // Apply moves o to the heap
-		o = lease.Apply(o, opts...)
+		o = acquire.Apply(o, opts...)
 		if o.TTL == 0 {
 			o.TTL = lk.cfg.ttl
 		}
-		if err := lease.CheckTTL(o.TTL, lk.cfg.drift); err != nil {
+		if err := acquire.CheckTTL(o.TTL, lk.cfg.drift); err != nil {
 			return o, err
 		}
 		if err := o.Retry.Check(); err != nil {
@@ -745,7 +746,7 @@ func (c *claim) again(ctx context.Context) (*lease.Lease, time.Duration, error) 
 // is released again and reported as an error matching lease.ErrExpired.
 func (c *claim) try(ctx context.Context) (*lease.Lease, time.Duration, error) {
 	if err := ctx.Err(); err != nil {
-		return nil, 0, lease.CtxErr(ctx, err)
+		return nil, 0, acquire.CtxErr(ctx, err)
 	}
 	lk := c.lk
 	t1 := time.Now()
@@ -779,9 +780,9 @@ func (c *claim) try(ctx context.Context) (*lease.Lease, time.Duration, error) {
 		// on its way. That includes a pipeline whose WAIT failed, even
 		// with an error reply: the claim before it ran all the same.
 		c.abandon()
-		err := fmt.Errorf("dlock: claim %q on %s: %w", c.key, lk.n, lease.CtxErr(ctx, lost))
+		err := fmt.Errorf("dlock: claim %q on %s: %w", c.key, lk.n, acquire.CtxErr(ctx, lost))
 		if ctx.Err() == nil {
-			err = lease.Retryable(err)
+			err = acquire.Retryable(err)
 		}
 		return nil, 0, err
 	}
@@ -792,9 +793,9 @@ func (c *claim) try(ctx context.Context) (*lease.Lease, time.Duration, error) {
 			// script's look at :gone, a key it does not have. The script
 			// had written nothing; once the keys have moved, a new
 			// attempt runs on the destination.
-			return nil, 0, lease.Retryable(fmt.Errorf("dlock: claim %q on %s: %w: %w", c.key, lk.n, errMigrating, err))
+			return nil, 0, acquire.Retryable(fmt.Errorf("dlock: claim %q on %s: %w: %w", c.key, lk.n, errMigrating, err))
 		}
-		return nil, 0, &refusal{fmt.Errorf("dlock: claim %q on %s: %w", c.key, lk.n, lease.CtxErr(ctx, err))}
+		return nil, 0, &refusal{fmt.Errorf("dlock: claim %q on %s: %w", c.key, lk.n, acquire.CtxErr(ctx, err))}
 	}
 	if len(r) != 1 {
 		c.pos = int(r.Int(1))
@@ -808,21 +809,21 @@ func (c *claim) try(ctx context.Context) (*lease.Lease, time.Duration, error) {
 		// Not every client cuts a call short when ctx ends; a caller that
 		// gave up must not be left holding a lock it does not know of.
 		c.releaseDetached()
-		return nil, 0, fmt.Errorf("dlock: claim %q on %s: %w", c.key, lk.n, lease.CtxErr(ctx, err))
+		return nil, 0, fmt.Errorf("dlock: claim %q on %s: %w", c.key, lk.n, acquire.CtxErr(ctx, err))
 	}
 	if acked < lk.cfg.replicas {
 		c.releaseDetached()
 		return nil, 0, &ReplicaError{Key: c.key, Acked: acked, Wanted: lk.cfg.replicas}
 	}
-	until := t1.Add(c.ttl - lease.Drift(c.ttl, lk.cfg.drift))
+	until := t1.Add(c.ttl - acquire.Drift(c.ttl, lk.cfg.drift))
 	if !time.Now().Before(until) {
 		c.releaseDetached()
 		return nil, 0, fmt.Errorf("dlock: lock on %q: %w: %w", c.key, errLate, lease.ErrExpired)
 	}
 	return lease.New(c, lease.Grant{
 		Key: c.key, Owner: c.args[0], Token: token, TTL: c.o.TTL, Until: until,
-		Strategy: strategy, Observer: lk.cfg.observer,
-	}, c.o.AutoRenew), 0, nil
+		Strategy: strategy, Observer: lk.cfg.observer, AutoRenew: c.o.AutoRenew,
+	}), 0, nil
 }
 
 // abandon gives up the claim whether or not it landed, on a context of its
@@ -869,7 +870,7 @@ func (c *claim) Extend(ctx context.Context, l *lease.Lease, ttl time.Duration) (
 	if err != nil {
 		return time.Time{}, c.refused("extend", l, ctx, err)
 	}
-	return t1.Add(ttl - lease.Drift(ttl, c.lk.cfg.drift)), nil
+	return t1.Add(ttl - acquire.Drift(ttl, c.lk.cfg.drift)), nil
 }
 
 // Release implements lease.Backend.
@@ -890,7 +891,7 @@ func (c *claim) Release(ctx context.Context, l *lease.Lease) error {
 func (c *claim) refused(op string, l *lease.Lease, ctx context.Context, err error) error {
 	var re *node.ReplyError
 	if !errors.As(err, &re) || !strings.HasPrefix(re.Msg, "DLSTALE ") {
-		return fmt.Errorf("dlock: %s %q on %s: %w", op, l.Key(), c.lk.n, lease.CtxErr(ctx, err))
+		return fmt.Errorf("dlock: %s %q on %s: %w", op, l.Key(), c.lk.n, acquire.CtxErr(ctx, err))
 	}
 	h, _ := strconv.ParseUint(strings.TrimPrefix(re.Msg, "DLSTALE "), 10, 64)
 	if fence.Token(h) > l.Token() {

@@ -12,6 +12,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/dlockgo/dlock/fence"
+	"github.com/dlockgo/dlock/internal/acquire"
 	"github.com/dlockgo/dlock/internal/redistest"
 	"github.com/dlockgo/dlock/lease"
 	"github.com/dlockgo/dlock/node"
@@ -574,7 +575,7 @@ func TestLocalValidity(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer l.Release(ctx)
-		max := time.Second - lease.Drift(time.Second, 0.1) - time.Since(before) + time.Millisecond
+		max := time.Second - acquire.Drift(time.Second, 0.1) - time.Since(before) + time.Millisecond
 		if got := l.TTL(); got <= 0 || got > max {
 			t.Fatalf("TTL = %v; want in (0, %v]", got, max)
 		}

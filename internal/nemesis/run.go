@@ -14,10 +14,10 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/dlockgo/dlock"
+	"github.com/dlockgo/dlock/internal/acquire"
 	"github.com/dlockgo/dlock/internal/keyname"
 	"github.com/dlockgo/dlock/internal/redistest"
 	"github.com/dlockgo/dlock/internal/safety"
-	"github.com/dlockgo/dlock/lease"
 )
 
 // Config is one run.
@@ -59,7 +59,7 @@ func LiveBound(p *Plan) time.Duration {
 	if p.Strategy == Single {
 		return 2*p.TTL + 3*time.Second
 	}
-	return p.TTL + p.NodeTimeout + lease.Drift(p.TTL, lease.DefaultDriftFactor) + 2*p.TTL + 3*time.Second
+	return p.TTL + p.NodeTimeout + acquire.Drift(p.TTL, acquire.DefaultDriftFactor) + 2*p.TTL + 3*time.Second
 }
 
 // Finding is a violation of a promise, with where to look for its cause.

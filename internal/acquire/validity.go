@@ -1,8 +1,10 @@
-package lease
+package acquire
 
 import (
 	"fmt"
 	"time"
+
+	"github.com/dlockgo/dlock/internal/argerr"
 )
 
 // DefaultDriftFactor is the share of the TTL set aside for clock drift
@@ -30,10 +32,10 @@ func Validity(ttl, elapsed, drift time.Duration) time.Duration {
 // margin: a lease whose whole TTL goes to drift could never be valid.
 func CheckTTL(ttl time.Duration, factor float64) error {
 	if ttl <= 0 {
-		return &ArgError{Arg: "ttl", Value: ttl, Rule: "must be > 0"}
+		return &argerr.Error{Arg: "ttl", Value: ttl, Rule: "must be > 0"}
 	}
 	if d := Drift(ttl, factor); ttl <= 2*d {
-		return &ArgError{Arg: "ttl", Value: ttl,
+		return &argerr.Error{Arg: "ttl", Value: ttl,
 			Rule: fmt.Sprintf("must exceed twice the drift margin (%v)", d)}
 	}
 	return nil
@@ -42,7 +44,7 @@ func CheckTTL(ttl time.Duration, factor float64) error {
 // CheckDriftFactor returns an *ArgError unless 0 <= f < 0.5.
 func CheckDriftFactor(f float64) error {
 	if !(f >= 0 && f < 0.5) {
-		return &ArgError{Arg: "drift factor", Value: f, Rule: "must be in [0, 0.5)"}
+		return &argerr.Error{Arg: "drift factor", Value: f, Rule: "must be in [0, 0.5)"}
 	}
 	return nil
 }

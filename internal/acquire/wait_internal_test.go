@@ -1,10 +1,12 @@
-package lease
+package acquire
 
 import (
 	"context"
 	"errors"
 	"testing"
 	"time"
+
+	"github.com/dlockgo/dlock/lease"
 )
 
 func TestWaitRetriesRetryable(t *testing.T) {
@@ -12,15 +14,15 @@ func TestWaitRetriesRetryable(t *testing.T) {
 	n := 0
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer cancel()
-	_, err := Wait(ctx, Retry{Min: time.Millisecond, Max: time.Millisecond}, nil,
-		func(context.Context) (*Lease, time.Duration, error) { n++; return nil, 0, Retryable(down) })
+	_, err := Wait(ctx, lease.Retry{Min: time.Millisecond, Max: time.Millisecond}, nil,
+		func(context.Context) (*lease.Lease, time.Duration, error) { n++; return nil, 0, Retryable(down) })
 	if n < 2 {
 		t.Errorf("attempts = %d; want a retry", n)
 	}
 	if !errors.Is(err, context.DeadlineExceeded) || !errors.Is(err, down) {
 		t.Errorf("err = %v; want it to match the deadline and the last attempt's error", err)
 	}
-	if errors.Is(err, ErrTaken) {
+	if errors.Is(err, lease.ErrTaken) {
 		t.Errorf("err = %v matches ErrTaken; a retryable failure is not a taken lock", err)
 	}
 }

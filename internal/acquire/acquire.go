@@ -1,0 +1,43 @@
+// Package acquire is the machinery the two strategies share on the way
+// from a caller's key to a Lease: argument checks, the validity arithmetic,
+// owner values, the retry loop of a blocking acquire, and the events an
+// Observer hears. Package lease is what the caller holds; this is how the
+// strategies get there.
+package acquire
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+
+	"github.com/dlockgo/dlock/internal/argerr"
+	"github.com/dlockgo/dlock/lease"
+)
+
+// NewOwner returns a random value that identifies one lease on the servers.
+func NewOwner() string {
+	var b [16]byte
+	rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// CheckContext returns an *ArgError when ctx is nil.
+func CheckContext(ctx context.Context) error { return argerr.CheckContext(ctx) }
+
+// CheckKey returns an *ArgError when key cannot name a lock.
+func CheckKey(key string) error {
+	if key == "" {
+		return &argerr.Error{Arg: "key", Value: key, Rule: "must not be empty"}
+	}
+	return nil
+}
+
+// Apply returns base with opts applied in order.
+func Apply(base lease.Options, opts ...lease.Option) lease.Options {
+	for _, opt := range opts {
+		if opt != nil {
+			opt(&base)
+		}
+	}
+	return base
+}

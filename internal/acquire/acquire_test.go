@@ -1,0 +1,150 @@
+package acquire_test
+
+import (
+	"context"
+	"errors"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/dlockgo/dlock/internal/acquire"
+	"github.com/dlockgo/dlock/lease"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// nopBackend is a lease.Backend that keeps every lease it is asked to.
+type nopBackend struct{}
+
+func (nopBackend) Extend(_ context.Context, _ *lease.Lease, ttl time.Duration) (time.Time, error) {
+	return time.Now().Add(ttl), nil
+}
+func (nopBackend) Release(context.Context, *lease.Lease) error { return nil }
+
+func TestValidity(t *testing.T) {
+	for _, tc := range []struct {
+		ttl, elapsed time.Duration
+		factor       float64
+		want         time.Duration
+	}{
+		{10 * time.Second, 0, 0.01, 10*time.Second - 100*time.Millisecond - acquire.DriftFloor},
+		{10 * time.Second, time.Second, 0.01, 9*time.Second - 100*time.Millisecond - acquire.DriftFloor},
+		{time.Second, time.Second, 0, -acquire.DriftFloor},
+		{100 * time.Millisecond, 0, 0.1, 90*time.Millisecond - acquire.DriftFloor},
+	} {
+		got := acquire.Validity(tc.ttl, tc.elapsed, acquire.Drift(tc.ttl, tc.factor))
+		if got != tc.want {
+			t.Errorf("Validity(%v, %v, drift %v) = %v; want %v", tc.ttl, tc.elapsed, tc.factor, got, tc.want)
+		}
+	}
+}
+
+func TestChecks(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		err  error
+		arg  string // "" for no error
+	}{
+		{"key empty", acquire.CheckKey(""), "key"},
+		{"key ok", acquire.CheckKey("k"), ""},
+		{"ttl zero", acquire.CheckTTL(0, 0.01), "ttl"},
+		{"ttl all drift", acquire.CheckTTL(4*time.Millisecond, 0.01), "ttl"},
+		{"ttl ok", acquire.CheckTTL(10*time.Millisecond, 0.01), ""},
+		{"drift negative", acquire.CheckDriftFactor(-0.1), "drift factor"},
+		{"drift half", acquire.CheckDriftFactor(0.5), "drift factor"},
+		{"drift ok", acquire.CheckDriftFactor(0), ""},
+		{"retry zero", lease.Retry{}.Check(), ""},
+		{"retry inverted", lease.Retry{Min: 2, Max: 1}.Check(), "retry"},
+		{"retry no min", lease.Retry{Max: 1}.Check(), "retry"},
+	} {
+		var ae *lease.ArgError
+		switch {
+		case tc.arg == "" && tc.err != nil:
+			t.Errorf("%s: %v; want nil", tc.name, tc.err)
+		case tc.arg != "" && (!errors.As(tc.err, &ae) || ae.Arg != tc.arg || !errors.Is(tc.err, lease.ErrInvalid)):
+			t.Errorf("%s: %v; want *ArgError for %s", tc.name, tc.err, tc.arg)
+		}
+	}
+}
+
+func TestWait(t *testing.T) {
+	slow := lease.Retry{Min: time.Minute, Max: time.Minute}
+	taken := func(context.Context) (*lease.Lease, time.Duration, error) { return nil, 0, lease.ErrTaken }
+
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+	defer cancel()
+	if _, err := acquire.Wait(ctx, slow, nil, taken); !errors.Is(err, context.DeadlineExceeded) || !errors.Is(err, lease.ErrTaken) {
+		t.Fatalf("Wait past deadline: %v; want DeadlineExceeded and ErrTaken", err)
+	}
+
+	why := errors.New("stop")
+	cctx, ccancel := context.WithCancelCause(context.Background())
+	time.AfterFunc(10*time.Millisecond, func() { ccancel(why) })
+	if _, err := acquire.Wait(cctx, slow, nil, taken); !errors.Is(err, context.Canceled) || !errors.Is(err, why) {
+		t.Fatalf("Wait cancelled with a cause: %v; want Canceled and the cause", err)
+	}
+
+	// A wake signal and a hint both cut the delay short.
+	wake := make(chan struct{}, 1)
+	var calls atomic.Int32
+	want := lease.New(nopBackend{}, lease.Grant{Key: "k", Owner: acquire.NewOwner(), Token: 7, TTL: time.Minute, Until: time.Now().Add(time.Minute)})
+	defer want.Release(context.Background())
+	got, err := acquire.Wait(context.Background(), slow, wake, func(context.Context) (*lease.Lease, time.Duration, error) {
+		switch calls.Add(1) {
+		case 1:
+			wake <- struct{}{}
+			return nil, 0, lease.ErrTaken
+		case 2:
+			return nil, time.Millisecond, lease.ErrTaken
+		}
+		return want, 0, nil
+	})
+	if err != nil || got != want || calls.Load() != 3 {
+		t.Fatalf("Wait = %p, %v after %d calls; want the lease after 3", got, err, calls.Load())
+	}
+
+	// An attempt that the deadline cuts short is not the reason the wait
+	// ran out: the whole attempt before it is.
+	quick := lease.Retry{Min: time.Millisecond, Max: time.Millisecond}
+	short := acquire.Retryable(errors.New("2 of 5 nodes timed out"))
+	dctx, dcancel := context.WithTimeout(context.Background(), 30*time.Millisecond)
+	defer dcancel()
+	var n atomic.Int32
+	if _, err := acquire.Wait(dctx, quick, nil, func(ctx context.Context) (*lease.Lease, time.Duration, error) {
+		if n.Add(1) < 3 {
+			return nil, 0, lease.ErrTaken
+		}
+		<-ctx.Done()
+		return nil, 0, short
+	}); !errors.Is(err, context.DeadlineExceeded) || !errors.Is(err, lease.ErrTaken) || errors.Is(err, short) {
+		t.Fatalf("Wait whose last attempt was cut short: %v; want DeadlineExceeded and the whole attempt's ErrTaken", err)
+	}
+
+	boom := errors.New("boom")
+	if _, err := acquire.Wait(context.Background(), slow, nil, func(context.Context) (*lease.Lease, time.Duration, error) {
+		return nil, 0, boom
+	}); err != boom {
+		t.Fatalf("Wait with a failing attempt = %v; want it returned as is", err)
+	}
+}
+
+func TestNewOwner(t *testing.T) {
+	seen := map[string]bool{}
+	for range 100 {
+		o := acquire.NewOwner()
+		if len(o) != 32 || seen[o] {
+			t.Fatalf("NewOwner = %q; want 32 fresh hex digits", o)
+		}
+		seen[o] = true
+	}
+}
+
+func TestApply(t *testing.T) {
+	o := acquire.Apply(lease.Options{TTL: time.Second}, lease.WithTTL(time.Minute), nil, lease.WithAutoRenew(),
+		lease.WithRetry(lease.Retry{Min: 1, Max: 2}))
+	if o.TTL != time.Minute || !o.AutoRenew || o.Retry != (lease.Retry{Min: 1, Max: 2}) {
+		t.Fatalf("Apply = %+v", o)
+	}
+}
