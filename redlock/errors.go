@@ -9,13 +9,13 @@ import (
 	"github.com/dlockgo/dlock/lease"
 )
 
-// Kind is how one node answered a request.
-type Kind uint8
+// AnswerKind is how one node answered a request.
+type AnswerKind uint8
 
 const (
 	// KindOK: the node did what was asked (voted, committed, extended,
 	// released).
-	KindOK Kind = iota
+	KindOK AnswerKind = iota
 	// KindHeld: the lock is held there by another owner (for extend and
 	// release: this owner no longer holds it there).
 	KindHeld
@@ -33,7 +33,7 @@ const (
 	KindNotAwaited
 )
 
-func (k Kind) String() string {
+func (k AnswerKind) String() string {
 	switch k {
 	case KindOK:
 		return "ok"
@@ -55,7 +55,7 @@ func (k Kind) String() string {
 // NodeAnswer is one node's part in a quorum decision.
 type NodeAnswer struct {
 	Node string // the node's name (its address)
-	Kind Kind
+	Kind AnswerKind
 	Err  error // set for KindError, KindTimeout and KindLostData
 }
 

@@ -209,13 +209,11 @@ func WithoutTokens() Option { return func(c *config) { c.noTokens = true } }
 
 // WithDurableNodes declares that no node ever loses an acknowledged write
 // (AOF with appendfsync always, and no flush): the lost-data guard is off,
-// so fresh nodes vote at once, with no sit-out and no repair.
+// so fresh nodes vote at once, with no sit-out and no repair. On nodes
+// that do lose writes (a restart from an RDB snapshot or an AOF synced
+// every second, or without persistence) a restarted node may then grant a
+// lock that is still held, and hand out a token already issued.
 func WithDurableNodes() Option { return func(c *config) { c.guard = false } }
-
-// WithoutLostDataGuard turns the lost-data guard off on nodes that are not
-// durable. A node restarted empty may then grant a lock that is still held,
-// and hand out a token that was already issued; it exists to show that.
-func WithoutLostDataGuard() Option { return func(c *config) { c.guard = false } }
 
 // WithIdleTTL sets how long a key's fence counter outlives the last lease
 // on it: d after the end of the lease granted or extended last, the

@@ -696,7 +696,7 @@ func TestLostDataGuard(t *testing.T) {
 				srvs := redistest.StartN(t, 5)
 				opts := []redlock.Option{redlock.WithTTL(ttl)}
 				if !guard {
-					opts = append(opts, redlock.WithoutLostDataGuard())
+					opts = append(opts, redlock.WithDurableNodes())
 				}
 				lk := newLocker(t, nodesOn(t, srvs, c), opts...)
 				ctx := context.Background()
@@ -782,7 +782,7 @@ func TestRepair(t *testing.T) {
 				srvs := redistest.StartN(t, 5)
 				opts := []redlock.Option{redlock.WithTTL(ttl)}
 				if !guard {
-					opts = append(opts, redlock.WithoutLostDataGuard())
+					opts = append(opts, redlock.WithDurableNodes())
 				}
 				lk := newLocker(t, nodesOn(t, srvs, c), opts...)
 				ctx := context.Background()

@@ -48,11 +48,11 @@ func (lk *Locker) Inspect(ctx context.Context, key string) (Info, error) {
 	}
 	r, err := lk.n.Eval(ctx, inspectScript, []string{hashKey(key)})
 	if err != nil {
-		return Info{}, fmt.Errorf("dlock: inspect %q on %s: %w", key, lk.n, acquire.CtxErr(ctx, err))
+		return Info{}, fmt.Errorf("single: inspect %q on %s: %w", key, lk.n, acquire.CtxErr(ctx, err))
 	}
 	tok, err := strconv.ParseUint(r.Str(1), 10, 64)
 	if err != nil {
-		return Info{}, fmt.Errorf("dlock: inspect %q on %s: attempts %q: %w", key, lk.n, r.Str(1), err)
+		return Info{}, fmt.Errorf("single: inspect %q on %s: attempts %q: %w", key, lk.n, r.Str(1), err)
 	}
 	info := Info{Key: key, Token: fence.Token(tok)}
 	if left := r.Int(2); r.Str(0) != "" && left > 0 {

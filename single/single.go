@@ -102,7 +102,7 @@ const DefaultTTL = 30 * time.Second
 const DefaultIdleTTL = 24 * time.Hour
 
 // ErrReplicas matches every *ReplicaError.
-var ErrReplicas = errors.New("dlock: too few replicas acknowledged the lock")
+var ErrReplicas = errors.New("single: too few replicas acknowledged the lock")
 
 // ReplicaError reports a claim that fewer replicas than WithReplicas asked
 // for acknowledged in time. The claim has been released: no lease is left.
@@ -114,7 +114,7 @@ type ReplicaError struct {
 }
 
 func (e *ReplicaError) Error() string {
-	return "dlock: lock on " + strconv.Quote(e.Key) + " acknowledged by " +
+	return "single: lock on " + strconv.Quote(e.Key) + " acknowledged by " +
 		strconv.Itoa(e.Acked) + " of " + strconv.Itoa(e.Wanted) + " replicas"
 }
 
@@ -127,6 +127,7 @@ type Option func(*config)
 type config struct {
 	ttl            time.Duration
 	idle           time.Duration // < 0: for ever
+	retry          lease.Retry
 	drift          float64
 	replicas       int
 	replicaTimeout time.Duration
@@ -146,6 +147,10 @@ func WithTTL(ttl time.Duration) Option { return func(c *config) { c.ttl = ttl } 
 // DefaultIdleTTL (a day); a negative d keeps every hash for ever, one per
 // key ever locked.
 func WithIdleTTL(d time.Duration) Option { return func(c *config) { c.idle = d } }
+
+// WithRetry sets how Acquire paces its attempts by default; lease.WithRetry
+// overrides it per acquisition. The default is lease.DefaultRetry.
+func WithRetry(r lease.Retry) Option { return func(c *config) { c.retry = r } }
 
 // WithDriftFactor sets the share of the TTL the client sets aside for its
 // clock running slower than the server's, in [0, 0.5); the default is 0.01.
@@ -200,6 +205,9 @@ func New(n node.Node, opts ...Option) (*Locker, error) {
 		return nil, err
 	}
 	if err := acquire.CheckTTL(cfg.ttl, cfg.drift); err != nil {
+		return nil, err
+	}
+	if err := cfg.retry.Check(); err != nil {
 		return nil, err
 	}
 	if cfg.replicas < 0 {
@@ -626,7 +634,7 @@ func (lk *Locker) options(ctx context.Context, key string, opts []lease.Option) 
 	if err := acquire.CheckKey(key); err != nil {
 		return lease.Options{}, err
 	}
-	o := lease.Options{TTL: lk.cfg.ttl}
+	o := lease.Options{TTL: lk.cfg.ttl, Retry: lk.cfg.retry}
 	if len(opts) > 0 { // Apply moves o to the heap
 		o = acquire.Apply(o, opts...)
 		if o.TTL == 0 {
@@ -664,7 +672,7 @@ type claim struct {
 
 // errMigrating marks a claim refused because the lock's cluster slot is
 // migrating; Acquire tries again.
-var errMigrating = errors.New("dlock: cluster slot migrating")
+var errMigrating = errors.New("single: cluster slot migrating")
 
 // refusal is the server's error reply to a claim: the script refused, or
 // the server would not run it, and nothing was written. It is the one
@@ -676,7 +684,7 @@ func (r *refusal) Unwrap() error { return r.err }
 
 // errLate is the cause of a claim granted after its validity had run out
 // on the way: it has been released again.
-var errLate = errors.New("dlock: granted after its validity ran out on the way")
+var errLate = errors.New("single: granted after its validity ran out on the way")
 
 func (lk *Locker) newClaim(key string, o lease.Options) *claim {
 	c := &claim{lk: lk, key: key, o: o, nargs: 3}
@@ -763,7 +771,7 @@ func (c *claim) try(ctx context.Context) (*lease.Lease, time.Duration, error) {
 			node.Wait{Replicas: lk.cfg.replicas, Timeout: lk.cfg.replicaTimeout})
 		if lost == nil {
 			if len(res) != 1 {
-				lost = fmt.Errorf("dlock: claim on %s: %d results for 1 call", lk.n, len(res))
+				lost = fmt.Errorf("single: claim on %s: %d results for 1 call", lk.n, len(res))
 			} else {
 				r, err = res[0].Reply, res[0].Err
 			}
@@ -780,7 +788,7 @@ func (c *claim) try(ctx context.Context) (*lease.Lease, time.Duration, error) {
 		// on its way. That includes a pipeline whose WAIT failed, even
 		// with an error reply: the claim before it ran all the same.
 		c.abandon()
-		err := fmt.Errorf("dlock: claim %q on %s: %w", c.key, lk.n, acquire.CtxErr(ctx, lost))
+		err := fmt.Errorf("single: claim %q on %s: %w", c.key, lk.n, acquire.CtxErr(ctx, lost))
 		if ctx.Err() == nil {
 			err = acquire.Retryable(err)
 		}
@@ -793,9 +801,9 @@ func (c *claim) try(ctx context.Context) (*lease.Lease, time.Duration, error) {
 			// script's look at :gone, a key it does not have. The script
 			// had written nothing; once the keys have moved, a new
 			// attempt runs on the destination.
-			return nil, 0, acquire.Retryable(fmt.Errorf("dlock: claim %q on %s: %w: %w", c.key, lk.n, errMigrating, err))
+			return nil, 0, acquire.Retryable(fmt.Errorf("single: claim %q on %s: %w: %w", c.key, lk.n, errMigrating, err))
 		}
-		return nil, 0, &refusal{fmt.Errorf("dlock: claim %q on %s: %w", c.key, lk.n, acquire.CtxErr(ctx, err))}
+		return nil, 0, &refusal{fmt.Errorf("single: claim %q on %s: %w", c.key, lk.n, acquire.CtxErr(ctx, err))}
 	}
 	if len(r) != 1 {
 		c.pos = int(r.Int(1))
@@ -809,7 +817,7 @@ func (c *claim) try(ctx context.Context) (*lease.Lease, time.Duration, error) {
 		// Not every client cuts a call short when ctx ends; a caller that
 		// gave up must not be left holding a lock it does not know of.
 		c.releaseDetached()
-		return nil, 0, fmt.Errorf("dlock: claim %q on %s: %w", c.key, lk.n, acquire.CtxErr(ctx, err))
+		return nil, 0, fmt.Errorf("single: claim %q on %s: %w", c.key, lk.n, acquire.CtxErr(ctx, err))
 	}
 	if acked < lk.cfg.replicas {
 		c.releaseDetached()
@@ -818,7 +826,7 @@ func (c *claim) try(ctx context.Context) (*lease.Lease, time.Duration, error) {
 	until := t1.Add(c.ttl - acquire.Drift(c.ttl, lk.cfg.drift))
 	if !time.Now().Before(until) {
 		c.releaseDetached()
-		return nil, 0, fmt.Errorf("dlock: lock on %q: %w: %w", c.key, errLate, lease.ErrExpired)
+		return nil, 0, fmt.Errorf("single: lock on %q: %w: %w", c.key, errLate, lease.ErrExpired)
 	}
 	return lease.New(c, lease.Grant{
 		Key: c.key, Owner: c.args[0], Token: token, TTL: c.o.TTL, Until: until,
@@ -880,7 +888,7 @@ func (c *claim) Release(ctx context.Context, l *lease.Lease) error {
 		return c.refused("release", l, ctx, err)
 	}
 	if r.Int(0) != 1 {
-		return fmt.Errorf("dlock: release %q: %w: it had expired", l.Key(), lease.ErrNotHeld)
+		return fmt.Errorf("single: release %q: %w: it had expired", l.Key(), lease.ErrNotHeld)
 	}
 	return nil
 }
@@ -891,12 +899,12 @@ func (c *claim) Release(ctx context.Context, l *lease.Lease) error {
 func (c *claim) refused(op string, l *lease.Lease, ctx context.Context, err error) error {
 	var re *node.ReplyError
 	if !errors.As(err, &re) || !strings.HasPrefix(re.Msg, "DLSTALE ") {
-		return fmt.Errorf("dlock: %s %q on %s: %w", op, l.Key(), c.lk.n, acquire.CtxErr(ctx, err))
+		return fmt.Errorf("single: %s %q on %s: %w", op, l.Key(), c.lk.n, acquire.CtxErr(ctx, err))
 	}
 	h, _ := strconv.ParseUint(strings.TrimPrefix(re.Msg, "DLSTALE "), 10, 64)
 	if fence.Token(h) > l.Token() {
-		return fmt.Errorf("dlock: %s %q: %w: %w", op, l.Key(), lease.ErrNotHeld,
+		return fmt.Errorf("single: %s %q: %w: %w", op, l.Key(), lease.ErrNotHeld,
 			&fence.StaleError{Resource: l.Key(), Token: l.Token(), Highest: fence.Token(h)})
 	}
-	return fmt.Errorf("dlock: %s %q: %w: it expired or was released", op, l.Key(), lease.ErrNotHeld)
+	return fmt.Errorf("single: %s %q: %w: it expired or was released", op, l.Key(), lease.ErrNotHeld)
 }

@@ -607,6 +607,7 @@ func TestBadInput(t *testing.T) {
 		{"drift", n, []single.Option{single.WithDriftFactor(0.5)}, "drift factor"},
 		{"replicas", n, []single.Option{single.WithReplicas(-1, time.Second)}, "replicas"},
 		{"replica timeout", n, []single.Option{single.WithReplicas(1, 0)}, "replica timeout"},
+		{"retry", n, []single.Option{single.WithRetry(lease.Retry{Min: 2 * time.Second, Max: time.Second})}, "retry"},
 	} {
 		_, err := single.New(tc.n, tc.opts...)
 		var ae *lease.ArgError

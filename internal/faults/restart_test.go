@@ -45,9 +45,9 @@ func restartQuorum(t *testing.T, client string, guard bool) {
 		row.Variant = "3 of 5 restarted empty, lost-data guard on"
 		row.Expected = "B refused until one max TTL after the restart; no overlap"
 	} else {
-		row.Variant = "3 of 5 restarted empty, WithoutLostDataGuard"
+		row.Variant = "3 of 5 restarted empty, guard off (WithDurableNodes)"
 		row.Expected = "double grant (overlap 1); fence refuses A (B read A's counter on the 2 intact nodes)"
-		opts = append(opts, redlock.WithoutLostDataGuard())
+		opts = append(opts, redlock.WithDurableNodes())
 	}
 	record(t, row)
 	srvs := redistest.StartN(t, 5)

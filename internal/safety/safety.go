@@ -45,15 +45,15 @@ type Release struct {
 	At     time.Time
 }
 
-// Kind tells a write from a read.
-type Kind uint8
+// OpKind tells a write from a read.
+type OpKind uint8
 
 const (
-	Write Kind = iota + 1
+	Write OpKind = iota + 1
 	Read
 )
 
-func (k Kind) String() string {
+func (k OpKind) String() string {
 	switch k {
 	case Write:
 		return "write"
@@ -90,7 +90,7 @@ func (o Outcome) String() string {
 
 // Op is one operation on the resource, between its Call and Return.
 type Op struct {
-	Kind    Kind
+	Kind    OpKind
 	Holder  string      // writes: the lease's owner
 	Token   fence.Token // writes: the token carried; reads: the token read
 	Fenced  bool        // writes: whether the fence judged the token
