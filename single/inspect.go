@@ -8,7 +8,6 @@ import (
 
 	"github.com/dlockgo/dlock/fence"
 	"github.com/dlockgo/dlock/internal/acquire"
-	"github.com/dlockgo/dlock/node"
 )
 
 // Info is the state of one lock as its server sees it, at one instant.
@@ -27,15 +26,6 @@ type Info struct {
 	// not held.
 	TTL time.Duration
 }
-
-// inspectScript: KEYS hash. Replies {owner (empty when none), attempts, ms left}, with
-// ms left <= 0 when nobody holds the lock. It writes nothing.
-var inspectScript = node.NewScript(serverNow + `
-local r = redis.call('HMGET', KEYS[1], 'owner', 'attempts', 'until')
-local left = 0
-if r[1] and r[3] then left = tonumber(r[3]) - now end
-return {r[1] or '', r[2] or '0', left}
-`)
 
 // Inspect reports who holds the lock on key, with which token, and for how
 // long, as the server sees it now. It changes nothing on the server.

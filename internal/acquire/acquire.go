@@ -9,10 +9,17 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"time"
 
 	"github.com/dlockgo/dlock/internal/argerr"
 	"github.com/dlockgo/dlock/lease"
 )
+
+// Detached returns a context with ctx's values but not its end, bounded by
+// d: for the cleanup a call owes the servers after its caller gave up.
+func Detached(ctx context.Context, d time.Duration) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.WithoutCancel(ctx), d)
+}
 
 // NewOwner returns a random value that identifies one lease on the servers.
 func NewOwner() string {

@@ -71,18 +71,18 @@ func TestChecks(t *testing.T) {
 
 func TestWait(t *testing.T) {
 	slow := lease.Retry{Min: time.Minute, Max: time.Minute}
-	taken := func(context.Context) (*lease.Lease, time.Duration, error) { return nil, 0, lease.ErrTaken }
+	taken := func(context.Context) (*lease.Lease, acquire.Turn, error) { return nil, acquire.Turn{}, lease.ErrTaken }
 
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
 	defer cancel()
-	if _, err := acquire.Wait(ctx, slow, nil, taken); !errors.Is(err, context.DeadlineExceeded) || !errors.Is(err, lease.ErrTaken) {
+	if _, err := acquire.Wait(ctx, slow, taken); !errors.Is(err, context.DeadlineExceeded) || !errors.Is(err, lease.ErrTaken) {
 		t.Fatalf("Wait past deadline: %v; want DeadlineExceeded and ErrTaken", err)
 	}
 
 	why := errors.New("stop")
 	cctx, ccancel := context.WithCancelCause(context.Background())
 	time.AfterFunc(10*time.Millisecond, func() { ccancel(why) })
-	if _, err := acquire.Wait(cctx, slow, nil, taken); !errors.Is(err, context.Canceled) || !errors.Is(err, why) {
+	if _, err := acquire.Wait(cctx, slow, taken); !errors.Is(err, context.Canceled) || !errors.Is(err, why) {
 		t.Fatalf("Wait cancelled with a cause: %v; want Canceled and the cause", err)
 	}
 
@@ -91,15 +91,15 @@ func TestWait(t *testing.T) {
 	var calls atomic.Int32
 	want := lease.New(nopBackend{}, lease.Grant{Key: "k", Owner: acquire.NewOwner(), Token: 7, TTL: time.Minute, Until: time.Now().Add(time.Minute)})
 	defer want.Release(context.Background())
-	got, err := acquire.Wait(context.Background(), slow, wake, func(context.Context) (*lease.Lease, time.Duration, error) {
+	got, err := acquire.Wait(context.Background(), slow, func(context.Context) (*lease.Lease, acquire.Turn, error) {
 		switch calls.Add(1) {
 		case 1:
 			wake <- struct{}{}
-			return nil, 0, lease.ErrTaken
+			return nil, acquire.Turn{Wake: wake}, lease.ErrTaken
 		case 2:
-			return nil, time.Millisecond, lease.ErrTaken
+			return nil, acquire.Turn{Hint: time.Millisecond, Wake: wake}, lease.ErrTaken
 		}
-		return want, 0, nil
+		return want, acquire.Turn{}, nil
 	})
 	if err != nil || got != want || calls.Load() != 3 {
 		t.Fatalf("Wait = %p, %v after %d calls; want the lease after 3", got, err, calls.Load())
@@ -112,21 +112,49 @@ func TestWait(t *testing.T) {
 	dctx, dcancel := context.WithTimeout(context.Background(), 30*time.Millisecond)
 	defer dcancel()
 	var n atomic.Int32
-	if _, err := acquire.Wait(dctx, quick, nil, func(ctx context.Context) (*lease.Lease, time.Duration, error) {
+	if _, err := acquire.Wait(dctx, quick, func(ctx context.Context) (*lease.Lease, acquire.Turn, error) {
 		if n.Add(1) < 3 {
-			return nil, 0, lease.ErrTaken
+			return nil, acquire.Turn{}, lease.ErrTaken
 		}
 		<-ctx.Done()
-		return nil, 0, short
+		return nil, acquire.Turn{}, short
 	}); !errors.Is(err, context.DeadlineExceeded) || !errors.Is(err, lease.ErrTaken) || errors.Is(err, short) {
 		t.Fatalf("Wait whose last attempt was cut short: %v; want DeadlineExceeded and the whole attempt's ErrTaken", err)
 	}
 
 	boom := errors.New("boom")
-	if _, err := acquire.Wait(context.Background(), slow, nil, func(context.Context) (*lease.Lease, time.Duration, error) {
-		return nil, 0, boom
+	if _, err := acquire.Wait(context.Background(), slow, func(context.Context) (*lease.Lease, acquire.Turn, error) {
+		return nil, acquire.Turn{}, boom
 	}); err != boom {
 		t.Fatalf("Wait with a failing attempt = %v; want it returned as is", err)
+	}
+}
+
+// TestWaitLetsSignalsPass: a waiter with others ahead of it in the queue
+// lets all but the last of their releases' signals pass without an
+// attempt, and tries at the next one.
+func TestWaitLetsSignalsPass(t *testing.T) {
+	// Three signals already there: the releases of the two waiters ahead
+	// and of this one's turn.
+	wake := make(chan struct{}, 3)
+	for range 3 {
+		wake <- struct{}{}
+	}
+	slow := lease.Retry{Min: time.Minute, Max: time.Minute}
+	want := lease.New(nopBackend{}, lease.Grant{Key: "k", Owner: acquire.NewOwner(), Token: 7, TTL: time.Minute, Until: time.Now().Add(time.Minute)})
+	defer want.Release(context.Background())
+	var calls atomic.Int32
+	got, err := acquire.Wait(t.Context(), slow, func(context.Context) (*lease.Lease, acquire.Turn, error) {
+		if calls.Add(1) == 1 {
+			return nil, acquire.Turn{Wake: wake, Ahead: 3}, lease.ErrTaken
+		}
+		return want, acquire.Turn{}, nil
+	})
+	if err != nil || got != want {
+		t.Fatalf("Wait = %v, %v; want the lease", got, err)
+	}
+	if calls.Load() != 2 || len(wake) != 0 {
+		t.Errorf("%d attempts with %d signals left; want 2 attempts, the second at the third signal", calls.Load(), len(wake))
 	}
 }
 

@@ -10,18 +10,34 @@ import (
 	"github.com/dlockgo/dlock/lease"
 )
 
-// Attempt is one try at a lock. On ErrTaken, hint is how long the lock is
-// still held by its owner, as far as the attempt could tell (0: unknown).
-type Attempt func(ctx context.Context) (l *lease.Lease, hint time.Duration, err error)
+// Attempt is one try at a lock. When the lock is refused, turn tells Wait
+// what to wait for before the next one.
+type Attempt func(ctx context.Context) (l *lease.Lease, turn Turn, err error)
+
+// Turn is what a refused attempt learned of when to try again.
+type Turn struct {
+	// Hint is how long the lock stays held by its owner, as far as the
+	// attempt could tell (0: unknown); it cuts the retry delay short.
+	Hint time.Duration
+	// Wake is signalled when the lock may have come free (a published
+	// release); nil waits for the delay alone.
+	Wake <-chan struct{}
+	// Ahead is how many waiters the queue serves before this one: each is
+	// served on a release, so Wait lets all but the last of their signals
+	// pass without asking the servers, and asks one early, which absorbs
+	// a signal lost or coalesced. A count gone wrong (a dead waiter's
+	// ticket dropped, signals lost) costs at most one retry delay.
+	Ahead int
+}
 
 // Wait calls attempt until it returns a lease, an error that neither matches
 // ErrTaken nor was marked with Retryable, or ctx ends. Between attempts it
-// sleeps a delay from r, cut short by hint and by a signal on wake (which
-// may be nil). When ctx ends first, the error matches ctx's error with
+// sleeps a delay from r, cut short by the turn's hint and by a signal on its
+// wake channel. When ctx ends first, the error matches ctx's error with
 // errors.Is, and also the last whole attempt's error: an attempt that ctx
 // cut short (one that failed, without ErrTaken, after ctx ended) says less
 // about the lock than the one before it, so the one before is reported.
-func Wait(ctx context.Context, r lease.Retry, wake <-chan struct{}, attempt Attempt) (*lease.Lease, error) {
+func Wait(ctx context.Context, r lease.Retry, attempt Attempt) (*lease.Lease, error) {
 	var (
 		timer *time.Timer
 		prev  error
@@ -32,7 +48,7 @@ func Wait(ctx context.Context, r lease.Retry, wake <-chan struct{}, attempt Atte
 		}
 	}()
 	for n := 0; ; n++ {
-		l, hint, err := attempt(ctx)
+		l, turn, err := attempt(ctx)
 		if err == nil {
 			return l, nil
 		}
@@ -40,24 +56,30 @@ func Wait(ctx context.Context, r lease.Retry, wake <-chan struct{}, attempt Atte
 			return nil, GaveUp(ctx, prev)
 		}
 		prev = err
-		var again retryable
-		if !errors.Is(err, lease.ErrTaken) && !errors.As(err, &again) {
+		if !Again(err) {
 			return nil, err
 		}
 		d := r.Delay(n)
-		if hint > 0 && hint < d {
-			d = hint
+		if turn.Hint > 0 && turn.Hint < d {
+			d = turn.Hint
 		}
 		if timer == nil {
 			timer = time.NewTimer(d)
 		} else {
 			timer.Reset(d)
 		}
-		select {
-		case <-ctx.Done():
-			return nil, GaveUp(ctx, err)
-		case <-wake:
-		case <-timer.C:
+		// The timer runs on through the signals let pass.
+		for skip := max(0, turn.Ahead-1); ; skip-- {
+			select {
+			case <-ctx.Done():
+				return nil, GaveUp(ctx, err)
+			case <-timer.C:
+			case <-turn.Wake:
+				if skip > 0 {
+					continue
+				}
+			}
+			break
 		}
 	}
 }
@@ -71,6 +93,13 @@ func GaveUp(ctx context.Context, last error) error {
 		return fmt.Errorf("dlock: gave up waiting: %w: %w (last attempt: %w)", ctx.Err(), c, last)
 	}
 	return fmt.Errorf("dlock: gave up waiting: %w (last attempt: %w)", ctx.Err(), last)
+}
+
+// Again reports whether Wait tries again after an attempt that failed with
+// err: it matches ErrTaken or was marked with Retryable.
+func Again(err error) bool {
+	var r retryable
+	return errors.Is(err, lease.ErrTaken) || errors.As(err, &r)
 }
 
 // Retryable marks err as worth another attempt by Wait (a quorum that fell

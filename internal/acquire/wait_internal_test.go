@@ -14,8 +14,8 @@ func TestWaitRetriesRetryable(t *testing.T) {
 	n := 0
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer cancel()
-	_, err := Wait(ctx, lease.Retry{Min: time.Millisecond, Max: time.Millisecond}, nil,
-		func(context.Context) (*lease.Lease, time.Duration, error) { n++; return nil, 0, Retryable(down) })
+	_, err := Wait(ctx, lease.Retry{Min: time.Millisecond, Max: time.Millisecond},
+		func(context.Context) (*lease.Lease, Turn, error) { n++; return nil, Turn{}, Retryable(down) })
 	if n < 2 {
 		t.Errorf("attempts = %d; want a retry", n)
 	}

@@ -1,0 +1,95 @@
+package single
+
+import (
+	"context"
+	"strconv"
+
+	"github.com/dlockgo/dlock/internal/acquire"
+	"github.com/dlockgo/dlock/lease"
+)
+
+// TryAcquire makes one attempt at the lock on key. It returns an error
+// matching lease.ErrTaken when another owner holds it, and an
+// *lease.ArgError for a bad key or option. When ctx ends during the
+// attempt, or the exchange with the server fails, a claim that may have
+// landed is released before it returns, on a context of its own bounded
+// by lease.ReleaseTimeout: against a hung server the call can return up
+// to that long after ctx ended.
+func (lk *Locker) TryAcquire(ctx context.Context, key string, opts ...lease.Option) (*lease.Lease, error) {
+	return acquire.Observe(lk.cfg.observer, strategy, key, func() (*lease.Lease, error) {
+		return lk.tryAcquire(ctx, key, opts)
+	})
+}
+
+func (lk *Locker) tryAcquire(ctx context.Context, key string, opts []lease.Option) (*lease.Lease, error) {
+	o, err := lk.options(ctx, key, opts)
+	if err != nil {
+		return nil, err
+	}
+	l, _, err := lk.newClaim(key, o).try(ctx)
+	return l, err
+}
+
+// Acquire waits until the lock on key is granted or ctx ends. Waiters
+// are served first come, first served: a call that finds the lock taken
+// joins the key's queue on the server, and a free lock goes to the
+// queue's head (see claimScript). A waiter wakes when the holder's release
+// is published, else when the holder's lease runs out or a delay from the
+// retry policy passes. A failed attempt is retried whatever its cause (a
+// lost connection, a timeout, a failed WAIT, too few replicas), once a
+// claim it may have left on the server is given up; a claim given up that
+// way also gives up its place in the queue. Only the server's error reply
+// to the claim itself (the script refused, or the server would not run
+// it) ends the wait at once. When ctx ends first, the error matches
+// ctx.Err() and the last attempt's error, no claim of this call is left on
+// the server, and its place in the queue is given up; as with TryAcquire,
+// that cleanup can take up to lease.ReleaseTimeout after ctx ended. A
+// waiter that dies without giving up its place holds the lock up, once it
+// reaches the head, for at most its ticket's lifetime: max(2 s, 3 × its
+// Retry.Max) after its last attempt.
+func (lk *Locker) Acquire(ctx context.Context, key string, opts ...lease.Option) (*lease.Lease, error) {
+	return acquire.Observe(lk.cfg.observer, strategy, key, func() (*lease.Lease, error) {
+		return lk.acquire(ctx, key, opts)
+	})
+}
+
+func (lk *Locker) acquire(ctx context.Context, key string, opts []lease.Option) (*lease.Lease, error) {
+	o, err := lk.options(ctx, key, opts)
+	if err != nil {
+		return nil, err
+	}
+	c := lk.newClaim(key, o)
+	life := acquire.TicketLife(o.Retry)
+	c.args[3] = strconv.FormatInt(life.Milliseconds(), 10)
+	c.nargs = 4
+	var (
+		wake <-chan struct{}
+		stop = func() {}
+	)
+	subscribed := false
+	l, err := acquire.Wait(ctx, o.Retry, func(ctx context.Context) (*lease.Lease, acquire.Turn, error) {
+		l, hint, err := c.again(ctx)
+		if err != nil && acquire.Again(err) && !subscribed && ctx.Err() == nil {
+			subscribed = true
+			// Subscribed, then one more attempt at once: a release
+			// between the first attempt and the subscription wakes
+			// nobody. A subscription that hangs (the server went away
+			// meanwhile) must not outlast the ticket; without one, the
+			// wait polls.
+			sctx, cancel := context.WithTimeout(ctx, life/2)
+			var serr error
+			wake, stop, serr = lk.n.Subscribe(sctx, c.keys[0]+":released")
+			cancel()
+			if serr != nil {
+				wake, stop = nil, func() {}
+			}
+			l, hint, err = c.again(ctx)
+		}
+		return l, acquire.Turn{Hint: hint, Wake: wake, Ahead: c.pos - 1}, err
+	})
+	stop()
+	if err != nil {
+		c.leave(ctx)
+	}
+	return l, err
+}

@@ -1,0 +1,112 @@
+-- claim: take the lock for an owner, or say how long it stays held.
+--
+-- KEYS[1]  the lock's hash: owner, until (server ms), attempts (the token),
+--          waiting (tickets in the queue; absent at 0)
+-- ARGV[1]  owner
+-- ARGV[2]  TTL, ms
+-- ARGV[3]  the hash's lifetime, ms: the TTL plus the idle TTL ('0': for ever)
+-- ARGV[4]  for a blocking waiter, how long its ticket lasts, ms (absent for
+--          TryAcquire and the first attempt)
+--
+-- Replies the new attempts, a plain integer, when claimed (cheaper for the
+-- clients to read than an array), and {ms the holder has left, place in the
+-- queue (1: its head; 0: not queued)} when refused.
+--
+-- A claim run again by the owner that made it (a client that re-sent it
+-- after its reply was lost) replies the attempts it was granted: the owner
+-- holds the lock, and only its own claim could have set it.
+--
+-- Waiters queue in KEYS[1]..':q', a sorted set of owners scored by a
+-- sequence, with each ticket's deadline (server ms) in KEYS[1]..':qx'. A
+-- free lock goes to the head of the queue, or to anyone when it is empty:
+-- a claim without a ticket does not overtake queued waiters. A waiter that
+-- is refused joins the queue (or refreshes its deadline); heads whose
+-- deadline passed are dropped, so a waiter that died holds the lock up for
+-- one ticket lifetime at most. Both queue keys expire with their last
+-- ticket's deadline.
+--
+-- An owner recorded in KEYS[1]..':gone' (see abandon.lua) until a time still
+-- ahead is refused: its claim is a late one. A plain claim on a held lock is
+-- answered before any other key is read, so that a contender for a held
+-- lock whose cluster slot is migrating is told it is taken; every path reads
+-- a key of its own before it writes anything, so a source that refuses the
+-- look at a key it no longer has refuses before anything changed.
+--
+-- The new attempts is max(attempts + 1, server time in µs): the +1 keeps
+-- tokens rising on one server whatever its clock does; the floor keeps them
+-- rising across a failover that lost the latest claims, or a hash that
+-- expired after its idle TTL, while the server's clock is not behind the
+-- one that issued the lost tokens by more than the time between the claims.
+-- Lua numbers are doubles, exact below 2^53 (µs since 1970 are ~2^51; a
+-- counter past 2^53, which only a hand edit makes, is refused), and %.0f
+-- writes them back as the decimal integer HINCRBY would have, so extend and
+-- release compare tokens as exact strings.
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local function keep(ms)
+  if ms == '0' then redis.call('PERSIST', KEYS[1]) else redis.call('PEXPIRE', KEYS[1], ms) end
+end
+local q, qx = KEYS[1] .. ':q', KEYS[1] .. ':qx'
+local r = redis.call('HMGET', KEYS[1], 'owner', 'until', 'attempts', 'waiting')
+local left = 0
+if r[1] and r[2] then left = tonumber(r[2]) - now end
+if left > 0 then
+  if r[1] == ARGV[1] then return tonumber(r[3]) end
+  if not ARGV[4] then return {left, 0} end
+end
+local g = redis.call('ZSCORE', KEYS[1] .. ':gone', ARGV[1])
+if g and tonumber(g) > now then
+  return {math.max(left, 0), 0}
+end
+local waiting = tonumber(r[4] or '0')
+local counted = waiting
+if left <= 0 then
+  local a = math.max(tonumber(r[3] or '0') + 1, tonumber(t[1]) * 1000000 + tonumber(t[2]))
+  if a >= 9007199254740992 then
+    return redis.error_reply('DLTOKEN attempts ' .. (r[3] or '0') .. ' is past 2^53')
+  end
+  local head
+  if waiting > 0 then
+    head = redis.call('ZRANGE', q, 0, 0)[1]
+    while head and head ~= ARGV[1] and tonumber(redis.call('HGET', qx, head) or '0') <= now do
+      redis.call('ZREM', q, head)
+      redis.call('HDEL', qx, head)
+      waiting = waiting - 1
+      head = redis.call('ZRANGE', q, 0, 0)[1]
+    end
+    if not head then waiting = 0 end
+  end
+  if not head or head == ARGV[1] then
+    if head then
+      redis.call('ZREM', q, head)
+      redis.call('HDEL', qx, head)
+      waiting = waiting - 1
+    end
+    if waiting == 0 and counted > 0 then redis.call('HDEL', KEYS[1], 'waiting') end
+    if waiting > 0 and waiting ~= counted then redis.call('HSET', KEYS[1], 'waiting', waiting) end
+    redis.call('HSET', KEYS[1], 'attempts', string.format('%.0f', a),
+      'owner', ARGV[1], 'until', string.format('%.0f', now + tonumber(ARGV[2])))
+    keep(ARGV[3])
+    return a
+  end
+  left = 0
+end
+local rank
+if ARGV[4] then
+  rank = redis.call('ZRANK', q, ARGV[1])
+  if not rank then
+    local last = redis.call('ZRANGE', q, -1, -1, 'WITHSCORES')
+    redis.call('ZADD', q, tonumber(last[2] or '0') + 1, ARGV[1])
+    waiting = redis.call('ZCARD', q)
+    rank = waiting - 1
+  end
+  redis.call('HSET', qx, ARGV[1], string.format('%.0f', now + tonumber(ARGV[4])))
+  if redis.call('PTTL', q) < tonumber(ARGV[4]) then
+    redis.call('PEXPIRE', q, ARGV[4])
+    redis.call('PEXPIRE', qx, ARGV[4])
+  end
+end
+if waiting == 0 and counted > 0 then redis.call('HDEL', KEYS[1], 'waiting') end
+if waiting > 0 and waiting ~= counted then redis.call('HSET', KEYS[1], 'waiting', waiting) end
+if rank then return {left, rank + 1} end
+return {left, 0}

@@ -1,0 +1,57 @@
+package single
+
+import (
+	_ "embed"
+	"time"
+
+	"github.com/dlockgo/dlock/node"
+)
+
+// The scripts, one per transition, each in lua/ with its keys, arguments,
+// replies and reasons. Every one reads the server's clock once (TIME) and
+// judges every lease by it; none compares a client's clock with it.
+var (
+	//go:embed lua/claim.lua
+	claimLua string
+	//go:embed lua/extend.lua
+	extendLua string
+	//go:embed lua/release.lua
+	releaseLua string
+	//go:embed lua/abandon.lua
+	abandonLua string
+	//go:embed lua/leave.lua
+	leaveLua string
+	//go:embed lua/inspect.lua
+	inspectLua string
+)
+
+var (
+	// claimScript: KEYS the lock's hash; ARGV owner, TTL ms, the hash's
+	// lifetime ms (see Locker.keep), and for a blocking waiter its ticket's
+	// lifetime ms. Replies the token, or {ms the holder has left, place in
+	// the queue}.
+	claimScript = node.NewScript(claimLua)
+	// extendScript: KEYS the hash; ARGV owner, token, TTL ms, the hash's
+	// lifetime ms. Replies 1, or the error DLSTALE <attempts>.
+	extendScript = node.NewScript(extendLua)
+	// releaseScript: KEYS the hash; ARGV owner, token. Replies 1, 0 when it
+	// had expired, or the error DLSTALE <attempts>.
+	releaseScript = node.NewScript(releaseLua)
+	// abandonScript: KEYS the hash; ARGV owner, ms to remember it (see
+	// abandonKeep). Replies 1 when it released the lock.
+	abandonScript = node.NewScript(abandonLua)
+	// leaveScript: KEYS the hash; ARGV owner. Replies 1 when there was a
+	// ticket.
+	leaveScript = node.NewScript(leaveLua)
+	// inspectScript: KEYS the hash. Replies {owner, attempts, ms left}.
+	inspectScript = node.NewScript(inspectLua)
+)
+
+// abandonKeep is how long an abandoned owner is remembered, at least
+// (twice the TTL when that is longer): a claim that reaches the server
+// later than that after its abandon, held up in a network path or behind a
+// paused server, holds the lock for its TTL under an owner nobody uses. That
+// costs the key one TTL of availability, never a second holder. A claim and
+// its abandon held up in one paused server both run within moments of its
+// resuming.
+const abandonKeep = 10 * time.Second
