@@ -31,34 +31,6 @@ type vote struct {
 	pttl     int64      // the lock's remaining time when held by another, ms
 }
 
-// attemptState is what the late answers of an attempt's votes are read
-// against, and what they tell its releases.
-//
-// l tells a late "yes" whether it must be undone: when the attempt's lease
-// has already ended. A late "yes" of a failed attempt needs nothing: the
-// failure's release reached its node before it (and deleted the lock) or
-// after it (and, the vote's call having failed or timed out, recorded the
-// owner as gone, so the vote was refused).
-//
-// unsure marks, by node, a vote whose call went out and ended without an
-// answer (a timeout, a broken connection): it may still run on the node,
-// after a release sent on another connection. Only there does a release
-// that finds no lock record the owner as gone. Elsewhere the vote has run
-// before any release of the owner reaches the node: both take the same
-// lane (see lane), and the release is sent after the vote's call ended,
-// which is also when the mark is set, by the same worker.
-type attemptState struct {
-	l      atomic.Pointer[lease.Lease]
-	unsure []atomic.Bool
-}
-
-// note records what answer a says of its vote's call (see unsure).
-func (st *attemptState) note(a result) {
-	if a.sent && a.err != nil {
-		st.unsure[a.i].Store(true)
-	}
-}
-
 // counts reports whether v is a vote for this attempt that counts.
 func (v *vote) counts() bool { return v.answered && v.answer.Kind == KindOK }
 
@@ -76,16 +48,61 @@ func tally(votes []vote) (counted, held int) {
 	return counted, held
 }
 
-// waiter is one Acquire's place in the queues of the nodes: its id and
-// score (the time of its first attempt, µs, by the local clock; ties are
-// broken by id) stay the same across its attempts, so it keeps its place.
-type waiter struct {
-	id     string
-	at     int64 // the score, µs
-	score  string
-	wake   chan<- struct{}
-	life   string // how long a ticket outlives the attempt that refreshed it (acquire.TicketLife), ms
-	queued bool   // an attempt was refused: the waiter may hold a ticket on any node
+// ballot is one attempt at a lock: its owner, the calls it sends, and the
+// votes it read. Late answers of its votes, read against it by the node
+// workers, tell it two things.
+//
+// l tells a late "yes" whether it must be undone: when the attempt's lease
+// has already ended. A late "yes" of a failed attempt needs nothing: the
+// failure's release reached its node before it (and deleted the lock) or
+// after it (and, the vote's call having failed or timed out, recorded the
+// owner as gone, so the vote was refused).
+//
+// unsure marks, by node, a vote whose call went out and ended without an
+// answer (a timeout, a broken connection): it may still run on the node,
+// after a release sent on another connection. Only there does a release
+// that finds no lock record the owner as gone. Elsewhere the vote has run
+// before any release of the owner reaches the node: both take the same
+// lane (see lane), and the release is sent after the vote's call ended,
+// which is also when the mark is set, by the same worker.
+type ballot struct {
+	lk     *Locker
+	ks     *keySet
+	o      lease.Options
+	w      *waiter // nil for TryAcquire, which never joins the queue
+	owner  string
+	t1     time.Time // phase 1 sent
+	votes  []vote
+	args   [5]string
+	l      atomic.Pointer[lease.Lease]
+	unsure []atomic.Bool
+
+	// Backing arrays for a quorum of up to 8 nodes: one allocation for
+	// what the attempt's calls share.
+	voteBuf   [8]vote
+	unsureBuf [8]atomic.Bool
+}
+
+func (lk *Locker) newBallot(ks *keySet, o lease.Options, w *waiter) *ballot {
+	n := len(lk.nodes)
+	b := &ballot{lk: lk, ks: ks, o: o, w: w, owner: acquire.NewOwner()}
+	if n <= len(b.voteBuf) {
+		b.votes, b.unsure = b.voteBuf[:n], b.unsureBuf[:n]
+	} else {
+		b.votes, b.unsure = make([]vote, n), make([]atomic.Bool, n)
+	}
+	b.args = [5]string{b.owner, strconvMs(o.TTL), "", "0", "0"}
+	if w != nil {
+		b.args[2], b.args[3], b.args[4] = w.id, w.score, w.life
+	}
+	return b
+}
+
+// note records what answer a says of its vote's call (see unsure).
+func (b *ballot) note(a result) {
+	if a.sent && a.err != nil {
+		b.unsure[a.i].Store(true)
+	}
 }
 
 // attempt is one acquisition: phase 1 (vote, read the epoch and, with
@@ -97,170 +114,150 @@ func (lk *Locker) attempt(ctx context.Context, ks *keySet, o lease.Options, w *w
 	if err := ctx.Err(); err != nil {
 		return nil, 0, err
 	}
+	b := lk.newBallot(ks, o, w)
+	b.phase1(ctx)
 	q := lk.Quorum()
-	n := len(lk.nodes)
+	c, _ := tally(b.votes)
+	if c < q {
+		return b.fail(ctx, "acquire", c, lk.phase1Answers(b.votes), nil)
+	}
+	drift := acquire.Drift(o.TTL, lk.cfg.drift)
+	var token int64
+	if !lk.cfg.noTokens {
+		var voters []int
+		token, voters = b.token()
+		// A commit that outlasts the validity left after phase 1 could
+		// only end in a lease with none: it is not waited for past that.
+		el := time.Since(b.t1)
+		left := acquire.Validity(o.TTL, el, drift)
+		if left <= 0 {
+			return b.fail(ctx, "acquire", c, lk.phase1Answers(b.votes), noValidity(el, o.TTL))
+		}
+		if answers, got := lk.commit(ctx, ks, b.owner, token, o.TTL, min(lk.nodeTimeout(o.TTL), left), b.votes, voters); got < q {
+			if el = time.Since(b.t1); acquire.Validity(o.TTL, el, drift) <= 0 {
+				return b.fail(ctx, "acquire", c, lk.phase1Answers(b.votes), noValidity(el, o.TTL))
+			}
+			return b.fail(ctx, "commit", got, answers, nil)
+		}
+	}
+	t2 := time.Now()
+	validity := acquire.Validity(o.TTL, t2.Sub(b.t1), drift)
+	if validity <= 0 {
+		return b.fail(ctx, "acquire", c, lk.phase1Answers(b.votes), noValidity(t2.Sub(b.t1), o.TTL))
+	}
+	return b.grant(token, t2.Add(validity)), 0, nil
+}
+
+// phase1 sends the vote to every node and reads the answers until the
+// quorum is reached, or out of reach and whether a majority holds the lock
+// for another owner is known: a wait that ends must tell a taken lock from
+// missing answers. Answers that come later are read against the ballot:
+// they may repair a node, or undo a "yes" whose lease has ended.
+func (b *ballot) phase1(ctx context.Context) {
+	lk, n, q := b.lk, len(b.lk.nodes), b.lk.Quorum()
 	tokens := !lk.cfg.noTokens
-	owner := acquire.NewOwner()
-	timeout := lk.nodeTimeout(o.TTL)
-	// One allocation for what the attempt's calls share.
-	buf := &struct {
-		st     attemptState
-		args   [5]string
-		votes  [8]vote
-		unsure [8]atomic.Bool
-	}{}
-	st := &buf.st
-	if n <= len(buf.unsure) {
-		st.unsure = buf.unsure[:n]
-	} else {
-		st.unsure = make([]atomic.Bool, n)
-	}
-	buf.args = [5]string{owner, strconvMs(o.TTL), "", "0", "0"}
-	if w != nil {
-		buf.args[2], buf.args[3], buf.args[4] = w.id, w.score, w.life
-	}
-	votes := buf.votes[:0]
-	if n <= len(buf.votes) {
-		votes = buf.votes[:n]
-	} else {
-		votes = make([]vote, n)
-	}
-	script := acquireScriptFor(tokens, lk.cfg.guard)
 	var rp *repairs
 	if lk.repairs() {
 		rp = lk.newRepairs()
 	}
-
-	drift := acquire.Drift(o.TTL, lk.cfg.drift)
-	t1 := time.Now()
-	r := lk.fanout(ctx, lk.all(), timeout, request{script: script, keys: ks.acquire(tokens), args: buf.args[:]}, func(a result) {
-		st.note(a)
-		if rp != nil {
-			rp.add(a)
-		}
-		// The lease may have ended before this "yes" came in.
-		if a.err == nil && a.reply.Int(0) == statusSet {
-			if l := st.l.Load(); l != nil && l.Err() != nil {
-				lk.wg.Go(func() { lk.releaseOne(a.i, ks, owner, o.TTL) })
+	b.t1 = time.Now()
+	r := lk.fanout(ctx, lk.all(), lk.nodeTimeout(b.o.TTL),
+		request{script: acquireScriptFor(tokens, lk.cfg.guard), keys: b.ks.acquire(tokens), args: b.args[:]},
+		func(a result) {
+			b.note(a)
+			if rp != nil {
+				rp.add(a)
 			}
-		}
-	})
+			// The lease may have ended before this "yes" came in.
+			if a.err == nil && a.reply.Int(0) == statusSet {
+				if l := b.l.Load(); l != nil && l.Err() != nil {
+					lk.wg.Go(func() { lk.releaseOne(ctx, a.i, b.ks, b.owner, b.o.TTL) })
+				}
+			}
+		})
+	defer r.abandon()
 	for pending := n; pending > 0; pending-- {
-		// Stop once the quorum is reached, or out of reach and whether a
-		// majority holds the lock for another owner is known: a wait
-		// that ends must tell a taken lock from missing answers.
-		c, held := tally(votes)
+		c, held := tally(b.votes)
 		if c >= q || c+pending < q && (held >= q || held+pending < q) {
-			break
+			return
 		}
 		a := r.next()
 		if !a.synthetic {
-			st.note(a)
+			b.note(a)
 			if rp != nil {
 				rp.add(a)
 			}
 		}
-		votes[a.i] = lk.readVote(a)
+		b.votes[a.i] = lk.readVote(a)
 		if lk.cfg.observer != nil {
-			lk.observeVote(ks.key, &votes[a.i], a.rtt)
+			lk.observeVote(b.ks.key, &b.votes[a.i], a.rtt)
 		}
 	}
-	r.abandon()
+}
 
-	fail := func(op string, got int, answers []NodeAnswer, reason error) (*lease.Lease, time.Duration, error) {
-		// Release wherever the vote may have set the lock: it did, or its
-		// answer was not read. Wait only where it did, and so the node is
-		// alive: a node that failed, timed out or was not awaited is
-		// released in the background (its late vote is refused), so a hung
-		// node does not hold up the failure and the retry behind it.
-		idx := make([]int, 0, n)
-		await := make([]bool, n)
-		for i := range votes {
-			if !votes[i].read || votes[i].set {
-				idx = append(idx, i)
-				await[i] = votes[i].set
-			}
+// token returns the token phase 1 allows, and the voters that commit it.
+// Every counter read may raise the token, never lower it; the voters alone,
+// a majority, already meet every earlier commit.
+func (b *ballot) token() (int64, []int) {
+	n := len(b.votes)
+	var maxCounter int64
+	voters := make([]int, 0, n)
+	times := make([]int64, 0, n)
+	for i := range b.votes {
+		if b.votes[i].read {
+			maxCounter = max(maxCounter, b.votes[i].counter)
 		}
-		lk.releaseAll(ctx, ks, releasing{owner: owner, unsure: st.unsure, ttl: o.TTL}, idx, len(idx), await)
-		return nil, holdHint(votes), newQuorumError(op, ks.key, got, q, answers, reason)
+		if b.votes[i].counts() {
+			voters = append(voters, i)
+			times = append(times, b.votes[i].now)
+		}
 	}
+	return tokenFor(maxCounter, times), voters
+}
 
-	c, _ := tally(votes)
-	if c < q {
-		return fail("acquire", c, lk.phase1Answers(votes), nil)
+// fail releases the ballot's owner wherever its vote may have set the
+// lock: it did, or its answer was not read. It waits only where it did,
+// and so the node is alive: a node that failed, timed out or was not
+// awaited is released in the background (its late vote is refused), so a
+// hung node does not hold up the failure and the retry behind it.
+func (b *ballot) fail(ctx context.Context, op string, got int, answers []NodeAnswer, reason error) (*lease.Lease, time.Duration, error) {
+	n := len(b.votes)
+	idx := make([]int, 0, n)
+	await := make([]bool, n)
+	for i := range b.votes {
+		if !b.votes[i].read || b.votes[i].set {
+			idx = append(idx, i)
+			await[i] = b.votes[i].set
+		}
 	}
+	b.lk.releaseAll(ctx, b.ks, releasing{owner: b.owner, unsure: b.unsure, ttl: b.o.TTL}, idx, len(idx), await)
+	return nil, holdHint(b.votes), newQuorumError(op, b.ks.key, got, b.lk.Quorum(), answers, reason)
+}
 
-	var token int64
-	if tokens {
-		// Every counter read may raise the token, never lower it; the
-		// voters alone, a majority, already meet every earlier commit.
-		var maxCounter int64
-		voters := make([]int, 0, n)
-		times := make([]int64, 0, n)
-		for i := range votes {
-			if votes[i].read {
-				maxCounter = max(maxCounter, votes[i].counter)
-			}
-			if votes[i].counts() {
-				voters = append(voters, i)
-				times = append(times, votes[i].now)
-			}
-		}
-		token = tokenFor(maxCounter, times)
-		// A commit that outlasts the validity left after phase 1 could
-		// only end in a lease with none: it is not waited for past that.
-		el := time.Since(t1)
-		left := acquire.Validity(o.TTL, el, drift)
-		if left <= 0 {
-			return fail("acquire", c, lk.phase1Answers(votes), noValidity(el, o.TTL))
-		}
-		if answers, got := lk.commit(ctx, ks, owner, token, o.TTL, min(timeout, left), votes, voters); got < q {
-			if el = time.Since(t1); acquire.Validity(o.TTL, el, drift) <= 0 {
-				return fail("acquire", c, lk.phase1Answers(votes), noValidity(el, o.TTL))
-			}
-			return fail("commit", got, answers, nil)
-		}
+// grant hands out the ballot's lease, valid until until.
+func (b *ballot) grant(token int64, until time.Time) *lease.Lease {
+	be := &backend{lk: b.lk, ks: b.ks, ttl: b.o.TTL, unsure: b.unsure}
+	if b.w != nil {
+		be.waiter = b.w.id
 	}
-
-	t2 := time.Now()
-	validity := acquire.Validity(o.TTL, t2.Sub(t1), drift)
-	if validity <= 0 {
-		return fail("acquire", c, lk.phase1Answers(votes), noValidity(t2.Sub(t1), o.TTL))
-	}
-	b := &backend{lk: lk, ks: ks, ttl: o.TTL, unsure: st.unsure}
-	if w != nil {
-		b.waiter = w.id
-	}
-	l := lease.New(b, lease.Grant{
-		Key:       ks.key,
-		Owner:     owner,
+	l := lease.New(be, lease.Grant{
+		Key:       b.ks.key,
+		Owner:     b.owner,
 		Token:     fence.Token(token),
-		TTL:       o.TTL,
-		Until:     t2.Add(validity),
+		TTL:       b.o.TTL,
+		Until:     until,
 		Strategy:  strategy,
-		Observer:  lk.cfg.observer,
-		AutoRenew: o.AutoRenew,
+		Observer:  b.lk.cfg.observer,
+		AutoRenew: b.o.AutoRenew,
 	})
-	st.l.Store(l)
-	return l, 0, nil
+	b.l.Store(l)
+	return l
 }
 
 // noValidity is the reason of an attempt that took elapsed of a ttl lease
 // and left it no validity.
 func noValidity(elapsed, ttl time.Duration) error {
 	return fmt.Errorf("%w: took %v of a %v TTL", ErrNoValidity, elapsed, ttl)
-}
-
-// leave takes w's tickets off the nodes at idx, in the background (the
-// calls are counted in the Locker's WaitGroup, so Close waits for them):
-// the waiter, acquiring leases of ttl, gave up.
-func (lk *Locker) leave(ks *keySet, w *waiter, idx []int, ttl time.Duration) {
-	if len(idx) == 0 {
-		return
-	}
-	r := lk.fanout(context.Background(), idx, lk.cleanupTimeout(ttl),
-		request{script: leaveScript, keys: ks.release[:4], args: []string{w.id, ks.channel}}, nil)
-	r.abandon()
 }
 
 // readVote parses one node's phase 1 answer.

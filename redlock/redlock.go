@@ -9,113 +9,34 @@
 // nodes is reachable. An even N is wasteful: 4 nodes tolerate one failure,
 // as 3 do.
 //
-// # Keys
+// Unless WithoutTokens is given, an acquisition runs in two phases: phase 1
+// sets the lock on every node and reads each node's fence counter; the
+// token is max(counters read)+1, floored at the lower median of the
+// voters' clocks in µs; phase 2 commits it on the voters where this owner
+// still holds the lock and the counter is lower, and must succeed on a
+// majority. Any two successful acquisitions share a committing node, so
+// tokens of one key are unique and follow the real-time order of
+// acquisitions without any clock assumption, as long as the nodes keep
+// their counters (docs/models has the spin models of this argument).
 //
-// For a lock on KEY, every per-key key carries KEY as its hash tag: the
-// lock itself, dlock:{KEY}:lock (a string holding the owner's random value,
-// with a PX expiry), the fence counter dlock:{KEY}:fence, which expires
-// once the key has been idle for the idle TTL (WithIdleTTL, a day by
-// default), dlock:{KEY}:gone (owners whose late votes are refused, each
-// for the maximum TTL), and the waiters' queue dlock:{KEY}:queue with
-// dlock:{KEY}:queue:deadlines (see Acquire), which expire with their last
-// ticket. Releases are published on the channel dlock:{KEY}:released. So a
-// node holds, per key, a counter while the key is in use or idle for less
-// than the idle TTL, a ticket per live waiter, and a record per owner
-// given up in the last maximum TTL whose vote's call failed or timed out.
-// Each node also holds four node-wide keys, kept forever: dlock:epoch,
-// read by every vote's script, and dlock:high, dlock:floor and
-// dlock:repaired (below), which the scripts touch next to the per-key
-// ones. Nodes must be standalone servers (or one master each): a Redis
-// Cluster could not run those scripts.
+// The lost-data guard: each node carries an epoch record, when it last lost
+// or may have lost its data and the server process (run_id) that stamped
+// it. A restarted node (empty, or restored from an RDB snapshot or an AOF
+// synced every second) or a flushed one does not vote until the maximum
+// TTL (WithMaxTTL), plus the node timeout and the drift margin, has passed
+// since, and then only once its fence counters are repaired, node-wide,
+// from the other nodes' high-water marks (see repairs). A fresh deployment
+// waits one maximum TTL; WithDurableNodes declares nodes that never lose an
+// acknowledged write and turns the guard off. The guard reads INFO at the
+// first vote of each server process: the servers must be Redis 7.0 or later
+// (or Valkey) and let the clients' user run INFO.
 //
-// Every script is safe to run twice, as a client that re-sends a command
-// after a lost reply (go-redis with its default MaxRetries) runs it: a
-// vote or a commit run again for the owner that made it is the grant it
-// made, and a release run again after it succeeded (with tokens) still
-// counts.
-//
-// # Deployment
-//
-// Every node must be a distinct server: two addresses of one server (a
-// hostname and its IP, say) would give it two votes, and a majority of
-// addresses would no longer be a majority of servers.
-//
-// Every node must run with maxmemory-policy noeviction (the default). An
-// evicted lock key frees a lock that is still held; an evicted fence
-// counter, dlock:high or dlock:floor lets a later token fall below one
-// already issued. The lost-data guard sees neither: the node's epoch may
-// well survive.
-//
-// A failed attempt releases its vote on every node; a release lost with a
-// broken connection leaves that vote holding the lock on its node until
-// the TTL runs out. That costs liveness (one node fewer for others until
-// then), never safety.
-//
-// # Fencing token
-//
-// Unless WithoutTokens is given, an acquisition runs in two phases. Phase 1
-// sets the lock on every node and reads each node's fence counter. The token
-// is t = max(counters read)+1, floored at the median of the voters' server
-// clocks in microseconds. Phase 2 sets counter = t on the voters, only where
-// this owner still holds the lock and the counter is below t, and must
-// succeed on a majority. Any two successful acquisitions share a committing
-// node, where the later commit needed a strictly larger counter, so tokens
-// of one key are unique and follow the real-time order of acquisitions
-// without any clock assumption, as long as the nodes keep their counters.
-// The clock floor keeps tokens rising even when counters were lost, as long
-// as the servers' clocks do not step back. Tokens are compared as Lua
-// numbers on the servers: exact below 2^53, which microsecond clocks reach
-// in the year 2255.
-//
-// # Lost data
-//
-// A node restarted without persistence (or flushed) forgets the locks it
-// held and could grant one a second time; so does a node restarted from an
-// RDB snapshot (Redis's default persistence) or from an AOF synced every
-// second, which comes back without the writes made after them. Each node
-// carries an epoch record, dlock:epoch: when it last lost, or may have
-// lost, its data, by its own clock, and the server process that stamped it
-// (INFO's run_id, read in the vote's script). A missing record is stamped
-// with the node's clock; a record stamped by another process (a restart,
-// whatever data it brought back) with the restart's time; a record ahead
-// of the node's clock (stepped back since) is stamped anew, not waited
-// out. A node whose record is younger than the maximum TTL (WithMaxTTL),
-// plus the node timeout and the drift margin, does not vote: every
-// acquisition that was in flight when it lost its data has ended by then.
-// This is Redlock's delayed restart, enforced by the client. The record is
-// checked at the first vote of each server process (see acquireBody):
-// the user the quorum's clients log in as must be allowed to run INFO (in
-// the @dangerous ACL category), the servers must be Redis 7.0 or later (or
-// Valkey), and nothing but dlock may load its scripts into them.
-//
-// Such a node also lost its fence counters, and is repaired once, for all
-// keys, before it votes again. Every commit raises the node's high-water
-// mark, dlock:high, to its token: the highest token ever committed there,
-// whatever the key. Every vote returns that mark. A node past its sit-out
-// whose repair mark, dlock:repaired, is not its current epoch still does
-// not vote; an attempt that got answers from at least a majority of the
-// OTHER nodes (in any state) then repairs it, after its own outcome, off
-// its critical path: dlock:floor becomes the highest mark those answers
-// held, the node's own mark rises to it, and dlock:repaired takes the
-// epoch. From then on the node's counter for any key counts as
-// max(counter, floor), and the node votes from the next attempt on. Every
-// token committed before the loss is below the floor (see repairs for the
-// argument). This is the repair step of models/quorum_token_repair.pml,
-// done node-wide; like the model, it assumes one node loses its data at a
-// time: a second node does not lose its data before the first is repaired.
-//
-// So with one node repaired and the others intact, every key, even one
-// never locked before, is acquirable while a majority of the nodes lives.
-// A brand-new node is indistinguishable from one that lost its data: a
-// fresh deployment grants nothing during its first maximum TTL, and then
-// each node is repaired (from the others, all at mark 0) by the first
-// attempt that hears from a majority of the other nodes, so the first
-// repair needs N/2+2 nodes answering. A node whose restart no client saw
-// until long after it (its uptime past the sit-out) does not sit out
-// again, but is still repaired before it votes.
-// Declare nodes that never lose acknowledged writes (AOF with appendfsync
-// always, and no flush) with WithDurableNodes to skip the sit-out and the
-// repair.
+// Every node must be a distinct standalone server with maxmemory-policy
+// noeviction; scripts are safe to run twice, as a client that re-sends a
+// command after a lost reply runs them; what a node keeps for a key is
+// bounded by the key's live owners and waiters, or expires (the counter,
+// WithIdleTTL after its last lease). docs/majority.md has the keys, the
+// scripts, the timing and the fault-by-fault promises.
 package redlock
 
 import (
@@ -153,6 +74,10 @@ var ErrClosed = errors.New("redlock: locker closed")
 // ErrNoValidity is the reason of a *QuorumError when a majority granted the
 // lock but the acquisition took so long that no validity was left.
 var ErrNoValidity = errors.New("redlock: majority answered too late, no validity left")
+
+// ErrCallsRunning is the error of a Close that returned with calls to
+// nodes still running (see Close).
+var ErrCallsRunning = errors.New("redlock: closed with calls still running, which end when their clients give up or are closed")
 
 // errNotRepaired is the error of a vote from a node that has sat out after
 // losing its data but whose fence counters are not repaired yet. An attempt
@@ -362,6 +287,29 @@ func (lk *Locker) checkTTL(ttl time.Duration) error {
 	return nil
 }
 
+func (lk *Locker) options(ctx context.Context, key string, opts []lease.Option) (lease.Options, error) {
+	if err := acquire.CheckContext(ctx); err != nil {
+		return lease.Options{}, err
+	}
+	if err := acquire.CheckKey(key); err != nil {
+		return lease.Options{}, err
+	}
+	o := lease.Options{TTL: lk.cfg.ttl, Retry: lk.cfg.retry}
+	if len(opts) > 0 { // Apply moves o to the heap
+		o = acquire.Apply(o, opts...)
+		if o.TTL == 0 {
+			o.TTL = lk.cfg.ttl
+		}
+	}
+	if err := lk.checkTTL(o.TTL); err != nil {
+		return lease.Options{}, err
+	}
+	if err := o.Retry.Check(); err != nil {
+		return lease.Options{}, err
+	}
+	return o, nil
+}
+
 // begin registers an operation, so Close waits for it and for the
 // goroutines it starts.
 func (lk *Locker) begin() error {
@@ -414,222 +362,10 @@ func (lk *Locker) Close() error {
 	return fmt.Errorf("%w on %s", ErrCallsRunning, strings.Join(busy, ", "))
 }
 
-// ErrCallsRunning is the error of a Close that returned with calls to
-// nodes still running (see Close).
-var ErrCallsRunning = errors.New("redlock: closed with calls still running, which end when their clients give up or are closed")
-
-// TryAcquire makes exactly one attempt at the lock on key. It returns an
-// error matching lease.ErrTaken when a majority of the nodes hold the lock
-// for someone else, and a *QuorumError whenever the attempt failed, with
-// each node's answer.
-func (lk *Locker) TryAcquire(ctx context.Context, key string, opts ...lease.Option) (*lease.Lease, error) {
-	return acquire.Observe(lk.cfg.observer, strategy, key, func() (*lease.Lease, error) {
-		return lk.tryAcquire(ctx, key, opts)
-	})
-}
-
-func (lk *Locker) tryAcquire(ctx context.Context, key string, opts []lease.Option) (*lease.Lease, error) {
-	o, err := lk.options(ctx, key, opts)
-	if err != nil {
-		return nil, err
-	}
-	if err := lk.begin(); err != nil {
-		return nil, err
-	}
-	defer lk.wg.Done()
-	l, _, err := lk.attempt(ctx, newKeySet(key), o, nil)
-	return l, err
-}
-
-// Acquire waits until the lock on key is granted or ctx ends. A failed
-// attempt, whatever the reason (taken, split vote, nodes down, too slow), is
-// retried after a jittered delay, cut short when a release is published on
-// any node. Waiters take turns: a refused attempt puts this call in a
-// first-come, first-served queue on each node, ordered by the time of its
-// first attempt, and a free lock goes to the queue's head only (also
-// against TryAcquire); a release wakes only the earliest waiter of this
-// Locker. The call leaves the queues when it gives up. When ctx ends
-// first, the error matches ctx.Err(), and errors.As finds the *QuorumError
-// of the last attempt that failed for want of a quorum; it matches
-// lease.ErrTaken only when that attempt found the lock held by a majority,
-// not when nodes were down or slow. After Close it matches ErrClosed.
-func (lk *Locker) Acquire(ctx context.Context, key string, opts ...lease.Option) (*lease.Lease, error) {
-	return acquire.Observe(lk.cfg.observer, strategy, key, func() (*lease.Lease, error) {
-		return lk.acquire(ctx, key, opts)
-	})
-}
-
-func (lk *Locker) acquire(ctx context.Context, key string, opts []lease.Option) (*lease.Lease, error) {
-	o, err := lk.options(ctx, key, opts)
-	if err != nil {
-		return nil, err
-	}
-	if err := lk.begin(); err != nil {
-		return nil, err
-	}
-	defer lk.wg.Done()
-	ctx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
-	defer context.AfterFunc(lk.closing, func() { cancel(ErrClosed) })()
-
-	var wk *waker
-	ks := newKeySet(key)
-	wake := make(chan struct{}, 1)
-	at := time.Now().UnixMicro()
-	w := &waiter{
-		id:    acquire.NewOwner(),
-		at:    at,
-		score: strconv.FormatInt(at, 10),
-		life:  strconvMs(acquire.TicketLife(o.Retry)),
-		wake:  wake,
-	}
-	defer func() {
-		if wk != nil {
-			wk.stop()
-			lk.delist(key, w)
-		}
-	}()
-	l, err := acquire.Wait(ctx, o.Retry, wake, func(ctx context.Context) (*lease.Lease, time.Duration, error) {
-		l, hint, err := lk.attempt(ctx, ks, o, w)
-		var qe *QuorumError
-		if !errors.As(err, &qe) {
-			return l, hint, err
-		}
-		w.queued = true
-		if wk == nil && ctx.Err() == nil {
-			lk.enlist(key, w)
-			wk = lk.subscribe(ks.channel, o.TTL, wake, func() { lk.wakeFirst(key) })
-		}
-		if errors.Is(err, lease.ErrTaken) {
-			return nil, hint, err
-		}
-		// Redlock retries every failure, but a quorum short of answers
-		// must not read as a lock taken.
-		return nil, hint, acquire.Retryable(err)
-	})
-	if err != nil && w.queued {
-		lk.leave(ks, w, lk.all(), o.TTL)
-	}
-	return l, err
-}
-
 // strategy names this strategy in Observer events.
 const strategy = "quorum"
 
-// observeVote reports one node's phase 1 answer to the observer, which
-// must be set.
-func (lk *Locker) observeVote(key string, v *vote, rtt time.Duration) {
-	var outcome string
-	switch v.answer.Kind {
-	case KindOK:
-		outcome = "ok"
-	case KindHeld:
-		outcome = "taken"
-	case KindTimeout:
-		outcome = "timeout"
-	case KindLostData:
-		outcome = "lost_data"
-	default:
-		outcome = "error"
-	}
-	lk.cfg.observer.Observe(lease.Event{
-		Kind: lease.Vote, Strategy: strategy, Key: key, Node: v.answer.Node,
-		Outcome: outcome, Wait: rtt, Err: v.answer.Err,
-	})
-}
+// all returns every node's index, in a slice the caller must not change.
+func (lk *Locker) all() []int { return lk.every }
 
-func (lk *Locker) options(ctx context.Context, key string, opts []lease.Option) (lease.Options, error) {
-	if err := acquire.CheckContext(ctx); err != nil {
-		return lease.Options{}, err
-	}
-	if err := acquire.CheckKey(key); err != nil {
-		return lease.Options{}, err
-	}
-	o := lease.Options{TTL: lk.cfg.ttl, Retry: lk.cfg.retry}
-	if len(opts) > 0 { // Apply moves o to the heap
-		o = acquire.Apply(o, opts...)
-		if o.TTL == 0 {
-			o.TTL = lk.cfg.ttl
-		}
-	}
-	if err := lk.checkTTL(o.TTL); err != nil {
-		return lease.Options{}, err
-	}
-	if err := o.Retry.Check(); err != nil {
-		return lease.Options{}, err
-	}
-	return o, nil
-}
-
-// keySet holds the names of one lock's keys, cut from one string (one
-// allocation), in the order the scripts take them: script is lock, gone,
-// queue, queue deadlines, then the node-wide epoch, for the acquire
-// script; the token script adds the fence counter and the node-wide floor,
-// high-water mark and repair mark. commit is lock, fence, floor, high;
-// release is lock, gone, queue, queue deadlines, fence.
-type keySet struct {
-	key     string
-	script  [9]string
-	commit  [4]string
-	release [5]string
-	channel string
-}
-
-func newKeySet(key string) *keySet {
-	const (
-		pre = "dlock:{"
-		lk  = "}:lock"
-		gn  = "}:gone"
-		qu  = "}:queue"
-		dl  = "}:queue:deadlines"
-		fn  = "}:fence"
-		ch  = "}:released"
-	)
-	var b strings.Builder
-	b.Grow(6*(len(pre)+len(key)) + len(lk+gn+qu+dl+fn+ch))
-	cut := func(suffix string) string {
-		start := b.Len()
-		b.WriteString(pre)
-		b.WriteString(key)
-		b.WriteString(suffix)
-		return b.String()[start:]
-	}
-	ks := &keySet{key: key}
-	ks.script[0] = cut(lk)
-	ks.script[1] = cut(gn)
-	ks.script[2] = cut(qu)
-	ks.script[3] = cut(dl)
-	ks.script[5] = cut(fn)
-	ks.channel = cut(ch)
-	ks.script[4], ks.script[6], ks.script[7], ks.script[8] = epochKey, floorKey, highKey, repairedKey
-	ks.commit = [4]string{ks.script[0], ks.script[5], floorKey, highKey}
-	ks.release = [5]string{ks.script[0], ks.script[1], ks.script[2], ks.script[3], ks.script[5]}
-	return ks
-}
-
-// acquire returns the acquire script's keys: all nine with tokens.
-func (ks *keySet) acquire(tokens bool) []string {
-	if tokens {
-		return ks.script[:]
-	}
-	return ks.script[:5]
-}
-
-// extend returns the extend script's keys: the lock, and with tokens its
-// fence counter.
-func (ks *keySet) extend(tokens bool) []string {
-	if tokens {
-		return ks.commit[:2]
-	}
-	return ks.commit[:1]
-}
-
-// Node-wide keys.
-const (
-	epochKey    = "dlock:epoch"    // when the node last lost its data, µs, and the run that stamped it (see epochOf)
-	highKey     = "dlock:high"     // the highest token committed on the node
-	floorKey    = "dlock:floor"    // the repair's lower bound on every counter of the node
-	repairedKey = "dlock:repaired" // the epoch record the node was repaired for
-)
-
-var repairKeys = []string{epochKey, floorKey, highKey, repairedKey}
+func strconvMs(d time.Duration) string { return strconv.FormatInt(d.Milliseconds(), 10) }

@@ -1,0 +1,27 @@
+-- commit: phase 2, the token on one voter.
+--
+-- KEYS  lock, fence counter, floor, high-water mark
+-- ARGV  owner, token, the counter's lifetime ms (the TTL plus the idle TTL;
+--       '0': for ever)
+--
+-- Sets counter = token only while the owner holds the lock and both the
+-- counter and the node's floor are lower; the high-water mark rises to it.
+-- Replies 1 when committed, 0 when not the owner, -1 when the effective
+-- counter is not lower. A commit run again by the owner that made it finds
+-- the counter at its token while it holds the lock, which no other commit
+-- could have set meanwhile, and replies 1. Tokens are compared as Lua
+-- numbers (exact below 2^53) but stored from the caller's decimal string:
+-- Lua would write a large number in exponent form.
+if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
+local t = tonumber(ARGV[2])
+local c = tonumber(redis.call('GET', KEYS[2]) or '0')
+if c == t then return 1 end
+if c > t then return -1 end
+if tonumber(redis.call('GET', KEYS[3]) or '0') >= t then return -1 end
+if ARGV[3] == '0' then
+  redis.call('SET', KEYS[2], ARGV[2])
+else
+  redis.call('SET', KEYS[2], ARGV[2], 'PX', ARGV[3])
+end
+if t > tonumber(redis.call('GET', KEYS[4]) or '0') then redis.call('SET', KEYS[4], ARGV[2]) end
+return 1

@@ -1,0 +1,40 @@
+-- release: give one owner's lock up on one node.
+--
+-- KEYS  lock, gone, queue, queue deadlines, fence counter
+-- ARGV  owner, channel (empty for no message), ms to remember the owner as
+--       given up ('0' not to), the waiter the lease was granted to (empty
+--       for none), the lease's token (empty for none)
+--
+-- The waiter's ticket is taken off the queue. It deletes the lock when the
+-- owner holds it and publishes on the channel. Otherwise, where the owner's
+-- vote may still be on its way (its call timed out or broke, and a stopped
+-- server runs it when it resumes: the caller knows, and passes a time to
+-- remember), the owner is recorded in the gone set, which vote.lua checks,
+-- so the late vote is refused instead of holding the lock for a TTL. The
+-- gone set is scored by the time until which each record holds: records
+-- that lapsed are dropped whenever one is added, and the key expires with
+-- its last. Replies 1 when deleted; 1 too when the lock is gone and the
+-- counter is still at the lease's token (nobody took the lock since: this
+-- release run again after its reply was lost); else 0.
+local function remember(id)
+  local t = redis.call('TIME')
+  local ms = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+  redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', ms)
+  redis.call('ZADD', KEYS[2], ms + tonumber(ARGV[3]), id)
+  if redis.call('PTTL', KEYS[2]) < tonumber(ARGV[3]) then
+    redis.call('PEXPIRE', KEYS[2], ARGV[3])
+  end
+end
+if ARGV[4] ~= '' then
+  redis.call('ZREM', KEYS[3], ARGV[4])
+  redis.call('HDEL', KEYS[4], ARGV[4])
+end
+local v = redis.call('GET', KEYS[1])
+if v == ARGV[1] then
+  redis.call('DEL', KEYS[1])
+  if ARGV[2] ~= '' then redis.call('PUBLISH', ARGV[2], '1') end
+  return 1
+end
+if ARGV[3] ~= '0' then remember(ARGV[1]) end
+if not v and ARGV[5] ~= '' and redis.call('GET', KEYS[5]) == ARGV[5] then return 1 end
+return 0

@@ -1,0 +1,100 @@
+package redlock
+
+import (
+	"context"
+	"sync/atomic"
+	"time"
+
+	"github.com/dlockgo/dlock/internal/acquire"
+)
+
+// cleanupTimeout bounds each node's part in a release: a few node timeouts,
+// since it runs on a context detached from the caller's.
+func (lk *Locker) cleanupTimeout(ttl time.Duration) time.Duration {
+	return min(4*lk.nodeTimeout(ttl), 5*time.Second)
+}
+
+// goneKeep is how long a release remembers an owner it did not find (see
+// releaseScript): the longest TTL a vote of that owner could set.
+func (lk *Locker) goneKeep() string {
+	return strconvMs(max(lk.cfg.maxTTL, lk.cfg.ttl))
+}
+
+// keep returns how long, in ms, a fence counter is kept after a commit or
+// extension for ttl: ttl plus the idle TTL, or "0" to keep it for ever.
+func (lk *Locker) keep(ttl time.Duration) string {
+	if lk.cfg.idle < 0 {
+		return "0"
+	}
+	return strconvMs(ttl + lk.cfg.idle)
+}
+
+// releasing is what a release of one owner's votes sends.
+type releasing struct {
+	owner   string
+	unsure  []atomic.Bool // by node, where the owner's vote may still land (see ballot); nil: nowhere
+	waiter  string        // the Acquire the lease was granted to, whose ticket goes; empty for none
+	token   string        // the lease's token: its release is idempotent; empty for a failed attempt's
+	ttl     time.Duration // the lease's TTL, which bounds the release's calls
+	publish bool          // wake the next waiter
+}
+
+// releaseAll runs the release script for rel on the nodes at idx (all
+// when nil), detached from ctx's cancellation and bounded by
+// cleanupTimeout per node, recording the owner as gone where it does not
+// hold the lock and its vote may still land. It returns once need nodes released the lock, or every
+// node for which await is true (all when await is nil) answered; the
+// other calls finish in the background, counted in the Locker's
+// WaitGroup, which Close waits for. Nodes not awaited are reported as
+// KindNotAwaited.
+func (lk *Locker) releaseAll(ctx context.Context, ks *keySet, rel releasing, idx []int, need int, await []bool) (answers []NodeAnswer, released int) {
+	ch := ""
+	if rel.publish {
+		ch = ks.channel
+	}
+	if idx == nil {
+		idx = lk.all()
+	}
+	answers = make([]NodeAnswer, len(lk.nodes))
+	for i := range answers {
+		answers[i] = NodeAnswer{Node: lk.names[i], Kind: KindNotAwaited}
+	}
+	if len(idx) == 0 {
+		return answers, 0
+	}
+	req := request{script: releaseScript, keys: ks.release[:],
+		args: []string{rel.owner, ch, "0", rel.waiter, rel.token}}
+	if rel.unsure != nil {
+		req.unsure = rel.unsure
+		req.unsureArgs = []string{rel.owner, ch, lk.goneKeep(), rel.waiter, rel.token}
+	}
+	r := lk.fanout(context.WithoutCancel(ctx), idx, lk.cleanupTimeout(rel.ttl), req, nil)
+	waiting := 0
+	for _, i := range idx {
+		if await == nil || await[i] {
+			waiting++
+		}
+	}
+	for got := 0; got < len(idx) && waiting > 0 && released < need; got++ {
+		a := r.next()
+		if await == nil || await[a.i] {
+			waiting--
+		}
+		var ok bool
+		if answers[a.i], ok = agreed(lk.names[a.i], a); ok {
+			released++
+		}
+	}
+	r.abandon()
+	return answers, released
+}
+
+// releaseOne undoes a late grant on node i, on a context detached from
+// ctx: the vote has run, and there is no late one to refuse.
+func (lk *Locker) releaseOne(ctx context.Context, i int, ks *keySet, owner string, ttl time.Duration) {
+	ctx, cancel := acquire.Detached(ctx, lk.cleanupTimeout(ttl))
+	defer cancel()
+	lk.busy[i].Add(1)
+	defer lk.busy[i].Add(-1)
+	_, _ = lk.nodes[i].Eval(ctx, releaseScript, ks.release[:], owner, "", "0", "", "")
+}
