@@ -15,9 +15,8 @@ import (
 // for someone else, and a *QuorumError whenever the attempt failed, with
 // each node's answer.
 func (lk *Locker) TryAcquire(ctx context.Context, key string, opts ...lease.Option) (*lease.Lease, error) {
-	return acquire.Observe(lk.cfg.observer, strategy, key, func() (*lease.Lease, error) {
-		return lk.tryAcquire(ctx, key, opts)
-	})
+	ob := acquire.Start(lk.cfg.observer, strategy, key)
+	return ob.End(lk.tryAcquire(ctx, key, opts))
 }
 
 func (lk *Locker) tryAcquire(ctx context.Context, key string, opts []lease.Option) (*lease.Lease, error) {
@@ -46,9 +45,8 @@ func (lk *Locker) tryAcquire(ctx context.Context, key string, opts []lease.Optio
 // lease.ErrTaken only when that attempt found the lock held by a majority,
 // not when nodes were down or slow. After Close it matches ErrClosed.
 func (lk *Locker) Acquire(ctx context.Context, key string, opts ...lease.Option) (*lease.Lease, error) {
-	return acquire.Observe(lk.cfg.observer, strategy, key, func() (*lease.Lease, error) {
-		return lk.acquire(ctx, key, opts)
-	})
+	ob := acquire.Start(lk.cfg.observer, strategy, key)
+	return ob.End(lk.acquire(ctx, key, opts))
 }
 
 func (lk *Locker) acquire(ctx context.Context, key string, opts []lease.Option) (*lease.Lease, error) {

@@ -16,9 +16,8 @@ import (
 // by lease.ReleaseTimeout: against a hung server the call can return up
 // to that long after ctx ended.
 func (lk *Locker) TryAcquire(ctx context.Context, key string, opts ...lease.Option) (*lease.Lease, error) {
-	return acquire.Observe(lk.cfg.observer, strategy, key, func() (*lease.Lease, error) {
-		return lk.tryAcquire(ctx, key, opts)
-	})
+	ob := acquire.Start(lk.cfg.observer, strategy, key)
+	return ob.End(lk.tryAcquire(ctx, key, opts))
 }
 
 func (lk *Locker) tryAcquire(ctx context.Context, key string, opts []lease.Option) (*lease.Lease, error) {
@@ -48,9 +47,8 @@ func (lk *Locker) tryAcquire(ctx context.Context, key string, opts []lease.Optio
 // reaches the head, for at most its ticket's lifetime: max(2 s, 3 × its
 // Retry.Max) after its last attempt.
 func (lk *Locker) Acquire(ctx context.Context, key string, opts ...lease.Option) (*lease.Lease, error) {
-	return acquire.Observe(lk.cfg.observer, strategy, key, func() (*lease.Lease, error) {
-		return lk.acquire(ctx, key, opts)
-	})
+	ob := acquire.Start(lk.cfg.observer, strategy, key)
+	return ob.End(lk.acquire(ctx, key, opts))
 }
 
 func (lk *Locker) acquire(ctx context.Context, key string, opts []lease.Option) (*lease.Lease, error) {

@@ -6,16 +6,31 @@ import (
 	"github.com/dlockgo/dlock/lease"
 )
 
-// Observe runs acquire and reports it to o: AcquireStarted before,
-// AcquireEnded after, with the time it took and its error. With a nil o it
-// only runs acquire, and builds no Event.
-func Observe(o lease.Observer, strategy, key string, acquire func() (*lease.Lease, error)) (*lease.Lease, error) {
+// Observation is one acquisition as an Observer hears it: AcquireStarted
+// when it begins (Start), AcquireEnded with the time it took and its error
+// when it ends (End). With a nil Observer it reports nothing and builds no
+// Event.
+type Observation struct {
+	o        lease.Observer
+	strategy string
+	key      string
+	start    time.Time
+}
+
+// Start reports to o that an acquisition of key by strategy began.
+func Start(o lease.Observer, strategy, key string) Observation {
 	if o == nil {
-		return acquire()
+		return Observation{}
 	}
-	start := time.Now()
+	ob := Observation{o: o, strategy: strategy, key: key, start: time.Now()}
 	o.Observe(lease.Event{Kind: lease.AcquireStarted, Strategy: strategy, Key: key})
-	l, err := acquire()
-	o.Observe(lease.Event{Kind: lease.AcquireEnded, Strategy: strategy, Key: key, Wait: time.Since(start), Err: err})
+	return ob
+}
+
+// End reports the acquisition's outcome, err, and passes l and err through.
+func (ob Observation) End(l *lease.Lease, err error) (*lease.Lease, error) {
+	if ob.o != nil {
+		ob.o.Observe(lease.Event{Kind: lease.AcquireEnded, Strategy: ob.strategy, Key: ob.key, Wait: time.Since(ob.start), Err: err})
+	}
 	return l, err
 }
