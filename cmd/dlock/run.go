@@ -154,7 +154,7 @@ func (r *runner) acquire(ctx context.Context, cfg dlock.Config) (*lease.Lease, d
 	locker, err := dlock.Open(openCtx, cfg)
 	cancelOpen()
 	if err != nil {
-		return nil, nil, r.failed("open", ctx, err)
+		return nil, nil, r.failed(ctx, "open", err)
 	}
 	opts := []lease.Option{lease.WithTTL(r.ttl), lease.WithAutoRenew()}
 	var ls *lease.Lease
@@ -166,13 +166,13 @@ func (r *runner) acquire(ctx context.Context, cfg dlock.Config) (*lease.Lease, d
 		cancelWait()
 	}
 	if err != nil {
-		return nil, locker, r.failed("acquire", ctx, err)
+		return nil, locker, r.failed(ctx, "acquire", err)
 	}
 	return ls, locker, exitOK
 }
 
 // failed reports err and returns its exit code.
-func (r *runner) failed(op string, ctx context.Context, err error) int {
+func (r *runner) failed(ctx context.Context, op string, err error) int {
 	var se signalError
 	if errors.As(context.Cause(ctx), &se) {
 		r.logf("%s %q: interrupted (%v)", op, r.key, se.sig)
