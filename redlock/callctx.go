@@ -10,9 +10,12 @@ import (
 
 // callCtx is a worker's context for its calls, re-armed with each batch's
 // deadline instead of a context.WithDeadline per call: a new context, its
-// timer and its channel were a third of an acquisition's allocations.
-// Clients use a call's context only while the call runs, and a worker runs
-// one call at a time, so no call sees the deadline of another.
+// timer and its channel were a third of an acquisition's allocations. A
+// worker runs one call at a time, so no call sees the deadline of another.
+// Once it has fired (Done closed), a callCtx ends for good, as a context
+// must: a context a client derived from it may still be waiting on its Done
+// and then read its Err, which must not be nil. The worker then takes a
+// fresh one (see spent).
 type callCtx struct {
 	mu       sync.Mutex
 	deadline time.Time
@@ -39,11 +42,9 @@ func (c *callCtx) fire() {
 	}
 }
 
+// arm sets the deadline of the next call; c must not be spent.
 func (c *callCtx) arm(deadline time.Time) {
 	c.mu.Lock()
-	if c.err != nil {
-		c.done, c.err = make(chan struct{}), nil
-	}
 	c.deadline, c.armed = deadline, true
 	c.mu.Unlock()
 	c.timer.Reset(time.Until(deadline))
@@ -57,6 +58,9 @@ func (c *callCtx) disarm() {
 }
 
 func (c *callCtx) stop() { c.timer.Stop() }
+
+// spent reports whether c has fired, and so cannot serve another call.
+func (c *callCtx) spent() bool { return c.Err() != nil }
 
 // timedOut reports whether err is the call's deadline: the context's, or
 // the client's own, which may come a little before it.

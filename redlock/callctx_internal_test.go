@@ -29,16 +29,27 @@ func TestCallCtx(t *testing.T) {
 		t.Fatalf("Err after the deadline = %v; want DeadlineExceeded", c.Err())
 	}
 	c.disarm()
-
-	// Re-armed after it fired: a fresh Done, no error until the new
-	// deadline.
-	c.arm(time.Now().Add(time.Hour))
-	if c.Err() != nil {
-		t.Fatalf("Err after re-arming = %v; want nil", c.Err())
+	// Fired, it stays ended: a context derived from it may read its Err
+	// after its Done closed.
+	if !c.spent() || c.Err() == nil {
+		t.Fatal("a fired callCtx is not spent")
 	}
+	child, cancel := context.WithCancel(c)
+	defer cancel()
+	<-child.Done()
+	if !errors.Is(child.Err(), context.DeadlineExceeded) && !errors.Is(child.Err(), context.Canceled) {
+		t.Fatalf("child's Err = %v; want the parent's end", child.Err())
+	}
+
+	// A fresh one, re-armed between calls, fires only at its deadline.
+	c = newCallCtx()
+	defer c.stop()
+	c.arm(time.Now().Add(time.Hour))
+	c.disarm()
+	c.arm(time.Now().Add(time.Hour))
 	select {
 	case <-c.Done():
-		t.Fatal("Done closed after re-arming for an hour")
+		t.Fatal("Done closed after arming for an hour")
 	default:
 	}
 	c.disarm()

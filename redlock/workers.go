@@ -65,7 +65,7 @@ func (lk *Locker) stopWorkers() {
 func (lk *Locker) serve(i int, q <-chan call) {
 	defer lk.workers.Done()
 	ctx := newCallCtx()
-	defer ctx.stop()
+	defer func() { ctx.stop() }()
 	batch := make([]call, 0, maxBatch)
 	calls := make([]node.Call, 0, maxBatch)
 	for c := range q {
@@ -83,6 +83,10 @@ func (lk *Locker) serve(i int, q <-chan call) {
 			}
 		}
 		lk.send(i, ctx, batch, calls[:0])
+		if ctx.spent() {
+			ctx.stop()
+			ctx = newCallCtx()
+		}
 	}
 }
 
