@@ -22,11 +22,11 @@ import (
 // short enough that the expiry case stays quick.
 const parityTTL = 2 * time.Second
 
-// eachStrategy runs f through the Locker interface for both strategies and
+// forEachStrategy runs f through the Locker interface for both strategies and
 // both client libraries: single on one server, quorum on five with the
 // lost-data guard on (so fresh nodes first sit out one TTL, as in
 // production).
-func eachStrategy(t *testing.T, f func(t *testing.T, lk dlock.Locker)) {
+func forEachStrategy(t *testing.T, f func(t *testing.T, lk dlock.Locker)) {
 	t.Helper()
 	srv := redistest.Start(t)
 	quorum := redistest.StartN(t, 5)
@@ -60,7 +60,7 @@ func acquire(t *testing.T, lk dlock.Locker, key string, opts ...lease.Option) *l
 }
 
 func TestParityAcquireExtendRelease(t *testing.T) {
-	eachStrategy(t, func(t *testing.T, lk dlock.Locker) {
+	forEachStrategy(t, func(t *testing.T, lk dlock.Locker) {
 		ctx := t.Context()
 		l := acquire(t, lk, "parity")
 		if !l.Fenced() || l.Token() == 0 {
@@ -104,7 +104,7 @@ func TestParityAcquireExtendRelease(t *testing.T) {
 }
 
 func TestParityExpiry(t *testing.T) {
-	eachStrategy(t, func(t *testing.T, lk dlock.Locker) {
+	forEachStrategy(t, func(t *testing.T, lk dlock.Locker) {
 		ctx := t.Context()
 		ttl := 500 * time.Millisecond
 		l := acquire(t, lk, "expiry", lease.WithTTL(ttl))
@@ -130,7 +130,7 @@ func TestParityExpiry(t *testing.T) {
 }
 
 func TestParityContention(t *testing.T) {
-	eachStrategy(t, func(t *testing.T, lk dlock.Locker) {
+	forEachStrategy(t, func(t *testing.T, lk dlock.Locker) {
 		acquire(t, lk, "warm-up").Release(t.Context())
 		const workers, rounds = 6, 5
 		var (
@@ -181,7 +181,7 @@ func TestParityContention(t *testing.T) {
 }
 
 func TestParityCancelledAcquire(t *testing.T) {
-	eachStrategy(t, func(t *testing.T, lk dlock.Locker) {
+	forEachStrategy(t, func(t *testing.T, lk dlock.Locker) {
 		held := acquire(t, lk, "busy")
 		ctx, cancel := context.WithTimeout(t.Context(), 100*time.Millisecond)
 		defer cancel()
@@ -199,7 +199,7 @@ func TestParityCancelledAcquire(t *testing.T) {
 }
 
 func TestParityBadInput(t *testing.T) {
-	eachStrategy(t, func(t *testing.T, lk dlock.Locker) {
+	forEachStrategy(t, func(t *testing.T, lk dlock.Locker) {
 		ctx := t.Context()
 		for _, c := range []struct {
 			name string

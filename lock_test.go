@@ -18,9 +18,9 @@ import (
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
-// eachLocker runs f once per client library with a single-strategy Locker
+// forEachClient runs f once per client library with a single-strategy Locker
 // on a fresh server.
-func eachLocker(t *testing.T, f func(t *testing.T, srv *redistest.Server, lk dlock.Locker)) {
+func forEachClient(t *testing.T, f func(t *testing.T, srv *redistest.Server, lk dlock.Locker)) {
 	t.Helper()
 	for _, client := range redistest.Clients {
 		t.Run(client, func(t *testing.T) {
@@ -33,7 +33,7 @@ func eachLocker(t *testing.T, f func(t *testing.T, srv *redistest.Server, lk dlo
 }
 
 func TestDoRunsUnderLock(t *testing.T) {
-	eachLocker(t, func(t *testing.T, srv *redistest.Server, lk dlock.Locker) {
+	forEachClient(t, func(t *testing.T, srv *redistest.Server, lk dlock.Locker) {
 		ctx := t.Context()
 		var got fence.Token
 		err := dlock.Do(ctx, lk, "job", func(ctx context.Context, token fence.Token) error {
@@ -58,7 +58,7 @@ func TestDoRunsUnderLock(t *testing.T) {
 }
 
 func TestDoPassesFnError(t *testing.T) {
-	eachLocker(t, func(t *testing.T, srv *redistest.Server, lk dlock.Locker) {
+	forEachClient(t, func(t *testing.T, srv *redistest.Server, lk dlock.Locker) {
 		boom := errors.New("boom")
 		err := dlock.Do(t.Context(), lk, "job", func(context.Context, fence.Token) error { return boom })
 		if !errors.Is(err, boom) {
@@ -71,7 +71,7 @@ func TestDoPassesFnError(t *testing.T) {
 }
 
 func TestDoLeaseLost(t *testing.T) {
-	eachLocker(t, func(t *testing.T, srv *redistest.Server, lk dlock.Locker) {
+	forEachClient(t, func(t *testing.T, srv *redistest.Server, lk dlock.Locker) {
 		started := make(chan struct{})
 		errc := make(chan error, 1)
 		var cause error
@@ -110,7 +110,7 @@ func TestDoBadInput(t *testing.T) {
 	if err := dlock.Do(t.Context(), nil, "k", fn); !errors.Is(err, dlock.ErrInvalid) {
 		t.Errorf("Do(nil locker) = %v; want ErrInvalid", err)
 	}
-	eachLocker(t, func(t *testing.T, srv *redistest.Server, lk dlock.Locker) {
+	forEachClient(t, func(t *testing.T, srv *redistest.Server, lk dlock.Locker) {
 		if err := dlock.Do(t.Context(), lk, "k", nil); !errors.Is(err, dlock.ErrInvalid) {
 			t.Errorf("Do(nil fn) = %v; want ErrInvalid", err)
 		}
@@ -121,7 +121,7 @@ func TestDoBadInput(t *testing.T) {
 }
 
 func TestDoCancelledWhileWaiting(t *testing.T) {
-	eachLocker(t, func(t *testing.T, srv *redistest.Server, lk dlock.Locker) {
+	forEachClient(t, func(t *testing.T, srv *redistest.Server, lk dlock.Locker) {
 		held, err := lk.TryAcquire(t.Context(), "job")
 		require.NoError(t, err)
 		defer held.Release(t.Context())
@@ -136,7 +136,7 @@ func TestDoCancelledWhileWaiting(t *testing.T) {
 }
 
 func TestDoLeavesCallerOptionsAlone(t *testing.T) {
-	eachLocker(t, func(t *testing.T, srv *redistest.Server, lk dlock.Locker) {
+	forEachClient(t, func(t *testing.T, srv *redistest.Server, lk dlock.Locker) {
 		opts := make([]lease.Option, 1, 4)
 		opts[0] = lease.WithTTL(time.Second)
 		err := dlock.Do(t.Context(), lk, "job", func(context.Context, fence.Token) error { return nil }, opts...)
