@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/require"
+
 	"github.com/dlockgo/dlock"
 	"github.com/dlockgo/dlock/fence"
 	"github.com/dlockgo/dlock/internal/redistest"
@@ -20,20 +22,18 @@ import (
 // short enough that the expiry case stays quick.
 const parityTTL = 2 * time.Second
 
-// eachStrategy runs f through the Locker interface for both strategies and
+// forEachStrategy runs f through the Locker interface for both strategies and
 // both client libraries: single on one server, quorum on five with the
 // lost-data guard on (so fresh nodes first sit out one TTL, as in
 // production).
-func eachStrategy(t *testing.T, f func(t *testing.T, lk dlock.Locker)) {
+func forEachStrategy(t *testing.T, f func(t *testing.T, lk dlock.Locker)) {
 	t.Helper()
 	srv := redistest.Start(t)
 	quorum := redistest.StartN(t, 5)
 	for _, client := range redistest.Clients {
 		t.Run("single/"+client, func(t *testing.T) {
 			lk, err := single.New(redistest.NodeFor(t, client, srv.Addr()), single.WithTTL(parityTTL))
-			if err != nil {
-				t.Fatal(err)
-			}
+			require.NoError(t, err)
 			f(t, lk)
 		})
 		t.Run("quorum/"+client, func(t *testing.T) {
@@ -42,9 +42,7 @@ func eachStrategy(t *testing.T, f func(t *testing.T, lk dlock.Locker)) {
 				nodes[i] = redistest.NodeFor(t, client, s.Addr())
 			}
 			lk, err := redlock.New(nodes, redlock.WithTTL(parityTTL))
-			if err != nil {
-				t.Fatal(err)
-			}
+			require.NoError(t, err)
 			t.Cleanup(func() { _ = lk.Close() })
 			f(t, lk)
 		})
@@ -54,18 +52,16 @@ func eachStrategy(t *testing.T, f func(t *testing.T, lk dlock.Locker)) {
 // acquire waits for key; a quorum on fresh nodes first sits out one TTL.
 func acquire(t *testing.T, lk dlock.Locker, key string, opts ...lease.Option) *lease.Lease {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*parityTTL)
+	ctx, cancel := context.WithTimeout(t.Context(), 10*parityTTL)
 	defer cancel()
 	l, err := lk.Acquire(ctx, key, opts...)
-	if err != nil {
-		t.Fatalf("Acquire(%q): %v", key, err)
-	}
+	require.NoError(t, err, "Acquire(%q)", key)
 	return l
 }
 
 func TestParityAcquireExtendRelease(t *testing.T) {
-	eachStrategy(t, func(t *testing.T, lk dlock.Locker) {
-		ctx := context.Background()
+	forEachStrategy(t, func(t *testing.T, lk dlock.Locker) {
+		ctx := t.Context()
 		l := acquire(t, lk, "parity")
 		if !l.Fenced() || l.Token() == 0 {
 			t.Fatalf("token %d, fenced %v; want a token", l.Token(), l.Fenced())
@@ -108,8 +104,8 @@ func TestParityAcquireExtendRelease(t *testing.T) {
 }
 
 func TestParityExpiry(t *testing.T) {
-	eachStrategy(t, func(t *testing.T, lk dlock.Locker) {
-		ctx := context.Background()
+	forEachStrategy(t, func(t *testing.T, lk dlock.Locker) {
+		ctx := t.Context()
 		ttl := 500 * time.Millisecond
 		l := acquire(t, lk, "expiry", lease.WithTTL(ttl))
 		select {
@@ -134,8 +130,8 @@ func TestParityExpiry(t *testing.T) {
 }
 
 func TestParityContention(t *testing.T) {
-	eachStrategy(t, func(t *testing.T, lk dlock.Locker) {
-		acquire(t, lk, "warm-up").Release(context.Background())
+	forEachStrategy(t, func(t *testing.T, lk dlock.Locker) {
+		acquire(t, lk, "warm-up").Release(t.Context())
 		const workers, rounds = 6, 5
 		var (
 			mu      sync.Mutex
@@ -143,7 +139,7 @@ func TestParityContention(t *testing.T) {
 			tokens  []fence.Token
 			wg      sync.WaitGroup
 		)
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 		defer cancel()
 		for range workers {
 			wg.Add(1)
@@ -185,28 +181,26 @@ func TestParityContention(t *testing.T) {
 }
 
 func TestParityCancelledAcquire(t *testing.T) {
-	eachStrategy(t, func(t *testing.T, lk dlock.Locker) {
+	forEachStrategy(t, func(t *testing.T, lk dlock.Locker) {
 		held := acquire(t, lk, "busy")
-		ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+		ctx, cancel := context.WithTimeout(t.Context(), 100*time.Millisecond)
 		defer cancel()
 		if _, err := lk.Acquire(ctx, "busy"); !errors.Is(err, context.DeadlineExceeded) || !errors.Is(err, dlock.ErrTaken) {
 			t.Fatalf("Acquire of a held lock until the deadline: %v; want DeadlineExceeded and ErrTaken", err)
 		}
-		if err := held.Release(context.Background()); err != nil {
-			t.Fatalf("Release: %v", err)
-		}
+		require.NoError(t, held.Release(t.Context()), "Release")
 		// The cancelled waiter left nothing behind: the lock is free.
-		l, err := lk.TryAcquire(context.Background(), "busy")
+		l, err := lk.TryAcquire(t.Context(), "busy")
 		if err != nil {
 			t.Fatalf("TryAcquire after the waiter gave up: %v", err)
 		}
-		_ = l.Release(context.Background())
+		_ = l.Release(t.Context())
 	})
 }
 
 func TestParityBadInput(t *testing.T) {
-	eachStrategy(t, func(t *testing.T, lk dlock.Locker) {
-		ctx := context.Background()
+	forEachStrategy(t, func(t *testing.T, lk dlock.Locker) {
+		ctx := t.Context()
 		for _, c := range []struct {
 			name string
 			key  string

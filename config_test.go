@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/require"
+
 	"github.com/dlockgo/dlock"
 	"github.com/dlockgo/dlock/internal/redistest"
 	"github.com/dlockgo/dlock/lease"
@@ -80,7 +82,7 @@ func TestParseURLErrors(t *testing.T) {
 }
 
 func TestOpenBadConfig(t *testing.T) {
-	ctx := context.Background()
+	ctx := t.Context()
 	for _, tc := range []struct {
 		name string
 		cfg  dlock.Config
@@ -118,25 +120,20 @@ func TestOpenBadConfig(t *testing.T) {
 // credentials are checked while the test's own client needs none.
 func withUser(t *testing.T, srv *redistest.Server) {
 	t.Helper()
-	if _, err := srv.Do("ACL", "SETUSER", "alice", "on", ">s3cret", "~*", "&*", "+@all"); err != nil {
-		t.Fatal(err)
-	}
+	_, err := srv.Do("ACL", "SETUSER", "alice", "on", ">s3cret", "~*", "&*", "+@all")
+	require.NoError(t, err)
 }
 
 func TestOpenRoundTrip(t *testing.T) {
 	srv := redistest.Start(t)
 	withUser(t, srv)
-	ctx := context.Background()
+	ctx := t.Context()
 	for _, client := range redistest.Clients {
 		t.Run(client, func(t *testing.T) {
 			lk, err := dlock.OpenURL(ctx, "redis://alice:s3cret@"+srv.Addr()+"/3?ttl=5s&client="+client)
-			if err != nil {
-				t.Fatalf("OpenURL: %v", err)
-			}
+			require.NoError(t, err, "OpenURL")
 			l, err := lk.TryAcquire(ctx, "open-"+client)
-			if err != nil {
-				t.Fatalf("TryAcquire: %v", err)
-			}
+			require.NoError(t, err, "TryAcquire")
 			if ttl := l.TTL(); ttl <= 0 || ttl > 5*time.Second {
 				t.Fatalf("TTL = %v; want within the URL's 5s", ttl)
 			}
@@ -163,7 +160,7 @@ func TestOpenWrongPassword(t *testing.T) {
 	srv := redistest.Start(t)
 	withUser(t, srv)
 	for _, client := range redistest.Clients {
-		lk, err := dlock.Open(context.Background(), dlock.Config{Addrs: []string{srv.Addr()}, Username: "alice", Password: "nope", Client: client})
+		lk, err := dlock.Open(t.Context(), dlock.Config{Addrs: []string{srv.Addr()}, Username: "alice", Password: "nope", Client: client})
 		if err == nil {
 			lk.Close()
 			t.Errorf("%s: Open with a wrong password succeeded", client)
@@ -176,7 +173,7 @@ func TestOpenUnreachable(t *testing.T) {
 	addr := srv.Addr()
 	srv.Kill()
 	for _, client := range redistest.Clients {
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		ctx, cancel := context.WithTimeout(t.Context(), 2*time.Second)
 		lk, err := dlock.Open(ctx, dlock.Config{Addrs: []string{addr}, Client: client, DialTimeout: 200 * time.Millisecond})
 		cancel()
 		if err == nil {
@@ -193,7 +190,7 @@ func TestOpenQuorum(t *testing.T) {
 	down.Kill()
 	for _, client := range redistest.Clients {
 		t.Run(client, func(t *testing.T) {
-			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 			defer cancel()
 			// Five masters, one of them down. Fresh masters sit out one
 			// maximum TTL, then each is repaired by an attempt that hears
@@ -201,9 +198,7 @@ func TestOpenQuorum(t *testing.T) {
 			url := "redlock://" + srvs[0].Addr() + "," + srvs[1].Addr() + "," + srvs[2].Addr() + "," +
 				srvs[3].Addr() + "," + downAddr + "?ttl=300ms&dial_timeout=100ms&client=" + client
 			lk, err := dlock.OpenURL(ctx, url)
-			if err != nil {
-				t.Fatalf("OpenURL: %v", err)
-			}
+			require.NoError(t, err, "OpenURL")
 			defer lk.Close()
 			// Fresh nodes sit out one maximum TTL, so Acquire rather than
 			// TryAcquire.
@@ -214,9 +209,7 @@ func TestOpenQuorum(t *testing.T) {
 			if !l.Fenced() {
 				t.Fatalf("quorum lease has no token")
 			}
-			if err := l.Release(ctx); err != nil {
-				t.Fatalf("Release: %v", err)
-			}
+			require.NoError(t, l.Release(ctx), "Release")
 		})
 	}
 }
@@ -225,42 +218,30 @@ func TestOpenQuorum(t *testing.T) {
 // and Config.Observer reaches the Locker of either strategy and its leases.
 func TestOpenQuorumOptions(t *testing.T) {
 	srvs := redistest.StartN(t, 3)
-	ctx := context.Background()
+	ctx := t.Context()
 	for _, client := range redistest.Clients {
 		t.Run(client, func(t *testing.T) {
 			cfg, err := dlock.ParseURL("redlock://" + srvs[0].Addr() + "," + srvs[1].Addr() + "," + srvs[2].Addr() +
 				"?ttl=2s&durable=true&node_timeout=500ms&client=" + client)
-			if err != nil {
-				t.Fatal(err)
-			}
+			require.NoError(t, err)
 			rec := &eventLog{}
 			cfg.Observer = rec
 			lk, err := dlock.Open(ctx, cfg)
-			if err != nil {
-				t.Fatalf("Open: %v", err)
-			}
+			require.NoError(t, err, "Open")
 			defer lk.Close()
 			l, err := lk.TryAcquire(ctx, "durable-"+client)
 			if err != nil {
 				t.Fatalf("TryAcquire on fresh masters declared durable: %v", err)
 			}
-			if err := l.Release(ctx); err != nil {
-				t.Fatal(err)
-			}
+			require.NoError(t, l.Release(ctx))
 			rec.expect(t, "quorum", lease.AcquireStarted, lease.Vote, lease.AcquireEnded, lease.Released)
 
 			single, err := dlock.Open(ctx, dlock.Config{Addrs: []string{srvs[0].Addr()}, Client: client, Observer: rec})
-			if err != nil {
-				t.Fatalf("Open: %v", err)
-			}
+			require.NoError(t, err, "Open")
 			defer single.Close()
 			l, err = single.TryAcquire(ctx, "single-"+client)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := l.Release(ctx); err != nil {
-				t.Fatal(err)
-			}
+			require.NoError(t, err)
+			require.NoError(t, l.Release(ctx))
 			rec.expect(t, "single", lease.AcquireStarted, lease.AcquireEnded, lease.Released)
 		})
 	}
@@ -306,40 +287,30 @@ func (r *eventLog) expect(t *testing.T, strategy string, kinds ...lease.EventKin
 func TestOpenNoClientRetries(t *testing.T) {
 	srv := redistest.Start(t)
 	d := redistest.StartDropper(t, srv.Addr())
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
 	defer cancel()
 	for _, client := range []string{dlock.ClientGoRedis} {
 		t.Run(client, func(t *testing.T) {
 			lk, err := dlock.Open(ctx, dlock.Config{Addrs: []string{d.Addr()}, Client: client})
-			if err != nil {
-				t.Fatal(err)
-			}
+			require.NoError(t, err)
 			defer lk.Close()
 			key := "no-retries-" + client
 			warm, err := lk.TryAcquire(ctx, key) // load the scripts
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := warm.Release(ctx); err != nil {
-				t.Fatal(err)
-			}
+			require.NoError(t, err)
+			require.NoError(t, warm.Release(ctx))
 			d.Drop(0, 1) // and the abandon's
 			if l, err := lk.TryAcquire(ctx, key); err == nil {
 				_ = l.Release(ctx)
 			}
 			calls, _, err := srv.ScriptStats()
-			if err != nil {
-				t.Fatal(err)
-			}
+			require.NoError(t, err)
 			d.Drop(0, 1)
 			if l, err := lk.TryAcquire(ctx, key); err == nil {
 				_ = l.Release(ctx)
 				t.Fatalf("TryAcquire with its reply lost: granted; want the exchange's error")
 			}
 			after, _, err := srv.ScriptStats()
-			if err != nil {
-				t.Fatal(err)
-			}
+			require.NoError(t, err)
 			// The claim, then the abandon that gives it up.
 			if ran := after - calls; ran != 2 {
 				t.Errorf("%d scripts ran for one lost claim; want 2 (the claim once, then its abandon)", ran)

@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/require"
+
 	"github.com/dlockgo/dlock"
 	"github.com/dlockgo/dlock/fence"
 	"github.com/dlockgo/dlock/internal/redistest"
@@ -22,7 +24,7 @@ import (
 // Release).
 func TestNilContext(t *testing.T) {
 	var nilCtx context.Context // what the test is about; a literal nil would draw a lint
-	ctx := context.Background()
+	ctx := t.Context()
 	srvs := redistest.StartN(t, 3)
 	addrs := []string{srvs[0].Addr(), srvs[1].Addr(), srvs[2].Addr()}
 	nodes := func(t *testing.T, addrs []string) []node.Node {
@@ -41,16 +43,12 @@ func TestNilContext(t *testing.T) {
 	}{
 		{"single", "redis://" + addrs[0], func(t *testing.T) (dlock.Locker, inspect) {
 			lk, err := single.New(nodes(t, addrs[:1])[0])
-			if err != nil {
-				t.Fatal(err)
-			}
+			require.NoError(t, err)
 			return lk, func(ctx context.Context, key string) error { _, err := lk.Inspect(ctx, key); return err }
 		}},
 		{"quorum", "redlock://" + addrs[0] + "," + addrs[1] + "," + addrs[2] + "?durable=true", func(t *testing.T) (dlock.Locker, inspect) {
 			lk, err := redlock.New(nodes(t, addrs), redlock.WithDurableNodes())
-			if err != nil {
-				t.Fatal(err)
-			}
+			require.NoError(t, err)
 			return lk, func(ctx context.Context, key string) error { _, err := lk.Inspect(ctx, key); return err }
 		}},
 	} {
@@ -59,14 +57,10 @@ func TestNilContext(t *testing.T) {
 			defer lk.Close()
 			key, free := "nil-ctx-held", "nil-ctx-free"
 			held, err := lk.TryAcquire(ctx, key)
-			if err != nil {
-				t.Fatal(err)
-			}
+			require.NoError(t, err)
 			store := fence.NewStore(nodes(t, addrs[:1])[0])
 			cfg, err := dlock.ParseURL(st.url)
-			if err != nil {
-				t.Fatal(err)
-			}
+			require.NoError(t, err)
 			for _, tc := range []struct {
 				name string
 				call func() error

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
 	"github.com/dlockgo/dlock"
@@ -17,25 +18,23 @@ import (
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
-// eachLocker runs f once per client library with a single-strategy Locker
+// forEachClient runs f once per client library with a single-strategy Locker
 // on a fresh server.
-func eachLocker(t *testing.T, f func(t *testing.T, srv *redistest.Server, lk dlock.Locker)) {
+func forEachClient(t *testing.T, f func(t *testing.T, srv *redistest.Server, lk dlock.Locker)) {
 	t.Helper()
 	for _, client := range redistest.Clients {
 		t.Run(client, func(t *testing.T) {
 			srv := redistest.Start(t)
 			lk, err := single.New(redistest.NodeFor(t, client, srv.Addr()))
-			if err != nil {
-				t.Fatal(err)
-			}
+			require.NoError(t, err)
 			f(t, srv, lk)
 		})
 	}
 }
 
 func TestDoRunsUnderLock(t *testing.T) {
-	eachLocker(t, func(t *testing.T, srv *redistest.Server, lk dlock.Locker) {
-		ctx := context.Background()
+	forEachClient(t, func(t *testing.T, srv *redistest.Server, lk dlock.Locker) {
+		ctx := t.Context()
 		var got fence.Token
 		err := dlock.Do(ctx, lk, "job", func(ctx context.Context, token fence.Token) error {
 			got = token
@@ -59,9 +58,9 @@ func TestDoRunsUnderLock(t *testing.T) {
 }
 
 func TestDoPassesFnError(t *testing.T) {
-	eachLocker(t, func(t *testing.T, srv *redistest.Server, lk dlock.Locker) {
+	forEachClient(t, func(t *testing.T, srv *redistest.Server, lk dlock.Locker) {
 		boom := errors.New("boom")
-		err := dlock.Do(context.Background(), lk, "job", func(context.Context, fence.Token) error { return boom })
+		err := dlock.Do(t.Context(), lk, "job", func(context.Context, fence.Token) error { return boom })
 		if !errors.Is(err, boom) {
 			t.Fatalf("Do = %v; want fn's error", err)
 		}
@@ -72,12 +71,12 @@ func TestDoPassesFnError(t *testing.T) {
 }
 
 func TestDoLeaseLost(t *testing.T) {
-	eachLocker(t, func(t *testing.T, srv *redistest.Server, lk dlock.Locker) {
+	forEachClient(t, func(t *testing.T, srv *redistest.Server, lk dlock.Locker) {
 		started := make(chan struct{})
 		errc := make(chan error, 1)
 		var cause error
 		go func() {
-			errc <- dlock.Do(context.Background(), lk, "job", func(ctx context.Context, _ fence.Token) error {
+			errc <- dlock.Do(t.Context(), lk, "job", func(ctx context.Context, _ fence.Token) error {
 				close(started)
 				<-ctx.Done()
 				cause = context.Cause(ctx)
@@ -87,10 +86,8 @@ func TestDoLeaseLost(t *testing.T) {
 		<-started
 		// Another owner takes the lock over on the server: the next renewal
 		// is refused and fn's context ends.
-		if _, err := srv.Do("HSET", "dlock:{job}", "owner", "intruder"); err != nil {
-			t.Fatal(err)
-		}
-		var err error
+		_, err := srv.Do("HSET", "dlock:{job}", "owner", "intruder")
+		require.NoError(t, err)
 		select {
 		case err = <-errc:
 		case <-time.After(5 * time.Second):
@@ -110,27 +107,25 @@ func TestDoLeaseLost(t *testing.T) {
 
 func TestDoBadInput(t *testing.T) {
 	fn := func(context.Context, fence.Token) error { return nil }
-	if err := dlock.Do(context.Background(), nil, "k", fn); !errors.Is(err, dlock.ErrInvalid) {
+	if err := dlock.Do(t.Context(), nil, "k", fn); !errors.Is(err, dlock.ErrInvalid) {
 		t.Errorf("Do(nil locker) = %v; want ErrInvalid", err)
 	}
-	eachLocker(t, func(t *testing.T, srv *redistest.Server, lk dlock.Locker) {
-		if err := dlock.Do(context.Background(), lk, "k", nil); !errors.Is(err, dlock.ErrInvalid) {
+	forEachClient(t, func(t *testing.T, srv *redistest.Server, lk dlock.Locker) {
+		if err := dlock.Do(t.Context(), lk, "k", nil); !errors.Is(err, dlock.ErrInvalid) {
 			t.Errorf("Do(nil fn) = %v; want ErrInvalid", err)
 		}
-		if err := dlock.Do(context.Background(), lk, "", fn); !errors.Is(err, dlock.ErrInvalid) {
+		if err := dlock.Do(t.Context(), lk, "", fn); !errors.Is(err, dlock.ErrInvalid) {
 			t.Errorf("Do(empty key) = %v; want ErrInvalid", err)
 		}
 	})
 }
 
 func TestDoCancelledWhileWaiting(t *testing.T) {
-	eachLocker(t, func(t *testing.T, srv *redistest.Server, lk dlock.Locker) {
-		held, err := lk.TryAcquire(context.Background(), "job")
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer held.Release(context.Background())
-		ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	forEachClient(t, func(t *testing.T, srv *redistest.Server, lk dlock.Locker) {
+		held, err := lk.TryAcquire(t.Context(), "job")
+		require.NoError(t, err)
+		defer held.Release(t.Context())
+		ctx, cancel := context.WithTimeout(t.Context(), 50*time.Millisecond)
 		defer cancel()
 		ran := false
 		err = dlock.Do(ctx, lk, "job", func(context.Context, fence.Token) error { ran = true; return nil })
@@ -141,13 +136,11 @@ func TestDoCancelledWhileWaiting(t *testing.T) {
 }
 
 func TestDoLeavesCallerOptionsAlone(t *testing.T) {
-	eachLocker(t, func(t *testing.T, srv *redistest.Server, lk dlock.Locker) {
+	forEachClient(t, func(t *testing.T, srv *redistest.Server, lk dlock.Locker) {
 		opts := make([]lease.Option, 1, 4)
 		opts[0] = lease.WithTTL(time.Second)
-		err := dlock.Do(context.Background(), lk, "job", func(context.Context, fence.Token) error { return nil }, opts...)
-		if err != nil {
-			t.Fatal(err)
-		}
+		err := dlock.Do(t.Context(), lk, "job", func(context.Context, fence.Token) error { return nil }, opts...)
+		require.NoError(t, err)
 		if opts[:2][1] != nil {
 			t.Fatal("Do wrote into the spare capacity of the caller's options")
 		}

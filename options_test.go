@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/require"
+
 	"github.com/dlockgo/dlock"
 	"github.com/dlockgo/dlock/internal/redistest"
 	"github.com/dlockgo/dlock/lease"
@@ -18,7 +20,7 @@ import (
 // 5s, not the package default of 30s), by the lease's own clock and by the
 // servers'; a negative TTL is refused with an ArgError naming ttl.
 func TestLeaseWithTTL(t *testing.T) {
-	ctx := context.Background()
+	ctx := t.Context()
 	const def = 5 * time.Second
 	srvs := redistest.StartN(t, 3)
 	type inspect func(ctx context.Context, key string) (time.Duration, error) // the holder's time left on the servers
@@ -28,9 +30,7 @@ func TestLeaseWithTTL(t *testing.T) {
 	}{
 		{"single", func(t *testing.T) (dlock.Locker, inspect) {
 			lk, err := single.New(redistest.NodeFor(t, "go-redis", srvs[0].Addr()), single.WithTTL(def))
-			if err != nil {
-				t.Fatal(err)
-			}
+			require.NoError(t, err)
 			return lk, func(ctx context.Context, key string) (time.Duration, error) {
 				info, err := lk.Inspect(ctx, key)
 				return info.TTL, err
@@ -42,9 +42,7 @@ func TestLeaseWithTTL(t *testing.T) {
 				ns[i] = redistest.NodeFor(t, "go-redis", s.Addr())
 			}
 			lk, err := redlock.New(ns, redlock.WithTTL(def), redlock.WithDurableNodes())
-			if err != nil {
-				t.Fatal(err)
-			}
+			require.NoError(t, err)
 			return lk, func(ctx context.Context, key string) (time.Duration, error) {
 				info, err := lk.Inspect(ctx, key)
 				return info.TTL, err
@@ -64,9 +62,7 @@ func TestLeaseWithTTL(t *testing.T) {
 					t.Fatalf("%s with lease.WithTTL(0): %v; want the Locker's default TTL", acquire.name, err)
 				}
 				left, err := inspect(ctx, key)
-				if err != nil {
-					t.Fatal(err)
-				}
+				require.NoError(t, err)
 				if got := l.TTL(); got <= def-time.Second || got > def || left <= def-time.Second || left > def {
 					t.Errorf("%s with lease.WithTTL(0): lease TTL %v, servers' %v; want both about %v", acquire.name, got, left, def)
 				}

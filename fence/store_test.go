@@ -1,7 +1,6 @@
 package fence_test
 
 import (
-	"context"
 	"errors"
 	"sync"
 	"testing"
@@ -16,7 +15,7 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 func TestStore(t *testing.T) {
 	srv := redistest.Start(t)
-	ctx := context.Background()
+	ctx := t.Context()
 	for _, c := range redistest.Nodes(t, srv.Addr()) {
 		t.Run(c.Name, func(t *testing.T) {
 			s := fence.NewStore(c.Node)
@@ -62,7 +61,7 @@ func TestStore(t *testing.T) {
 // clients; the register ends with the largest token and its value.
 func TestStoreConcurrent(t *testing.T) {
 	srv := redistest.Start(t)
-	ctx := context.Background()
+	ctx := t.Context()
 	nodes := redistest.Nodes(t, srv.Addr())
 	const n = 100
 	var wg sync.WaitGroup

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
 	"github.com/dlockgo/dlock/internal/acquire"
@@ -90,7 +91,7 @@ func grant(ttl time.Duration) lease.Grant {
 func TestReleaseEnds(t *testing.T) {
 	f := &fake{}
 	l := lease.New(f, grant(time.Minute))
-	ctx := l.Context(context.Background())
+	ctx := l.Context(t.Context())
 	if l.Err() != nil || l.TTL() <= 0 || l.Key() != "k" || l.Token() != 7 || !l.Fenced() {
 		t.Fatalf("fresh lease: Err %v TTL %v Key %q Token %d", l.Err(), l.TTL(), l.Key(), l.Token())
 	}
@@ -99,7 +100,7 @@ func TestReleaseEnds(t *testing.T) {
 		t.Fatal("Done closed before Release")
 	default:
 	}
-	if err := l.Release(context.Background()); err != nil {
+	if err := l.Release(t.Context()); err != nil {
 		t.Fatal(err)
 	}
 	<-l.Done()
@@ -110,11 +111,11 @@ func TestReleaseEnds(t *testing.T) {
 	if l.TTL() != 0 {
 		t.Fatalf("TTL after Release = %v; want 0", l.TTL())
 	}
-	late := l.Context(context.Background())
+	late := l.Context(t.Context())
 	if !errors.Is(context.Cause(late), lease.ErrReleased) {
 		t.Fatalf("Context after the end: cause %v; want ErrReleased", context.Cause(late))
 	}
-	if err := l.Extend(context.Background(), time.Minute); !errors.Is(err, lease.ErrNotHeld) || !errors.Is(err, lease.ErrReleased) {
+	if err := l.Extend(t.Context(), time.Minute); !errors.Is(err, lease.ErrNotHeld) || !errors.Is(err, lease.ErrReleased) {
 		t.Fatalf("Extend after Release: %v; want ErrNotHeld and ErrReleased", err)
 	}
 }
@@ -125,20 +126,18 @@ func TestReleaseEnds(t *testing.T) {
 func TestReleaseTwice(t *testing.T) {
 	f := &fake{}
 	l := lease.New(f, grant(time.Minute))
-	if err := l.Release(context.Background()); err != nil {
-		t.Fatalf("Release: %v", err)
-	}
-	if err := l.Release(context.Background()); !errors.Is(err, lease.ErrNotHeld) || f.releases.Load() != 1 {
+	require.NoError(t, l.Release(t.Context()), "Release")
+	if err := l.Release(t.Context()); !errors.Is(err, lease.ErrNotHeld) || f.releases.Load() != 1 {
 		t.Fatalf("second Release: %v after %d backend calls; want ErrNotHeld after 1", err, f.releases.Load())
 	}
 
 	f = &fake{}
 	f.relFail.Store(1)
 	l = lease.New(f, grant(time.Minute))
-	if err := l.Release(context.Background()); err == nil || errors.Is(err, lease.ErrNotHeld) {
+	if err := l.Release(t.Context()); err == nil || errors.Is(err, lease.ErrNotHeld) {
 		t.Fatalf("failing Release: %v; want the backend's error", err)
 	}
-	if err := l.Release(context.Background()); err != nil || f.releases.Load() != 2 {
+	if err := l.Release(t.Context()); err != nil || f.releases.Load() != 2 {
 		t.Fatalf("Release after a failed one: %v after %d backend calls; want nil after 2", err, f.releases.Load())
 	}
 }
@@ -146,7 +145,7 @@ func TestReleaseTwice(t *testing.T) {
 func TestExpiresByLocalValidity(t *testing.T) {
 	f := &fake{}
 	l := lease.New(f, grant(30*time.Millisecond))
-	ctx := l.Context(context.Background())
+	ctx := l.Context(t.Context())
 	select {
 	case <-l.Done():
 	case <-time.After(2 * time.Second):
@@ -171,19 +170,19 @@ func TestExpiresByLocalValidity(t *testing.T) {
 func TestExtendMovesValidity(t *testing.T) {
 	f := &fake{}
 	l := lease.New(f, grant(40*time.Millisecond))
-	defer l.Release(context.Background())
-	if err := l.Extend(context.Background(), time.Minute); err != nil {
+	defer l.Release(t.Context())
+	if err := l.Extend(t.Context(), time.Minute); err != nil {
 		t.Fatal(err)
 	}
 	time.Sleep(80 * time.Millisecond)
 	if l.Err() != nil || l.TTL() < 50*time.Second {
 		t.Fatalf("after Extend: Err %v TTL %v; want alive with ~1m", l.Err(), l.TTL())
 	}
-	if err := l.Extend(context.Background(), 0); !errors.Is(err, lease.ErrInvalid) {
+	if err := l.Extend(t.Context(), 0); !errors.Is(err, lease.ErrInvalid) {
 		t.Fatalf("Extend(0) = %v; want ErrInvalid", err)
 	}
 	f.refuse.Store(true)
-	if err := l.Extend(context.Background(), time.Minute); !errors.Is(err, lease.ErrNotHeld) {
+	if err := l.Extend(t.Context(), time.Minute); !errors.Is(err, lease.ErrNotHeld) {
 		t.Fatalf("refused Extend = %v; want ErrNotHeld", err)
 	}
 	if !errors.Is(l.Err(), lease.ErrLost) {
@@ -193,8 +192,8 @@ func TestExtendMovesValidity(t *testing.T) {
 
 func TestParentCancelled(t *testing.T) {
 	l := lease.New(&fake{}, grant(time.Minute))
-	defer l.Release(context.Background())
-	parent, cancel := context.WithCancelCause(context.Background())
+	defer l.Release(t.Context())
+	parent, cancel := context.WithCancelCause(t.Context())
 	why := errors.New("shutting down")
 	ctx := l.Context(parent)
 	cancel(why)
@@ -207,7 +206,7 @@ func TestParentCancelled(t *testing.T) {
 func TestAutoRenewLost(t *testing.T) {
 	f := &fake{}
 	l := lease.New(f, renewing(grant(30*time.Millisecond)))
-	ctx := l.Context(context.Background())
+	ctx := l.Context(t.Context())
 	time.Sleep(100 * time.Millisecond)
 	if l.Err() != nil {
 		t.Fatalf("auto-renewed lease ended: %v", l.Err())
@@ -224,7 +223,7 @@ func TestAutoRenewLost(t *testing.T) {
 	if !errors.Is(l.Err(), lease.ErrLost) || !errors.Is(context.Cause(ctx), lease.ErrLost) {
 		t.Fatalf("Err %v, cause %v; want ErrLost", l.Err(), context.Cause(ctx))
 	}
-	if err := l.Release(context.Background()); !errors.Is(err, lease.ErrNotHeld) {
+	if err := l.Release(t.Context()); !errors.Is(err, lease.ErrNotHeld) {
 		t.Fatalf("Release of a lost lease: %v; want ErrNotHeld", err)
 	}
 	if !errors.Is(l.Err(), lease.ErrLost) {
@@ -243,9 +242,7 @@ func TestAutoRenewSurvivesFailure(t *testing.T) {
 	if l.Err() != nil {
 		t.Fatalf("one failed renewal ended the lease: %v", l.Err())
 	}
-	if err := l.Release(context.Background()); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, l.Release(t.Context()))
 }
 
 func TestAutoRenewStopsWhenFailuresLast(t *testing.T) {
@@ -260,7 +257,7 @@ func TestAutoRenewStopsWhenFailuresLast(t *testing.T) {
 	if !errors.Is(l.Err(), lease.ErrExpired) {
 		t.Fatalf("Err %v; want ErrExpired", l.Err())
 	}
-	_ = l.Release(context.Background())
+	_ = l.Release(t.Context())
 }
 
 func TestReleaseStopsRenewal(t *testing.T) {
@@ -268,7 +265,7 @@ func TestReleaseStopsRenewal(t *testing.T) {
 	l := lease.New(f, renewing(grant(9*time.Millisecond)))
 	time.Sleep(20 * time.Millisecond)
 	// Release races the renewal goroutine; it must stop it and wait for it.
-	if err := l.Release(context.Background()); err != nil {
+	if err := l.Release(t.Context()); err != nil {
 		t.Fatal(err)
 	}
 	n := f.extends.Load()
@@ -303,16 +300,14 @@ func TestConcurrentUse(t *testing.T) {
 	for range 8 {
 		wg.Go(func() {
 			for range 20 {
-				_ = l.Extend(context.Background(), 50*time.Millisecond)
+				_ = l.Extend(t.Context(), 50*time.Millisecond)
 				_ = l.TTL()
-				_ = l.Context(context.Background())
+				_ = l.Context(t.Context())
 			}
 		})
 	}
 	wg.Wait()
-	if err := l.Release(context.Background()); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, l.Release(t.Context()))
 	if f.overlap.Load() {
 		t.Fatal("Backend called concurrently")
 	}

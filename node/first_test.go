@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/require"
+
 	"github.com/dlockgo/dlock/internal/redistest"
 	"github.com/dlockgo/dlock/node"
 )
@@ -54,9 +56,8 @@ func TestScriptAfter(t *testing.T) {
 				}
 			}
 			flush := func() {
-				if _, err := srv.Do("SCRIPT", "FLUSH"); err != nil {
-					t.Fatal(err)
-				}
+				_, err := srv.Do("SCRIPT", "FLUSH")
+				require.NoError(t, err)
 			}
 			flush()
 			expect("first call", eval, "", "first", false)

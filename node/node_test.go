@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/require"
 	"github.com/valkey-io/valkey-go"
 	"go.uber.org/goleak"
 
@@ -111,9 +112,8 @@ func TestEvalContext(t *testing.T) {
 			if _, err := c.Node.Eval(ctx, incr, []string{"{c}"}); !errors.Is(err, context.Canceled) {
 				t.Fatalf("cancelled: err = %v; want context.Canceled", err)
 			}
-			if _, err := c.Node.Eval(t.Context(), incr, []string{"{c}"}); err != nil {
-				t.Fatal(err)
-			}
+			_, err := c.Node.Eval(t.Context(), incr, []string{"{c}"})
+			require.NoError(t, err)
 			srv.Pause()
 			defer srv.Resume()
 			ctx, cancel = context.WithTimeout(t.Context(), 100*time.Millisecond)
@@ -123,7 +123,7 @@ func TestEvalContext(t *testing.T) {
 			}
 			ctx, cancel = context.WithTimeout(t.Context(), 100*time.Millisecond)
 			defer cancel()
-			_, _, err := c.Node.Pipeline(ctx, []node.Call{{Script: incr, Keys: []string{"{c}"}}}, node.Wait{})
+			_, _, err = c.Node.Pipeline(ctx, []node.Call{{Script: incr, Keys: []string{"{c}"}}}, node.Wait{})
 			if !errors.Is(err, context.DeadlineExceeded) {
 				t.Fatalf("paused server, pipeline: err = %v; want context.DeadlineExceeded", err)
 			}
@@ -203,9 +203,7 @@ func TestPipelineWait(t *testing.T) {
 	replica := redistest.Start(t, redistest.WithReplicaOf(master))
 	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 	defer cancel()
-	if err := replica.WaitSynced(ctx); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, replica.WaitSynced(ctx))
 	for _, c := range redistest.Nodes(t, master.Addr()) {
 		t.Run(c.Name, func(t *testing.T) {
 			key := "{w}" + c.Name
@@ -251,9 +249,7 @@ func TestSubscribe(t *testing.T) {
 		t.Run(c.Name, func(t *testing.T) {
 			ch := "rel:" + c.Name
 			sig1, stop1, err := c.Node.Subscribe(t.Context(), ch)
-			if err != nil {
-				t.Fatal(err)
-			}
+			require.NoError(t, err)
 			defer stop1()
 			if got := mustDo(t, srv, "PUBLISH", ch, "x"); got != "1" {
 				t.Fatalf("PUBLISH right after Subscribe reached %s subscribers; want 1", got)
@@ -261,9 +257,7 @@ func TestSubscribe(t *testing.T) {
 			receive(t, sig1)
 
 			sig2, stop2, err := c.Node.Subscribe(t.Context(), ch)
-			if err != nil {
-				t.Fatal(err)
-			}
+			require.NoError(t, err)
 			if got := mustDo(t, srv, "PUBLISH", ch, "x"); got != "1" {
 				t.Fatalf("two local subscribers use %s server subscriptions; want 1", got)
 			}
@@ -299,9 +293,7 @@ func TestSubscribeSurvivesRestart(t *testing.T) {
 		t.Run(c.Name, func(t *testing.T) {
 			ch := "restart:" + c.Name
 			sig, stop, err := c.Node.Subscribe(t.Context(), ch)
-			if err != nil {
-				t.Fatal(err)
-			}
+			require.NoError(t, err)
 			defer stop()
 			srv.Kill()
 			srv.Restart()
@@ -320,9 +312,7 @@ func TestCloseEndsSubscription(t *testing.T) {
 		},
 		"valkey-go": func() (node.Node, func()) {
 			c, err := valkey.NewClient(valkey.ClientOption{InitAddress: []string{srv.Addr()}, DisableCache: true})
-			if err != nil {
-				t.Fatal(err)
-			}
+			require.NoError(t, err)
 			return valkeygo.New(c), c.Close
 		},
 	}
@@ -331,9 +321,7 @@ func TestCloseEndsSubscription(t *testing.T) {
 			before := goleak.IgnoreCurrent()
 			n, closeClient := builders[name]()
 			_, stop, err := n.Subscribe(t.Context(), "close")
-			if err != nil {
-				t.Fatal(err)
-			}
+			require.NoError(t, err)
 			if err := n.Close(); err != nil {
 				t.Fatalf("Close: %v", err)
 			}
@@ -361,9 +349,7 @@ func TestSubscribeAfterAbandoned(t *testing.T) {
 		t.Run(c.Name, func(t *testing.T) {
 			// The subscription connection is up before the pause.
 			_, stop, err := c.Node.Subscribe(t.Context(), "warm:"+c.Name)
-			if err != nil {
-				t.Fatal(err)
-			}
+			require.NoError(t, err)
 			defer stop()
 			srv.Pause()
 			for i := range 3 {
@@ -403,9 +389,7 @@ func TestStopBehindHungSubscribe(t *testing.T) {
 		t.Run(c.Name, func(t *testing.T) {
 			ch := "left:" + c.Name
 			_, stop, err := c.Node.Subscribe(t.Context(), ch)
-			if err != nil {
-				t.Fatal(err)
-			}
+			require.NoError(t, err)
 			srv.Pause()
 			errc := make(chan error, 1)
 			go func() {
@@ -467,9 +451,7 @@ func waitFor(t *testing.T, cond func() bool, what string) {
 func mustDo(t *testing.T, s *redistest.Server, args ...string) string {
 	t.Helper()
 	got, err := s.Do(args...)
-	if err != nil {
-		t.Fatalf("%v: %v", args, err)
-	}
+	require.NoError(t, err, "%v", args)
 	return got
 }
 
@@ -491,9 +473,7 @@ func BenchmarkEval(b *testing.B) {
 func BenchmarkPipelineWait(b *testing.B) {
 	master := redistest.Start(b)
 	replica := redistest.Start(b, redistest.WithReplicaOf(master))
-	if err := replica.WaitSynced(b.Context()); err != nil {
-		b.Fatal(err)
-	}
+	require.NoError(b, replica.WaitSynced(b.Context()))
 	for _, c := range redistest.Nodes(b, master.Addr()) {
 		b.Run(c.Name, func(b *testing.B) {
 			calls := []node.Call{{Script: incrBy, Keys: []string{"{b}" + c.Name}, Args: []string{"1"}}}
@@ -525,9 +505,7 @@ func TestCluster(t *testing.T) {
 				}
 			}
 			sig, stop, err := c.Node.Subscribe(t.Context(), "cl:"+c.Name)
-			if err != nil {
-				t.Fatal(err)
-			}
+			require.NoError(t, err)
 			defer stop()
 			for _, s := range cl.Servers() {
 				mustDo(t, s, "PUBLISH", "cl:"+c.Name, "x")

@@ -2,7 +2,6 @@ package observe_test
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"errors"
 	"log/slog"
@@ -10,6 +9,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/stretchr/testify/require"
 
 	"github.com/dlockgo/dlock/internal/redistest"
 	"github.com/dlockgo/dlock/lease"
@@ -44,9 +45,7 @@ func (lb *logBuffer) records(t *testing.T) []map[string]any {
 	var out []map[string]any
 	for line := range strings.Lines(lb.String()) {
 		var r map[string]any
-		if err := json.Unmarshal([]byte(line), &r); err != nil {
-			t.Fatalf("log line %q: %v", line, err)
-		}
+		require.NoError(t, json.Unmarshal([]byte(line), &r), "log line %q", line)
 		out = append(out, r)
 	}
 	return out
@@ -81,25 +80,17 @@ func TestLogSingle(t *testing.T) {
 		t.Run(client, func(t *testing.T) {
 			lb, obs := newLog(slog.LevelDebug)
 			lk, err := single.New(redistest.NodeFor(t, client, srv.Addr()), single.WithObserver(obs))
-			if err != nil {
-				t.Fatal(err)
-			}
-			ctx := context.Background()
+			require.NoError(t, err)
+			ctx := t.Context()
 			key := "log-" + client
 			a, err := lk.Acquire(ctx, key)
-			if err != nil {
-				t.Fatal(err)
-			}
+			require.NoError(t, err)
 			if _, err := lk.TryAcquire(ctx, key); !errors.Is(err, lease.ErrTaken) {
 				t.Fatalf("TryAcquire of a held lock: %v; want ErrTaken", err)
 			}
-			if err := a.Release(ctx); err != nil {
-				t.Fatal(err)
-			}
+			require.NoError(t, a.Release(ctx))
 			b, err := lk.TryAcquire(ctx, key, lease.WithTTL(50*time.Millisecond))
-			if err != nil {
-				t.Fatal(err)
-			}
+			require.NoError(t, err)
 			<-b.Done()
 			// The local clock ends the lease a drift margin early; let
 			// the server's end it too.
@@ -152,20 +143,14 @@ func TestLogLevels(t *testing.T) {
 	srv := redistest.Start(t)
 	lb, obs := newLog(slog.LevelInfo)
 	lk, err := single.New(redistest.NodeFor(t, "go-redis", srv.Addr()), single.WithObserver(obs))
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx := context.Background()
+	require.NoError(t, err)
+	ctx := t.Context()
 	l, err := lk.Acquire(ctx, "levels")
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	if _, err := lk.TryAcquire(ctx, "levels"); !errors.Is(err, lease.ErrTaken) {
 		t.Fatalf("TryAcquire of a held lock: %v; want ErrTaken", err)
 	}
-	if err := l.Release(ctx); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, l.Release(ctx))
 	got := strings.Join(summaries(lb.records(t)), "\n")
 	if want := "INFO dlock acquired acquired\nINFO dlock released ok"; got != want {
 		t.Fatalf("records at level Info:\n%s\nwant:\n%s", got, want)
@@ -178,11 +163,9 @@ func TestLogAcquireError(t *testing.T) {
 	srv := redistest.Start(t)
 	lb, obs := newLog(slog.LevelInfo)
 	lk, err := single.New(redistest.NodeFor(t, "go-redis", srv.Addr()), single.WithObserver(obs))
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	srv.Kill()
-	if _, err := lk.TryAcquire(context.Background(), "down"); err == nil || errors.Is(err, lease.ErrTaken) {
+	if _, err := lk.TryAcquire(t.Context(), "down"); err == nil || errors.Is(err, lease.ErrTaken) {
 		t.Fatalf("TryAcquire on a dead server: %v; want a connection error", err)
 	}
 	rs := lb.records(t)
@@ -201,23 +184,16 @@ func TestLogLostToStale(t *testing.T) {
 	srv := redistest.Start(t)
 	lb, obs := newLog(slog.LevelWarn)
 	lk, err := single.New(redistest.NodeFor(t, "go-redis", srv.Addr()), single.WithObserver(obs))
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx := context.Background()
+	require.NoError(t, err)
+	ctx := t.Context()
 	a, err := lk.Acquire(ctx, "stale", lease.WithTTL(300*time.Millisecond), lease.WithAutoRenew())
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	// Take the lock away from a behind its back: the next claim bumps the
 	// fence counter past a's token.
-	if _, err := srv.Do("HDEL", "dlock:{stale}", "owner", "until"); err != nil {
-		t.Fatal(err)
-	}
+	_, err = srv.Do("HDEL", "dlock:{stale}", "owner", "until")
+	require.NoError(t, err)
 	b, err := lk.TryAcquire(ctx, "stale")
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	defer b.Release(ctx)
 	select {
 	case <-a.Done():
@@ -260,18 +236,12 @@ func TestLogQuorum(t *testing.T) {
 	}
 	lb, obs := newLog(slog.LevelDebug)
 	lk, err := redlock.New(nodes, redlock.WithDurableNodes(), redlock.WithObserver(obs))
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	defer lk.Close()
-	ctx := context.Background()
+	ctx := t.Context()
 	l, err := lk.Acquire(ctx, "quorum")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := l.Release(ctx); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
+	require.NoError(t, l.Release(ctx))
 
 	rs := lb.records(t)
 	var votes, other []string

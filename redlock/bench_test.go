@@ -6,6 +6,8 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/stretchr/testify/require"
+
 	"github.com/dlockgo/dlock/internal/redistest"
 	"github.com/dlockgo/dlock/node"
 	"github.com/dlockgo/dlock/redlock"
@@ -39,21 +41,15 @@ func benchQuorum(b *testing.B, f func(b *testing.B, lk *redlock.Locker)) {
 					opts = append(opts, redlock.WithoutTokens())
 				}
 				lk, err := redlock.New(ns, opts...)
-				if err != nil {
-					b.Fatalf("New: %v", err)
-				}
+				require.NoError(b, err, "New")
 				defer lk.Close()
 				// Dialing, script loading and the key's first commit
 				// stay out of the figures.
 				ctx := context.Background()
 				for _, key := range []string{"bench-serial", "bench-warm"} {
 					l, err := lk.TryAcquire(ctx, key)
-					if err != nil {
-						b.Fatalf("warm-up TryAcquire: %v", err)
-					}
-					if err := l.Release(ctx); err != nil {
-						b.Fatalf("warm-up Release: %v", err)
-					}
+					require.NoError(b, err, "warm-up TryAcquire")
+					require.NoError(b, l.Release(ctx), "warm-up Release")
 				}
 				f(b, lk)
 			})

@@ -1,13 +1,13 @@
 package redlock_test
 
 import (
-	"context"
 	"errors"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/require"
 
 	"github.com/dlockgo/dlock/internal/acquire"
 	"github.com/dlockgo/dlock/internal/redistest"
@@ -48,18 +48,16 @@ func snapshot(t *testing.T, s *redistest.Server) {
 // lock, and b's token, once granted, is above a's.
 func TestSnapshotRestore(t *testing.T) {
 	const ttl = 4 * time.Second
-	each(t, func(t *testing.T, c string) {
+	forEachClient(t, func(t *testing.T, c string) {
 		srvs := redistest.StartN(t, 5, defaultSave)
 		lk := newLocker(t, nodesOn(t, srvs, c), redlock.WithTTL(ttl))
-		ctx := context.Background()
+		ctx := t.Context()
 		touch(t, lk, srvs, ttl)
 		for _, s := range srvs[:3] {
 			snapshot(t, s)
 		}
 		a, err := lk.TryAcquire(ctx, "k")
-		if err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, err)
 		for deadline := time.Now().Add(2 * time.Second); len(lockKeysLeft(t, srvs, "k")) < len(srvs) && time.Now().Before(deadline); {
 			time.Sleep(10 * time.Millisecond)
 		}
@@ -98,12 +96,12 @@ func TestSnapshotRestore(t *testing.T) {
 // used to sit out for the size of the step.
 func TestClockStepBack(t *testing.T) {
 	const ttl = time.Second
-	each(t, func(t *testing.T, c string) {
+	forEachClient(t, func(t *testing.T, c string) {
 		ahead, clock := redistest.StartClocked(t)
 		srvs := append([]*redistest.Server{ahead}, redistest.StartN(t, 4)...)
 		clock.Jump(time.Hour)
 		lk := newLocker(t, nodesOn(t, srvs, c), redlock.WithTTL(ttl))
-		ctx := context.Background()
+		ctx := t.Context()
 		touch(t, lk, srvs, ttl) // every node stamped, sat out and repaired; node 0 an hour ahead
 		clock.Jump(-time.Hour)
 		srvs[3].Kill()
@@ -133,7 +131,7 @@ func TestRepairMargin(t *testing.T) {
 	const ttl = time.Second
 	srvs := redistest.StartN(t, 5)
 	lk := newLocker(t, nodesOn(t, srvs, "go-redis"), redlock.WithTTL(ttl))
-	ctx := context.Background()
+	ctx := t.Context()
 	touch(t, lk, srvs, ttl)
 	srvs[0].Restart()
 	restarted := time.Now()
@@ -188,15 +186,11 @@ func TestClientRetriesLostReply(t *testing.T) {
 		nodes[i] = goRedisDefault(t, drops[i].Addr())
 	}
 	lk := newLocker(t, nodes, redlock.WithDurableNodes(), redlock.WithTTL(10*time.Second))
-	ctx := context.Background()
+	ctx := t.Context()
 	for range 3 { // load the scripts: a NOSCRIPT answer is a reply too
 		l, err := lk.TryAcquire(ctx, "warm")
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := l.Release(ctx); err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, err)
+		require.NoError(t, l.Release(ctx))
 	}
 	dropAll := func(skip int) {
 		for _, d := range drops {
@@ -256,14 +250,10 @@ func TestCloseBounded(t *testing.T) {
 		nodes[i] = goredis.New(clients[i])
 	}
 	lk, err := redlock.New(nodes, redlock.WithDurableNodes(), redlock.WithTTL(time.Second), redlock.WithNodeTimeout(100*time.Millisecond))
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx := context.Background()
+	require.NoError(t, err)
+	ctx := t.Context()
 	l, err := lk.TryAcquire(ctx, "k")
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	srvs[2].Pause()
 	resumed := false
 	defer func() {

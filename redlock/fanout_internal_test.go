@@ -11,7 +11,7 @@ import (
 // timer and context have fired is reported as it is, not as a silent node.
 // No server can time this case, so the round is built by hand.
 func TestRoundNextPrefersAnswer(t *testing.T) {
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := context.WithCancel(t.Context())
 	cancel()
 	var wg sync.WaitGroup
 	for range 200 {

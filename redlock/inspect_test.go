@@ -1,9 +1,10 @@
 package redlock_test
 
 import (
-	"context"
 	"testing"
 	"time"
+
+	"github.com/stretchr/testify/require"
 
 	"github.com/dlockgo/dlock/internal/redistest"
 	"github.com/dlockgo/dlock/lease"
@@ -15,15 +16,13 @@ func TestInspect(t *testing.T) {
 	srvs := redistest.StartN(t, 5)
 	for _, client := range redistest.Clients {
 		t.Run(client, func(t *testing.T) {
-			ctx := context.Background()
+			ctx := t.Context()
 			nodes := make([]node.Node, len(srvs))
 			for i, s := range srvs {
 				nodes[i] = redistest.NodeFor(t, client, s.Addr())
 			}
 			lk, err := redlock.New(nodes, redlock.WithDurableNodes(), redlock.WithNodeTimeout(time.Second))
-			if err != nil {
-				t.Fatal(err)
-			}
+			require.NoError(t, err)
 			defer lk.Close()
 			key := "inspect-" + client
 
@@ -36,18 +35,15 @@ func TestInspect(t *testing.T) {
 			}
 
 			l, err := lk.TryAcquire(ctx, key, lease.WithTTL(5*time.Second))
-			if err != nil {
-				t.Fatal(err)
-			}
+			require.NoError(t, err)
 			defer l.Release(ctx)
 			// Votes sent after the majority answered may still be landing.
 			for _, s := range srvs {
 				waitForKey(t, s, "dlock:{"+key+"}:lock")
 			}
 			// One node forgets the lock: the quorum still holds it.
-			if _, err := srvs[0].Do("DEL", "dlock:{"+key+"}:lock"); err != nil {
-				t.Fatal(err)
-			}
+			_, err = srvs[0].Do("DEL", "dlock:{"+key+"}:lock")
+			require.NoError(t, err)
 			info, err = lk.Inspect(ctx, key)
 			if err != nil {
 				t.Fatal(err)
@@ -69,9 +65,7 @@ func TestInspect(t *testing.T) {
 				}
 			}
 
-			if err := l.Release(ctx); err != nil {
-				t.Fatal(err)
-			}
+			require.NoError(t, l.Release(ctx))
 			info, err = lk.Inspect(ctx, key)
 			if err != nil {
 				t.Fatal(err)
@@ -90,15 +84,11 @@ func TestInspectNodeDown(t *testing.T) {
 		nodes[i] = redistest.NodeFor(t, "go-redis", s.Addr())
 	}
 	lk, err := redlock.New(nodes, redlock.WithDurableNodes(), redlock.WithNodeTimeout(time.Second))
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	defer lk.Close()
-	ctx := context.Background()
+	ctx := t.Context()
 	l, err := lk.TryAcquire(ctx, "down", lease.WithTTL(5*time.Second))
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	defer l.Release(ctx)
 	// TryAcquire returned on a majority; let the third vote land, so
 	// that the node killed is not one of the two that hold the lock.
@@ -134,9 +124,7 @@ func waitForKey(t *testing.T, s *redistest.Server, key string) {
 	deadline := time.Now().Add(2 * time.Second)
 	for {
 		n, err := s.Do("EXISTS", key)
-		if err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, err)
 		if n == "1" {
 			return
 		}

@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/require"
+
 	"github.com/dlockgo/dlock/internal/redistest"
 	"github.com/dlockgo/dlock/lease"
 	"github.com/dlockgo/dlock/redlock"
@@ -27,9 +29,7 @@ func keyBytes(t *testing.T, srvs []*redistest.Server, key string) []map[string]i
 		for _, suffix := range []string{"lock", "fence", "gone", "queue", "queue:deadlines"} {
 			k := "dlock:{" + key + "}:" + suffix
 			n, err := s.MemoryUsage(k)
-			if err != nil {
-				t.Fatal(err)
-			}
+			require.NoError(t, err)
 			if n > 0 {
 				out[i][suffix] = n
 			}
@@ -41,10 +41,10 @@ func keyBytes(t *testing.T, srvs []*redistest.Server, key string) []map[string]i
 // TestMemoryOneKey: thousands of lock+unlock of one key, blocking waiters
 // among them, leave its fence counter, set to expire, and nothing else.
 func TestMemoryOneKey(t *testing.T) {
-	each(t, func(t *testing.T, c string) {
+	forEachClient(t, func(t *testing.T, c string) {
 		srvs := redistest.StartN(t, 3)
 		lk := newLocker(t, nodesOn(t, srvs, c), redlock.WithDurableNodes(), redlock.WithTTL(5*time.Second))
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 		defer cancel()
 		const key, workers, rounds = "hot", 4, 750
 		var wg sync.WaitGroup
@@ -101,7 +101,7 @@ func TestMemoryOneKey(t *testing.T) {
 // TestMemoryDistinctKeys: keys locked once (a lock per entity) leave
 // nothing behind once their idle TTL has passed, but the node-wide marks.
 func TestMemoryDistinctKeys(t *testing.T) {
-	each(t, func(t *testing.T, c string) {
+	forEachClient(t, func(t *testing.T, c string) {
 		srvs := redistest.StartN(t, 3)
 		const idle = time.Second
 		lk := newLocker(t, nodesOn(t, srvs, c), redlock.WithDurableNodes(), redlock.WithTTL(time.Second), redlock.WithIdleTTL(idle))

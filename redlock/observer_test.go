@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/require"
+
 	"github.com/dlockgo/dlock/internal/redistest"
 	"github.com/dlockgo/dlock/lease"
 	"github.com/dlockgo/dlock/redlock"
@@ -81,18 +83,16 @@ func acquisition(t *testing.T, ev []lease.Event, key string, want error) map[str
 }
 
 func TestObserver(t *testing.T) {
-	each(t, func(t *testing.T, c string) {
+	forEachClient(t, func(t *testing.T, c string) {
 		srvs := redistest.StartN(t, 5)
 		nodes := nodesOn(t, srvs, c)
 		rec := &recorder{}
 		lk := newLocker(t, nodes, redlock.WithDurableNodes(), redlock.WithTTL(time.Second), redlock.WithObserver(rec))
-		ctx := context.Background()
+		ctx := t.Context()
 
 		// A grant, with auto-renewal: it renews, then is released.
 		l, err := lk.TryAcquire(ctx, "obs", lease.WithAutoRenew())
-		if err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, err)
 		votes := acquisition(t, rec.take(), "obs", nil)
 		ok := 0
 		for _, o := range votes {
@@ -106,18 +106,14 @@ func TestObserver(t *testing.T) {
 		if e := rec.waitFor(t, lease.Renewed); e.Err != nil || e.Strategy != "quorum" || e.Key != "obs" {
 			t.Errorf("renewal event %+v; want a successful quorum renewal of obs", e)
 		}
-		if err := l.Release(ctx); err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, l.Release(ctx))
 		if e := rec.waitFor(t, lease.Released); e.Err != nil {
 			t.Errorf("release event with %v", e.Err)
 		}
 
 		// A lease whose lock vanishes is lost at its next renewal.
 		l, err = lk.TryAcquire(ctx, "gone", lease.WithAutoRenew())
-		if err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, err)
 		time.Sleep(50 * time.Millisecond) // let the slowest votes land
 		for _, s := range srvs {
 			do(t, s, "DEL", "dlock:{gone}:lock")
@@ -179,7 +175,7 @@ func TestObserverLostData(t *testing.T) {
 	rec := &recorder{}
 	lk := newLocker(t, nodesOn(t, srvs, "go-redis"), redlock.WithTTL(time.Second), redlock.WithObserver(rec))
 	for start := time.Now(); ; {
-		_, err := lk.TryAcquire(context.Background(), "fresh")
+		_, err := lk.TryAcquire(t.Context(), "fresh")
 		votes := acquisition(t, rec.take(), "fresh", err)
 		lost := 0
 		for _, o := range votes {

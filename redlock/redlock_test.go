@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
 	"github.com/dlockgo/dlock/fence"
@@ -24,8 +25,8 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 // mixed builds a quorum whose nodes alternate between the client libraries.
 const mixed = "mixed"
 
-// each runs f once per client library, in parallel subtests.
-func each(t *testing.T, f func(t *testing.T, client string)) {
+// forEachClient runs f once per client library, in parallel subtests.
+func forEachClient(t *testing.T, f func(t *testing.T, client string)) {
 	for _, c := range redistest.Clients {
 		t.Run(c, func(t *testing.T) {
 			t.Parallel()
@@ -55,9 +56,7 @@ const testNodeTimeout = 250 * time.Millisecond
 func newLocker(t *testing.T, nodes []node.Node, opts ...redlock.Option) *redlock.Locker {
 	t.Helper()
 	lk, err := redlock.New(nodes, append([]redlock.Option{redlock.WithNodeTimeout(testNodeTimeout)}, opts...)...)
-	if err != nil {
-		t.Fatalf("New: %v", err)
-	}
+	require.NoError(t, err, "New")
 	t.Cleanup(func() { _ = lk.Close() })
 	return lk
 }
@@ -148,7 +147,7 @@ func TestNewArgs(t *testing.T) {
 		}
 	}
 	lk := newLocker(t, []node.Node{n}, redlock.WithTTL(time.Second), redlock.WithDurableNodes())
-	ctx := context.Background()
+	ctx := t.Context()
 	if _, err := lk.TryAcquire(ctx, ""); !errors.Is(err, lease.ErrInvalid) {
 		t.Errorf("empty key: err = %v; want ErrInvalid", err)
 	}
@@ -167,7 +166,7 @@ func TestAcquireExtendRelease(t *testing.T) {
 			t.Parallel()
 			srvs := redistest.StartN(t, 5)
 			lk := newLocker(t, nodesOn(t, srvs, c), redlock.WithDurableNodes(), redlock.WithTTL(5*time.Second))
-			ctx := context.Background()
+			ctx := t.Context()
 			l, err := lk.TryAcquire(ctx, "k")
 			if err != nil {
 				t.Fatal(err)
@@ -228,22 +227,18 @@ func TestAcquireExtendRelease(t *testing.T) {
 }
 
 func TestWithoutTokens(t *testing.T) {
-	each(t, func(t *testing.T, c string) {
+	forEachClient(t, func(t *testing.T, c string) {
 		srvs := redistest.StartN(t, 3)
 		lk := newLocker(t, nodesOn(t, srvs, c), redlock.WithDurableNodes(), redlock.WithoutTokens(), redlock.WithTTL(2*time.Second))
-		l, err := lk.TryAcquire(context.Background(), "k")
-		if err != nil {
-			t.Fatal(err)
-		}
+		l, err := lk.TryAcquire(t.Context(), "k")
+		require.NoError(t, err)
 		if l.Token() != 0 || l.Fenced() {
 			t.Errorf("token %v fenced %v; want 0, false", l.Token(), l.Fenced())
 		}
 		if got := do(t, srvs[0], "EXISTS", "dlock:{k}:fence"); got != "0" {
 			t.Errorf("fence counter written without tokens")
 		}
-		if err := l.Release(context.Background()); err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, l.Release(t.Context()))
 	})
 }
 
@@ -255,7 +250,7 @@ func TestRaceOneWinner(t *testing.T) {
 		t.Run(c, func(t *testing.T) {
 			srvs := redistest.StartN(t, 5)
 			lk := newLocker(t, nodesOn(t, srvs, c), redlock.WithDurableNodes(), redlock.WithTTL(10*time.Second))
-			ctx, cancel := context.WithTimeout(context.Background(), 8*time.Second)
+			ctx, cancel := context.WithTimeout(t.Context(), 8*time.Second)
 			defer cancel()
 			var (
 				mu      sync.Mutex
@@ -292,9 +287,7 @@ func TestRaceOneWinner(t *testing.T) {
 			if len(winners) != 1 {
 				t.Fatalf("%d winners; want exactly 1 (a loser's error: %v)", len(winners), lastErr.Load())
 			}
-			if err := winners[0].Release(context.Background()); err != nil {
-				t.Fatal(err)
-			}
+			require.NoError(t, winners[0].Release(t.Context()))
 		})
 	}
 }
@@ -305,7 +298,7 @@ func TestTokensIncrease(t *testing.T) {
 			t.Parallel()
 			srvs := redistest.StartN(t, 5)
 			lk := newLocker(t, nodesOn(t, srvs, c), redlock.WithDurableNodes(), redlock.WithTTL(5*time.Second))
-			ctx := context.Background()
+			ctx := t.Context()
 			var last fence.Token
 			start := time.Now()
 			const n = 1000
@@ -315,16 +308,12 @@ func TestTokensIncrease(t *testing.T) {
 				actx, cancel := context.WithTimeout(ctx, 5*time.Second)
 				l, err := lk.Acquire(actx, "seq")
 				cancel()
-				if err != nil {
-					t.Fatalf("acquisition %d: %v", i, err)
-				}
+				require.NoError(t, err, "acquisition %d", i)
 				if l.Token() <= last {
 					t.Fatalf("acquisition %d: token %v after %v; want strictly larger", i, l.Token(), last)
 				}
 				last = l.Token()
-				if err := l.Release(ctx); err != nil {
-					t.Fatalf("release %d: %v", i, err)
-				}
+				require.NoError(t, l.Release(ctx), "release %d", i)
 			}
 			t.Logf("%d acquire+release on 5 nodes: %v each", n, time.Since(start)/n)
 		})
@@ -332,12 +321,12 @@ func TestTokensIncrease(t *testing.T) {
 }
 
 func TestTwoOfFiveDead(t *testing.T) {
-	each(t, func(t *testing.T, c string) {
+	forEachClient(t, func(t *testing.T, c string) {
 		srvs := redistest.StartN(t, 5)
 		lk := newLocker(t, nodesOn(t, srvs, c), redlock.WithDurableNodes(), redlock.WithTTL(2*time.Second))
 		srvs[1].Kill()
 		srvs[3].Kill()
-		ctx := context.Background()
+		ctx := t.Context()
 		start := time.Now()
 		l, err := lk.TryAcquire(ctx, "k")
 		if err != nil {
@@ -357,7 +346,7 @@ func TestTwoOfFiveDead(t *testing.T) {
 }
 
 func TestThreeOfFiveDead(t *testing.T) {
-	each(t, func(t *testing.T, c string) {
+	forEachClient(t, func(t *testing.T, c string) {
 		srvs := redistest.StartN(t, 5)
 		const ttl = 2 * time.Second
 		lk := newLocker(t, nodesOn(t, srvs, c), redlock.WithDurableNodes(), redlock.WithTTL(ttl))
@@ -366,7 +355,7 @@ func TestThreeOfFiveDead(t *testing.T) {
 			srvs[i].Kill()
 		}
 		start := time.Now()
-		_, err := lk.TryAcquire(context.Background(), "k")
+		_, err := lk.TryAcquire(t.Context(), "k")
 		elapsed := time.Since(start)
 		t.Logf("failed after %v: %v", elapsed, err)
 		var qe *redlock.QuorumError
@@ -397,7 +386,7 @@ func TestThreeOfFiveDead(t *testing.T) {
 			t.Errorf("lock left on living servers %v", left)
 		}
 		// A wait that runs out on dead nodes is no lock taken.
-		wctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+		wctx, cancel := context.WithTimeout(t.Context(), 300*time.Millisecond)
 		defer cancel()
 		_, err = lk.Acquire(wctx, "k")
 		if !errors.Is(err, context.DeadlineExceeded) || !errors.As(err, &qe) || errors.Is(err, lease.ErrTaken) {
@@ -407,16 +396,14 @@ func TestThreeOfFiveDead(t *testing.T) {
 }
 
 func TestPausedNode(t *testing.T) {
-	each(t, func(t *testing.T, c string) {
+	forEachClient(t, func(t *testing.T, c string) {
 		srvs := redistest.StartN(t, 5)
 		const ttl = time.Second
 		lk := newLocker(t, nodesOn(t, srvs, c), redlock.WithDurableNodes(), redlock.WithTTL(ttl))
-		ctx := context.Background()
+		ctx := t.Context()
 		// Connections are open before the pause, as in a running service.
 		l, err := lk.TryAcquire(ctx, "warm")
-		if err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, err)
 		_ = l.Release(ctx)
 
 		srvs[2].Pause()
@@ -444,7 +431,7 @@ func TestPausedNode(t *testing.T) {
 }
 
 func TestValidityExhausted(t *testing.T) {
-	each(t, func(t *testing.T, c string) {
+	forEachClient(t, func(t *testing.T, c string) {
 		srvs := redistest.StartN(t, 3)
 		proxies := make([]*redistest.Proxy, len(srvs))
 		nodes := make([]node.Node, len(srvs))
@@ -460,7 +447,7 @@ func TestValidityExhausted(t *testing.T) {
 		const ttl = 6 * time.Second
 		lk := newLocker(t, nodes, redlock.WithDurableNodes(), redlock.WithTTL(ttl),
 			redlock.WithDriftFactor(0.49), redlock.WithNodeTimeout(2990*time.Millisecond))
-		ctx := context.Background()
+		ctx := t.Context()
 		// Open the connections and load every script first, so each call
 		// below is one round trip.
 		for _, s := range srvs {
@@ -472,12 +459,8 @@ func TestValidityExhausted(t *testing.T) {
 		// redistest.WarmRounds).
 		for range redistest.WarmRounds {
 			l, err := lk.TryAcquire(ctx, "warm")
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := l.Release(ctx); err != nil {
-				t.Fatal(err)
-			}
+			require.NoError(t, err)
+			require.NoError(t, l.Release(ctx))
 		}
 		// And let the releases past the majority land.
 		if left := eventuallyNoLock(t, srvs, "warm"); len(left) != 0 {
@@ -503,22 +486,18 @@ func TestValidityExhausted(t *testing.T) {
 }
 
 func TestForcedViolationTokens(t *testing.T) {
-	each(t, func(t *testing.T, c string) {
+	forEachClient(t, func(t *testing.T, c string) {
 		srvs := redistest.StartN(t, 5)
 		lk := newLocker(t, nodesOn(t, srvs, c), redlock.WithDurableNodes(), redlock.WithTTL(5*time.Second))
-		ctx := context.Background()
+		ctx := t.Context()
 		a, err := lk.TryAcquire(ctx, "k")
-		if err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, err)
 		// The lock vanishes behind a's back (expiry, clock jump, operator).
 		for _, s := range srvs {
 			do(t, s, "DEL", "dlock:{k}:lock")
 		}
 		b, err := lk.TryAcquire(ctx, "k")
-		if err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, err)
 		if a.TTL() <= 0 || b.TTL() <= 0 {
 			t.Fatalf("want both leases alive by their own clocks")
 		}
@@ -526,9 +505,7 @@ func TestForcedViolationTokens(t *testing.T) {
 			t.Fatalf("tokens %v then %v; want the second larger", a.Token(), b.Token())
 		}
 		var g fence.Guard
-		if err := g.Admit("resource", b.Token()); err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, g.Admit("resource", b.Token()))
 		if err := g.Admit("resource", a.Token()); !errors.Is(err, fence.ErrStale) {
 			t.Fatalf("stale holder admitted: %v", err)
 		}
@@ -538,15 +515,13 @@ func TestForcedViolationTokens(t *testing.T) {
 }
 
 func TestAcquireWaitsForRelease(t *testing.T) {
-	each(t, func(t *testing.T, c string) {
+	forEachClient(t, func(t *testing.T, c string) {
 		srvs := redistest.StartN(t, 5)
 		lk := newLocker(t, nodesOn(t, srvs, c), redlock.WithDurableNodes(), redlock.WithTTL(10*time.Second),
 			redlock.WithRetry(lease.Retry{Min: time.Second, Max: 2 * time.Second}))
-		ctx := context.Background()
+		ctx := t.Context()
 		a, err := lk.TryAcquire(ctx, "k")
-		if err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, err)
 		got := make(chan time.Time, 1)
 		done := make(chan error, 1)
 		go func() {
@@ -559,9 +534,7 @@ func TestAcquireWaitsForRelease(t *testing.T) {
 		}()
 		time.Sleep(300 * time.Millisecond)
 		released := time.Now()
-		if err := a.Release(ctx); err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, a.Release(ctx))
 		wait := (<-got).Sub(released)
 		if err := <-done; err != nil {
 			t.Fatal(err)
@@ -573,9 +546,7 @@ func TestAcquireWaitsForRelease(t *testing.T) {
 
 		// A waiter whose context ends sees the deadline and the last QuorumError.
 		b, err := lk.TryAcquire(ctx, "k")
-		if err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, err)
 		defer b.Release(ctx)
 		wctx, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
 		defer cancel()
@@ -591,21 +562,17 @@ func TestAcquireWaitsForRelease(t *testing.T) {
 // gets the lock moments after its release: subscribing to releases on the
 // stopped server holds up neither its attempts nor its return.
 func TestWaiterBesideHungNode(t *testing.T) {
-	each(t, func(t *testing.T, c string) {
+	forEachClient(t, func(t *testing.T, c string) {
 		srvs := redistest.StartN(t, 5)
 		// The default node timeout (600 ms for the default TTL), so a
 		// stall behind the stopped server would show as seconds.
 		lk, err := redlock.New(nodesOn(t, srvs, c), redlock.WithDurableNodes(),
 			redlock.WithRetry(lease.Retry{Min: 2 * time.Second, Max: 3 * time.Second}))
-		if err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, err)
 		t.Cleanup(func() { _ = lk.Close() })
-		ctx := context.Background()
+		ctx := t.Context()
 		a, err := lk.TryAcquire(ctx, "k")
-		if err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, err)
 		srvs[4].Pause()
 		t.Cleanup(srvs[4].Resume)
 		got := make(chan time.Time, 1)
@@ -620,9 +587,7 @@ func TestWaiterBesideHungNode(t *testing.T) {
 		}()
 		time.Sleep(300 * time.Millisecond)
 		released := time.Now()
-		if err := a.Release(ctx); err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, a.Release(ctx))
 		t.Logf("release took %v", time.Since(released))
 		wait := (<-got).Sub(released)
 		if err := <-done; err != nil {
@@ -641,7 +606,7 @@ func TestWaiterBesideHungNode(t *testing.T) {
 // returns once every node of srvs is repaired.
 func touch(t *testing.T, lk *redlock.Locker, srvs []*redistest.Server, ttl time.Duration) {
 	t.Helper()
-	ctx := context.Background()
+	ctx := t.Context()
 	for start := time.Now(); ; {
 		_, err := lk.TryAcquire(ctx, "touch")
 		var qe *redlock.QuorumError
@@ -690,7 +655,7 @@ func touch(t *testing.T, lk *redlock.Locker, srvs []*redistest.Server, ttl time.
 
 func TestLostDataGuard(t *testing.T) {
 	const ttl = time.Second
-	each(t, func(t *testing.T, c string) {
+	forEachClient(t, func(t *testing.T, c string) {
 		for _, guard := range []bool{true, false} {
 			t.Run(fmt.Sprintf("guard=%v", guard), func(t *testing.T) {
 				srvs := redistest.StartN(t, 5)
@@ -699,7 +664,7 @@ func TestLostDataGuard(t *testing.T) {
 					opts = append(opts, redlock.WithDurableNodes())
 				}
 				lk := newLocker(t, nodesOn(t, srvs, c), opts...)
-				ctx := context.Background()
+				ctx := t.Context()
 				if guard {
 					touch(t, lk, srvs, ttl) // fresh nodes look like nodes that just lost their data
 				}
@@ -710,9 +675,7 @@ func TestLostDataGuard(t *testing.T) {
 					aOpts = append(aOpts, lease.WithTTL(10*ttl))
 				}
 				a, err := lk.TryAcquire(ctx, "k", aOpts...)
-				if err != nil {
-					t.Fatal(err)
-				}
+				require.NoError(t, err)
 				// a's votes not awaited must land before the restarts: one
 				// still queued, or retried by the client, would set a's lock
 				// on a restarted server and refuse b there for a's TTL.
@@ -776,7 +739,7 @@ func TestLostDataGuard(t *testing.T) {
 func TestRepair(t *testing.T) {
 	const ttl = time.Second
 	const high = "4503599627370496" // 2^52
-	each(t, func(t *testing.T, c string) {
+	forEachClient(t, func(t *testing.T, c string) {
 		for _, guard := range []bool{true, false} {
 			t.Run(fmt.Sprintf("guard=%v", guard), func(t *testing.T) {
 				srvs := redistest.StartN(t, 5)
@@ -785,7 +748,7 @@ func TestRepair(t *testing.T) {
 					opts = append(opts, redlock.WithDurableNodes())
 				}
 				lk := newLocker(t, nodesOn(t, srvs, c), opts...)
-				ctx := context.Background()
+				ctx := t.Context()
 				if guard {
 					touch(t, lk, srvs, ttl)
 				}
@@ -796,9 +759,7 @@ func TestRepair(t *testing.T) {
 					do(t, srvs[i], "SET", "dlock:{k}:lock", "someone-else", "PX", "60000")
 				}
 				a, err := lk.TryAcquire(ctx, "k")
-				if err != nil {
-					t.Fatal(err)
-				}
+				require.NoError(t, err)
 				_ = a.Release(ctx)
 				for _, i := range []int{3, 4} {
 					do(t, srvs[i], "DEL", "dlock:{k}:lock")
@@ -852,9 +813,7 @@ func TestRepair(t *testing.T) {
 				}
 				_ = b.Release(ctx)
 				c, err := lk.TryAcquire(ctx, "k")
-				if err != nil {
-					t.Fatal(err)
-				}
+				require.NoError(t, err)
 				if c.Token() <= b.Token() {
 					t.Errorf("token %v after %v; want larger", c.Token(), b.Token())
 				}
@@ -869,18 +828,16 @@ func TestRepair(t *testing.T) {
 // whose last commit majority lost two of its three nodes.
 func TestGuardedTwoOfFiveDead(t *testing.T) {
 	const ttl = time.Second
-	each(t, func(t *testing.T, c string) {
+	forEachClient(t, func(t *testing.T, c string) {
 		srvs := redistest.StartN(t, 5)
 		lk := newLocker(t, nodesOn(t, srvs, c), redlock.WithTTL(ttl))
-		ctx := context.Background()
+		ctx := t.Context()
 		touch(t, lk, srvs, ttl)
 		for _, i := range []int{3, 4} {
 			do(t, srvs[i], "SET", "dlock:{k}:lock", "someone-else", "PX", "60000")
 		}
 		a, err := lk.TryAcquire(ctx, "k") // committed on {0,1,2}
-		if err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, err)
 		_ = a.Release(ctx)
 		for _, i := range []int{3, 4} {
 			do(t, srvs[i], "DEL", "dlock:{k}:lock")
@@ -910,19 +867,17 @@ func TestGuardedTwoOfFiveDead(t *testing.T) {
 // majority of the other nodes.
 func TestRepairNeedsOthers(t *testing.T) {
 	const ttl = time.Second
-	each(t, func(t *testing.T, c string) {
+	forEachClient(t, func(t *testing.T, c string) {
 		srvs := redistest.StartN(t, 5)
 		lk := newLocker(t, nodesOn(t, srvs, c), redlock.WithTTL(ttl))
-		ctx := context.Background()
+		ctx := t.Context()
 		touch(t, lk, srvs, ttl)
 		srvs[3].Pause()
 		srvs[4].Pause()
 		defer srvs[3].Resume()
 		defer srvs[4].Resume()
 		l, err := lk.TryAcquire(ctx, "order-1")
-		if err != nil {
-			t.Fatalf("fresh key with 2 of 5 nodes away: %v", err)
-		}
+		require.NoError(t, err, "fresh key with 2 of 5 nodes away")
 		_ = l.Release(ctx)
 
 		srvs[0].Restart()
@@ -977,7 +932,7 @@ func TestRepairNeedsOthers(t *testing.T) {
 func TestCanceledContext(t *testing.T) {
 	srvs := redistest.StartN(t, 3)
 	lk := newLocker(t, nodesOn(t, srvs, "go-redis"), redlock.WithDurableNodes(), redlock.WithTTL(2*time.Second))
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := context.WithCancel(t.Context())
 	cancel()
 	if _, err := lk.TryAcquire(ctx, "k"); !errors.Is(err, context.Canceled) {
 		t.Errorf("TryAcquire: %v; want context.Canceled", err)
@@ -986,10 +941,8 @@ func TestCanceledContext(t *testing.T) {
 		t.Errorf("Acquire: %v; want context.Canceled", err)
 	}
 	// Close ends a waiting Acquire.
-	held, err := lk.TryAcquire(context.Background(), "held")
-	if err != nil {
-		t.Fatal(err)
-	}
+	held, err := lk.TryAcquire(t.Context(), "held")
+	require.NoError(t, err)
 	waited := make(chan error, 1)
 	go func() {
 		_, err := lk.Acquire(context.Background(), "held")
@@ -1000,10 +953,10 @@ func TestCanceledContext(t *testing.T) {
 	if err := <-waited; !errors.Is(err, redlock.ErrClosed) {
 		t.Errorf("Acquire ended by Close: %v; want ErrClosed", err)
 	}
-	if err := held.Release(context.Background()); !errors.Is(err, redlock.ErrClosed) {
+	if err := held.Release(t.Context()); !errors.Is(err, redlock.ErrClosed) {
 		t.Errorf("Release after Close: %v; want ErrClosed", err)
 	}
-	if _, err := lk.TryAcquire(context.Background(), "k"); !errors.Is(err, redlock.ErrClosed) {
+	if _, err := lk.TryAcquire(t.Context(), "k"); !errors.Is(err, redlock.ErrClosed) {
 		t.Errorf("after Close: %v; want ErrClosed", err)
 	}
 }
@@ -1014,14 +967,12 @@ func TestCanceledContext(t *testing.T) {
 // vote is refused and leaves no lock behind (it used to hold the node for
 // a whole TTL under an owner that had given up).
 func TestGhostVote(t *testing.T) {
-	each(t, func(t *testing.T, c string) {
+	forEachClient(t, func(t *testing.T, c string) {
 		srv := redistest.Start(t)
 		n := redistest.NodeFor(t, c, srv.Addr())
-		ctx := context.Background()
+		ctx := t.Context()
 		st, err := redlock.GhostVote(ctx, n, "ghost", "owner-1")
-		if err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, err)
 		if st != redlock.StatusGone {
 			t.Errorf("vote after its release: status %d; want %d (refused, owner gone)", st, redlock.StatusGone)
 		}
@@ -1036,17 +987,15 @@ func TestGhostVote(t *testing.T) {
 // refusal with or without tokens, not as a malformed reply, and does not
 // put its waiter back in the queue.
 func TestLateVoteRefused(t *testing.T) {
-	each(t, func(t *testing.T, c string) {
+	forEachClient(t, func(t *testing.T, c string) {
 		srvs := redistest.StartN(t, 3)
 		for _, mode := range []struct {
 			name string
 			opts []redlock.Option
 		}{{"tokens", nil}, {"no tokens", []redlock.Option{redlock.WithoutTokens()}}} {
 			lk := newLocker(t, nodesOn(t, srvs, c), append(mode.opts, redlock.WithDurableNodes())...)
-			answers, tickets, err := redlock.LateVotes(context.Background(), lk, "late")
-			if err != nil {
-				t.Fatalf("%s: %v", mode.name, err)
-			}
+			answers, tickets, err := redlock.LateVotes(t.Context(), lk, "late")
+			require.NoError(t, err, "%s", mode.name)
 			for _, a := range answers {
 				if a.Kind != redlock.KindHeld {
 					t.Errorf("%s: %s answered %v (%v); want a refusal", mode.name, a.Node, a.Kind, a.Err)
@@ -1065,16 +1014,14 @@ func TestLateVoteRefused(t *testing.T) {
 // order after SIGCONT. No lock may be left on them, at once, not a TTL
 // later.
 func TestGhostVoteAfterSIGCONT(t *testing.T) {
-	each(t, func(t *testing.T, c string) {
+	forEachClient(t, func(t *testing.T, c string) {
 		srvs := redistest.StartN(t, 5)
 		const ttl = 10 * time.Second
 		lk := newLocker(t, nodesOn(t, srvs, c), redlock.WithDurableNodes(), redlock.WithTTL(ttl))
-		ctx := context.Background()
+		ctx := t.Context()
 		for range 3 { // connections open before the pause, as in a running service
 			l, err := lk.TryAcquire(ctx, "warm")
-			if err != nil {
-				t.Fatal(err)
-			}
+			require.NoError(t, err)
 			_ = l.Release(ctx)
 		}
 		paused := srvs[2:]
@@ -1107,22 +1054,18 @@ func TestGhostVoteAfterSIGCONT(t *testing.T) {
 // of one key keep their order per node), so no vote ever finds the
 // released lease still holding the lock.
 func TestReleaseThenAcquireInOrder(t *testing.T) {
-	each(t, func(t *testing.T, c string) {
+	forEachClient(t, func(t *testing.T, c string) {
 		srvs := redistest.StartN(t, 5)
 		rec := &recorder{}
 		lk := newLocker(t, nodesOn(t, srvs, c), redlock.WithDurableNodes(), redlock.WithTTL(5*time.Second),
 			redlock.WithObserver(rec))
-		ctx := context.Background()
+		ctx := t.Context()
 		const rounds = 300
 		taken := 0
 		for range rounds {
 			l, err := lk.TryAcquire(ctx, "k")
-			if err != nil {
-				t.Fatalf("TryAcquire: %v", err)
-			}
-			if err := l.Release(ctx); err != nil {
-				t.Fatalf("Release: %v", err)
-			}
+			require.NoError(t, err, "TryAcquire")
+			require.NoError(t, l.Release(ctx), "Release")
 			for _, e := range rec.take() {
 				if e.Kind == lease.Vote && e.Outcome == "taken" {
 					taken++

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/require"
 	"github.com/valkey-io/valkey-go"
 
 	"github.com/dlockgo/dlock/internal/redistest"
@@ -33,9 +34,7 @@ func nodeAs(t *testing.T, client, addr, user, password string) node.Node {
 		c, err := valkey.NewClient(valkey.ClientOption{
 			InitAddress: []string{addr}, Username: user, Password: password, DisableCache: true,
 		})
-		if err != nil {
-			t.Fatalf("valkey-go client as %s: %v", user, err)
-		}
+		require.NoError(t, err, "valkey-go client as %s", user)
 		n := valkeygo.New(c)
 		t.Cleanup(func() {
 			_ = n.Close()
@@ -52,9 +51,8 @@ func nodeAs(t *testing.T, client, addr, user, password string) node.Node {
 // The acquire fails, and the claim must not be left holding the lock.
 func TestReplicasWaitRefused(t *testing.T) {
 	srv := redistest.Start(t)
-	if _, err := srv.Do("ACL", "SETUSER", "nowait", "on", ">pw", "~*", "&*", "+@all", "-wait"); err != nil {
-		t.Fatal(err)
-	}
+	_, err := srv.Do("ACL", "SETUSER", "nowait", "on", ">pw", "~*", "&*", "+@all", "-wait")
+	require.NoError(t, err)
 	for _, client := range redistest.Clients {
 		t.Run(client, func(t *testing.T) {
 			lk := newLocker(t, nodeAs(t, client, srv.Addr(), "nowait", "pw"),
@@ -70,10 +68,10 @@ func TestReplicasWaitRefused(t *testing.T) {
 					t.Fatalf("%s: owner = %q after the acquire failed; want none", what, got)
 				}
 			}
-			_, err := lk.TryAcquire(context.Background(), key)
+			_, err := lk.TryAcquire(t.Context(), key)
 			refused("TryAcquire", err)
 
-			ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+			ctx, cancel := context.WithTimeout(t.Context(), 300*time.Millisecond)
 			defer cancel()
 			_, err = lk.Acquire(ctx, key)
 			refused("Acquire", err)

@@ -6,6 +6,8 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/stretchr/testify/require"
+
 	"github.com/dlockgo/dlock/internal/redistest"
 	"github.com/dlockgo/dlock/node"
 	"github.com/dlockgo/dlock/single"
@@ -28,18 +30,12 @@ var benchFloor = node.NewScript("redis.call('SET', KEYS[1], ARGV[1], 'PX', 10000
 func benchLocker(b *testing.B, n node.Node) *single.Locker {
 	b.Helper()
 	lk, err := single.New(n)
-	if err != nil {
-		b.Fatalf("New: %v", err)
-	}
+	require.NoError(b, err, "New")
 	b.Cleanup(func() { _ = lk.Close() })
 	ctx := context.Background()
 	l, err := lk.TryAcquire(ctx, "bench-warm")
-	if err != nil {
-		b.Fatalf("warm-up TryAcquire: %v", err)
-	}
-	if err := l.Release(ctx); err != nil {
-		b.Fatalf("warm-up Release: %v", err)
-	}
+	require.NoError(b, err, "warm-up TryAcquire")
+	require.NoError(b, l.Release(ctx), "warm-up Release")
 	return lk
 }
 
@@ -49,9 +45,8 @@ func BenchmarkEvalFloor(b *testing.B) {
 		b.Run(c.Name, func(b *testing.B) {
 			ctx := context.Background()
 			keys := []string{"bench-floor"}
-			if _, err := c.Node.Eval(ctx, benchFloor, keys, "1"); err != nil { // dial, load
-				b.Fatal(err)
-			}
+			_, err := c.Node.Eval(ctx, benchFloor, keys, "1") // dial, load
+			require.NoError(b, err)
 			b.ReportAllocs()
 			before := serverScriptMicros(b, srv)
 			for b.Loop() {
@@ -68,9 +63,7 @@ func BenchmarkEvalFloor(b *testing.B) {
 func serverScriptMicros(b *testing.B, srv *redistest.Server) float64 {
 	b.Helper()
 	_, usec, err := srv.ScriptStats()
-	if err != nil {
-		b.Fatal(err)
-	}
+	require.NoError(b, err)
 	return usec
 }
 

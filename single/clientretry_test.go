@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/require"
 
 	"github.com/dlockgo/dlock/internal/redistest"
 	"github.com/dlockgo/dlock/node/goredis"
@@ -27,15 +28,11 @@ func TestClientRetriesLostReply(t *testing.T) {
 	})
 	const ttl = 10 * time.Second
 	lk := newLocker(t, n, single.WithTTL(ttl))
-	ctx, cancel := context.WithTimeout(context.Background(), 3*ttl)
+	ctx, cancel := context.WithTimeout(t.Context(), 3*ttl)
 	defer cancel()
 	warm, err := lk.TryAcquire(ctx, "warm") // load the scripts: a NOSCRIPT answer is a reply too
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := warm.Release(ctx); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
+	require.NoError(t, warm.Release(ctx))
 
 	d.Drop(0, 1)
 	l, err := lk.TryAcquire(ctx, "try")
@@ -68,9 +65,7 @@ func TestClientRetriesLostReply(t *testing.T) {
 	if got := field(t, srv, "acquire", "owner"); got != l.Owner() {
 		t.Fatalf("owner = %q; want the lease's %q", got, l.Owner())
 	}
-	if err := l.Release(ctx); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, l.Release(ctx))
 	if d.Dropped() != 3 {
 		t.Fatalf("%d replies dropped; want 3", d.Dropped())
 	}

@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/require"
+
 	"github.com/dlockgo/dlock/internal/redistest"
 	"github.com/dlockgo/dlock/node"
 )
@@ -31,9 +33,7 @@ func BenchmarkClusterThroughput(b *testing.B) {
 		ctx := context.Background()
 		for i := range workers { // load the scripts on every master, warm the pools
 			l, err := lk.TryAcquire(ctx, "tp-"+strconv.Itoa(i))
-			if err != nil {
-				b.Fatal(err)
-			}
+			require.NoError(b, err)
 			_ = l.Release(ctx)
 		}
 		b.ResetTimer()

@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/require"
+
 	"github.com/dlockgo/dlock/fence"
 	"github.com/dlockgo/dlock/internal/redistest"
 	"github.com/dlockgo/dlock/lease"
@@ -65,7 +67,7 @@ func TestCluster(t *testing.T) {
 	cl := redistest.StartCluster(t, 3)
 	for _, c := range cl.Nodes(t) {
 		t.Run(c.Name, func(t *testing.T) {
-			ctx := context.Background()
+			ctx := t.Context()
 			a, b := newLocker(t, c.Node), newLocker(t, c.Node)
 
 			t.Run("AcquireExtendRelease", func(t *testing.T) {
@@ -185,9 +187,7 @@ func TestCluster(t *testing.T) {
 				for i := range cl.Servers() {
 					key := keyOn(t, cl, i, c.Name+"-wake-")
 					held, err := a.TryAcquire(ctx, key)
-					if err != nil {
-						t.Fatal(err)
-					}
+					require.NoError(t, err)
 					got := make(chan error, 1)
 					var next *lease.Lease
 					go func() {
@@ -199,9 +199,7 @@ func TestCluster(t *testing.T) {
 					}()
 					sub := subscribedOn(t, cl, "dlock:{"+key+"}:released")
 					t0 := time.Now()
-					if err := held.Release(ctx); err != nil {
-						t.Fatal(err)
-					}
+					require.NoError(t, held.Release(ctx))
 					var handoff time.Duration
 					select {
 					case err := <-got:
@@ -231,7 +229,7 @@ func TestClusterReplicas(t *testing.T) {
 	replica := addReplica(t, cl, 0)
 	for _, c := range cl.Nodes(t) {
 		t.Run(c.Name, func(t *testing.T) {
-			ctx := context.Background()
+			ctx := t.Context()
 			lk := newLocker(t, c.Node, single.WithReplicas(1, 200*time.Millisecond))
 
 			// Master 0 has a replica: acknowledged.
@@ -240,18 +238,14 @@ func TestClusterReplicas(t *testing.T) {
 			if err != nil {
 				t.Fatalf("TryAcquire on the master with a replica: %v", err)
 			}
-			if err := l.Release(ctx); err != nil {
-				t.Fatal(err)
-			}
+			require.NoError(t, l.Release(ctx))
 
 			// Its replica paused: refused, and nothing is left held.
-			if _, err := replica.Do("CLIENT", "PAUSE", "10000", "WRITE"); err != nil {
-				t.Fatal(err)
-			}
+			_, err = replica.Do("CLIENT", "PAUSE", "10000", "WRITE")
+			require.NoError(t, err)
 			_, err = lk.TryAcquire(ctx, key)
-			if _, uerr := replica.Do("CLIENT", "UNPAUSE"); uerr != nil {
-				t.Fatal(uerr)
-			}
+			_, uerr := replica.Do("CLIENT", "UNPAUSE")
+			require.NoError(t, uerr)
 			var re *single.ReplicaError
 			if !errors.As(err, &re) || re.Acked != 0 || re.Wanted != 1 {
 				t.Fatalf("TryAcquire with the replica paused: %v; want *ReplicaError{Acked: 0, Wanted: 1}", err)
@@ -274,9 +268,7 @@ func TestClusterReplicas(t *testing.T) {
 func addReplica(t *testing.T, cl *redistest.Cluster, i int) *redistest.Server {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	bus := l.Addr().(*net.TCPAddr).Port
 	l.Close()
 	master := cl.Servers()[i]
@@ -289,15 +281,13 @@ func addReplica(t *testing.T, cl *redistest.Cluster, i int) *redistest.Server {
 	do := func(s *redistest.Server, args ...string) string {
 		t.Helper()
 		out, err := s.Do(args...)
-		if err != nil {
-			t.Fatalf("%s on %s: %v", strings.Join(args, " "), s.Addr(), err)
-		}
+		require.NoError(t, err, "%s on %s", strings.Join(args, " "), s.Addr())
 		return out
 	}
 	id := do(master, "CLUSTER", "MYID")
 	mbus := strings.Split(do(master, "CONFIG", "GET", "cluster-port"), "\n")[1]
 	do(r, "CLUSTER", "MEET", "127.0.0.1", strconv.Itoa(master.Port()), mbus)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	defer cancel()
 	for !strings.Contains(do(r, "CLUSTER", "NODES"), id) {
 		if ctx.Err() != nil {
@@ -306,15 +296,12 @@ func addReplica(t *testing.T, cl *redistest.Cluster, i int) *redistest.Server {
 		time.Sleep(20 * time.Millisecond)
 	}
 	do(r, "CLUSTER", "REPLICATE", id)
-	if err := r.WaitSynced(ctx); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, r.WaitSynced(ctx))
 	// The master streams to a new replica only after its first ACK.
 	probe := keyOn(t, cl, i, "probe-")
 	for {
-		if _, err := master.Do("SET", probe, "1"); err != nil {
-			t.Fatal(err)
-		}
+		_, err := master.Do("SET", probe, "1")
+		require.NoError(t, err)
 		if n, _ := master.Do("WAIT", "1", "100"); n == "1" {
 			return r
 		}
@@ -332,21 +319,17 @@ func TestClusterSlotMove(t *testing.T) {
 	cl := redistest.StartCluster(t, 3)
 	for _, c := range cl.Nodes(t) {
 		t.Run(c.Name, func(t *testing.T) {
-			ctx := context.Background()
+			ctx := t.Context()
 			a, b := newLocker(t, c.Node), newLocker(t, c.Node)
 			key := keyOn(t, cl, 0, c.Name+"-move-")
 			slot := cl.Slot("dlock:{" + key + "}")
 
 			// A history on the old master, then the lock held across the move.
 			l0, err := a.TryAcquire(ctx, key)
-			if err != nil {
-				t.Fatal(err)
-			}
+			require.NoError(t, err)
 			_ = l0.Release(ctx)
 			held, err := a.TryAcquire(ctx, key, lease.WithTTL(time.Minute))
-			if err != nil {
-				t.Fatal(err)
-			}
+			require.NoError(t, err)
 			contend := func(stage string) {
 				t.Helper()
 				if l, err := b.TryAcquire(ctx, key); !errors.Is(err, lease.ErrTaken) {
@@ -382,9 +365,7 @@ func TestClusterSlotMove(t *testing.T) {
 			if !(l0.Token() < held.Token() && held.Token() < next.Token()) {
 				t.Fatalf("tokens %d, %d, %d across the move; want rising", l0.Token(), held.Token(), next.Token())
 			}
-			if err := next.Release(ctx); err != nil {
-				t.Fatal(err)
-			}
+			require.NoError(t, next.Release(ctx))
 		})
 	}
 }
@@ -397,14 +378,12 @@ func TestClusterFreeLockMidMove(t *testing.T) {
 	cl := redistest.StartCluster(t, 3)
 	for _, c := range cl.Nodes(t) {
 		t.Run(c.Name, func(t *testing.T) {
-			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+			ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
 			defer cancel()
 			lk := newLocker(t, c.Node)
 			key := keyOn(t, cl, 0, c.Name+"-free-")
 			l0, err := lk.TryAcquire(ctx, key)
-			if err != nil {
-				t.Fatal(err)
-			}
+			require.NoError(t, err)
 			_ = l0.Release(ctx)
 			move := cl.BeginMove(cl.Slot("dlock:{"+key+"}"), 2)
 
@@ -441,9 +420,7 @@ func TestClusterFreeLockMidMove(t *testing.T) {
 			if got := clusterField(t, cl, 2, key, "owner"); got != l.Owner() {
 				t.Fatalf("owner on the new master %q; want %q", got, l.Owner())
 			}
-			if err := l.Release(ctx); err != nil {
-				t.Fatal(err)
-			}
+			require.NoError(t, l.Release(ctx))
 		})
 	}
 }
@@ -453,12 +430,10 @@ func TestClusterFreeLockMidMove(t *testing.T) {
 // on release. Every key the lock uses must sit in one slot.
 func shapeRoundTrip(t *testing.T, cl *redistest.Cluster, a, b *single.Locker, key string) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 	defer cancel()
 	held, err := a.TryAcquire(ctx, key)
-	if err != nil {
-		t.Fatalf("key %q: TryAcquire: %v", key, err)
-	}
+	require.NoError(t, err, "key %q: TryAcquire", key)
 	// An acquire that gives up while queued leaves the queue.
 	gctx, gcancel := context.WithTimeout(ctx, 50*time.Millisecond)
 	_, err = b.Acquire(gctx, key)
@@ -475,9 +450,7 @@ func shapeRoundTrip(t *testing.T, cl *redistest.Cluster, a, b *single.Locker, ke
 		got <- err
 	}()
 	time.Sleep(30 * time.Millisecond) // the waiter queues
-	if err := held.Release(ctx); err != nil {
-		t.Fatalf("key %q: Release: %v", key, err)
-	}
+	require.NoError(t, held.Release(ctx), "key %q: Release", key)
 	if err := <-got; err != nil {
 		t.Fatalf("key %q: waiter: %v", key, err)
 	}

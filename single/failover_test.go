@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/require"
+
 	"github.com/dlockgo/dlock/fence"
 	"github.com/dlockgo/dlock/internal/redistest"
 	"github.com/dlockgo/dlock/lease"
@@ -30,13 +32,11 @@ func TestFailoverFenced(t *testing.T) {
 
 func failover(t *testing.T, client string, wait bool) {
 	const ttl = 5 * time.Second
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
 	defer cancel()
 	master := redistest.Start(t)
 	replica := redistest.Start(t, redistest.WithReplicaOf(master))
-	if err := replica.WaitSynced(ctx); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, replica.WaitSynced(ctx))
 	var opts []single.Option
 	if wait {
 		opts = append(opts, single.WithReplicas(1, 100*time.Millisecond))
@@ -61,9 +61,7 @@ func failover(t *testing.T, client string, wait bool) {
 			t.Fatalf("first claim: %v", err)
 		}
 	}
-	if err := l0.Release(ctx); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, l0.Release(ctx))
 	for field(t, replica, "k", "attempts") != l0.Token().String() || field(t, replica, "k", "owner") != "" {
 		if ctx.Err() != nil {
 			t.Fatal("the first claim and its release never reached the replica")
@@ -73,34 +71,25 @@ func failover(t *testing.T, client string, wait bool) {
 
 	// The replica stops applying the replication stream: A's claim is
 	// known to the master alone.
-	if _, err := replica.Do("CLIENT", "PAUSE", "10000", "WRITE"); err != nil {
-		t.Fatal(err)
-	}
+	_, err := replica.Do("CLIENT", "PAUSE", "10000", "WRITE")
+	require.NoError(t, err)
 	a, errA := lkA.TryAcquire(ctx, "k")
 	if a != nil {
-		if err := guard.Admit("res", a.Token()); err != nil {
-			t.Fatalf("guard, A's first write: %v", err)
-		}
-		if err := store.Put(ctx, "res", "a1", a.Token()); err != nil {
-			t.Fatalf("store, A's first write: %v", err)
-		}
+		require.NoError(t, guard.Admit("res", a.Token()), "guard, A's first write")
+		require.NoError(t, store.Put(ctx, "res", "a1", a.Token()), "store, A's first write")
 	}
 	master.Kill()
 	// Promoted before unpausing, so the buffered claim is dropped.
-	if _, err := replica.Do("REPLICAOF", "NO", "ONE"); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := replica.Do("CLIENT", "UNPAUSE"); err != nil {
-		t.Fatal(err)
-	}
+	_, err = replica.Do("REPLICAOF", "NO", "ONE")
+	require.NoError(t, err)
+	_, err = replica.Do("CLIENT", "UNPAUSE")
+	require.NoError(t, err)
 	if got := field(t, replica, "k", "attempts"); got != l0.Token().String() {
 		t.Fatalf("attempts on the promoted replica = %s; want %s, the last replicated claim's", got, l0.Token())
 	}
 
 	b, err := lkB.TryAcquire(ctx, "k")
-	if err != nil {
-		t.Fatalf("B on the promoted replica: %v", err)
-	}
+	require.NoError(t, err, "B on the promoted replica")
 	if b.Token() <= l0.Token() {
 		t.Fatalf("B's token %d; want above the replicated %d", b.Token(), l0.Token())
 	}
@@ -122,12 +111,8 @@ func failover(t *testing.T, client string, wait bool) {
 	if b.Token() <= a.Token() {
 		t.Fatalf("B's token %d, A's %d; want B's above A's: floored at the server clock", b.Token(), a.Token())
 	}
-	if err := guard.Admit("res", b.Token()); err != nil {
-		t.Fatalf("guard, B's write: %v", err)
-	}
-	if err := store.Put(ctx, "res", "b1", b.Token()); err != nil {
-		t.Fatalf("store, B's write: %v", err)
-	}
+	require.NoError(t, guard.Admit("res", b.Token()), "guard, B's write")
+	require.NoError(t, store.Put(ctx, "res", "b1", b.Token()), "store, B's write")
 	if err := guard.Admit("res", a.Token()); !errors.Is(err, fence.ErrStale) {
 		t.Fatalf("guard, A's write after B's: %v; want ErrStale", err)
 	}
@@ -137,7 +122,5 @@ func failover(t *testing.T, client string, wait bool) {
 	if v, tok, _, err := store.Get(ctx, "res"); err != nil || v != "b1" || tok != b.Token() {
 		t.Fatalf("store holds %q@%d, %v; want %q@%d", v, tok, err, "b1", b.Token())
 	}
-	if err := b.Release(ctx); err != nil {
-		t.Fatalf("B's release: %v", err)
-	}
+	require.NoError(t, b.Release(ctx), "B's release")
 }

@@ -1,10 +1,11 @@
 package single_test
 
 import (
-	"context"
 	"errors"
 	"testing"
 	"time"
+
+	"github.com/stretchr/testify/require"
 
 	"github.com/dlockgo/dlock/internal/redistest"
 	"github.com/dlockgo/dlock/lease"
@@ -15,11 +16,9 @@ func TestInspect(t *testing.T) {
 	srv := redistest.Start(t)
 	for _, c := range redistest.Nodes(t, srv.Addr()) {
 		t.Run(c.Name, func(t *testing.T) {
-			ctx := context.Background()
+			ctx := t.Context()
 			lk, err := single.New(c.Node)
-			if err != nil {
-				t.Fatal(err)
-			}
+			require.NoError(t, err)
 			key := "inspect-" + c.Name
 
 			info, err := lk.Inspect(ctx, key)
@@ -31,9 +30,7 @@ func TestInspect(t *testing.T) {
 			}
 
 			l, err := lk.TryAcquire(ctx, key, lease.WithTTL(5*time.Second))
-			if err != nil {
-				t.Fatal(err)
-			}
+			require.NoError(t, err)
 			info, err = lk.Inspect(ctx, key)
 			if err != nil {
 				t.Fatal(err)
@@ -45,9 +42,7 @@ func TestInspect(t *testing.T) {
 				t.Errorf("held: TTL = %v; want in (4s, 5s]", info.TTL)
 			}
 
-			if err := l.Release(ctx); err != nil {
-				t.Fatal(err)
-			}
+			require.NoError(t, l.Release(ctx))
 			info, err = lk.Inspect(ctx, key)
 			if err != nil {
 				t.Fatal(err)

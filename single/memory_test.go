@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/require"
 
 	"github.com/dlockgo/dlock/internal/redistest"
 	"github.com/dlockgo/dlock/lease"
@@ -28,9 +29,7 @@ func lockKeys(t *testing.T, srv *redistest.Server, key string) map[string]int64 
 	out := map[string]int64{}
 	for _, k := range []string{h, h + ":gone", h + ":q", h + ":qx"} {
 		n, err := srv.MemoryUsage(k)
-		if err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, err)
 		if n > 0 {
 			out[k] = n
 		}
@@ -45,9 +44,9 @@ const maxHashBytes = 256
 // TestMemoryOneKey: thousands of lock+unlock of one key, blocking waiters
 // among them, leave one small hash, set to expire, and nothing else.
 func TestMemoryOneKey(t *testing.T) {
-	each(t, func(t *testing.T, srv *redistest.Server, n node.Node) {
+	forEachClient(t, func(t *testing.T, srv *redistest.Server, n node.Node) {
 		lk := newLocker(t, n)
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 		defer cancel()
 		const key, workers, rounds = "hot", 4, 750
 		var wg sync.WaitGroup
@@ -79,9 +78,7 @@ func TestMemoryOneKey(t *testing.T) {
 			t.Fatalf("after %d lock+unlock: %v; want only the hash, at most %d bytes", workers*rounds, keys, maxHashBytes)
 		}
 		pttl, err := srv.Do("PTTL", h)
-		if err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, err)
 		if ms, _ := strconv.ParseInt(pttl, 10, 64); ms <= 0 || ms > (single.DefaultTTL+single.DefaultIdleTTL).Milliseconds() {
 			t.Errorf("the hash's PTTL = %s; want it to expire within the TTL and the idle TTL", pttl)
 		}
@@ -92,28 +89,23 @@ func TestMemoryOneKey(t *testing.T) {
 // TestMemoryDistinctKeys: keys locked once (a lock per entity) leave
 // nothing behind once their idle TTL has passed.
 func TestMemoryDistinctKeys(t *testing.T) {
-	each(t, func(t *testing.T, srv *redistest.Server, n node.Node) {
+	forEachClient(t, func(t *testing.T, srv *redistest.Server, n node.Node) {
 		const idle = 2 * time.Second
 		lk := newLocker(t, n, single.WithTTL(time.Second), single.WithIdleTTL(idle))
 		before, err := srv.UsedMemory()
-		if err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, err)
 		const keys = 5000
 		redistest.LockOnce(t, lk, keys, 16, func(i int) string { return "order:" + strconv.Itoa(i) })
 		full, err := srv.UsedMemory()
-		if err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, err)
 		srv.WaitKeysGone(t, 10*time.Second+2*idle, func(string) bool { return true })
 		// The keys' bytes are freed at once; the tables that indexed them
 		// shrink in the server's cron, and the allocator may keep pages:
 		// most, not all, of what the keys took comes back.
 		var after int64
 		for shrink := time.Now(); ; time.Sleep(100 * time.Millisecond) {
-			if after, err = srv.UsedMemory(); err != nil {
-				t.Fatal(err)
-			}
+			after, err = srv.UsedMemory()
+			require.NoError(t, err)
 			if after-before <= (full-before)/2 || time.Since(shrink) > 5*time.Second {
 				break
 			}
@@ -142,7 +134,7 @@ func TestMemoryGoneAndDeadWaiters(t *testing.T) {
 		_ = lossy.Close()
 		_ = cut.Close()
 	})
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
 	const key = "lossy"
 	lk := newLocker(t, ln, single.WithTTL(time.Second))
@@ -170,9 +162,7 @@ func TestMemoryGoneAndDeadWaiters(t *testing.T) {
 
 	// A waiter that dies: its link cut while it waits, it cannot leave.
 	holder, err := newLocker(t, redistest.NodeFor(t, "go-redis", srv.Addr())).TryAcquire(ctx, key, lease.WithTTL(10*time.Second))
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	wctx, wcancel := context.WithTimeout(ctx, 300*time.Millisecond)
 	waiter := newLocker(t, cn)
 	go func() {

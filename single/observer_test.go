@@ -1,11 +1,12 @@
 package single_test
 
 import (
-	"context"
 	"errors"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/stretchr/testify/require"
 
 	"github.com/dlockgo/dlock/internal/redistest"
 	"github.com/dlockgo/dlock/lease"
@@ -68,16 +69,14 @@ func sameKinds(got []lease.Event, want ...lease.EventKind) bool {
 }
 
 func TestObserver(t *testing.T) {
-	each(t, func(t *testing.T, srv *redistest.Server, n node.Node) {
-		ctx := context.Background()
+	forEachClient(t, func(t *testing.T, srv *redistest.Server, n node.Node) {
+		ctx := t.Context()
 		rec := &recorder{}
 		lk := newLocker(t, n, single.WithObserver(rec))
 
 		// A grant, then a refusal while it is held.
 		l, err := lk.TryAcquire(ctx, "obs")
-		if err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, err)
 		_, errTaken := lk.TryAcquire(ctx, "obs")
 		if !errors.Is(errTaken, lease.ErrTaken) {
 			t.Fatalf("second TryAcquire: %v; want ErrTaken", errTaken)
@@ -107,9 +106,7 @@ func TestObserver(t *testing.T) {
 			_ = l.Release(ctx)
 		})
 		l2, err := lk.Acquire(ctx, "obs", lease.WithTTL(300*time.Millisecond), lease.WithAutoRenew())
-		if err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, err)
 		<-released
 		ev = rec.take()
 		// The holder reports its release after the server took it, so the
@@ -134,9 +131,8 @@ func TestObserver(t *testing.T) {
 			}
 			time.Sleep(5 * time.Millisecond)
 		}
-		if _, err := srv.Do("HSET", "dlock:{obs}", "owner", "intruder"); err != nil {
-			t.Fatal(err)
-		}
+		_, err = srv.Do("HSET", "dlock:{obs}", "owner", "intruder")
+		require.NoError(t, err)
 		select {
 		case <-l2.Done():
 		case <-time.After(2 * time.Second):

@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/require"
+
 	"github.com/dlockgo/dlock/internal/redistest"
 	"github.com/dlockgo/dlock/lease"
 	"github.com/dlockgo/dlock/node"
@@ -18,9 +20,7 @@ import (
 func serverMs(t *testing.T, srv *redistest.Server) int64 {
 	t.Helper()
 	out, err := srv.Do("TIME")
-	if err != nil {
-		t.Fatalf("TIME: %v", err)
-	}
+	require.NoError(t, err, "TIME")
 	f := strings.Split(out, "\n")
 	sec, _ := strconv.ParseInt(f[0], 10, 64)
 	usec, _ := strconv.ParseInt(f[1], 10, 64)
@@ -31,9 +31,7 @@ func serverMs(t *testing.T, srv *redistest.Server) int64 {
 func queued(t *testing.T, srv *redistest.Server, key string) int {
 	t.Helper()
 	out, err := srv.Do("ZCARD", "dlock:{"+key+"}:q")
-	if err != nil {
-		t.Fatalf("ZCARD: %v", err)
-	}
+	require.NoError(t, err, "ZCARD")
 	n, _ := strconv.Atoi(out)
 	return n
 }
@@ -64,15 +62,13 @@ func noQueue(t *testing.T, srv *redistest.Server, key string) {
 // TestQueueFIFO: waiters that queued behind a holder get the lock in the
 // order they queued, whatever order their wake-ups come in.
 func TestQueueFIFO(t *testing.T) {
-	each(t, func(t *testing.T, srv *redistest.Server, n node.Node) {
-		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	forEachClient(t, func(t *testing.T, srv *redistest.Server, n node.Node) {
+		ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
 		defer cancel()
 		lk := newLocker(t, n)
 		const key, waiters = "fifo", 6
 		held, err := lk.TryAcquire(ctx, key)
-		if err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, err)
 		var (
 			wg    sync.WaitGroup
 			mu    sync.Mutex
@@ -99,9 +95,7 @@ func TestQueueFIFO(t *testing.T) {
 			t.Fatalf("waiting = %q; want %d", got, waiters)
 		}
 		waitSubscribed(t, srv, "dlock:{"+key+"}:released")
-		if err := held.Release(ctx); err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, held.Release(ctx))
 		wg.Wait()
 		for i, w := range order {
 			if w != i {
@@ -119,21 +113,18 @@ func TestQueueFIFO(t *testing.T) {
 // refused to a claim without a ticket, TryAcquire or an Acquire's first
 // attempt, which then queues behind the head.
 func TestTryAcquireRespectsQueue(t *testing.T) {
-	each(t, func(t *testing.T, srv *redistest.Server, n node.Node) {
-		ctx := context.Background()
+	forEachClient(t, func(t *testing.T, srv *redistest.Server, n node.Node) {
+		ctx := t.Context()
 		lk := newLocker(t, n)
 		const key = "respect"
 		// A head that is alive but has not claimed yet: its deadline is far.
 		deadline := strconv.FormatInt(serverMs(t, srv)+60_000, 10)
-		if _, err := srv.Do("ZADD", "dlock:{"+key+"}:q", "1", "head"); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := srv.Do("HSET", "dlock:{"+key+"}:qx", "head", deadline); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := srv.Do("HSET", "dlock:{"+key+"}", "waiting", "1"); err != nil {
-			t.Fatal(err)
-		}
+		_, err := srv.Do("ZADD", "dlock:{"+key+"}:q", "1", "head")
+		require.NoError(t, err)
+		_, err = srv.Do("HSET", "dlock:{"+key+"}:qx", "head", deadline)
+		require.NoError(t, err)
+		_, err = srv.Do("HSET", "dlock:{"+key+"}", "waiting", "1")
+		require.NoError(t, err)
 		if l, err := lk.TryAcquire(ctx, key); !errors.Is(err, lease.ErrTaken) {
 			if l != nil {
 				_ = l.Release(ctx)
@@ -164,9 +155,8 @@ func TestTryAcquireRespectsQueue(t *testing.T) {
 			{"HINCRBY", "dlock:{" + key + "}", "waiting", "-1"},
 			{"PUBLISH", "dlock:{" + key + "}:released", ""},
 		} {
-			if _, err := srv.Do(cmd...); err != nil {
-				t.Fatalf("%v: %v", cmd, err)
-			}
+			_, err := srv.Do(cmd...)
+			require.NoError(t, err, "%v", cmd)
 		}
 		select {
 		case err := <-got:
@@ -182,21 +172,18 @@ func TestTryAcquireRespectsQueue(t *testing.T) {
 // TestDeadWaiterExpires: a waiter that died at the head of the queue
 // holds a free lock up until its ticket's deadline, no longer.
 func TestDeadWaiterExpires(t *testing.T) {
-	each(t, func(t *testing.T, srv *redistest.Server, n node.Node) {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	forEachClient(t, func(t *testing.T, srv *redistest.Server, n node.Node) {
+		ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 		defer cancel()
 		lk := newLocker(t, n)
 		const key, life = "dead", 400
 		deadline := serverMs(t, srv) + life
-		if _, err := srv.Do("ZADD", "dlock:{"+key+"}:q", "1", "ghost"); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := srv.Do("HSET", "dlock:{"+key+"}:qx", "ghost", strconv.FormatInt(deadline, 10)); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := srv.Do("HSET", "dlock:{"+key+"}", "waiting", "1"); err != nil {
-			t.Fatal(err)
-		}
+		_, err := srv.Do("ZADD", "dlock:{"+key+"}:q", "1", "ghost")
+		require.NoError(t, err)
+		_, err = srv.Do("HSET", "dlock:{"+key+"}:qx", "ghost", strconv.FormatInt(deadline, 10))
+		require.NoError(t, err)
+		_, err = srv.Do("HSET", "dlock:{"+key+"}", "waiting", "1")
+		require.NoError(t, err)
 		l, err := lk.Acquire(ctx, key)
 		if err != nil {
 			t.Fatalf("Acquire behind a dead waiter: %v", err)
@@ -212,16 +199,14 @@ func TestDeadWaiterExpires(t *testing.T) {
 // TestCancelledWaiterLeaves: a waiter whose context ends gives up its
 // ticket, and the ticket it held lasted about the documented lifetime.
 func TestCancelledWaiterLeaves(t *testing.T) {
-	each(t, func(t *testing.T, srv *redistest.Server, n node.Node) {
+	forEachClient(t, func(t *testing.T, srv *redistest.Server, n node.Node) {
 		lk := newLocker(t, n)
 		const key = "leave"
-		held, err := lk.TryAcquire(context.Background(), key)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer held.Release(context.Background())
+		held, err := lk.TryAcquire(t.Context(), key)
+		require.NoError(t, err)
+		defer held.Release(t.Context())
 		for _, retry := range []lease.Retry{{}, {Min: time.Second, Max: time.Second}} {
-			ctx, cancel := context.WithCancel(context.Background())
+			ctx, cancel := context.WithCancel(t.Context())
 			got := make(chan error, 1)
 			go func() {
 				_, err := lk.Acquire(ctx, key, lease.WithRetry(retry))
@@ -229,13 +214,9 @@ func TestCancelledWaiterLeaves(t *testing.T) {
 			}()
 			waitQueued(t, srv, key, 1)
 			owner, err := srv.Do("ZRANGE", "dlock:{"+key+"}:q", "0", "0")
-			if err != nil {
-				t.Fatal(err)
-			}
+			require.NoError(t, err)
 			d, err := srv.Do("HGET", "dlock:{"+key+"}:qx", owner)
-			if err != nil {
-				t.Fatal(err)
-			}
+			require.NoError(t, err)
 			dl, _ := strconv.ParseInt(d, 10, 64)
 			want := max(2000, 3*retry.Max.Milliseconds())
 			if left := dl - serverMs(t, srv); left > want || left < want-500 {

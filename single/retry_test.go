@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/require"
 
 	"github.com/dlockgo/dlock/internal/redistest"
 	"github.com/dlockgo/dlock/lease"
@@ -24,14 +25,13 @@ type acquired struct {
 // server is down (killed, then restarted without the holder's lease) keeps
 // trying, and gets the lock once the server is back.
 func TestAcquireRetriesThroughRestart(t *testing.T) {
-	each(t, func(t *testing.T, srv *redistest.Server, n node.Node) {
-		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	forEachClient(t, func(t *testing.T, srv *redistest.Server, n node.Node) {
+		ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
 		defer cancel()
 		a, b := newLocker(t, n), newLocker(t, n)
 		const key = "restart"
-		if _, err := a.TryAcquire(ctx, key, lease.WithTTL(time.Second)); err != nil {
-			t.Fatal(err)
-		}
+		_, err := a.TryAcquire(ctx, key, lease.WithTTL(time.Second))
+		require.NoError(t, err)
 		got := make(chan acquired, 1)
 		go func() {
 			l, err := b.Acquire(ctx, key, lease.WithRetry(lease.Retry{Min: 20 * time.Millisecond, Max: 50 * time.Millisecond}))
@@ -48,9 +48,7 @@ func TestAcquireRetriesThroughRestart(t *testing.T) {
 		if got := field(t, srv, key, "owner"); got != r.l.Owner() {
 			t.Fatalf("owner = %q; want the waiter's %q", got, r.l.Owner())
 		}
-		if err := r.l.Release(ctx); err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, r.l.Release(ctx))
 	})
 }
 
@@ -73,21 +71,16 @@ func TestAcquireRetriesLostReply(t *testing.T) {
 		_ = c.Close()
 	})
 	lk := newLocker(t, n)
-	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	ctx, cancel := context.WithTimeout(t.Context(), 15*time.Second)
 	defer cancel()
 	const key = "lost-reply"
 	warm, err := lk.TryAcquire(ctx, key) // load the scripts
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := warm.Release(ctx); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
+	require.NoError(t, warm.Release(ctx))
 	// And the abandon script, which a lost reply would not fall back to
 	// EVAL for: an acquire whose WAIT is refused abandons its claim.
-	if _, err := srv.Do("ACL", "SETUSER", "nowait", "on", ">pw", "~*", "&*", "+@all", "-wait"); err != nil {
-		t.Fatal(err)
-	}
+	_, err = srv.Do("ACL", "SETUSER", "nowait", "on", ">pw", "~*", "&*", "+@all", "-wait")
+	require.NoError(t, err)
 	nowait := newLocker(t, nodeAs(t, "go-redis", srv.Addr(), "nowait", "pw"), single.WithReplicas(1, time.Millisecond))
 	if _, err := nowait.TryAcquire(ctx, "warm"); err == nil {
 		t.Fatal("TryAcquire with WAIT denied: granted")
@@ -125,7 +118,5 @@ func TestAcquireRetriesLostReply(t *testing.T) {
 	if got := field(t, srv, key, "owner"); got != r.l.Owner() {
 		t.Fatalf("owner = %q; want the waiter's %q", got, r.l.Owner())
 	}
-	if err := r.l.Release(ctx); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, r.l.Release(ctx))
 }

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
 	"github.com/dlockgo/dlock/fence"
@@ -21,8 +22,8 @@ import (
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
-// each runs f once per client library, each against a fresh server.
-func each(t *testing.T, f func(t *testing.T, srv *redistest.Server, n node.Node)) {
+// forEachClient runs f once per client library, each against a fresh server.
+func forEachClient(t *testing.T, f func(t *testing.T, srv *redistest.Server, n node.Node)) {
 	t.Helper()
 	for _, client := range redistest.Clients {
 		t.Run(client, func(t *testing.T) {
@@ -35,9 +36,7 @@ func each(t *testing.T, f func(t *testing.T, srv *redistest.Server, n node.Node)
 func newLocker(t testing.TB, n node.Node, opts ...single.Option) *single.Locker {
 	t.Helper()
 	lk, err := single.New(n, opts...)
-	if err != nil {
-		t.Fatalf("New: %v", err)
-	}
+	require.NoError(t, err, "New")
 	t.Cleanup(func() { _ = lk.Close() })
 	return lk
 }
@@ -55,16 +54,14 @@ func field(t *testing.T, srv *redistest.Server, key, f string) string {
 func hash(t *testing.T, srv *redistest.Server, key string) string {
 	t.Helper()
 	v, err := srv.Do("HGETALL", "dlock:{"+key+"}")
-	if err != nil {
-		t.Fatalf("HGETALL %s: %v", key, err)
-	}
+	require.NoError(t, err, "HGETALL %s", key)
 	return v
 }
 
 func TestRaceOneWinner(t *testing.T) {
-	each(t, func(t *testing.T, srv *redistest.Server, n node.Node) {
+	forEachClient(t, func(t *testing.T, srv *redistest.Server, n node.Node) {
 		lk := newLocker(t, n)
-		ctx := context.Background()
+		ctx := t.Context()
 		var (
 			wg     sync.WaitGroup
 			wins   atomic.Int32
@@ -92,9 +89,7 @@ func TestRaceOneWinner(t *testing.T) {
 		if got := wins.Load(); got != 1 {
 			t.Fatalf("winners = %d; want 1", got)
 		}
-		if err := winner.Release(ctx); err != nil {
-			t.Fatalf("Release: %v", err)
-		}
+		require.NoError(t, winner.Release(ctx), "Release")
 	})
 }
 
@@ -102,9 +97,9 @@ func TestRaceOneWinner(t *testing.T) {
 // every 7th left to expire, every 11th lost to the next owner while its
 // holder still thinks it has it.
 func TestTokensIncrease(t *testing.T) {
-	each(t, func(t *testing.T, srv *redistest.Server, n node.Node) {
+	forEachClient(t, func(t *testing.T, srv *redistest.Server, n node.Node) {
 		a, b := newLocker(t, n), newLocker(t, n)
-		ctx := context.Background()
+		ctx := t.Context()
 		var last fence.Token
 		var lost *lease.Lease
 		for i := range 1000 {
@@ -117,9 +112,7 @@ func TestTokensIncrease(t *testing.T) {
 				ttl = 20 * time.Millisecond
 			}
 			l, err := lk.Acquire(ctx, "seq", lease.WithTTL(ttl))
-			if err != nil {
-				t.Fatalf("acquisition %d: %v", i, err)
-			}
+			require.NoError(t, err, "acquisition %d", i)
 			if l.Token() <= last {
 				t.Fatalf("acquisition %d: token %d after %d; want strictly increasing", i, l.Token(), last)
 			}
@@ -139,9 +132,7 @@ func TestTokensIncrease(t *testing.T) {
 					t.Fatalf("lease %d ended with %v; want ErrExpired", i, l.Err())
 				}
 			default:
-				if err := l.Release(ctx); err != nil {
-					t.Fatalf("release %d: %v", i, err)
-				}
+				require.NoError(t, l.Release(ctx), "release %d", i)
 			}
 		}
 		if lost != nil {
@@ -156,15 +147,11 @@ func TestTokensIncrease(t *testing.T) {
 // takeOver lets a's lease on key expire on the server and b claim it.
 func takeOver(t *testing.T, a, b *single.Locker, key string) (old, cur *lease.Lease) {
 	t.Helper()
-	ctx := context.Background()
+	ctx := t.Context()
 	old, err := a.Acquire(ctx, key, lease.WithTTL(30*time.Millisecond))
-	if err != nil {
-		t.Fatalf("first TryAcquire: %v", err)
-	}
+	require.NoError(t, err, "first TryAcquire")
 	cur, err = b.Acquire(ctx, key)
-	if err != nil {
-		t.Fatalf("second Acquire: %v", err)
-	}
+	require.NoError(t, err, "second Acquire")
 	if cur.Token() <= old.Token() {
 		t.Fatalf("token %d after %d; want larger", cur.Token(), old.Token())
 	}
@@ -172,8 +159,8 @@ func takeOver(t *testing.T, a, b *single.Locker, key string) (old, cur *lease.Le
 }
 
 func TestStaleRefusedChangesNothing(t *testing.T) {
-	each(t, func(t *testing.T, srv *redistest.Server, n node.Node) {
-		ctx := context.Background()
+	forEachClient(t, func(t *testing.T, srv *redistest.Server, n node.Node) {
+		ctx := t.Context()
 		a, b := newLocker(t, n), newLocker(t, n)
 		old, cur := takeOver(t, a, b, "stale")
 		defer cur.Release(ctx)
@@ -202,16 +189,13 @@ func TestStaleRefusedChangesNothing(t *testing.T) {
 func TestStaleErrorFromServer(t *testing.T) {
 	// The server itself refuses a stale token, even while the local
 	// validity has not run out: here the hash is rewritten under the lease.
-	each(t, func(t *testing.T, srv *redistest.Server, n node.Node) {
-		ctx := context.Background()
+	forEachClient(t, func(t *testing.T, srv *redistest.Server, n node.Node) {
+		ctx := t.Context()
 		lk := newLocker(t, n)
 		l, err := lk.TryAcquire(ctx, "rewritten")
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := srv.Do("HINCRBY", "dlock:{rewritten}", "attempts", "1"); err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, err)
+		_, err = srv.Do("HINCRBY", "dlock:{rewritten}", "attempts", "1")
+		require.NoError(t, err)
 		before := hash(t, srv, "rewritten")
 		err = l.Extend(ctx, time.Minute)
 		var se *fence.StaleError
@@ -231,12 +215,12 @@ func TestStaleErrorFromServer(t *testing.T) {
 }
 
 func TestExtendAfterExpiry(t *testing.T) {
-	each(t, func(t *testing.T, srv *redistest.Server, n node.Node) {
+	forEachClient(t, func(t *testing.T, srv *redistest.Server, n node.Node) {
 		// Acquire, not TryAcquire: under load a 20 ms grant can arrive
 		// after its validity, and Acquire then tries again. The deadline
 		// turns a machine too loaded to ever get one in time into a
 		// failure that says so, not a hang.
-		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
 		defer cancel()
 		lk := newLocker(t, n)
 
@@ -244,33 +228,26 @@ func TestExtendAfterExpiry(t *testing.T) {
 		// which is made to still hold the lease for this owner so that it
 		// would have accepted the extension.
 		l, err := lk.Acquire(ctx, "exp", lease.WithTTL(20*time.Millisecond))
-		if err != nil {
-			t.Fatalf("Acquire with a 20ms TTL: %v", err)
-		}
+		require.NoError(t, err, "Acquire with a 20ms TTL")
 		<-l.Done()
 		const later = "99999999999999" // ms: the server's lease runs for centuries
-		if _, err := srv.Do("HSET", "dlock:{exp}", "owner", l.Owner(), "until", later); err != nil {
-			t.Fatal(err)
-		}
+		_, err = srv.Do("HSET", "dlock:{exp}", "owner", l.Owner(), "until", later)
+		require.NoError(t, err)
 		if err := l.Extend(ctx, time.Minute); !errors.Is(err, lease.ErrNotHeld) || !errors.Is(err, lease.ErrExpired) {
 			t.Fatalf("Extend after local expiry: %v; want ErrNotHeld and ErrExpired", err)
 		}
 		if got := field(t, srv, "exp", "until"); got != later {
 			t.Fatalf("until = %s after an Extend refused locally; want %s: the server was asked", got, later)
 		}
-		if _, err := srv.Do("HDEL", "dlock:{exp}", "owner", "until"); err != nil {
-			t.Fatal(err)
-		}
+		_, err = srv.Do("HDEL", "dlock:{exp}", "owner", "until")
+		require.NoError(t, err)
 
 		// Expired on the server while the client still counts it valid
 		// (as after a jump of the server's clock): never revived.
 		l, err = lk.TryAcquire(ctx, "exp")
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := srv.Do("HSET", "dlock:{exp}", "until", "1"); err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, err)
+		_, err = srv.Do("HSET", "dlock:{exp}", "until", "1")
+		require.NoError(t, err)
 		err = l.Extend(ctx, time.Minute)
 		if !errors.Is(err, lease.ErrNotHeld) || errors.Is(err, fence.ErrStale) {
 			t.Fatalf("Extend after server expiry: %v; want ErrNotHeld, not ErrStale", err)
@@ -288,8 +265,8 @@ func TestExtendAfterExpiry(t *testing.T) {
 }
 
 func TestReleaseHeldByOther(t *testing.T) {
-	each(t, func(t *testing.T, srv *redistest.Server, n node.Node) {
-		ctx := context.Background()
+	forEachClient(t, func(t *testing.T, srv *redistest.Server, n node.Node) {
+		ctx := t.Context()
 		a, b := newLocker(t, n), newLocker(t, n)
 		old, cur := takeOver(t, a, b, "other")
 		owner := field(t, srv, "other", "owner")
@@ -308,28 +285,20 @@ func TestReleaseHeldByOther(t *testing.T) {
 // TestPausedHolderFenced: a holder paused past its TTL writes after the next
 // holder did; the Guard and the Store refuse it.
 func TestPausedHolderFenced(t *testing.T) {
-	each(t, func(t *testing.T, srv *redistest.Server, n node.Node) {
-		ctx := context.Background()
+	forEachClient(t, func(t *testing.T, srv *redistest.Server, n node.Node) {
+		ctx := t.Context()
 		a, b := newLocker(t, n), newLocker(t, n)
 		store := fence.NewStore(n)
 		var guard fence.Guard
 
 		old, err := a.Acquire(ctx, "res", lease.WithTTL(50*time.Millisecond))
-		if err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, err)
 		time.Sleep(80 * time.Millisecond) // the pause
 		cur, err := b.TryAcquire(ctx, "res")
-		if err != nil {
-			t.Fatalf("next holder: %v", err)
-		}
+		require.NoError(t, err, "next holder")
 		defer cur.Release(ctx)
-		if err := guard.Admit("res", cur.Token()); err != nil {
-			t.Fatalf("guard, next holder: %v", err)
-		}
-		if err := store.Put(ctx, "data:res", "new", cur.Token()); err != nil {
-			t.Fatalf("store, next holder: %v", err)
-		}
+		require.NoError(t, guard.Admit("res", cur.Token()), "guard, next holder")
+		require.NoError(t, store.Put(ctx, "data:res", "new", cur.Token()), "store, next holder")
 		if err := guard.Admit("res", old.Token()); !errors.Is(err, fence.ErrStale) {
 			t.Fatalf("guard, paused holder: %v; want ErrStale", err)
 		}
@@ -345,18 +314,15 @@ func TestPausedHolderFenced(t *testing.T) {
 func TestReplicas(t *testing.T) {
 	master := redistest.Start(t)
 	replica := redistest.Start(t, redistest.WithReplicaOf(master))
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 	defer cancel()
-	if err := replica.WaitSynced(ctx); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, replica.WaitSynced(ctx))
 	// The replica's link may be up before the master streams to it: wait
 	// until a write is acknowledged.
 	start := time.Now()
 	for {
-		if _, err := master.Do("SET", "probe", "1"); err != nil {
-			t.Fatal(err)
-		}
+		_, err := master.Do("SET", "probe", "1")
+		require.NoError(t, err)
 		if n, _ := master.Do("WAIT", "1", "100"); n == "1" {
 			break
 		}
@@ -376,13 +342,10 @@ func TestReplicas(t *testing.T) {
 				w, werr := master.Do("WAIT", "1", "200")
 				t.Fatalf("TryAcquire with the replica up: %v\nmaster:\n%s\nreplica:\n%s\nWAIT after SET: %s %v", err, mi, ri, w, werr)
 			}
-			if err := l.Release(ctx); err != nil {
-				t.Fatal(err)
-			}
+			require.NoError(t, l.Release(ctx))
 
-			if _, err := replica.Do("CLIENT", "PAUSE", "10000", "WRITE"); err != nil {
-				t.Fatal(err)
-			}
+			_, err = replica.Do("CLIENT", "PAUSE", "10000", "WRITE")
+			require.NoError(t, err)
 			defer replica.Do("CLIENT", "UNPAUSE")
 			_, err = lk.TryAcquire(ctx, "rep")
 			var re *single.ReplicaError
@@ -392,21 +355,18 @@ func TestReplicas(t *testing.T) {
 			if got := field(t, master, "rep", "owner"); got != "" {
 				t.Fatalf("owner = %q after a failed claim; want none", got)
 			}
-			if _, err := replica.Do("CLIENT", "UNPAUSE"); err != nil {
-				t.Fatal(err)
-			}
+			_, err = replica.Do("CLIENT", "UNPAUSE")
+			require.NoError(t, err)
 		})
 	}
 }
 
 func TestAcquireWakesOnRelease(t *testing.T) {
-	each(t, func(t *testing.T, srv *redistest.Server, n node.Node) {
-		ctx := context.Background()
+	forEachClient(t, func(t *testing.T, srv *redistest.Server, n node.Node) {
+		ctx := t.Context()
 		a, b := newLocker(t, n), newLocker(t, n)
 		held, err := a.TryAcquire(ctx, "wake")
-		if err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, err)
 		type res struct {
 			l   *lease.Lease
 			at  time.Time
@@ -420,9 +380,7 @@ func TestAcquireWakesOnRelease(t *testing.T) {
 		}()
 		waitSubscribed(t, srv, "dlock:{wake}:released")
 		released := time.Now()
-		if err := held.Release(ctx); err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, held.Release(ctx))
 		r := <-got
 		if r.err != nil {
 			t.Fatalf("Acquire: %v", r.err)
@@ -449,20 +407,18 @@ func waitSubscribed(t testing.TB, srv *redistest.Server, channel string) {
 }
 
 func TestAcquireCancelled(t *testing.T) {
-	each(t, func(t *testing.T, srv *redistest.Server, n node.Node) {
+	forEachClient(t, func(t *testing.T, srv *redistest.Server, n node.Node) {
 		a, b := newLocker(t, n), newLocker(t, n)
-		held, err := a.TryAcquire(context.Background(), "cancel")
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer held.Release(context.Background())
+		held, err := a.TryAcquire(t.Context(), "cancel")
+		require.NoError(t, err)
+		defer held.Release(t.Context())
 
-		ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+		ctx, cancel := context.WithTimeout(t.Context(), 50*time.Millisecond)
 		defer cancel()
 		if _, err := b.Acquire(ctx, "cancel"); !errors.Is(err, context.DeadlineExceeded) {
 			t.Fatalf("Acquire past its deadline: %v; want DeadlineExceeded", err)
 		}
-		ctx, cancel = context.WithCancel(context.Background())
+		ctx, cancel = context.WithCancel(t.Context())
 		time.AfterFunc(30*time.Millisecond, cancel)
 		if _, err := b.Acquire(ctx, "cancel"); !errors.Is(err, context.Canceled) {
 			t.Fatalf("cancelled Acquire: %v; want Canceled", err)
@@ -477,12 +433,11 @@ func TestAcquireCancelled(t *testing.T) {
 // its reply can only come after the caller gave up; whichever of the claim
 // and its cleanup the server runs first, no owner is left.
 func TestAcquireCancelledMidClaim(t *testing.T) {
-	each(t, func(t *testing.T, srv *redistest.Server, n node.Node) {
+	forEachClient(t, func(t *testing.T, srv *redistest.Server, n node.Node) {
 		lk := newLocker(t, n)
 		key := "mid"
-		if _, err := lk.TryAcquire(context.Background(), "warm"); err != nil { // load the scripts
-			t.Fatal(err)
-		}
+		_, err := lk.TryAcquire(t.Context(), "warm") // load the scripts
+		require.NoError(t, err)
 		srv.Pause()
 		resumed := false
 		defer func() {
@@ -490,7 +445,7 @@ func TestAcquireCancelledMidClaim(t *testing.T) {
 				srv.Resume()
 			}
 		}()
-		ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+		ctx, cancel := context.WithTimeout(t.Context(), 100*time.Millisecond)
 		defer cancel()
 		done := make(chan error, 1)
 		go func() {
@@ -507,31 +462,28 @@ func TestAcquireCancelledMidClaim(t *testing.T) {
 		if got := field(t, srv, key, "owner"); got != "" {
 			t.Fatalf("owner = %q after a cancelled Acquire; want none", got)
 		}
-		l, err := lk.TryAcquire(context.Background(), key)
+		l, err := lk.TryAcquire(t.Context(), key)
 		if err != nil {
 			t.Fatalf("TryAcquire after the cancelled one: %v", err)
 		}
-		_ = l.Release(context.Background())
+		_ = l.Release(t.Context())
 	})
 }
 
 func TestAutoRenewAndLoss(t *testing.T) {
-	each(t, func(t *testing.T, srv *redistest.Server, n node.Node) {
-		ctx := context.Background()
+	forEachClient(t, func(t *testing.T, srv *redistest.Server, n node.Node) {
+		ctx := t.Context()
 		lk := newLocker(t, n)
 		l, err := lk.Acquire(ctx, "renew", lease.WithTTL(150*time.Millisecond), lease.WithAutoRenew())
-		if err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, err)
 		lctx := l.Context(ctx)
 		time.Sleep(400 * time.Millisecond)
 		if err := l.Err(); err != nil {
 			t.Fatalf("auto-renewed lease ended: %v", err)
 		}
 		// Another owner takes over on the server: the next renewal is refused.
-		if _, err := srv.Do("HSET", "dlock:{renew}", "owner", "intruder"); err != nil {
-			t.Fatal(err)
-		}
+		_, err = srv.Do("HSET", "dlock:{renew}", "owner", "intruder")
+		require.NoError(t, err)
 		select {
 		case <-l.Done():
 		case <-time.After(2 * time.Second):
@@ -549,9 +501,7 @@ func TestAutoRenewAndLoss(t *testing.T) {
 
 		// Release stops the renewal and ends the lease with ErrReleased.
 		l, err = lk.Acquire(ctx, "renew2", lease.WithTTL(150*time.Millisecond), lease.WithAutoRenew())
-		if err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, err)
 		time.Sleep(100 * time.Millisecond)
 		if err := l.Release(ctx); err != nil {
 			t.Fatalf("Release: %v", err)
@@ -566,14 +516,12 @@ func TestAutoRenewAndLoss(t *testing.T) {
 }
 
 func TestLocalValidity(t *testing.T) {
-	each(t, func(t *testing.T, srv *redistest.Server, n node.Node) {
-		ctx := context.Background()
+	forEachClient(t, func(t *testing.T, srv *redistest.Server, n node.Node) {
+		ctx := t.Context()
 		lk := newLocker(t, n, single.WithDriftFactor(0.1))
 		before := time.Now()
 		l, err := lk.TryAcquire(ctx, "valid", lease.WithTTL(time.Second))
-		if err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, err)
 		defer l.Release(ctx)
 		max := time.Second - acquire.Drift(time.Second, 0.1) - time.Since(before) + time.Millisecond
 		if got := l.TTL(); got <= 0 || got > max {
@@ -617,7 +565,7 @@ func TestBadInput(t *testing.T) {
 	}
 
 	lk := newLocker(t, n)
-	ctx := context.Background()
+	ctx := t.Context()
 	for _, tc := range []struct {
 		name string
 		key  string
@@ -640,9 +588,7 @@ func TestBadInput(t *testing.T) {
 		}
 	}
 	l, err := lk.TryAcquire(ctx, "k")
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	defer l.Release(ctx)
 	if err := l.Extend(ctx, 0); !errors.Is(err, lease.ErrInvalid) {
 		t.Errorf("Extend(0) = %v; want ErrInvalid", err)

@@ -7,6 +7,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/stretchr/testify/require"
 )
 
 // TestDemo runs the demo with redis-server on PATH and with PATH emptied
@@ -78,9 +80,7 @@ func TestDemoInterrupted(t *testing.T) {
 	cmd := command(nil, "demo")
 	var stdout, stderr strings.Builder
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, cmd.Start())
 	time.Sleep(1500 * time.Millisecond) // inside row [1]
 	_ = cmd.Process.Signal(syscall.SIGINT)
 	done := make(chan error, 1)

@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/require"
+
 	"github.com/dlockgo/dlock"
 	"github.com/dlockgo/dlock/internal/redistest"
 )
@@ -27,9 +29,7 @@ func TestInspectQuorum(t *testing.T) {
 		"sh", "-c", "touch "+running+"; sleep 2")
 	var hout, herr bytes.Buffer
 	holder.Stdout, holder.Stderr = &hout, &herr
-	if err := holder.Start(); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, holder.Start())
 	waitFor(t, "the holder's command", func() bool { _, err := os.Stat(running); return err == nil })
 	srvs[2].Kill()
 	r := runBin(t, nil, "inspect", "--url", url, "q")
@@ -49,9 +49,7 @@ func TestResolve(t *testing.T) {
 	file := func(body string) string {
 		files++
 		p := filepath.Join(dir, strconv.Itoa(files)+".conf")
-		if err := os.WriteFile(p, []byte(body), 0o600); err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, os.WriteFile(p, []byte(body), 0o600))
 		return p
 	}
 	env := func(url string) func(string) string {
@@ -142,9 +140,7 @@ func TestRunURLTTL(t *testing.T) {
 		holder := command(nil, args...)
 		var hout, herr bytes.Buffer
 		holder.Stdout, holder.Stderr = &hout, &herr
-		if err := holder.Start(); err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, holder.Start())
 		waitFor(t, "the holder's command", func() bool { _, err := os.Stat(running); return err == nil })
 		r := runBin(t, nil, "inspect", "--url", url, key)
 		m := regexp.MustCompile(`(?m)^ttl\s+(\S+)$`).FindStringSubmatch(r.stdout)

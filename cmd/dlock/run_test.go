@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/require"
+
 	"github.com/dlockgo/dlock/internal/redistest"
 )
 
@@ -107,9 +109,7 @@ func TestRunNoOverlap(t *testing.T) {
 		}
 	}
 	b, err := os.ReadFile(file)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
 	if len(lines) != 2*n {
 		t.Fatalf("got %d lines; want %d:\n%s", len(lines), 2*n, b)
@@ -129,9 +129,7 @@ func TestRunTaken(t *testing.T) {
 	holder := command(nil, "run", "--url", url, "--key", "taken", "--", "sleep", "3")
 	var hout, herr bytes.Buffer
 	holder.Stdout, holder.Stderr = &hout, &herr
-	if err := holder.Start(); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, holder.Start())
 	waitFor(t, "the holder's lock", func() bool {
 		out, _ := srv.Do("HGET", "dlock:{taken}", "owner")
 		return out != ""
@@ -172,18 +170,15 @@ func TestRunLost(t *testing.T) {
 				"--", "sh", "-c", fmt.Sprintf(tc.script, pidFile))
 			var stdout, stderr bytes.Buffer
 			cmd.Stdout, cmd.Stderr = &stdout, &stderr
-			if err := cmd.Start(); err != nil {
-				t.Fatal(err)
-			}
+			require.NoError(t, cmd.Start())
 			var pid int
 			waitFor(t, "the child's pid", func() bool {
 				b, _ := os.ReadFile(pidFile)
 				pid, _ = strconv.Atoi(strings.TrimSpace(string(b)))
 				return pid > 0
 			})
-			if _, err := srv.Do(tc.steal...); err != nil {
-				t.Fatal(err)
-			}
+			_, err := srv.Do(tc.steal...)
+			require.NoError(t, err)
 			start := time.Now()
 			r := wait(t, cmd, &stdout, &stderr)
 			if r.code != exitLost || !strings.Contains(r.stderr, "lease lost") {
@@ -211,9 +206,7 @@ func TestRunSignal(t *testing.T) {
 		"sh", "-c", fmt.Sprintf(`trap "exit 9" TERM; touch %s; while :; do sleep 0.05; done`, ready))
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, cmd.Start())
 	waitFor(t, "the child", func() bool { _, err := os.Stat(ready); return err == nil })
 	_ = cmd.Process.Signal(syscall.SIGTERM)
 	if r := wait(t, cmd, &stdout, &stderr); r.code != 9 {
@@ -281,9 +274,7 @@ func testRunWaitOutage(t *testing.T, n int, client, key string) {
 		"sh", "-c", "touch "+ready+"; exec sleep 30")
 	var hout, herr bytes.Buffer
 	holder.Stdout, holder.Stderr = &hout, &herr
-	if err := holder.Start(); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, holder.Start())
 	waitFor(t, "the holder's lock", func() bool { _, err := os.Stat(ready); return err == nil })
 
 	r := runBin(t, nil, "run", "--url", url, "--key", key, "--ttl", "1s", "--wait", "500ms", "--", "true")
@@ -294,9 +285,7 @@ func testRunWaitOutage(t *testing.T, n int, client, key string) {
 	waiter := command(nil, "run", "--url", url, "--key", key, "--ttl", "1s", "--wait", "3s", "--", "true")
 	var wout, werr bytes.Buffer
 	waiter.Stdout, waiter.Stderr = &wout, &werr
-	if err := waiter.Start(); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, waiter.Start())
 	waitFor(t, "the waiter in the queue", func() bool { return queued(srvs[0], key) })
 	for _, s := range srvs[:n/2+1] {
 		s.Kill()

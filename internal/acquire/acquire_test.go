@@ -73,14 +73,14 @@ func TestWait(t *testing.T) {
 	slow := lease.Retry{Min: time.Minute, Max: time.Minute}
 	taken := func(context.Context) (*lease.Lease, acquire.Turn, error) { return nil, acquire.Turn{}, lease.ErrTaken }
 
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Millisecond)
 	defer cancel()
 	if _, err := acquire.Wait(ctx, slow, taken); !errors.Is(err, context.DeadlineExceeded) || !errors.Is(err, lease.ErrTaken) {
 		t.Fatalf("Wait past deadline: %v; want DeadlineExceeded and ErrTaken", err)
 	}
 
 	why := errors.New("stop")
-	cctx, ccancel := context.WithCancelCause(context.Background())
+	cctx, ccancel := context.WithCancelCause(t.Context())
 	time.AfterFunc(10*time.Millisecond, func() { ccancel(why) })
 	if _, err := acquire.Wait(cctx, slow, taken); !errors.Is(err, context.Canceled) || !errors.Is(err, why) {
 		t.Fatalf("Wait cancelled with a cause: %v; want Canceled and the cause", err)
@@ -90,8 +90,8 @@ func TestWait(t *testing.T) {
 	wake := make(chan struct{}, 1)
 	var calls atomic.Int32
 	want := lease.New(nopBackend{}, lease.Grant{Key: "k", Owner: acquire.NewOwner(), Token: 7, TTL: time.Minute, Until: time.Now().Add(time.Minute)})
-	defer want.Release(context.Background())
-	got, err := acquire.Wait(context.Background(), slow, func(context.Context) (*lease.Lease, acquire.Turn, error) {
+	defer want.Release(t.Context())
+	got, err := acquire.Wait(t.Context(), slow, func(context.Context) (*lease.Lease, acquire.Turn, error) {
 		switch calls.Add(1) {
 		case 1:
 			wake <- struct{}{}
@@ -109,7 +109,7 @@ func TestWait(t *testing.T) {
 	// ran out: the whole attempt before it is.
 	quick := lease.Retry{Min: time.Millisecond, Max: time.Millisecond}
 	short := acquire.Retryable(errors.New("2 of 5 nodes timed out"))
-	dctx, dcancel := context.WithTimeout(context.Background(), 30*time.Millisecond)
+	dctx, dcancel := context.WithTimeout(t.Context(), 30*time.Millisecond)
 	defer dcancel()
 	var n atomic.Int32
 	if _, err := acquire.Wait(dctx, quick, func(ctx context.Context) (*lease.Lease, acquire.Turn, error) {
@@ -123,7 +123,7 @@ func TestWait(t *testing.T) {
 	}
 
 	boom := errors.New("boom")
-	if _, err := acquire.Wait(context.Background(), slow, func(context.Context) (*lease.Lease, acquire.Turn, error) {
+	if _, err := acquire.Wait(t.Context(), slow, func(context.Context) (*lease.Lease, acquire.Turn, error) {
 		return nil, acquire.Turn{}, boom
 	}); err != boom {
 		t.Fatalf("Wait with a failing attempt = %v; want it returned as is", err)
@@ -142,7 +142,7 @@ func TestWaitLetsSignalsPass(t *testing.T) {
 	}
 	slow := lease.Retry{Min: time.Minute, Max: time.Minute}
 	want := lease.New(nopBackend{}, lease.Grant{Key: "k", Owner: acquire.NewOwner(), Token: 7, TTL: time.Minute, Until: time.Now().Add(time.Minute)})
-	defer want.Release(context.Background())
+	defer want.Release(t.Context())
 	var calls atomic.Int32
 	got, err := acquire.Wait(t.Context(), slow, func(context.Context) (*lease.Lease, acquire.Turn, error) {
 		if calls.Add(1) == 1 {

@@ -12,7 +12,7 @@ import (
 func TestWaitRetriesRetryable(t *testing.T) {
 	down := errors.New("node down")
 	n := 0
-	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	ctx, cancel := context.WithTimeout(t.Context(), 50*time.Millisecond)
 	defer cancel()
 	_, err := Wait(ctx, lease.Retry{Min: time.Millisecond, Max: time.Millisecond},
 		func(context.Context) (*lease.Lease, Turn, error) { n++; return nil, Turn{}, Retryable(down) })

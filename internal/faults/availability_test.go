@@ -20,7 +20,7 @@ const tries = 20
 func TestNodeLoss(t *testing.T) {
 	t.Run("quorum", func(t *testing.T) {
 		t.Parallel()
-		eachClient(t, func(t *testing.T, client string) {
+		forEachClient(t, func(t *testing.T, client string) {
 			minority := &Row{Scenario: "2 node loss", Variant: "2 of 5 killed", Strategy: "quorum", Client: client,
 				Expected: "every acquisition granted (a majority lives)"}
 			majority := &Row{Scenario: "2 node loss", Variant: "3 of 5 killed", Strategy: "quorum", Client: client,
@@ -58,7 +58,7 @@ func TestNodeLoss(t *testing.T) {
 	})
 	t.Run("single", func(t *testing.T) {
 		t.Parallel()
-		eachClient(t, func(t *testing.T, client string) {
+		forEachClient(t, func(t *testing.T, client string) {
 			row := &Row{Scenario: "2 node loss", Variant: "its 1 node killed", Strategy: "single", Client: client,
 				Expected: "every acquisition refused, fast"}
 			record(t, row)

@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/require"
+
 	"github.com/dlockgo/dlock/internal/redistest"
 	"github.com/dlockgo/dlock/lease"
 	"github.com/dlockgo/dlock/redlock"
@@ -49,7 +51,7 @@ func clockJump(t *testing.T, strategy, variant, client string) {
 		row.Expected = "two holders (overlap 1); A's later write accepted: no token to fence with"
 	}
 	record(t, row)
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 	defer cancel()
 	fast := variant[:5] == "clock"
 	n := 5
@@ -87,13 +89,9 @@ func clockJump(t *testing.T, strategy, variant, client string) {
 	}
 
 	a, err := lk.TryAcquire(ctx, "k")
-	if err != nil {
-		t.Fatalf("A: %v", err)
-	}
+	require.NoError(t, err, "A")
 	res.granted(a)
-	if err := res.write(a, "a1"); err != nil {
-		t.Fatalf("A's first write: %v", err)
-	}
+	require.NoError(t, res.write(a, "a1"), "A's first write")
 	if strategy != "single" {
 		// A's grant returns with 3 votes; its votes on nodes 3 and 4 may
 		// still be on their way. C releases only once they ran (refused:

@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/require"
+
 	"github.com/dlockgo/dlock/fence"
 	"github.com/dlockgo/dlock/internal/redistest"
 	"github.com/dlockgo/dlock/single"
@@ -31,7 +33,7 @@ func TestFailoverRace(t *testing.T) {
 		}
 		t.Run(fmt.Sprintf("replicas=%v", replicas), func(t *testing.T) {
 			t.Parallel()
-			eachClient(t, func(t *testing.T, client string) { failoverRace(t, client, replicas, variant) })
+			forEachClient(t, func(t *testing.T, client string) { failoverRace(t, client, replicas, variant) })
 		})
 	}
 }
@@ -45,14 +47,12 @@ func failoverRace(t *testing.T, client string, replicas bool, variant string) {
 		row.Expected = "two holders (overlap); B's token, floored at the server clock, is larger than A's: the fence refuses A's stale write"
 	}
 	record(t, row)
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
 	defer cancel()
 
 	master := redistest.Start(t)
 	replica := redistest.Start(t, redistest.WithReplicaOf(master))
-	if err := replica.WaitSynced(ctx); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, replica.WaitSynced(ctx))
 	// A master streams to a fresh replica only after the replica's first
 	// ACK (sent once a second): until then WAIT counts 0 replicas.
 	do(t, master, "SET", "probe", "1")
@@ -73,15 +73,11 @@ func failoverRace(t *testing.T, client string, replicas bool, variant string) {
 	// A history that did replicate: the replica holds the key's counter,
 	// so B's token is not larger merely because the replica started empty.
 	l0, err := lkA.TryAcquire(ctx, "k")
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	res.granted(l0)
 	_ = res.write(l0, "zero")
 	res.released(l0)
-	if err := l0.Release(ctx); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, l0.Release(ctx))
 	for do(t, replica, "HGET", "dlock:{k}", "attempts") != l0.Token().String() ||
 		do(t, replica, "HEXISTS", "dlock:{k}", "owner") != "0" {
 		if ctx.Err() != nil {
@@ -105,9 +101,7 @@ func failoverRace(t *testing.T, client string, replicas bool, variant string) {
 	do(t, replica, "CLIENT", "UNPAUSE")
 
 	b, errB := lkB.TryAcquire(ctx, "k")
-	if errB != nil {
-		t.Fatalf("B on the promoted replica: %v", errB)
-	}
+	require.NoError(t, errB, "B on the promoted replica")
 	res.granted(b)
 	if err := res.write(b, "b1"); err != nil {
 		t.Errorf("B's write: %v", err)

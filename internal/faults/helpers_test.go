@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/require"
+
 	"github.com/dlockgo/dlock/internal/redistest"
 	"github.com/dlockgo/dlock/internal/safety"
 	"github.com/dlockgo/dlock/lease"
@@ -27,8 +29,8 @@ const (
 // slower than that.
 const nodeTimeout = 250 * time.Millisecond
 
-// eachClient runs f once per client library, in parallel subtests.
-func eachClient(t *testing.T, f func(t *testing.T, client string)) {
+// forEachClient runs f once per client library, in parallel subtests.
+func forEachClient(t *testing.T, f func(t *testing.T, client string)) {
 	for _, c := range redistest.Clients {
 		t.Run(c, func(t *testing.T) {
 			t.Parallel()
@@ -57,9 +59,7 @@ func addrs(srvs []*redistest.Server) []string {
 func newSingle(t *testing.T, n node.Node, opts ...single.Option) *single.Locker {
 	t.Helper()
 	lk, err := single.New(n, opts...)
-	if err != nil {
-		t.Fatalf("single.New: %v", err)
-	}
+	require.NoError(t, err, "single.New")
 	t.Cleanup(func() { _ = lk.Close() })
 	return lk
 }
@@ -67,9 +67,7 @@ func newSingle(t *testing.T, n node.Node, opts ...single.Option) *single.Locker 
 func newQuorum(t *testing.T, nodes []node.Node, opts ...redlock.Option) *redlock.Locker {
 	t.Helper()
 	lk, err := redlock.New(nodes, append([]redlock.Option{redlock.WithNodeTimeout(nodeTimeout)}, opts...)...)
-	if err != nil {
-		t.Fatalf("redlock.New: %v", err)
-	}
+	require.NoError(t, err, "redlock.New")
 	t.Cleanup(func() { _ = lk.Close() })
 	return lk
 }
@@ -183,7 +181,7 @@ func attempts(t *testing.T, lk locker, res *resource, key string, n int) (ok int
 		}
 	}()
 	for i := range n {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
 		start := time.Now()
 		l, err := lk.TryAcquire(ctx, key)
 		d := time.Since(start)
@@ -218,9 +216,7 @@ func lockLeft(t *testing.T, s *redistest.Server, key string) bool {
 func scriptCalls(t *testing.T, s *redistest.Server) int {
 	t.Helper()
 	n, _, err := s.ScriptStats()
-	if err != nil {
-		t.Fatalf("%s: %v", s.Addr(), err)
-	}
+	require.NoError(t, err, "%s", s.Addr())
 	return n
 }
 

@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/require"
+
 	"github.com/dlockgo/dlock/internal/redistest"
 	"github.com/dlockgo/dlock/lease"
 	"github.com/dlockgo/dlock/redlock"
@@ -28,11 +30,11 @@ func TestHungNode(t *testing.T) {
 	})
 	t.Run("single", func(t *testing.T) {
 		t.Parallel()
-		eachClient(t, hungSingle)
+		forEachClient(t, hungSingle)
 	})
 	t.Run("quorum", func(t *testing.T) {
 		t.Parallel()
-		eachClient(t, hungQuorum)
+		forEachClient(t, hungQuorum)
 	})
 }
 
@@ -42,15 +44,12 @@ func ghostSET(t *testing.T) {
 	record(t, row)
 	srv := redistest.Start(t)
 	c, err := net.Dial("tcp", srv.Addr())
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	defer c.Close()
 	r := bufio.NewReader(c)
 	_ = c.SetDeadline(time.Now().Add(5 * time.Second))
-	if _, err := c.Write([]byte("PING\r\n")); err != nil {
-		t.Fatal(err)
-	}
+	_, err = c.Write([]byte("PING\r\n"))
+	require.NoError(t, err)
 	if line, err := r.ReadString('\n'); err != nil || line != "+PONG\r\n" {
 		t.Fatalf("PING = %q, %v", line, err)
 	}
@@ -98,7 +97,7 @@ func hungSingle(t *testing.T, client string) {
 	}
 	ch := make(chan result, 1)
 	go func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+		ctx, cancel := context.WithTimeout(t.Context(), 200*time.Millisecond)
 		defer cancel()
 		start := time.Now()
 		l, err := lk.TryAcquire(ctx, "k")
@@ -123,7 +122,7 @@ func hungSingle(t *testing.T, client string) {
 		ghost = "the ghost claim ran after SIGCONT (attempts " + attemptsRun + ") and was cleared by the abandon"
 	}
 
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
 	defer cancel()
 	b, err := lk.TryAcquire(ctx, "k")
 	if err != nil {
@@ -155,7 +154,7 @@ func hungQuorum(t *testing.T, client string) {
 	lk := newQuorum(t, nodesOn(t, client, addrs(srvs)...), redlock.WithDurableNodes(), redlock.WithTTL(ttl))
 	redistest.Warm(t, lk)
 	res := newResource()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 	defer cancel()
 
 	hung := srvs[2]

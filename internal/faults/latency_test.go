@@ -89,7 +89,7 @@ func delay(t *testing.T, strategy, client string, ttl time.Duration, steps []tim
 			var errs []error
 			var failed []float64
 			for i := range latencyTries {
-				ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+				ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
 				start := time.Now()
 				l, err := lk.TryAcquire(ctx, "k")
 				d := time.Since(start)

@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/require"
+
 	"github.com/dlockgo/dlock/internal/redistest"
 	"github.com/dlockgo/dlock/redlock"
 	"github.com/dlockgo/dlock/single"
@@ -21,7 +23,7 @@ func TestHolderPause(t *testing.T) {
 	for _, strategy := range []string{"single", "quorum", "quorum-notokens"} {
 		t.Run(strategy, func(t *testing.T) {
 			t.Parallel()
-			eachClient(t, func(t *testing.T, client string) {
+			forEachClient(t, func(t *testing.T, client string) {
 				row := &Row{Scenario: "4 holder pause", Variant: "A stalls past a 600ms TTL", Strategy: strategy, Client: client,
 					Expected: "no overlap; A's late write: unfenced accepted (1), fenced refused (1)"}
 				var lk locker
@@ -39,18 +41,14 @@ func TestHolderPause(t *testing.T) {
 				}
 				record(t, row)
 				redistest.Warm(t, lk)
-				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+				ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 				defer cancel()
 				res := newResource()
 
 				a, err := lk.TryAcquire(ctx, "k")
-				if err != nil {
-					t.Fatal(err)
-				}
+				require.NoError(t, err)
 				res.granted(a)
-				if err := res.write(a, "a1"); err != nil {
-					t.Fatalf("A's write while valid: %v", err)
-				}
+				require.NoError(t, res.write(a, "a1"), "A's write while valid")
 				// The stall: past A's validity and the servers' expiry.
 				time.Sleep(a.TTL() + ttl/10)
 

@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/require"
+
 	"github.com/dlockgo/dlock/fence"
 	"github.com/dlockgo/dlock/internal/redistest"
 	"github.com/dlockgo/dlock/lease"
@@ -26,13 +28,13 @@ func TestRestartWithoutPersistence(t *testing.T) {
 	for _, guard := range []bool{false, true} {
 		t.Run(fmt.Sprintf("quorum/guard=%v", guard), func(t *testing.T) {
 			t.Parallel()
-			eachClient(t, func(t *testing.T, client string) { restartQuorum(t, client, guard) })
+			forEachClient(t, func(t *testing.T, client string) { restartQuorum(t, client, guard) })
 		})
 	}
 	for _, aof := range []bool{false, true} {
 		t.Run(fmt.Sprintf("single/aof=%v", aof), func(t *testing.T) {
 			t.Parallel()
-			eachClient(t, func(t *testing.T, client string) { restartSingle(t, client, aof) })
+			forEachClient(t, func(t *testing.T, client string) { restartSingle(t, client, aof) })
 		})
 	}
 }
@@ -52,7 +54,7 @@ func restartQuorum(t *testing.T, client string, guard bool) {
 	record(t, row)
 	srvs := redistest.StartN(t, 5)
 	lk := newQuorum(t, nodesOn(t, client, addrs(srvs)...), opts...)
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 	defer cancel()
 	if guard {
 		// Fresh nodes look like nodes that just lost their data.
@@ -76,9 +78,7 @@ func restartQuorum(t *testing.T, client string, guard bool) {
 		aOpts = append(aOpts, lease.WithTTL(4*ttl))
 	}
 	a, err := lk.TryAcquire(ctx, "k", aOpts...)
-	if err != nil {
-		t.Fatalf("A: %v", err)
-	}
+	require.NoError(t, err, "A")
 	res.granted(a)
 	_ = res.write(a, "a1")
 	// A's grant returns once a majority voted; its other votes may still
@@ -170,22 +170,18 @@ func restartSingle(t *testing.T, client string, aof bool) {
 	record(t, row)
 	srv := redistest.Start(t, opts...)
 	lk := newSingle(t, redistest.NodeFor(t, client, srv.Addr()), single.WithTTL(ttl))
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 	defer cancel()
 	res := newResource()
 	// One earlier lease, so A's token comes from a counter that has moved.
 	l0, err := lk.TryAcquire(ctx, "k")
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	res.granted(l0)
 	_ = res.write(l0, "zero")
 	res.released(l0)
 	_ = l0.Release(ctx)
 	a, err := lk.TryAcquire(ctx, "k")
-	if err != nil {
-		t.Fatalf("A: %v", err)
-	}
+	require.NoError(t, err, "A")
 	res.granted(a)
 	_ = res.write(a, "a1")
 	srv.Restart()

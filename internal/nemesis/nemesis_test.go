@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
 	"github.com/dlockgo/dlock/internal/safety"
@@ -55,9 +56,8 @@ func seed(t *testing.T) int64 {
 		return *seedFlag
 	}
 	var b [8]byte
-	if _, err := rand.Read(b[:]); err != nil {
-		t.Fatal(err)
-	}
+	_, err := rand.Read(b[:])
+	require.NoError(t, err)
 	return int64(binary.LittleEndian.Uint64(b[:]) >> 1)
 }
 

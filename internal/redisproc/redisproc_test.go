@@ -5,6 +5,8 @@ import (
 	"strconv"
 	"testing"
 
+	"github.com/stretchr/testify/require"
+
 	"github.com/dlockgo/dlock/internal/redisproc"
 	"github.com/dlockgo/dlock/internal/redistest"
 )
@@ -14,9 +16,8 @@ func TestPing(t *testing.T) {
 	if err := redisproc.Ping(srv.Addr()); err != nil {
 		t.Fatalf("Ping(%s) = %v; want nil", srv.Addr(), err)
 	}
-	if _, err := srv.Do("CONFIG", "SET", "requirepass", "pw"); err != nil {
-		t.Fatal(err)
-	}
+	_, err := srv.Do("CONFIG", "SET", "requirepass", "pw")
+	require.NoError(t, err)
 	if err := redisproc.Ping(srv.Addr()); err == nil {
 		t.Fatal("Ping of a server asking for a password = nil; want its -NOAUTH")
 	}

@@ -5,28 +5,25 @@ import (
 	"strconv"
 	"testing"
 	"time"
+
+	"github.com/stretchr/testify/require"
 )
 
 // serverTime reads TIME from s.
 func serverTime(t *testing.T, s *Server) time.Time {
 	t.Helper()
 	out, err := s.Do("TIME")
-	if err != nil {
-		t.Fatalf("TIME: %v", err)
-	}
+	require.NoError(t, err, "TIME")
 	var sec, usec int64
-	if _, err := fmt.Sscan(out, &sec, &usec); err != nil {
-		t.Fatalf("TIME reply %q: %v", out, err)
-	}
+	_, err = fmt.Sscan(out, &sec, &usec)
+	require.NoError(t, err, "TIME reply %q", out)
 	return time.Unix(sec, usec*1000)
 }
 
 func do(t *testing.T, s *Server, args ...string) string {
 	t.Helper()
 	out, err := s.Do(args...)
-	if err != nil {
-		t.Fatalf("%v: %v", args, err)
-	}
+	require.NoError(t, err, "%v", args)
 	return out
 }
 

@@ -1,11 +1,11 @@
 package redistest
 
 import (
-	"context"
 	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/require"
 
 	"github.com/dlockgo/dlock/node"
 )
@@ -22,7 +22,7 @@ func TestClusterStartAndMoveSlot(t *testing.T) {
 	if got := len(c.Addrs()); got != 3 {
 		t.Fatalf("len(Addrs()) = %d; want 3", got)
 	}
-	ctx := context.Background()
+	ctx := t.Context()
 	cc := clusterClient(t, c)
 
 	const key = "{lock}k"
@@ -30,9 +30,7 @@ func TestClusterStartAndMoveSlot(t *testing.T) {
 	if want := 1 << 14; slot < 0 || slot >= want {
 		t.Fatalf("Slot(%q) = %d", key, slot)
 	}
-	if err := cc.Set(ctx, key, "v", 0).Err(); err != nil {
-		t.Fatalf("SET through the cluster: %v", err)
-	}
+	require.NoError(t, cc.Set(ctx, key, "v", 0).Err(), "SET through the cluster")
 	from := c.Owner(slot)
 	if got, err := c.Servers()[from].Do("GET", key); err != nil || got != "v" {
 		t.Fatalf("GET on owner %d = %q, %v; want v", from, got, err)
@@ -62,7 +60,7 @@ func TestClusterStartAndMoveSlot(t *testing.T) {
 // destination.
 func TestClusterMoveWhileWriting(t *testing.T) {
 	c := StartCluster(t, 3)
-	ctx := context.Background()
+	ctx := t.Context()
 	script := node.NewScript(`return redis.call('INCR', KEYS[1])`)
 	for _, n := range c.Nodes(t) {
 		t.Run(n.Name, func(t *testing.T) {
@@ -99,10 +97,8 @@ func TestClusterWithClock(t *testing.T) {
 	opt, clock := WithClock(t)
 	c := StartCluster(t, 3, opt)
 	cc := clusterClient(t, c)
-	ctx := context.Background()
-	if err := cc.Set(ctx, "{a}k", "v", 5*time.Second).Err(); err != nil {
-		t.Fatalf("SET: %v", err)
-	}
+	ctx := t.Context()
+	require.NoError(t, cc.Set(ctx, "{a}k", "v", 5*time.Second).Err(), "SET")
 	clock.Jump(10 * time.Second)
 	if n, err := cc.Exists(ctx, "{a}k").Result(); err != nil || n != 0 {
 		t.Fatalf("EXISTS after +10s = %d, %v; want 0", n, err)

@@ -1,20 +1,20 @@
 package redistest
 
 import (
-	"context"
 	"errors"
 	"net"
 	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 )
 
 func pingTime(t *testing.T, c *redis.Client) (time.Duration, error) {
 	t.Helper()
 	start := time.Now()
-	err := c.Ping(context.Background()).Err()
+	err := c.Ping(t.Context()).Err()
 	return time.Since(start), err
 }
 
@@ -49,9 +49,8 @@ func TestProxyCut(t *testing.T) {
 		ReadTimeout: 200 * time.Millisecond, MaxRetries: -1,
 	})
 	t.Cleanup(func() { _ = c.Close() })
-	if _, err := pingTime(t, c); err != nil {
-		t.Fatalf("PING: %v", err)
-	}
+	_, err := pingTime(t, c)
+	require.NoError(t, err, "PING")
 
 	p.Cut()
 	d, err := pingTime(t, c)
@@ -83,27 +82,19 @@ func TestProxyToxics(t *testing.T) {
 	p := StartProxy(t, s.Addr())
 	c := redis.NewClient(&redis.Options{Addr: p.Addr(), DisableIdentity: true, PoolSize: 1, MaxRetries: -1})
 	t.Cleanup(func() { _ = c.Close() })
-	if _, err := pingTime(t, c); err != nil {
-		t.Fatalf("PING: %v", err)
-	}
-	if err := p.AddToxic(Toxic{Name: "rst", Type: "reset_peer", Stream: "downstream", Attributes: map[string]int64{"timeout": 0}}); err != nil {
-		t.Fatal(err)
-	}
+	_, err := pingTime(t, c)
+	require.NoError(t, err, "PING")
+	require.NoError(t, p.AddToxic(Toxic{Name: "rst", Type: "reset_peer", Stream: "downstream", Attributes: map[string]int64{"timeout": 0}}))
 	if err := p.AddToxic(Toxic{Name: "rst", Type: "reset_peer", Stream: "downstream"}); err == nil {
 		t.Fatal("a second toxic of the same name was added; want an error")
 	}
 	if _, err := pingTime(t, c); err == nil {
 		t.Fatal("PING through reset_peer answered; want the connection reset")
 	}
-	if err := p.RemoveToxic("rst"); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := pingTime(t, c); err != nil {
-		t.Fatalf("PING after the toxic was removed: %v", err)
-	}
-	if err := p.AddToxic(Toxic{Name: "slow", Type: "latency", Stream: "downstream", Attributes: map[string]int64{"latency": 150}}); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, p.RemoveToxic("rst"))
+	_, err = pingTime(t, c)
+	require.NoError(t, err, "PING after the toxic was removed")
+	require.NoError(t, p.AddToxic(Toxic{Name: "slow", Type: "latency", Stream: "downstream", Attributes: map[string]int64{"latency": 150}}))
 	p.RemoveToxics()
 	if d, err := pingTime(t, c); err != nil || d > 100*time.Millisecond {
 		t.Fatalf("PING after RemoveToxics: %v after %v; want PONG at once", err, d)

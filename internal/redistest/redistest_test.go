@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
 	"github.com/dlockgo/dlock/internal/redistest"
@@ -43,9 +44,8 @@ func TestScriptStats(t *testing.T) {
 		t.Fatalf("fresh server: %d script calls, %v; want 0", n, err)
 	}
 	for range 3 {
-		if _, err := s.Do("EVAL", "return redis.call('SET', KEYS[1], '1')", "1", "k"); err != nil {
-			t.Fatal(err)
-		}
+		_, err := s.Do("EVAL", "return redis.call('SET', KEYS[1], '1')", "1", "k")
+		require.NoError(t, err)
 	}
 	if n, usec, err := s.ScriptStats(); err != nil || n != 3 || usec <= 0 {
 		t.Fatalf("after 3 EVALs: %d calls, %v µs, %v; want 3 calls and some time", n, usec, err)
@@ -121,7 +121,7 @@ func TestPauseResume(t *testing.T) {
 func TestReplica(t *testing.T) {
 	m := redistest.Start(t)
 	r := redistest.Start(t, redistest.WithReplicaOf(m))
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 	defer cancel()
 	if err := r.WaitSynced(ctx); err != nil {
 		t.Fatal(err)
@@ -159,9 +159,7 @@ func TestCleanupKills(t *testing.T) {
 func mustDo(t *testing.T, s *redistest.Server, args ...string) string {
 	t.Helper()
 	got, err := s.Do(args...)
-	if err != nil {
-		t.Fatalf("%v: %v", args, err)
-	}
+	require.NoError(t, err, "%v", args)
 	return got
 }
 
@@ -184,9 +182,7 @@ func TestKillWaitsForSnapshot(t *testing.T) {
 	if (errBefore == nil) != (errAfter == nil) || (errBefore == nil && (before.Size() != after.Size() || !before.ModTime().Equal(after.ModTime()))) {
 		t.Fatalf("dump.rdb changed after Kill returned: %v, %v then %v, %v", before, errBefore, after, errAfter)
 	}
-	if err := s.StartAgain(); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, s.StartAgain())
 	want := "0"
 	if errBefore == nil {
 		want = "300000"
@@ -207,9 +203,7 @@ func TestWipe(t *testing.T) {
 	if err := s.Wipe(); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.StartAgain(); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, s.StartAgain())
 	if got := mustDo(t, s, "DBSIZE"); got != "0" {
 		t.Fatalf("DBSIZE after Wipe and restart = %s; want 0", got)
 	}
@@ -237,14 +231,12 @@ func TestSignal(t *testing.T) {
 // proxy forwards to, and SetReplicaOf turns a promoted replica's later
 // restarts into a master's, and the old master's into a replica's.
 func TestReplicaViaProxy(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
 	defer cancel()
 	m := redistest.Start(t)
 	p := redistest.StartProxy(t, m.Addr())
 	r := redistest.Start(t, redistest.WithReplicaOf(m), redistest.WithReplicaVia(p.Addr()))
-	if err := r.WaitSynced(ctx); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, r.WaitSynced(ctx))
 	mustDo(t, m, "SET", "k", "1")
 	waitFor(t, r, "k", "1")
 
@@ -252,24 +244,16 @@ func TestReplicaViaProxy(t *testing.T) {
 	m.Kill()
 	mustDo(t, r, "REPLICAOF", "NO", "ONE")
 	r.SetReplicaOf(nil, "")
-	if err := p.SetUpstream(r.Addr()); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, p.SetUpstream(r.Addr()))
 	if p.Upstream() != r.Addr() {
 		t.Fatalf("Upstream() = %s; want %s", p.Upstream(), r.Addr())
 	}
 	m.SetReplicaOf(r, p.Addr())
-	if err := m.StartAgain(); err != nil {
-		t.Fatal(err)
-	}
-	if err := m.WaitSynced(ctx); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, m.StartAgain())
+	require.NoError(t, m.WaitSynced(ctx))
 	mustDo(t, r, "SET", "k", "2")
 	waitFor(t, m, "k", "2")
-	if err := r.StartAgain(); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, r.StartAgain())
 	if role := mustDo(t, r, "ROLE"); !strings.HasPrefix(role, "master") {
 		t.Fatalf("ROLE of the promoted replica after a restart = %q; want master", role)
 	}

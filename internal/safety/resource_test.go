@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
 	"github.com/dlockgo/dlock/fence"
@@ -31,18 +32,14 @@ func (l heldLease) TTL() time.Duration { return max(0, time.Until(l.until)) }
 func valid(d time.Duration) time.Time  { return time.Now().Add(d) }
 
 func TestResourceFencedInMemory(t *testing.T) {
-	ctx := context.Background()
+	ctx := t.Context()
 	r := NewResource("res")
 	a := heldLease{"a", 1, valid(time.Minute)}
 	b := heldLease{"b", 2, valid(time.Minute)}
 	r.Granted(a)
-	if err := r.Write(ctx, a, "a1"); err != nil {
-		t.Fatalf("write a1: %v", err)
-	}
+	require.NoError(t, r.Write(ctx, a, "a1"), "write a1")
 	r.Granted(b)
-	if err := r.Write(ctx, b, "b1"); err != nil {
-		t.Fatalf("write b1: %v", err)
-	}
+	require.NoError(t, r.Write(ctx, b, "b1"), "write b1")
 	err := r.Write(ctx, a, "a2")
 	var se *fence.StaleError
 	if !errors.Is(err, fence.ErrStale) || !errors.As(err, &se) || se.Highest != 2 {
@@ -63,7 +60,7 @@ func TestResourceFencedInMemory(t *testing.T) {
 }
 
 func TestResourceUnfenced(t *testing.T) {
-	ctx := context.Background()
+	ctx := t.Context()
 	r := NewResource("res", Unfenced())
 	a := heldLease{"a", 0, valid(50 * time.Millisecond)}
 	r.Granted(a)
@@ -110,7 +107,7 @@ func TestConcurrentFencedWritersOnServer(t *testing.T) {
 	srv := redistest.Start(t)
 	for _, c := range redistest.Nodes(t, srv.Addr()) {
 		t.Run(c.Name, func(t *testing.T) {
-			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+			ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
 			defer cancel()
 			keys := []string{"{" + c.Name + "}lock", "{" + c.Name + "}token"}
 			const ttl = 250 * time.Millisecond

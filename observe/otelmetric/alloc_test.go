@@ -1,10 +1,10 @@
 package otelmetric_test
 
 import (
-	"context"
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/require"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 
 	"github.com/dlockgo/dlock/lease"
@@ -15,11 +15,9 @@ import (
 // allocations of its own that would hide the observer's.
 func TestObserveAllocs(t *testing.T) {
 	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(sdkmetric.NewManualReader()))
-	defer mp.Shutdown(context.Background())
+	defer mp.Shutdown(t.Context())
 	obs, err := otelmetric.New(mp)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	events := []lease.Event{
 		{Kind: lease.AcquireStarted, Strategy: "quorum", Key: "k"},
 		{Kind: lease.Vote, Strategy: "quorum", Key: "k", Node: "127.0.0.1:6379", Outcome: "ok", Wait: time.Millisecond},

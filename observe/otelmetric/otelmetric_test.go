@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/otel/attribute"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
@@ -31,17 +32,13 @@ func newMetrics(t *testing.T) (*metrics, lease.Observer) {
 	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(r))
 	t.Cleanup(func() { _ = mp.Shutdown(context.Background()) })
 	obs, err := otelmetric.New(mp)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	return &metrics{t: t, r: r}, obs
 }
 
 func (m *metrics) collect() {
 	m.t.Helper()
-	if err := m.r.Collect(context.Background(), &m.rm); err != nil {
-		m.t.Fatal(err)
-	}
+	require.NoError(m.t, m.r.Collect(m.t.Context(), &m.rm))
 }
 
 func (m *metrics) find(name string) metricdata.Aggregation {
@@ -131,13 +128,11 @@ type locker interface {
 // renewal after takeAway removed the lock behind the lease's back. It
 // checks every instrument but dlock.votes.
 func scenario(t *testing.T, m *metrics, lk locker, strategy string, ttl time.Duration, takeAway func(key string)) {
-	ctx := context.Background()
+	ctx := t.Context()
 	st := otelmetric.KeyStrategy.String(strategy)
 
 	a, err := lk.Acquire(ctx, "k")
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	if _, err := lk.TryAcquire(ctx, "k"); !errors.Is(err, lease.ErrTaken) {
 		t.Fatalf("TryAcquire of a held lock: %v; want ErrTaken", err)
 	}
@@ -145,17 +140,13 @@ func scenario(t *testing.T, m *metrics, lk locker, strategy string, ttl time.Dur
 	m.want("dlock.leases.held", 1, st)
 	m.want("dlock.acquisitions", 1, st, acquired)
 	m.want("dlock.acquisitions", 1, st, taken)
-	if err := a.Release(ctx); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, a.Release(ctx))
 	if err := a.Release(ctx); !errors.Is(err, lease.ErrNotHeld) {
 		t.Fatalf("second Release: %v; want ErrNotHeld", err)
 	}
 
 	b, err := lk.TryAcquire(ctx, "k", lease.WithTTL(ttl))
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	<-b.Done()
 	time.Sleep(50 * time.Millisecond) // past the servers' end of the lease too
 	if err := b.Release(ctx); !errors.Is(err, lease.ErrNotHeld) {
@@ -163,9 +154,7 @@ func scenario(t *testing.T, m *metrics, lk locker, strategy string, ttl time.Dur
 	}
 
 	c, err := lk.Acquire(ctx, "k2", lease.WithTTL(ttl), lease.WithAutoRenew())
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	takeAway("k2")
 	select {
 	case <-c.Done():
@@ -206,13 +195,10 @@ func TestSingle(t *testing.T) {
 			srv := redistest.Start(t)
 			m, obs := newMetrics(t)
 			lk, err := single.New(redistest.NodeFor(t, client, srv.Addr()), single.WithObserver(obs))
-			if err != nil {
-				t.Fatal(err)
-			}
+			require.NoError(t, err)
 			scenario(t, m, lk, "single", 300*time.Millisecond, func(key string) {
-				if _, err := srv.Do("HDEL", "dlock:{"+key+"}", "owner", "until"); err != nil {
-					t.Fatal(err)
-				}
+				_, err := srv.Do("HDEL", "dlock:{"+key+"}", "owner", "until")
+				require.NoError(t, err)
 			})
 			m.want("dlock.votes", 0)
 		})
@@ -236,15 +222,12 @@ func TestQuorum(t *testing.T) {
 			m, obs := newMetrics(t)
 			// Durable nodes: fresh servers vote at once, no sit-out.
 			lk, err := redlock.New(nodes, redlock.WithDurableNodes(), redlock.WithObserver(obs))
-			if err != nil {
-				t.Fatal(err)
-			}
+			require.NoError(t, err)
 			defer lk.Close()
 			scenario(t, m, lk, "quorum", time.Second, func(key string) {
 				for _, s := range srvs {
-					if _, err := s.Do("DEL", "dlock:{"+key+"}:lock"); err != nil {
-						t.Fatal(err)
-					}
+					_, err := s.Do("DEL", "dlock:{"+key+"}:lock")
+					require.NoError(t, err)
 				}
 			})
 			// Each of the three grants had at least a quorum of "ok" votes,
