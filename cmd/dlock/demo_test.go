@@ -22,7 +22,7 @@ func TestDemo(t *testing.T) {
 		{"redis-server", nil, []string{
 			"real redis-server",
 			"=> single: the paused holder was fenced out at the resource",
-			"refused: dlock: lock on \"job-acked\" acknowledged by 0 of 1 replicas",
+			"refused: single: lock on \"job-acked\" acknowledged by 0 of 1 replicas",
 			"(larger than A's), while A's lease still runs",
 			"=> failover: TWO HOLDERS at once",
 			"so the fence refused A's write (resource holds \"from B\"",
