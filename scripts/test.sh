@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The whole test suite, as the README promises: installs what the tests need
-# on a fresh Debian machine (redis-server, redis-cli, gcc), then vets and runs
-# every test with the race detector against real redis-server processes.
+# on a fresh Debian machine (redis-server, redis-cli, gcc, staticcheck), then
+# vets, runs staticcheck and runs every test with the race detector against
+# real redis-server processes.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -16,11 +17,33 @@ if [ ${#need[@]} -gt 0 ]; then
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
 fi
 
-go vet ./...
+# observe/otelmetric is a module of its own (it keeps OpenTelemetry out of
+# dlock's dependencies), so ./... from the root does not reach it.
+modules=(. observe/otelmetric)
+for m in "${modules[@]}"; do (cd "$m" && go vet ./...); done
 # The benchmark module is separate (it keeps the peer libraries out of
 # dlock's dependencies); vetting it keeps `cd bench && go run .` building.
 (cd bench && go vet ./...)
+
+# staticcheck, at one pinned version so that every machine reports the same
+# findings. go install puts it in GOBIN, or else the first GOPATH entry's
+# bin, which a fresh machine need not have on PATH: it is called by path.
+staticcheck_version=v0.8.2
+gobin="$(go env GOBIN)"
+if [ -z "$gobin" ]; then gopath="$(go env GOPATH)"; gobin="${gopath%%:*}/bin"; fi
+staticcheck="$gobin/staticcheck"
+case "$("$staticcheck" -version 2>/dev/null || true)" in
+*"(${staticcheck_version#v})"*) ;;
+*)
+  echo "installing: staticcheck $staticcheck_version" >&2
+  go install "honnef.co/go/tools/cmd/staticcheck@$staticcheck_version"
+  ;;
+esac
+# bench's own package is ours and checked; the peer libraries it imports
+# are not, and staticcheck reports only on the packages it is given.
+for m in "${modules[@]}" bench; do (cd "$m" && "$staticcheck" ./...); done
+
 # Allocation budgets, measured without the race detector, which distorts
 # allocation counts (their files are built with !race).
-go test -count=1 -timeout 5m -run 'Allocs' ./...
-go test -race -count=1 -timeout 15m ./...
+for m in "${modules[@]}"; do (cd "$m" && go test -count=1 -timeout 5m -run 'Allocs' ./...); done
+for m in "${modules[@]}"; do (cd "$m" && go test -race -count=1 -timeout 15m ./...); done

@@ -41,13 +41,6 @@ func (s *server) lock(ctx context.Context) bool {
 
 func (s *server) unlock() { <-s.busy }
 
-func (s *server) mode() string {
-	if s.aof {
-		return "aof"
-	}
-	return "rdb"
-}
-
 // deployment is the servers of one strategy as people run them: save on,
 // RDB or AOF everysec per server, each under its own clock, reached by the
 // clients through proxies.

@@ -55,7 +55,7 @@
 // kill of the master or a failover whose span, and a clock fault's span,
 // come within the jump and a second of each other suspend ORDER and FENCE
 // from the loss to the later of the two ends plus the jump and a second.
-// Either order breaks the clock condition of single-lease.md: tokens
+// Either order breaks the clock condition of docs/single-lease.md: tokens
 // issued under a clock jumped ahead outrun the restarted counter, and the
 // first claims on an emptied counter under a clock stepped back take that
 // clock's word. A paused holder's lease ends at its

@@ -53,13 +53,15 @@ func Ping(addr string) error {
 // Start runs a throwaway redis-server without persistence on a free
 // loopback port, for examples and tools that have no testing.TB, and
 // returns once it answers PING. stop kills it and waits for it to end.
-func Start() (addr string, stop func(), err error) {
+// Extra config directives in args ("--appendonly", "yes") come after the
+// defaults, so they override them.
+func Start(args ...string) (addr string, stop func(), err error) {
 	port, err := FreePort()
 	if err != nil {
 		return "", nil, err
 	}
-	cmd := exec.Command("redis-server", "--port", strconv.Itoa(port), "--bind", "127.0.0.1",
-		"--save", "", "--appendonly", "no")
+	cmd := exec.Command("redis-server", append([]string{"--port", strconv.Itoa(port), "--bind", "127.0.0.1",
+		"--save", "", "--appendonly", "no"}, args...)...)
 	if err := cmd.Start(); err != nil {
 		return "", nil, err
 	}

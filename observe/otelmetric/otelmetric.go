@@ -25,6 +25,14 @@
 // ended a lease, and dlock.leases.held counts each lease down once. It
 // never goes below zero for a strategy and key, should a lease's end be
 // reported before its acquisition.
+//
+// The package is a Go module of its own, as go-redis keeps extra/redisotel,
+// so that dlock's other users never resolve OpenTelemetry. Add it with
+//
+//	go get github.com/dlockgo/dlock/observe/otelmetric
+//
+// Its go.mod requires the dlock release it was tagged with; require a newer
+// dlock in your own go.mod to use one.
 package otelmetric
 
 import (
