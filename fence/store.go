@@ -2,6 +2,7 @@ package fence
 
 import (
 	"context"
+	_ "embed"
 	"errors"
 	"strconv"
 	"strings"
@@ -24,21 +25,17 @@ type Store struct {
 // NewStore returns a Store that keeps its registers on n.
 func NewStore(n node.Node) *Store { return &Store{n: n} }
 
-var putScript = node.NewScript(`
-local h = tonumber(redis.call('HGET', KEYS[1], 't') or '0')
-local t = tonumber(ARGV[2])
-if t < h or t == 0 then
-  return redis.error_reply('DLSTALE ' .. string.format('%.0f', h))
-end
-redis.call('HSET', KEYS[1], 'v', ARGV[1], 't', ARGV[2])
-return 1
-`)
+// The register's scripts, each in lua/ with its keys, arguments and
+// replies.
+var (
+	//go:embed lua/put.lua
+	putLua string
+	//go:embed lua/get.lua
+	getLua string
 
-var getScript = node.NewScript(`
-local r = redis.call('HMGET', KEYS[1], 'v', 't')
-if not r[1] then return {} end
-return {r[1], tonumber(r[2])}
-`)
+	putScript = node.NewScript(putLua)
+	getScript = node.NewScript(getLua)
+)
 
 // Put writes value to key under token t. It returns an error matching
 // ErrStale, and changes nothing, when key was already written under a larger
