@@ -434,8 +434,10 @@ func shapeRoundTrip(t *testing.T, cl *redistest.Cluster, a, b *single.Locker, ke
 	defer cancel()
 	held, err := a.TryAcquire(ctx, key)
 	require.NoError(t, err, "key %q: TryAcquire", key)
-	// An acquire that gives up while queued leaves the queue.
-	gctx, gcancel := context.WithTimeout(ctx, 50*time.Millisecond)
+	// An acquire that gives up while queued leaves the queue. Its
+	// deadline leaves room for a first attempt on a loaded machine: a
+	// wait that ends before any attempt answered is no refusal.
+	gctx, gcancel := context.WithTimeout(ctx, 200*time.Millisecond)
 	_, err = b.Acquire(gctx, key)
 	gcancel()
 	if !errors.Is(err, lease.ErrTaken) {
@@ -449,7 +451,7 @@ func shapeRoundTrip(t *testing.T, cl *redistest.Cluster, a, b *single.Locker, ke
 		}
 		got <- err
 	}()
-	time.Sleep(30 * time.Millisecond) // the waiter queues
+	time.Sleep(30 * time.Millisecond) // the waiter queues, most times
 	require.NoError(t, held.Release(ctx), "key %q: Release", key)
 	if err := <-got; err != nil {
 		t.Fatalf("key %q: waiter: %v", key, err)
