@@ -23,7 +23,8 @@ import (
 	"github.com/dlockgo/dlock/lease"
 )
 
-// Locker grants leases on keys. Both strategies implement it. Throughout
+// Locker grants leases on keys and reports who holds them. Both strategies
+// implement it. Throughout
 // dlock, a nil context is a bad argument: the call returns an
 // *lease.ArgError naming ctx, and does nothing.
 type Locker interface {
@@ -39,6 +40,11 @@ type Locker interface {
 	// TryAcquire makes exactly one attempt; it returns an error matching
 	// ErrTaken when the lock is held by someone else.
 	TryAcquire(ctx context.Context, key string, opts ...lease.Option) (*lease.Lease, error)
+	// Inspect reports who holds the lock on key (owner, metadata, fencing
+	// token, time left) as the servers see it now, and each server's
+	// view: for a quorum, whether a node sits out after a restart and for
+	// how long. It changes nothing on the servers.
+	Inspect(ctx context.Context, key string) (lease.Info, error)
 	// Close releases what the Locker created itself (clients made by Open,
 	// subscriptions); it does not release leases still held.
 	Close() error

@@ -37,7 +37,7 @@ type Backend interface {
 // Grant is what a strategy learned when it acquired a lock.
 type Grant struct {
 	Key   string
-	Owner string        // the random value that identifies this lease on the servers
+	Owner string        // the value that identifies this lease on the servers
 	Token fence.Token   // 0 when the strategy hands out no token
 	TTL   time.Duration // the TTL asked for; renewal asks for it again
 	Until time.Time     // local monotonic end of validity, drift taken off
@@ -45,6 +45,7 @@ type Grant struct {
 	Strategy  string   // "single" or "quorum", for Observer events
 	Observer  Observer // hears renewals, loss and release; may be nil
 	AutoRenew bool     // keep the lease renewed until Release (see WithAutoRenew)
+	Metadata  string   // stored with the lock (see WithMetadata)
 }
 
 // ReleaseTimeout bounds the cleanup a lease does on a context of its own:
@@ -92,9 +93,13 @@ func New(b Backend, g Grant) *Lease {
 // Key returns the lock's key.
 func (l *Lease) Key() string { return l.g.Key }
 
-// Owner returns the random value that identifies this lease on the servers.
-// Treat it as a secret: whoever knows it can release the lock.
+// Owner returns the value that identifies this lease on the servers: 32
+// random hex digits, then a space and the metadata when WithMetadata set
+// some. Treat it as a secret: whoever knows it can release the lock.
 func (l *Lease) Owner() string { return l.g.Owner }
+
+// Metadata returns what WithMetadata stored with the lock; empty for none.
+func (l *Lease) Metadata() string { return l.g.Metadata }
 
 // Token returns the lease's fencing token, or 0 when its strategy hands out
 // none (see Fenced). Tokens of one key strictly increase from lease to lease.

@@ -59,7 +59,7 @@ type Event struct {
 	Strategy string        // "single" or "quorum"
 	Key      string        // the lock's key
 	Node     string        // the node, for a Vote
-	Outcome  string        // a Vote's answer: "ok", "taken", "error", "timeout", "lost_data"
+	Outcome  string        // a Vote's answer: "ok", "taken", "error", "timeout", "sits_out"
 	Wait     time.Duration // AcquireEnded: time to the outcome; Vote: round trip
 	Err      error         // the outcome's error, if any
 }

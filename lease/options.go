@@ -12,6 +12,9 @@ type Options struct {
 	AutoRenew bool
 	// Retry paces a blocking acquire between attempts.
 	Retry Retry
+	// Metadata is stored with the lock while it is held and shown by
+	// Inspect: who holds it (host, pid, job). At most MaxMetadata bytes.
+	Metadata string
 }
 
 // Option changes Options; pass them to Acquire or TryAcquire.
@@ -28,3 +31,10 @@ func WithAutoRenew() Option { return func(o *Options) { o.AutoRenew = true } }
 
 // WithRetry sets how a blocking acquire paces its attempts.
 func WithRetry(r Retry) Option { return func(o *Options) { o.Retry = r } }
+
+// WithMetadata stores metadata with the lock for as long as the lease holds
+// it, for Inspect and `dlock inspect` to show who holds it: a host name, a
+// process id, a job. It is at most MaxMetadata bytes; a longer one makes
+// the acquire fail with an *ArgError. It travels with every call the lease
+// makes to the servers, so keep it short.
+func WithMetadata(metadata string) Option { return func(o *Options) { o.Metadata = metadata } }

@@ -139,8 +139,8 @@ func (lk *Locker) observeVote(key string, v *vote, rtt time.Duration) {
 		outcome = "taken"
 	case KindTimeout:
 		outcome = "timeout"
-	case KindLostData:
-		outcome = "lost_data"
+	case KindSitsOut:
+		outcome = "sits_out"
 	default:
 		outcome = "error"
 	}

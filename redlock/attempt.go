@@ -85,7 +85,7 @@ type ballot struct {
 
 func (lk *Locker) newBallot(ks *keySet, o lease.Options, w *waiter) *ballot {
 	n := len(lk.nodes)
-	b := &ballot{lk: lk, ks: ks, o: o, w: w, owner: acquire.NewOwner()}
+	b := &ballot{lk: lk, ks: ks, o: o, w: w, owner: acquire.OwnerValue(acquire.NewOwner(), o.Metadata)}
 	if n <= len(b.voteBuf) {
 		b.votes, b.unsure = b.voteBuf[:n], b.unsureBuf[:n]
 	} else {
@@ -119,7 +119,7 @@ func (lk *Locker) attempt(ctx context.Context, ks *keySet, o lease.Options, w *w
 	q := lk.Quorum()
 	c, _ := tally(b.votes)
 	if c < q {
-		return b.fail(ctx, "acquire", c, lk.phase1Answers(b.votes), nil)
+		return b.fail(ctx, "acquire", c, lk.phase1Answers(b.votes), sitOutReason(b.votes, q))
 	}
 	drift := acquire.Drift(o.TTL, lk.cfg.drift)
 	var token int64
@@ -249,6 +249,7 @@ func (b *ballot) grant(token int64, until time.Time) *lease.Lease {
 		Strategy:  strategy,
 		Observer:  b.lk.cfg.observer,
 		AutoRenew: b.o.AutoRenew,
+		Metadata:  b.o.Metadata,
 	})
 	b.l.Store(l)
 	return l
@@ -318,16 +319,46 @@ func (lk *Locker) parseVote(i int, r node.Reply) vote {
 	switch {
 	case lk.cfg.guard && n-e < lk.sitOut.Microseconds():
 		v.lost = true
-		v.answer = NodeAnswer{Node: name, Kind: KindLostData,
-			Err: fmt.Errorf("%w (%v ago)", errLostData, time.Duration(n-e)*time.Microsecond)}
+		ago := time.Duration(n-e) * time.Microsecond
+		v.answer = NodeAnswer{Node: name, Kind: KindSitsOut,
+			Err: &SitOutError{Nodes: 1, Ago: ago, Left: lk.sitOut - ago}}
 	case v.set && !v.repaired:
-		v.answer = NodeAnswer{Node: name, Kind: KindLostData, Err: errNotRepaired}
+		v.answer = NodeAnswer{Node: name, Kind: KindSitsOut, Err: errNotRepaired}
 	}
 	return v
 }
 
+// sitOutReason returns a *SitOutError when nodes that sit out kept the
+// quorum from voting: the nodes that answered otherwise were too few for a
+// majority. Its Left is the wait until enough of them vote again. It
+// returns nil otherwise.
+func sitOutReason(votes []vote, q int) error {
+	var lefts []time.Duration
+	others, unrepaired := 0, 0
+	for i := range votes {
+		var so *SitOutError
+		switch {
+		case errors.As(votes[i].answer.Err, &so):
+			lefts = append(lefts, so.Left)
+		case votes[i].answer.Err == errNotRepaired:
+			unrepaired++
+		case votes[i].read:
+			others++
+		}
+	}
+	switch {
+	case others+unrepaired >= q && others < q && len(lefts) == 0:
+		return errRepairing
+	case len(lefts) == 0 || others+unrepaired >= q:
+		return nil
+	}
+	slices.Sort(lefts)
+	need := min(q-others-unrepaired, len(lefts))
+	return &SitOutError{Nodes: len(lefts), Left: lefts[need-1]}
+}
+
 // epochTime returns the time, µs by the node's clock, of an epoch record
-// "µs run_id" (see epochOf).
+// "µs run_id" (see lua/epoch.lua).
 func epochTime(record string) (int64, error) {
 	at, _, ok := strings.Cut(record, " ")
 	if !ok {

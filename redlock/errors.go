@@ -1,8 +1,10 @@
 package redlock
 
 import (
+	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/hashicorp/go-multierror"
 
@@ -25,10 +27,11 @@ const (
 	// KindTimeout: no answer within the node timeout; the request may
 	// still land later.
 	KindTimeout
-	// KindLostData: the node lost its data less than the maximum TTL ago,
-	// or since then, and its fence counters are not repaired yet; its vote
-	// does not count.
-	KindLostData
+	// KindSitsOut: the node sits out, its vote not counted: it was
+	// restarted, flushed or first used less than the sit-out ago (Err is
+	// a *SitOutError saying for how long), or it sat out since and its
+	// fence counters are not repaired yet.
+	KindSitsOut
 	// KindNotAwaited: the outcome was decided before the node answered.
 	KindNotAwaited
 )
@@ -43,8 +46,8 @@ func (k AnswerKind) String() string {
 		return "error"
 	case KindTimeout:
 		return "timeout"
-	case KindLostData:
-		return "lost data"
+	case KindSitsOut:
+		return "sits out"
 	case KindNotAwaited:
 		return "not awaited"
 	default:
@@ -56,7 +59,7 @@ func (k AnswerKind) String() string {
 type NodeAnswer struct {
 	Node string // the node's name (its address)
 	Kind AnswerKind
-	Err  error // set for KindError, KindTimeout and KindLostData
+	Err  error // set for KindError, KindTimeout and KindSitsOut
 }
 
 // QuorumError reports a request that fewer than a majority of the nodes
@@ -122,21 +125,28 @@ func (e *QuorumError) Error() string {
 		b.WriteString(a.Node)
 		b.WriteString(" ")
 		b.WriteString(a.Kind.String())
-		if a.Err != nil && a.Kind != KindLostData {
+		var so *SitOutError
+		switch {
+		case errors.As(a.Err, &so):
+			fmt.Fprintf(&b, " for %v more", so.Left.Round(time.Millisecond))
+		case a.Err == errNotRepaired:
+			b.WriteString(", not repaired yet")
+		case a.Err != nil:
 			fmt.Fprintf(&b, " (%v)", a.Err)
 		}
 	}
 	return b.String()
 }
 
-// Unwrap returns each node's error and Reason.
+// Unwrap returns Reason, then each node's error: errors.As finds the
+// quorum's reason before any node's.
 func (e *QuorumError) Unwrap() []error {
 	var errs []error
-	if e.nodeErrs != nil {
-		errs = append(errs, e.nodeErrs.WrappedErrors()...)
-	}
 	if e.Reason != nil {
 		errs = append(errs, e.Reason)
+	}
+	if e.nodeErrs != nil {
+		errs = append(errs, e.nodeErrs.WrappedErrors()...)
 	}
 	return errs
 }
@@ -146,6 +156,38 @@ func (e *QuorumError) Unwrap() []error {
 func (e *QuorumError) Is(target error) bool {
 	return (e.taken && target == lease.ErrTaken) || (e.notHeld && target == lease.ErrNotHeld)
 }
+
+// SitOutError says why a quorum node's vote does not count, or why too
+// few nodes could vote for a quorum: nodes restarted, flushed or first
+// used less than the sit-out ago (WithMaxTTL, plus the node timeout and
+// the drift margin) may have lost locks they granted, so they wait until
+// every such lock has expired. It matches ErrSitsOut.
+type SitOutError struct {
+	// Nodes is how many nodes sit out: 1 for one node's answer.
+	Nodes int
+	// Ago is, for one node, the time since its restart, flush or first
+	// use, by its own clock.
+	Ago time.Duration
+	// Left is, for one node, the time until it votes again; for a quorum,
+	// the time until enough nodes vote again for a majority, once the
+	// nodes that answered still do.
+	Left time.Duration
+}
+
+// ErrSitsOut matches every *SitOutError.
+var ErrSitsOut = errors.New("redlock: nodes sit out after a restart, a flush or their first use")
+
+func (e *SitOutError) Error() string {
+	if e.Nodes == 1 && e.Ago > 0 {
+		return fmt.Sprintf("redlock: node sits out for %v more: restarted, flushed or first used %v ago, it may have lost locks it granted",
+			e.Left.Round(time.Millisecond), e.Ago.Round(time.Millisecond))
+	}
+	return fmt.Sprintf("redlock: %d nodes sit out after a restart, a flush or their first use; a majority can vote again in %v",
+		e.Nodes, e.Left.Round(time.Millisecond))
+}
+
+// Is reports whether target is ErrSitsOut.
+func (e *SitOutError) Is(target error) bool { return target == ErrSitsOut }
 
 // Failed returns the names of the nodes that did not grant the request.
 func (e *QuorumError) Failed() []string {

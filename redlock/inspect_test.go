@@ -1,6 +1,9 @@
 package redlock_test
 
 import (
+	"context"
+	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -132,5 +135,133 @@ func waitForKey(t *testing.T, s *redistest.Server, key string) {
 			t.Fatalf("%s: %s not set within 2s", s.Addr(), key)
 		}
 		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// TestSitOutReported follows nodes through a sit-out as the public API
+// shows it: fresh nodes sit out and say until when, a quorum refused for
+// it says why and for how long, the acquire after it repairs them, and a
+// node restarted later sits out alone while the others grant.
+func TestSitOutReported(t *testing.T) {
+	srvs := redistest.StartN(t, 3)
+	for _, client := range redistest.Clients {
+		t.Run(client, func(t *testing.T) {
+			ctx := t.Context()
+			for _, s := range srvs {
+				_, err := s.Do("FLUSHALL")
+				require.NoError(t, err)
+			}
+			nodes := make([]node.Node, len(srvs))
+			for i, s := range srvs {
+				nodes[i] = redistest.NodeFor(t, client, s.Addr())
+			}
+			const ttl = time.Second
+			lk, err := redlock.New(nodes, redlock.WithTTL(ttl))
+			require.NoError(t, err)
+			defer lk.Close()
+			// max TTL + node timeout + drift
+			sitOut := ttl + redlock.DefaultNodeTimeout + 12*time.Millisecond
+
+			// Never voted on: each node would sit out from its first vote.
+			info, err := lk.Inspect(ctx, "k")
+			require.NoError(t, err)
+			for _, n := range info.Nodes {
+				if n.Err != nil || n.SitsOut < sitOut-50*time.Millisecond || n.SitsOut > sitOut || n.SinceLoss > 50*time.Millisecond {
+					t.Errorf("fresh %s: sits out %v, since loss %v, err %v; want about %v, about 0, nil", n.Node, n.SitsOut, n.SinceLoss, n.Err, sitOut)
+				}
+			}
+
+			start := time.Now()
+			_, err = lk.TryAcquire(ctx, "k")
+			var so *redlock.SitOutError
+			// Phase 1 stops reading once the quorum is out of reach: the
+			// last node may not be awaited.
+			if !errors.Is(err, redlock.ErrSitsOut) || !errors.As(err, &so) || so.Nodes < 2 || so.Left <= 0 || so.Left > sitOut {
+				t.Fatalf("TryAcquire on fresh nodes: %v; want a *SitOutError of 2 or 3 nodes, left in (0, %v]", err, sitOut)
+			}
+			if msg := err.Error(); !strings.Contains(msg, "nodes sit out") || !strings.Contains(msg, "vote again in") || !strings.Contains(msg, "sits out for") {
+				t.Errorf("message %q; want it to say that 3 nodes sit out, for how long, and each node's time", msg)
+			}
+			var qe *redlock.QuorumError
+			require.ErrorAs(t, err, &qe)
+			answered := map[string]bool{}
+			for _, a := range qe.Nodes {
+				if a.Kind == redlock.KindNotAwaited {
+					continue
+				}
+				answered[a.Node] = true
+				var one *redlock.SitOutError
+				if a.Kind != redlock.KindSitsOut || !errors.As(a.Err, &one) || one.Nodes != 1 || one.Left <= 0 {
+					t.Errorf("node %s: %v %v; want KindSitsOut with its own *SitOutError", a.Node, a.Kind, a.Err)
+				}
+			}
+
+			// The vote stamped the nodes that answered: their sit-out
+			// now runs down. (The call to the one not awaited may have
+			// been cut short before it was sent.)
+			info, err = lk.Inspect(ctx, "k")
+			require.NoError(t, err)
+			for _, n := range info.Nodes {
+				if !answered[n.Node] {
+					continue
+				}
+				if n.SitsOut <= 0 || n.SitsOut > so.Left || n.SinceLoss <= 0 {
+					t.Errorf("after the vote %s: sits out %v, since loss %v; want in (0, %v], > 0", n.Node, n.SitsOut, n.SinceLoss, so.Left)
+				}
+			}
+			time.Sleep(so.Left - time.Since(start) + 20*time.Millisecond)
+			info, err = lk.Inspect(ctx, "k")
+			require.NoError(t, err)
+			for _, n := range info.Nodes {
+				if n.SitsOut != 0 || !n.Unrepaired {
+					t.Errorf("sat out %s: sits out %v, unrepaired %v; want 0, true", n.Node, n.SitsOut, n.Unrepaired)
+				}
+			}
+			// The first attempt after it repairs the nodes; later ones
+			// count them.
+			_, err = lk.TryAcquire(ctx, "k")
+			if err == nil || !strings.Contains(err.Error(), "not repaired yet; an attempt that hears from a majority repairs them") {
+				t.Errorf("first TryAcquire after the sit-out: %v; want a refusal that says the nodes are being repaired", err)
+			}
+			actx, cancel := context.WithTimeout(ctx, 3*time.Second)
+			defer cancel()
+			l, err := lk.Acquire(actx, "k")
+			require.NoError(t, err, "Acquire after the repair")
+			require.NoError(t, l.Release(ctx))
+			info, err = lk.Inspect(ctx, "k")
+			require.NoError(t, err)
+			repaired := 0
+			for _, n := range info.Nodes {
+				if n.SitsOut == 0 && !n.Unrepaired {
+					repaired++
+				}
+			}
+			if repaired < lk.Quorum() {
+				t.Errorf("after the acquire: %d nodes vote and are repaired; want at least %d: %+v", repaired, lk.Quorum(), info.Nodes)
+			}
+
+			// A restart: that node alone sits out, and says so.
+			srvs[2].Restart()
+			l, err = lk.TryAcquire(ctx, "k")
+			require.NoError(t, err, "TryAcquire with one of three restarted")
+			require.NoError(t, l.Release(ctx))
+			// A client may find its old connection broken once, and
+			// report the node's error until it reconnects.
+			for deadline := time.Now().Add(time.Second); ; time.Sleep(10 * time.Millisecond) {
+				info, err = lk.Inspect(ctx, "k")
+				require.NoError(t, err)
+				if info.Nodes[2].Err == nil || time.Now().After(deadline) {
+					break
+				}
+			}
+			// Its vote may not have reached it (a client finds the old
+			// connection broken): it then counts from now.
+			if n := info.Nodes[2]; n.SitsOut <= 0 || n.SinceLoss > sitOut {
+				t.Errorf("restarted %s: sits out %v, since loss %v, err %v; want > 0, at most %v", n.Node, n.SitsOut, n.SinceLoss, n.Err, sitOut)
+			}
+			if n := info.Nodes[0]; n.SitsOut != 0 || n.Unrepaired {
+				t.Errorf("%s: sits out %v, unrepaired %v; want 0, false", n.Node, n.SitsOut, n.Unrepaired)
+			}
+		})
 	}
 }

@@ -67,7 +67,7 @@ func (ks *keySet) extend(tokens bool) []string {
 
 // Node-wide keys.
 const (
-	epochKey    = "dlock:epoch"    // when the node last lost its data, µs, and the run that stamped it (see epochOf)
+	epochKey    = "dlock:epoch"    // when the node last lost its data, µs, and the run that stamped it (see lua/epoch.lua)
 	highKey     = "dlock:high"     // the highest token committed on the node
 	floorKey    = "dlock:floor"    // the repair's lower bound on every counter of the node
 	repairedKey = "dlock:repaired" // the epoch record the node was repaired for

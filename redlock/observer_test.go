@@ -179,7 +179,7 @@ func TestObserverLostData(t *testing.T) {
 		votes := acquisition(t, rec.take(), "fresh", err)
 		lost := 0
 		for _, o := range votes {
-			if o == "lost_data" {
+			if o == "sits_out" {
 				lost++
 			}
 			if o == "ok" {

@@ -82,15 +82,16 @@ var ErrCallsRunning = errors.New("redlock: closed with calls still running, whic
 // errNotRepaired is the error of a vote from a node that has sat out after
 // losing its data but whose fence counters are not repaired yet. An attempt
 // that hears from a majority of the other nodes repairs it.
-var errNotRepaired = errors.New("redlock: node lost its data and its fence counters are not repaired yet")
+var errNotRepaired = errors.New("redlock: node sat out after a restart, a flush or its first use, and its fence counters are not repaired yet")
+
+// errRepairing is the reason of an attempt that nodes not yet repaired
+// kept from a quorum.
+var errRepairing = errors.New("redlock: nodes that sat out are not repaired yet; an attempt that hears from a majority repairs them, and the next one counts their votes")
 
 // errCounterAhead is a phase 2 refusal: the node's counter had already
 // reached the token, so another acquisition committed a token at least as
 // large in the meantime.
 var errCounterAhead = errors.New("redlock: fence counter moved ahead")
-
-// errLostData is a node's error while it sits out after losing its data.
-var errLostData = errors.New("redlock: node lost its data less than the maximum TTL ago")
 
 // Option configures a Locker.
 type Option func(*config)
@@ -160,7 +161,7 @@ func WithMaxTTL(d time.Duration) Option { return func(c *config) { c.maxTTL = d 
 // WithObserver makes the Locker report every acquisition to o: an
 // AcquireStarted event, one Vote event per node answer of each attempt's
 // first phase (Outcome "ok" for a vote that counts, "taken", "error",
-// "timeout" or "lost_data"; Wait is the node's round trip), and an
+// "timeout" or "sits_out"; Wait is the node's round trip), and an
 // AcquireEnded event whose Wait is the time to the outcome (for Acquire,
 // the whole wait) and whose Err is the error returned. Every lease it grants
 // reports its renewals, its loss and its release. Events carry Strategy
@@ -305,6 +306,9 @@ func (lk *Locker) options(ctx context.Context, key string, opts []lease.Option) 
 		return lease.Options{}, err
 	}
 	if err := o.Retry.Check(); err != nil {
+		return lease.Options{}, err
+	}
+	if err := acquire.CheckMetadata(o.Metadata); err != nil {
 		return lease.Options{}, err
 	}
 	return o, nil

@@ -618,7 +618,7 @@ func touch(t *testing.T, lk *redlock.Locker, srvs []*redistest.Server, ttl time.
 			if a.Kind == redlock.KindOK || a.Kind == redlock.KindHeld {
 				t.Fatalf("fresh node %s counted as %v", a.Node, a.Kind)
 			}
-			if a.Kind == redlock.KindLostData {
+			if a.Kind == redlock.KindSitsOut {
 				lost++
 			}
 		}
@@ -698,7 +698,7 @@ func TestLostDataGuard(t *testing.T) {
 						t.Fatalf("err = %v; want a QuorumError", err)
 					}
 					for _, a := range qe.Nodes {
-						sawLost = sawLost || a.Kind == redlock.KindLostData
+						sawLost = sawLost || a.Kind == redlock.KindSitsOut
 					}
 					if time.Since(restarted) > 8*ttl {
 						t.Fatalf("still refused %v after the restart: %v", time.Since(restarted), err)
@@ -889,7 +889,7 @@ func TestRepairNeedsOthers(t *testing.T) {
 				t.Fatalf("err = %v; want a QuorumError: nodes 1 and 2 alone are no majority", err)
 			}
 			if errors.Is(err, redlock.ErrNotRepaired) {
-				if qe.Nodes[0].Kind != redlock.KindLostData {
+				if qe.Nodes[0].Kind != redlock.KindSitsOut {
 					t.Errorf("node 0 answered %v; want lost data", qe.Nodes[0].Kind)
 				}
 				t.Logf("%v after the restart: %v", time.Since(restarted), err)

@@ -63,7 +63,7 @@ func (lk *Locker) newClaim(key string, o lease.Options) *claim {
 	}
 	// The key, the owner and (setToken) the token are slices of one
 	// buffer: strings the Builder returned stay valid as it grows.
-	c.ids.Grow(len(key) + len("dlock:%{}") + 2*ownerBytes + maxTokenDigits)
+	c.ids.Grow(len(key) + len("dlock:%{}") + 2*ownerBytes + 1 + len(o.Metadata) + maxTokenDigits)
 	if strings.HasPrefix(key, "}") {
 		c.ids.WriteString(hashKey(key)) // see hashKey
 	} else {
@@ -85,10 +85,14 @@ func (c *claim) drawOwner() {
 	hex.Encode(hx[:], raw[:])
 	n := c.ids.Len()
 	c.ids.Write(hx[:])
+	if c.o.Metadata != "" { // see acquire.OwnerValue
+		c.ids.WriteByte(' ')
+		c.ids.WriteString(c.o.Metadata)
+	}
 	c.args[0] = c.ids.String()[n:]
 }
 
-// ownerBytes is the size of an owner value: 128 bits from crypto/rand,
+// ownerBytes is the size of an owner's random part: 128 bits from crypto/rand,
 // unguessable on its own (the lease's owner is what releases it) and
 // unique with overwhelming odds. (With the kernel's getrandom vDSO, the
 // draw costs well under 1% of a lock+unlock's CPU.)
@@ -208,6 +212,7 @@ func (c *claim) try(ctx context.Context) (*lease.Lease, time.Duration, error) {
 	return lease.New(c, lease.Grant{
 		Key: c.key, Owner: c.args[0], Token: token, TTL: c.o.TTL, Until: until,
 		Strategy: strategy, Observer: lk.cfg.observer, AutoRenew: c.o.AutoRenew,
+		Metadata: c.o.Metadata,
 	}), 0, nil
 }
 

@@ -8,47 +8,35 @@ import (
 
 	"github.com/dlockgo/dlock/fence"
 	"github.com/dlockgo/dlock/internal/acquire"
+	"github.com/dlockgo/dlock/lease"
 )
 
-// Info is the state of one lock as its server sees it, at one instant.
-type Info struct {
-	Key string
-	// Held reports whether an owner holds the lock and its lease has time
-	// left on the server's clock.
-	Held bool
-	// Owner identifies the holder on the server; empty when not held.
-	// Whoever knows it can release the lock: show it shortened.
-	Owner string
-	// Token is the holder's fencing token when Held; otherwise the last
-	// token handed out for the key (0 if it was never locked).
-	Token fence.Token
-	// TTL is the time the holder has left by the server's clock; 0 when
-	// not held.
-	TTL time.Duration
-}
-
-// Inspect reports who holds the lock on key, with which token, and for how
-// long, as the server sees it now. It changes nothing on the server.
-func (lk *Locker) Inspect(ctx context.Context, key string) (Info, error) {
+// Inspect reports who holds the lock on key, with which token and
+// metadata, and for how long, as the server sees it now: Info.Nodes holds
+// the server's one answer. It changes nothing on the server.
+func (lk *Locker) Inspect(ctx context.Context, key string) (lease.Info, error) {
 	if err := acquire.CheckContext(ctx); err != nil {
-		return Info{}, err
+		return lease.Info{}, err
 	}
 	if err := acquire.CheckKey(key); err != nil {
-		return Info{}, err
+		return lease.Info{}, err
 	}
 	r, err := lk.n.Eval(ctx, inspectScript, []string{hashKey(key)})
 	if err != nil {
-		return Info{}, fmt.Errorf("single: inspect %q on %s: %w", key, lk.n, acquire.CtxErr(ctx, err))
+		return lease.Info{}, fmt.Errorf("single: inspect %q on %s: %w", key, lk.n, acquire.CtxErr(ctx, err))
 	}
 	tok, err := strconv.ParseUint(r.Str(1), 10, 64)
 	if err != nil {
-		return Info{}, fmt.Errorf("single: inspect %q on %s: attempts %q: %w", key, lk.n, r.Str(1), err)
+		return lease.Info{}, fmt.Errorf("single: inspect %q on %s: attempts %q: %w", key, lk.n, r.Str(1), err)
 	}
-	info := Info{Key: key, Token: fence.Token(tok)}
+	info := lease.Info{Key: key, Token: fence.Token(tok), Quorum: 1}
 	if left := r.Int(2); r.Str(0) != "" && left > 0 {
 		info.Held = true
 		info.Owner = r.Str(0)
+		info.Metadata = acquire.Metadata(info.Owner)
 		info.TTL = time.Duration(left) * time.Millisecond
 	}
+	info.Nodes = []lease.NodeInfo{{Node: lk.n.String(), Owner: info.Owner,
+		Metadata: info.Metadata, TTL: info.TTL, Counter: info.Token}}
 	return info, nil
 }

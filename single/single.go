@@ -205,6 +205,9 @@ func (lk *Locker) options(ctx context.Context, key string, opts []lease.Option) 
 		if err := o.Retry.Check(); err != nil {
 			return o, err
 		}
+		if err := acquire.CheckMetadata(o.Metadata); err != nil {
+			return o, err
+		}
 	}
 	return o, nil
 }

@@ -2,25 +2,30 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"os"
+	"strconv"
 	"text/tabwriter"
 	"time"
 
 	"github.com/dlockgo/dlock"
-	"github.com/dlockgo/dlock/redlock"
-	"github.com/dlockgo/dlock/single"
+	"github.com/dlockgo/dlock/lease"
 )
 
 const inspectUsage = `Usage: dlock inspect [flags] KEY
 
 Shows who holds the lock on KEY: the owner (its first 8 characters: the
-whole value would let anyone release the lock), the fencing token, and the
-time left, by the servers' clocks. With the quorum strategy, one line per
-node too. Reads only; changes nothing. Exits 0 when the lock is held, 1
-when it is not, 69 when the servers do not answer.
+whole value would let anyone release the lock), the metadata the holder
+stored (dlock run --metadata, lease.WithMetadata), the fencing token, and
+the time left, by the servers' clocks. With the quorum strategy, one line
+per node too, saying whether the node votes or sits out after a restart,
+a flush or its first use, and until when: judged by the max TTL the URL
+or flags give (max_ttl, else the TTL), so give the workers' own. Reads
+only; changes nothing. Exits 0 when the lock is held, 1 when it is not,
+69 when the servers do not answer.
 
 Examples:
   dlock inspect nightly-report
@@ -55,43 +60,32 @@ func inspectMain(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "dlock inspect: %v\n", err)
 		return exitUsage
 	}
-	nodes, closeNodes, err := dialNodes(cfg)
+	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
+	defer cancel()
+	// The Locker the workers would open, so that a quorum node's sit-out
+	// is judged with their max TTL and node timeout.
+	l, err := dlock.Open(ctx, cfg)
+	if err != nil {
+		fmt.Fprintf(stderr, "dlock inspect: %v\n", err)
+		if errors.Is(err, dlock.ErrInvalid) {
+			return exitUsage
+		}
+		return exitUnavailable
+	}
+	defer l.Close()
+	info, err := l.Inspect(ctx, key)
 	if err != nil {
 		fmt.Fprintf(stderr, "dlock inspect: %v\n", err)
 		return exitUnavailable
 	}
-	defer closeNodes()
-	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
-	defer cancel()
 
 	w := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
 	defer w.Flush()
 	if cfg.Strategy == dlock.StrategyQuorum {
-		lk, err := redlock.New(nodes, redlock.WithNodeTimeout(*timeout/2))
-		if err != nil {
-			fmt.Fprintf(stderr, "dlock inspect: %v\n", err)
-			return exitUsage
-		}
-		defer lk.Close()
-		info, err := lk.Inspect(ctx, key)
-		if err != nil {
-			fmt.Fprintf(stderr, "dlock inspect: %v\n", err)
-			return exitUnavailable
-		}
 		return printQuorum(w, info)
 	}
-	lk, err := single.New(nodes[0])
-	if err != nil {
-		fmt.Fprintf(stderr, "dlock inspect: %v\n", err)
-		return exitUsage
-	}
-	info, err := lk.Inspect(ctx, key)
-	if err != nil {
-		fmt.Fprintf(stderr, "dlock inspect: %v\n", err)
-		return exitUnavailable
-	}
 	fmt.Fprintf(w, "key\t%s\n", info.Key)
-	fmt.Fprintf(w, "strategy\tsingle (%s)\n", nodes[0])
+	fmt.Fprintf(w, "strategy\tsingle (%s)\n", info.Nodes[0].Node)
 	if !info.Held {
 		fmt.Fprintf(w, "state\tfree\n")
 		fmt.Fprintf(w, "last token\t%v\n", info.Token)
@@ -99,12 +93,13 @@ func inspectMain(args []string, stdout, stderr io.Writer) int {
 	}
 	fmt.Fprintf(w, "state\theld\n")
 	fmt.Fprintf(w, "owner\t%s\n", short(info.Owner))
+	printMetadata(w, info.Metadata)
 	fmt.Fprintf(w, "token\t%v\n", info.Token)
 	fmt.Fprintf(w, "ttl\t%v\n", info.TTL)
 	return exitOK
 }
 
-func printQuorum(w io.Writer, info redlock.Info) int {
+func printQuorum(w io.Writer, info lease.Info) int {
 	answered := 0
 	for _, n := range info.Nodes {
 		if n.Err == nil {
@@ -123,6 +118,7 @@ func printQuorum(w io.Writer, info redlock.Info) int {
 		}
 		fmt.Fprintf(w, "state\theld (on %d of %d nodes)\n", held, len(info.Nodes))
 		fmt.Fprintf(w, "owner\t%s\n", short(info.Owner))
+		printMetadata(w, info.Metadata)
 		fmt.Fprintf(w, "token\t%v\n", info.Token)
 		fmt.Fprintf(w, "ttl\t%v (while a majority holds it)\n", info.TTL)
 	} else {
@@ -130,21 +126,41 @@ func printQuorum(w io.Writer, info redlock.Info) int {
 		fmt.Fprintf(w, "last token\t%v\n", info.Token)
 		code = exitNotHeld
 	}
-	fmt.Fprintf(w, "\nnode\towner\tttl\tcounter\n")
+	now := time.Now()
+	fmt.Fprintf(w, "\nnode\towner\tttl\tcounter\tvotes\n")
 	for _, n := range info.Nodes {
-		switch {
-		case n.Err != nil:
+		if n.Err != nil {
 			fmt.Fprintf(w, "%s\t-\t-\t-\terror: %v\n", n.Node, n.Err)
-		case n.Owner == "":
-			fmt.Fprintf(w, "%s\t-\t-\t%v\n", n.Node, n.Counter)
-		default:
-			fmt.Fprintf(w, "%s\t%s\t%v\t%v\n", n.Node, short(n.Owner), n.TTL, n.Counter)
+			continue
 		}
+		owner, ttl := "-", "-"
+		if n.Owner != "" {
+			owner, ttl = short(n.Owner), n.TTL.String()
+		}
+		votes := "yes"
+		switch {
+		case n.SitsOut > 0:
+			// The node's own clock counts the sit-out; the time shown is
+			// this machine's clock plus what is left.
+			votes = fmt.Sprintf("sits out until %s (%v more): restarted, flushed or new %v ago",
+				now.Add(n.SitsOut).Format("15:04:05.000"), n.SitsOut.Round(time.Millisecond), n.SinceLoss.Round(time.Millisecond))
+		case n.Unrepaired:
+			votes = "yes, once the next acquire repairs its counters"
+		}
+		fmt.Fprintf(w, "%s\t%s\t%s\t%v\t%s\n", n.Node, owner, ttl, n.Counter, votes)
 	}
 	if answered < info.Quorum {
 		return exitUnavailable
 	}
 	return code
+}
+
+// printMetadata prints what the holder stored with lease.WithMetadata.
+func printMetadata(w io.Writer, metadata string) {
+	if metadata != "" {
+		q := strconv.QuoteToGraphic(metadata) // no control characters on a terminal
+		fmt.Fprintf(w, "metadata\t%s\n", q[1:len(q)-1])
+	}
 }
 
 // short returns the first 8 characters of an owner value: enough to tell

@@ -43,6 +43,61 @@ func TestInspectQuorum(t *testing.T) {
 	}
 }
 
+// TestInspectMetadataSitOut reads back what an operator needs through the
+// command: the holder's metadata (dlock run's default names the host, pid
+// and command; --metadata sets it) and, on a quorum, a node that sits out
+// after a restart, with its end time.
+func TestInspectMetadataSitOut(t *testing.T) {
+	t.Parallel()
+	srv := redistest.Start(t)
+	quorum := redistest.StartN(t, 3)
+	for _, c := range []struct {
+		name string
+		url  string
+		meta []string // --metadata, if any
+		want string
+	}{
+		{"single default", urlOf(srv), nil, "host="},
+		{"single flag", urlOf(srv), []string{"--metadata", "job=backup\tnight"}, `job=backup\tnight`},
+		{"quorum flag", urlOf(quorum...) + "?ttl=1s", []string{"--metadata", "job=rotate"}, "job=rotate"},
+	} {
+		running := filepath.Join(t.TempDir(), "running")
+		args := append([]string{"run", "--url", c.url, "--wait", "10s", "--key", "m"}, c.meta...)
+		holder := command(nil, append(args, "--", "sh", "-c", "touch "+running+"; sleep 1")...)
+		var hout, herr bytes.Buffer
+		holder.Stdout, holder.Stderr = &hout, &herr
+		require.NoError(t, holder.Start())
+		waitFor(t, "the holder's command", func() bool { _, err := os.Stat(running); return err == nil })
+		r := runBin(t, nil, "inspect", "--url", c.url, "m")
+		meta := regexp.MustCompile(`(?m)^metadata\s+(.*)$`).FindStringSubmatch(r.stdout)
+		if r.code != exitOK || meta == nil || !strings.Contains(meta[1], c.want) {
+			t.Errorf("%s: got %v; want exit 0 and metadata containing %q", c.name, r, c.want)
+		}
+		if c.meta == nil && (meta == nil || !strings.Contains(meta[1], "pid="+strconv.Itoa(holder.Process.Pid)) || !strings.Contains(meta[1], "cmd=sh")) {
+			t.Errorf("%s: metadata %q; want the holder's pid %d and cmd=sh", c.name, meta, holder.Process.Pid)
+		}
+		if hr := wait(t, holder, &hout, &herr); hr.code != 0 {
+			t.Errorf("%s: holder: %v", c.name, hr)
+		}
+	}
+
+	// A restarted quorum node sits out: inspect says until when.
+	quorum[1].Restart()
+	r := runBin(t, nil, "inspect", "--url", urlOf(quorum...)+"?ttl=1s", "m")
+	line := regexp.MustCompile(`(?m)^` + regexp.QuoteMeta(quorum[1].Addr()) + `\s.*sits out until (\d\d:\d\d:\d\d\.\d{3}) \(([0-9.]+m?s) more\)`).FindStringSubmatch(r.stdout)
+	if r.code != exitNotHeld || line == nil {
+		t.Fatalf("after a restart: got %v; want exit %d and the restarted node's sit-out end", r, exitNotHeld)
+	}
+	left, err := time.ParseDuration(line[2])
+	require.NoError(t, err)
+	if left <= 0 || left > 2*time.Second {
+		t.Errorf("sits out %v more; want in (0, 2s] for a 1s max TTL", left)
+	}
+	if n := strings.Count(r.stdout, "sits out until"); n != 1 {
+		t.Errorf("%d nodes sit out; want the restarted one only:\n%s", n, r.stdout)
+	}
+}
+
 func TestResolve(t *testing.T) {
 	dir := t.TempDir()
 	files := 0

@@ -9,6 +9,8 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"path/filepath"
+	"slices"
 	"syscall"
 	"time"
 
@@ -50,6 +52,7 @@ func runMain(args []string, stdout, stderr io.Writer) int {
 		wait    = fs.Duration("wait", time.Minute, "how long to wait for the lock; 0: one attempt")
 		grace   = fs.Duration("grace", 10*time.Second, "after a lost lease, time between SIGTERM and SIGKILL to CMD")
 		verbose = fs.Bool("v", false, "report acquisition and release on stderr")
+		meta    = fs.String("metadata", defaultMetadata(), "stored with the lock for dlock inspect to show; empty for none (at most 512 bytes)")
 	)
 	conn.register(fs)
 	fs.Usage = func() {
@@ -86,7 +89,7 @@ func runMain(args []string, stdout, stderr io.Writer) int {
 	}
 	r := &runner{
 		key: *key, ttl: *ttl, wait: *wait, grace: *grace, argv: argv,
-		verbose: *verbose, stderr: stderr,
+		verbose: *verbose, stderr: stderr, metadata: *meta,
 	}
 	return r.run(cfg)
 }
@@ -97,6 +100,18 @@ type runner struct {
 	argv             []string
 	verbose          bool
 	stderr           io.Writer
+	metadata         string
+}
+
+// defaultMetadata names this process for dlock inspect: host, pid and the
+// command's name, cut to lease.MaxMetadata.
+func defaultMetadata() string {
+	host, _ := os.Hostname()
+	m := fmt.Sprintf("host=%s pid=%d", host, os.Getpid())
+	if i := slices.Index(os.Args, "--"); i >= 0 && i+1 < len(os.Args) {
+		m += " cmd=" + filepath.Base(os.Args[i+1])
+	}
+	return m[:min(len(m), lease.MaxMetadata)]
 }
 
 func (r *runner) logf(format string, args ...any) {
@@ -156,7 +171,7 @@ func (r *runner) acquire(ctx context.Context, cfg dlock.Config) (*lease.Lease, d
 	if err != nil {
 		return nil, nil, r.failed(ctx, "open", err)
 	}
-	opts := []lease.Option{lease.WithTTL(r.ttl), lease.WithAutoRenew()}
+	opts := []lease.Option{lease.WithTTL(r.ttl), lease.WithAutoRenew(), lease.WithMetadata(r.metadata)}
 	var ls *lease.Lease
 	if r.wait == 0 {
 		ls, err = locker.TryAcquire(ctx, r.key, opts...)

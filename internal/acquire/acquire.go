@@ -9,6 +9,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"fmt"
 	"time"
 
 	"github.com/dlockgo/dlock/internal/argerr"
@@ -26,6 +27,37 @@ func NewOwner() string {
 	var b [16]byte
 	rand.Read(b[:])
 	return hex.EncodeToString(b[:])
+}
+
+// OwnerIDLen is the length of an owner's random part, in hex digits.
+const OwnerIDLen = 32
+
+// OwnerValue returns the value stored for an owner: its random id, then a
+// space and the metadata when there is some. Every script compares the
+// whole value, so metadata needs no script of its own.
+func OwnerValue(id, metadata string) string {
+	if metadata == "" {
+		return id
+	}
+	return id + " " + metadata
+}
+
+// Metadata returns the metadata part of an owner value (see OwnerValue).
+func Metadata(value string) string {
+	if len(value) > OwnerIDLen && value[OwnerIDLen] == ' ' {
+		return value[OwnerIDLen+1:]
+	}
+	return ""
+}
+
+// CheckMetadata returns an *ArgError when metadata is longer than
+// lease.MaxMetadata.
+func CheckMetadata(metadata string) error {
+	if len(metadata) > lease.MaxMetadata {
+		return &argerr.Error{Arg: "metadata", Value: fmt.Sprintf("%d bytes", len(metadata)),
+			Rule: fmt.Sprintf("must be at most %d bytes (lease.MaxMetadata)", lease.MaxMetadata)}
+	}
+	return nil
 }
 
 // CheckContext returns an *ArgError when ctx is nil.

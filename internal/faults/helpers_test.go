@@ -253,7 +253,7 @@ func errKind(err error) string {
 		timeouts, lost := 0, 0
 		for _, a := range qe.Nodes {
 			timeouts += b2i(a.Kind == redlock.KindTimeout)
-			lost += b2i(a.Kind == redlock.KindLostData)
+			lost += b2i(a.Kind == redlock.KindSitsOut)
 		}
 		switch {
 		case lost > 0:

@@ -117,7 +117,7 @@ func restartQuorum(t *testing.T, client string, guard bool) {
 		var qe *redlock.QuorumError
 		if errors.As(err, &qe) {
 			for _, n := range qe.Nodes {
-				if n.Kind == redlock.KindLostData {
+				if n.Kind == redlock.KindSitsOut {
 					lostData++
 					break
 				}

@@ -14,7 +14,7 @@
 //
 // dlock.outcome is lease.Outcome of the call's error ("acquired", "taken",
 // "canceled", "invalid", "error") on acquisitions, and the node's answer
-// ("ok", "taken", "error", "timeout", "lost_data") on votes; dlock.result
+// ("ok", "taken", "error", "timeout", "sits_out") on votes; dlock.result
 // is "ok" or "failed"; dlock.cause is "expired" (validity ran out by the
 // local clock) or "lost" (a renewal was refused). Lock keys are not
 // attributes: their number is unbounded.

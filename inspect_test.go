@@ -1,0 +1,95 @@
+package dlock_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/dlockgo/dlock"
+	"github.com/dlockgo/dlock/internal/redistest"
+	"github.com/dlockgo/dlock/lease"
+)
+
+// TestInspectMetadata reads a holder's metadata back through the Locker
+// interface, for both strategies: stored with the lock while it is held,
+// gone with the lease, and refused past its bound with nothing written.
+func TestInspectMetadata(t *testing.T) {
+	forEachStrategy(t, func(t *testing.T, lk dlock.Locker) {
+		ctx := t.Context()
+		const meta = "host=worker-7 pid=4242 job=nightly report"
+		l := acquire(t, lk, "meta", lease.WithMetadata(meta))
+		if l.Metadata() != meta || !strings.HasSuffix(l.Owner(), " "+meta) {
+			t.Errorf("lease: Metadata() = %q, Owner() = %q; want %q, and the owner to end with it", l.Metadata(), l.Owner(), meta)
+		}
+		info, err := lk.Inspect(ctx, "meta")
+		require.NoError(t, err)
+		if !info.Held || info.Owner != l.Owner() || info.Metadata != meta || info.Token != l.Token() {
+			t.Errorf("held: got %+v; want held by %q with metadata %q, token %v", info, l.Owner(), meta, l.Token())
+		}
+		if len(info.Nodes) == 0 || info.Nodes[0].Metadata != meta {
+			t.Errorf("held: nodes %+v; want the first to show the metadata", info.Nodes)
+		}
+		// The lease works as any other: extended, and released by its
+		// owner value, metadata and all.
+		require.NoError(t, l.Extend(ctx, parityTTL))
+		require.NoError(t, l.Release(ctx))
+		info, err = lk.Inspect(ctx, "meta")
+		require.NoError(t, err)
+		if info.Held || info.Metadata != "" || info.Owner != "" {
+			t.Errorf("released: got %+v; want free, no metadata", info)
+		}
+
+		// Without metadata: none shown.
+		l = acquire(t, lk, "meta")
+		info, err = lk.Inspect(ctx, "meta")
+		require.NoError(t, err)
+		if !info.Held || info.Metadata != "" || l.Metadata() != "" || len(l.Owner()) != 32 {
+			t.Errorf("no metadata: got %+v, owner %q; want held, no metadata, a 32-digit owner", info, l.Owner())
+		}
+		require.NoError(t, l.Release(ctx))
+
+		_, err = lk.TryAcquire(ctx, "meta-long", lease.WithMetadata(strings.Repeat("x", lease.MaxMetadata+1)))
+		var ae *lease.ArgError
+		if !errors.As(err, &ae) || ae.Arg != "metadata" || !errors.Is(err, dlock.ErrInvalid) {
+			t.Errorf("metadata of %d bytes: %v; want an *lease.ArgError naming metadata", lease.MaxMetadata+1, err)
+		}
+		if info, err := lk.Inspect(ctx, "meta-long"); err != nil || info.Held || info.Token != 0 {
+			t.Errorf("after the refused metadata: %+v, %v; want never locked", info, err)
+		}
+		l = acquire(t, lk, "meta-max", lease.WithMetadata(strings.Repeat("x", lease.MaxMetadata)))
+		require.NoError(t, l.Release(ctx))
+	})
+}
+
+// TestOpenInspect reaches Inspect from what OpenURL returns, for both
+// strategies.
+func TestOpenInspect(t *testing.T) {
+	srv := redistest.Start(t)
+	quorum := redistest.StartN(t, 3)
+	urls := map[string]string{
+		"single": "redis://" + srv.Addr() + "?ttl=2s",
+		"quorum": "redlock://" + quorum[0].Addr() + "," + quorum[1].Addr() + "," + quorum[2].Addr() + "?ttl=2s",
+	}
+	for name, url := range urls {
+		t.Run(name, func(t *testing.T) {
+			ctx := t.Context()
+			lk, err := dlock.OpenURL(ctx, url)
+			require.NoError(t, err)
+			defer lk.Close()
+			actx, cancel := context.WithTimeout(ctx, 10*time.Second)
+			defer cancel()
+			l, err := lk.Acquire(actx, "open-inspect", lease.WithMetadata("job=open"))
+			require.NoError(t, err)
+			info, err := lk.Inspect(ctx, "open-inspect")
+			require.NoError(t, err)
+			if !info.Held || info.Metadata != "job=open" || info.Token != l.Token() || info.TTL <= 0 || info.TTL > 2*time.Second {
+				t.Errorf("got %+v; want held, metadata job=open, token %v, TTL in (0, 2s]", info, l.Token())
+			}
+			require.NoError(t, l.Release(ctx))
+		})
+	}
+}
