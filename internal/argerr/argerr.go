@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 )
 
 // ErrInvalid matches every *Error.
@@ -21,7 +22,16 @@ type Error struct {
 }
 
 func (e *Error) Error() string {
-	return fmt.Sprintf("dlock: invalid %s %#v: %s", e.Arg, e.Value, e.Rule)
+	return fmt.Sprintf("dlock: invalid %s %s: %s", e.Arg, value(e.Value), e.Rule)
+}
+
+// value formats v as Go syntax, but a duration as the caller would write
+// it: 1s, not 1000000000.
+func value(v any) string {
+	if d, ok := v.(time.Duration); ok {
+		return d.String()
+	}
+	return fmt.Sprintf("%#v", v)
 }
 
 // Is reports whether target is ErrInvalid.
