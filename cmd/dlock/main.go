@@ -16,6 +16,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime/debug"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -58,6 +59,7 @@ Usage:
   dlock inspect [flags] KEY                      show who holds the lock on KEY
   dlock demo [flags]                             show the single and quorum strategies at work
   dlock help COMMAND                             flags and examples of COMMAND
+  dlock version                                  the version and commit of this binary (also --version)
 
 Servers (run, inspect), first found wins:
   --url URL / --addrs A,B,C [--strategy single|quorum], then $DLOCK_URL,
@@ -89,6 +91,9 @@ func dispatch(args []string, stdout, stderr io.Writer) int {
 		return inspectMain(args[1:], stdout, stderr)
 	case "demo":
 		return demoMain(args[1:], stdout, stderr)
+	case "version", "-version", "--version":
+		fmt.Fprintln(stdout, version(debug.ReadBuildInfo()))
+		return exitOK
 	case "help", "-h", "-help", "--help":
 		if len(args) > 1 {
 			return dispatch([]string{args[1], "--help"}, stdout, stderr)
