@@ -4,9 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"sync"
+	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/redis/go-redis/v9/maintnotifications"
 	"github.com/valkey-io/valkey-go"
 
 	"github.com/dlockgo/dlock/internal/acquire"
@@ -109,7 +112,7 @@ func (cfg *Config) dial(addr string) (node.Node, ownedClient, error) {
 		}
 		return valkeygo.New(c), valkeyClient{c}, nil
 	}
-	c := redis.NewClient(&redis.Options{
+	opt := &redis.Options{
 		Addr:        addr,
 		Username:    cfg.Username,
 		Password:    cfg.Password,
@@ -126,9 +129,65 @@ func (cfg *Config) dial(addr string) (node.Node, ownedClient, error) {
 		// the attempt before, which may have found the lock taken rather
 		// than the server gone.
 		MaxRetries: -1,
-	})
+		// One dial per call, as valkey-go makes: go-redis's default of
+		// five, 100ms apart, makes a dead server answer in half a second,
+		// and a quorum's call end on its node timeout inside the retries.
+		DialerRetries: 1,
+		// Maintenance notifications are a managed service's push messages;
+		// asking a plain server for them costs a round trip per connection.
+		MaintNotificationsConfig: &maintnotifications.Config{Mode: maintnotifications.ModeDisabled},
+	}
+	opt.Dialer = dialQuietly(redis.NewDialer(opt))
+	c := redis.NewClient(opt)
 	return goredis.New(c), goRedisClient{c}, nil
 }
+
+// dialQuietly returns dial, except that a dial that fails hands go-redis a
+// connection whose every read and write fails with the dial's error. The
+// call that wanted the connection fails with that error, as it would have
+// anyway; but go-redis's pool, which prints each failed dial through its
+// process-wide logger (there is no logger per client, and the one logger
+// belongs to the program), sees nothing to print. Nor does it count the
+// failure: after as many failed dials as the pool has connections, it
+// would fail every call at once, until a background redial, once a
+// second, got through: a lock wait would miss the server's return.
+func dialQuietly(dial func(ctx context.Context, network, addr string) (net.Conn, error)) func(ctx context.Context, network, addr string) (net.Conn, error) {
+	return func(ctx context.Context, network, addr string) (net.Conn, error) {
+		c, err := dial(ctx, network, addr)
+		if err != nil {
+			return failedConn{err: &dialError{err}, addr: addr}, nil
+		}
+		return c, nil
+	}
+}
+
+// dialError keeps a failed dial's error whole: go-redis unwraps a
+// *net.OpError that a read or write returns, which would drop the address
+// and the "dial" from the message.
+type dialError struct{ err error }
+
+func (e *dialError) Error() string { return e.err.Error() }
+func (e *dialError) Unwrap() error { return e.err }
+
+// failedConn is a connection that was never made.
+type failedConn struct {
+	err  error
+	addr string
+}
+
+func (c failedConn) Read([]byte) (int, error)         { return 0, c.err }
+func (c failedConn) Write([]byte) (int, error)        { return 0, c.err }
+func (c failedConn) Close() error                     { return nil }
+func (c failedConn) LocalAddr() net.Addr              { return addrString("") }
+func (c failedConn) RemoteAddr() net.Addr             { return addrString(c.addr) }
+func (c failedConn) SetDeadline(time.Time) error      { return nil }
+func (c failedConn) SetReadDeadline(time.Time) error  { return nil }
+func (c failedConn) SetWriteDeadline(time.Time) error { return nil }
+
+type addrString string
+
+func (a addrString) Network() string { return "tcp" }
+func (a addrString) String() string  { return string(a) }
 
 // ownedClient is a client Open built, and so must close.
 type ownedClient interface {
