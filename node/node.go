@@ -15,6 +15,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 )
 
@@ -120,6 +121,11 @@ func (s *Script) Pointers() (sha, src *string) { return &s.sha, &s.src }
 // ErrClosed is returned by a Node's Subscribe after Close.
 var ErrClosed = errors.New("node: closed")
 
+// ErrAuth matches, with errors.Is, a *ReplyError with which the server
+// refused the client's credentials or asked for some: the client's
+// username or password is wrong, or missing.
+var ErrAuth = errors.New("node: authentication failed")
+
 // ErrCrossSlot is returned by Pipeline on a cluster client when a WAIT is
 // asked for and the calls' keys are spread so that no single connection can
 // carry them all (see each adapter for its client's rule).
@@ -169,3 +175,9 @@ type ReplyError struct {
 }
 
 func (e *ReplyError) Error() string { return fmt.Sprintf("node: server replied: %s", e.Msg) }
+
+// Is reports whether target is ErrAuth and the server refused the client's
+// credentials, or asked for some (WRONGPASS, NOAUTH).
+func (e *ReplyError) Is(target error) bool {
+	return target == ErrAuth && (strings.HasPrefix(e.Msg, "WRONGPASS") || strings.HasPrefix(e.Msg, "NOAUTH"))
+}
