@@ -7,6 +7,7 @@ import (
 
 	"github.com/dlockgo/dlock/internal/acquire"
 	"github.com/dlockgo/dlock/lease"
+	"github.com/dlockgo/dlock/node"
 	"github.com/dlockgo/dlock/redlock"
 )
 
@@ -25,8 +26,17 @@ type Config struct {
 	// Strategy is StrategySingle (the default when empty) or StrategyQuorum.
 	Strategy string
 	// Addrs are the servers, as host:port: exactly one for single, the N
-	// independent masters for quorum.
+	// independent masters for quorum. Open makes a client for each, and
+	// the Locker's Close closes them.
 	Addrs []string
+	// Nodes are the servers as Nodes the caller built, in place of Addrs,
+	// on clients with whatever options the caller chose (node/goredis,
+	// node/valkeygo): exactly one for single, the N masters for quorum.
+	// The caller keeps them: the Locker uses them until its Close, which
+	// leaves them and their clients open for the caller to close after.
+	// Client, Username, Password, DB and DialTimeout configure the clients
+	// Open makes from Addrs; with Nodes they must be left zero.
+	Nodes []node.Node
 	// TTL is the default lease TTL; 0 keeps the strategy's default (30s).
 	TTL time.Duration
 	// IdleTTL is how long a key's fencing counter outlives the last lease
@@ -64,6 +74,10 @@ type Config struct {
 }
 
 func (cfg *Config) check() error {
+	if len(cfg.Addrs) > 0 && len(cfg.Nodes) > 0 {
+		return &lease.ArgError{Arg: "Config.Addrs and Config.Nodes", Value: cfg.Addrs,
+			Rule: "exclude each other: give the servers as addresses or as Nodes"}
+	}
 	switch cfg.Strategy {
 	case "", StrategySingle:
 		if len(cfg.Addrs) > 1 {
@@ -73,6 +87,65 @@ func (cfg *Config) check() error {
 	default:
 		return &lease.ArgError{Arg: "Config.Strategy", Value: cfg.Strategy, Rule: `must be "single" or "quorum"`}
 	}
+	if len(cfg.Nodes) > 0 {
+		if err := cfg.checkNodes(); err != nil {
+			return err
+		}
+	} else if err := cfg.checkAddrs(); err != nil {
+		return err
+	}
+	if cfg.TTL != 0 {
+		if err := acquire.CheckTTL(cfg.TTL, acquire.DefaultDriftFactor); err != nil {
+			var ae *lease.ArgError
+			if errors.As(err, &ae) {
+				return &lease.ArgError{Arg: "Config.TTL", Value: cfg.TTL, Rule: ae.Rule}
+			}
+			return err
+		}
+	}
+	return cfg.checkQuorum()
+}
+
+// checkNodes checks the servers given as Nodes.
+func (cfg *Config) checkNodes() error {
+	names := make([]string, len(cfg.Nodes))
+	for i, n := range cfg.Nodes {
+		if n == nil {
+			return &lease.ArgError{Arg: "Config.Nodes", Value: i, Rule: "must not hold a nil Node (index given)"}
+		}
+		names[i] = n.String()
+	}
+	if (cfg.Strategy == "" || cfg.Strategy == StrategySingle) && len(cfg.Nodes) > 1 {
+		return &lease.ArgError{Arg: "Config.Nodes", Value: names, Rule: "must hold exactly one Node for strategy \"single\""}
+	}
+	seen := make(map[string]bool, len(names))
+	for _, name := range names {
+		if seen[name] {
+			return &lease.ArgError{Arg: "Config.Nodes", Value: name, Rule: "must not repeat a server"}
+		}
+		seen[name] = true
+	}
+	for _, f := range []struct {
+		name string
+		set  bool
+	}{
+		{"Config.Client", cfg.Client != ""},
+		{"Config.Username", cfg.Username != ""},
+		{"Config.Password", cfg.Password != ""},
+		{"Config.DB", cfg.DB != 0},
+		{"Config.DialTimeout", cfg.DialTimeout != 0},
+	} {
+		if f.set {
+			return &lease.ArgError{Arg: f.name, Value: names,
+				Rule: "configures the clients Open makes from Config.Addrs; with Config.Nodes, set it on your own clients"}
+		}
+	}
+	return nil
+}
+
+// checkAddrs checks the servers given as Addrs, and the clients Open makes
+// for them.
+func (cfg *Config) checkAddrs() error {
 	if len(cfg.Addrs) == 0 {
 		return &lease.ArgError{Arg: "Config.Addrs", Value: cfg.Addrs, Rule: "must hold at least one address"}
 	}
@@ -91,22 +164,13 @@ func (cfg *Config) check() error {
 	default:
 		return &lease.ArgError{Arg: "Config.Client", Value: cfg.Client, Rule: `must be "go-redis" or "valkey-go"`}
 	}
-	if cfg.TTL != 0 {
-		if err := acquire.CheckTTL(cfg.TTL, acquire.DefaultDriftFactor); err != nil {
-			var ae *lease.ArgError
-			if errors.As(err, &ae) {
-				return &lease.ArgError{Arg: "Config.TTL", Value: cfg.TTL, Rule: ae.Rule}
-			}
-			return err
-		}
-	}
 	if cfg.DB < 0 {
 		return &lease.ArgError{Arg: "Config.DB", Value: cfg.DB, Rule: "must be >= 0"}
 	}
 	if cfg.DialTimeout < 0 {
 		return &lease.ArgError{Arg: "Config.DialTimeout", Value: cfg.DialTimeout, Rule: "must be >= 0"}
 	}
-	return cfg.checkQuorum()
+	return nil
 }
 
 // checkQuorum checks the fields that only the quorum strategy uses.

@@ -21,6 +21,7 @@ import (
 	"github.com/dlockgo/dlock/fence"
 	"github.com/dlockgo/dlock/internal/acquire"
 	"github.com/dlockgo/dlock/lease"
+	"github.com/dlockgo/dlock/node"
 )
 
 // Locker grants leases on keys and reports who holds them. Both strategies
@@ -59,6 +60,7 @@ var (
 	ErrLost     = lease.ErrLost     // a lease's end: a renewal was refused
 	ErrInvalid  = lease.ErrInvalid  // a bad argument; see *lease.ArgError
 	ErrStale    = fence.ErrStale    // a fenced write with an old token
+	ErrAuth     = node.ErrAuth      // a server refused the credentials, or wants some
 )
 
 // Do acquires the lock on key, keeps it renewed while fn runs, and releases

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"slices"
 	"sync"
 	"time"
 
@@ -20,12 +21,14 @@ import (
 	"github.com/dlockgo/dlock/single"
 )
 
-// Open builds the clients for cfg's servers and a Locker of cfg's strategy
-// over them. The Locker owns those clients: its Close closes them. With the
-// single strategy, Open checks with ctx that the server answers; a quorum
-// keeps working with a minority of its servers down, so Open does not
-// require them to answer. A bad Config is reported as an *lease.ArgError
-// naming the field.
+// Open returns a Locker of cfg's strategy over cfg's servers: over
+// cfg.Nodes, which the caller built and keeps, or else over clients Open
+// builds for cfg.Addrs, which the Locker owns: its Close closes them. With
+// the single strategy, Open checks with ctx that the server answers and
+// takes the credentials (an error matching ErrAuth when it refuses them);
+// a quorum keeps working with a minority of its servers down, so Open does
+// not require them to answer. A bad Config is reported as an
+// *lease.ArgError naming the field.
 func Open(ctx context.Context, cfg Config) (Locker, error) {
 	if err := acquire.CheckContext(ctx); err != nil {
 		return nil, err
@@ -43,8 +46,12 @@ func Open(ctx context.Context, cfg Config) (Locker, error) {
 		o.nodes = append(o.nodes, n)
 		o.clients = append(o.clients, c)
 	}
+	nodes := o.nodes
+	if len(cfg.Nodes) > 0 {
+		nodes = slices.Clone(cfg.Nodes)
+	}
 	if cfg.Strategy == "" || cfg.Strategy == StrategySingle {
-		if err := o.ping(ctx); err != nil {
+		if err := ping(ctx, nodes[0]); err != nil {
 			o.closeAll()
 			return nil, err
 		}
@@ -62,7 +69,7 @@ func Open(ctx context.Context, cfg Config) (Locker, error) {
 		if cfg.Observer != nil {
 			opts = append(opts, single.WithObserver(cfg.Observer))
 		}
-		o.Locker, err = single.New(o.nodes[0], opts...)
+		o.Locker, err = single.New(nodes[0], opts...)
 	case StrategyQuorum:
 		var opts []redlock.Option
 		if cfg.TTL != 0 {
@@ -83,7 +90,7 @@ func Open(ctx context.Context, cfg Config) (Locker, error) {
 		if cfg.Observer != nil {
 			opts = append(opts, redlock.WithObserver(cfg.Observer))
 		}
-		o.Locker, err = redlock.New(o.nodes, opts...)
+		o.Locker, err = redlock.New(nodes, opts...)
 	}
 	if err != nil {
 		o.closeAll()
@@ -191,23 +198,38 @@ func (a addrString) String() string  { return string(a) }
 
 // ownedClient is a client Open built, and so must close.
 type ownedClient interface {
-	ping(ctx context.Context) error
 	close() error
 }
 
 type goRedisClient struct{ c *redis.Client }
 
-func (c goRedisClient) ping(ctx context.Context) error { return c.c.Ping(ctx).Err() }
-func (c goRedisClient) close() error                   { return c.c.Close() }
+func (c goRedisClient) close() error { return c.c.Close() }
 
 type valkeyClient struct{ c valkey.Client }
 
-func (c valkeyClient) ping(ctx context.Context) error {
-	return c.c.Do(ctx, c.c.B().Ping().Build()).Error()
-}
 func (c valkeyClient) close() error { c.c.Close(); return nil }
 
-// opened is a Locker Open built, with the nodes and clients it owns.
+// pingScript is what Open asks a single server to run: the one question
+// that shows, whoever built the client, that the server answers, takes
+// the credentials and runs scripts.
+var pingScript = node.NewScript("return 1")
+
+func ping(ctx context.Context, n node.Node) error {
+	_, err := n.Eval(ctx, pingScript, nil)
+	var re *node.ReplyError
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, ErrAuth):
+		return fmt.Errorf("dlock: %s: authentication failed: %w", n, err)
+	case errors.As(err, &re):
+		return fmt.Errorf("dlock: %s refused a script: %w", n, err)
+	}
+	return fmt.Errorf("dlock: %s does not answer: %w", n, err)
+}
+
+// opened is a Locker Open built, with the nodes and clients it owns (none
+// when the caller gave the Nodes).
 type opened struct {
 	Locker
 	nodes   []node.Node
@@ -217,17 +239,8 @@ type opened struct {
 	err  error
 }
 
-func (o *opened) ping(ctx context.Context) error {
-	for i, c := range o.clients {
-		if err := c.ping(ctx); err != nil {
-			return fmt.Errorf("dlock: %s does not answer: %w", o.nodes[i], err)
-		}
-	}
-	return nil
-}
-
-// Close closes the Locker, then the nodes and clients Open made. It is safe
-// to call more than once.
+// Close closes the Locker, then the nodes and clients Open made (not those
+// of Config.Nodes). It is safe to call more than once.
 func (o *opened) Close() error {
 	o.once.Do(func() {
 		if o.Locker != nil {

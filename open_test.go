@@ -12,9 +12,14 @@ import (
 
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
+	"github.com/valkey-io/valkey-go"
 
 	"github.com/dlockgo/dlock"
 	"github.com/dlockgo/dlock/internal/redistest"
+	"github.com/dlockgo/dlock/lease"
+	"github.com/dlockgo/dlock/node"
+	"github.com/dlockgo/dlock/node/goredis"
+	"github.com/dlockgo/dlock/node/valkeygo"
 	"github.com/dlockgo/dlock/redlock"
 )
 
@@ -177,5 +182,130 @@ func TestOpenClientsQuiet(t *testing.T) {
 	defer rec.mu.Unlock()
 	if len(rec.lines) > 0 {
 		t.Errorf("go-redis printed %d lines, e.g. %q; want none", len(rec.lines), rec.lines[0])
+	}
+}
+
+// ownNode builds a Node for addr the way a caller with options of its own
+// would: a client named name, closed when the test ends (after any
+// Locker's Close).
+func ownNode(t *testing.T, client, addr, name, password string) node.Node {
+	t.Helper()
+	switch client {
+	case dlock.ClientGoRedis:
+		c := redis.NewClient(&redis.Options{Addr: addr, ClientName: name, Password: password, DisableIdentity: true, MaxRetries: -1})
+		n := goredis.New(c)
+		t.Cleanup(func() { _ = n.Close(); _ = c.Close() })
+		return n
+	default:
+		c, _ := valkey.NewClient(valkey.ClientOption{InitAddress: []string{addr}, ClientName: name, Password: password,
+			DisableCache: true, ForceSingleClient: true})
+		require.NotNil(t, c)
+		n := valkeygo.New(c)
+		t.Cleanup(func() { _ = n.Close(); c.Close() })
+		return n
+	}
+}
+
+// TestOpenNodes: a Locker over the caller's own Nodes, for both strategies
+// and both adapters, keeps the rest of the Config, runs on the caller's
+// clients with their options, and leaves them open at Close.
+func TestOpenNodes(t *testing.T) {
+	srvs := redistest.StartN(t, 3)
+	ctx := t.Context()
+	for _, client := range redistest.Clients {
+		for _, strategy := range []string{dlock.StrategySingle, dlock.StrategyQuorum} {
+			t.Run(client+"/"+strategy, func(t *testing.T) {
+				name := "billing-" + strings.ReplaceAll(client, "-", "") + "-" + strategy
+				servers := srvs[:1]
+				if strategy == dlock.StrategyQuorum {
+					servers = srvs
+				}
+				var nodes []node.Node
+				for _, s := range servers {
+					nodes = append(nodes, ownNode(t, client, s.Addr(), name, ""))
+				}
+				rec := &eventLog{}
+				lk, err := dlock.Open(ctx, dlock.Config{Strategy: strategy, Nodes: nodes, TTL: 5 * time.Second,
+					DurableNodes: strategy == dlock.StrategyQuorum, Observer: rec})
+				require.NoError(t, err, "Open")
+				l, err := lk.TryAcquire(ctx, name)
+				require.NoError(t, err, "TryAcquire")
+				if ttl := l.TTL(); ttl <= 0 || ttl > 5*time.Second {
+					t.Errorf("TTL = %v; want within Config.TTL, 5s", ttl)
+				}
+				require.NoError(t, l.Release(ctx))
+				rec.expect(t, strategy, lease.AcquireStarted, lease.AcquireEnded, lease.Released)
+				for _, s := range servers {
+					list, err := s.Do("CLIENT", "LIST")
+					require.NoError(t, err)
+					if !strings.Contains(list, "name="+name) {
+						t.Errorf("%s: no connection named %s: the Locker did not use the caller's clients", s.Addr(), name)
+					}
+				}
+
+				require.NoError(t, lk.Close())
+				for _, n := range nodes {
+					if _, err := n.Eval(ctx, node.NewScript("return 1"), nil); err != nil {
+						t.Errorf("%s after the Locker's Close: %v; want the caller's Node and client still open", n, err)
+					}
+				}
+			})
+		}
+	}
+}
+
+// TestOpenNodesChecked: Open pings the caller's Node for the single
+// strategy (a dead server, a refused password), and refuses a Config that
+// names servers twice or sets what only Open's own clients use.
+func TestOpenNodesChecked(t *testing.T) {
+	srv := redistest.Start(t)
+	_, err := srv.Do("CONFIG", "SET", "requirepass", "s3cret")
+	require.NoError(t, err)
+	dead := deadAddr(t)
+	ctx := t.Context()
+	for _, client := range redistest.Clients {
+		t.Run(client, func(t *testing.T) {
+			lk, err := dlock.Open(ctx, dlock.Config{Nodes: []node.Node{ownNode(t, client, dead, "", "")}})
+			if err == nil || !strings.Contains(err.Error(), "connection refused") {
+				t.Errorf("Open on a dead caller's Node = %v; want connection refused", err)
+			}
+			if lk != nil {
+				lk.Close()
+			}
+			lk, err = dlock.Open(ctx, dlock.Config{Nodes: []node.Node{ownNode(t, client, srv.Addr(), "", "wrong")}})
+			if !errors.Is(err, dlock.ErrAuth) || !strings.Contains(err.Error(), "authentication failed") {
+				t.Errorf("Open with a caller's Node on a wrong password = %v; want ErrAuth", err)
+			}
+			if lk != nil {
+				lk.Close()
+			}
+			lk, err = dlock.Open(ctx, dlock.Config{Nodes: []node.Node{ownNode(t, client, srv.Addr(), "", "s3cret")}})
+			require.NoError(t, err, "Open with the right password")
+			require.NoError(t, lk.Close())
+		})
+	}
+
+	a := ownNode(t, dlock.ClientGoRedis, srv.Addr(), "", "s3cret")
+	b := ownNode(t, dlock.ClientGoRedis, dead, "", "")
+	for _, tc := range []struct {
+		name string
+		cfg  dlock.Config
+		arg  string
+	}{
+		{"addrs and nodes", dlock.Config{Addrs: []string{srv.Addr()}, Nodes: []node.Node{a}}, "Config.Addrs and Config.Nodes"},
+		{"two for single", dlock.Config{Nodes: []node.Node{a, b}}, "Config.Nodes"},
+		{"nil", dlock.Config{Strategy: dlock.StrategyQuorum, Nodes: []node.Node{a, nil}}, "Config.Nodes"},
+		{"repeated", dlock.Config{Strategy: dlock.StrategyQuorum, Nodes: []node.Node{a, b, a}}, "Config.Nodes"},
+		{"client", dlock.Config{Nodes: []node.Node{a}, Client: dlock.ClientValkeyGo}, "Config.Client"},
+		{"password", dlock.Config{Nodes: []node.Node{a}, Password: "s3cret"}, "Config.Password"},
+		{"db", dlock.Config{Nodes: []node.Node{a}, DB: 2}, "Config.DB"},
+		{"dial timeout", dlock.Config{Nodes: []node.Node{a}, DialTimeout: time.Second}, "Config.DialTimeout"},
+		{"ttl", dlock.Config{Nodes: []node.Node{a}, TTL: time.Millisecond}, "Config.TTL"},
+	} {
+		lk, err := dlock.Open(ctx, tc.cfg)
+		var ae *lease.ArgError
+		if lk != nil || !errors.As(err, &ae) || ae.Arg != tc.arg {
+			t.Errorf("Open(%s) = %v, %v; want *ArgError for %s", tc.name, lk, err, tc.arg)
+		}
 	}
 }
