@@ -3,6 +3,7 @@ package dlock
 import (
 	"errors"
 	"net"
+	"strconv"
 	"time"
 
 	"github.com/dlockgo/dlock/internal/acquire"
@@ -153,6 +154,8 @@ func (cfg *Config) checkAddrs() error {
 	for _, a := range cfg.Addrs {
 		if _, port, err := net.SplitHostPort(a); err != nil || port == "" {
 			return &lease.ArgError{Arg: "Config.Addrs", Value: a, Rule: "must be host:port"}
+		} else if p, err := strconv.ParseUint(port, 10, 16); err != nil || p == 0 {
+			return &lease.ArgError{Arg: "Config.Addrs", Value: a, Rule: "must be host:port, the port a number from 1 to 65535"}
 		}
 		if seen[a] {
 			return &lease.ArgError{Arg: "Config.Addrs", Value: a, Rule: "must not repeat an address"}

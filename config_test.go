@@ -68,6 +68,12 @@ func TestParseURLErrors(t *testing.T) {
 		"redlock://a:1,b:2?durable=sometimes",
 		"redlock://a:1,b:2?node_timeout=fast",
 		"redlock://a:1,b:2?max_ttl=1",
+		"redis://h:notaport",
+		"redis://h:99999",
+		"redis://h:0",
+		"redis://h:",
+		"redis://h:-1",
+		"redlock://a:1,b:70000,c:3",
 	} {
 		_, err := dlock.ParseURL(raw)
 		var ae *lease.ArgError
@@ -93,6 +99,8 @@ func TestOpenBadConfig(t *testing.T) {
 		{"no addrs quorum", dlock.Config{Strategy: "quorum"}, "Config.Addrs"},
 		{"single with two", dlock.Config{Addrs: []string{"a:1", "b:2"}}, "Config.Addrs"},
 		{"no port", dlock.Config{Addrs: []string{"h"}}, "Config.Addrs"},
+		{"port not a number", dlock.Config{Addrs: []string{"h:notaport"}}, "Config.Addrs"},
+		{"port out of range", dlock.Config{Strategy: "quorum", Addrs: []string{"a:1", "b:99999", "c:3"}}, "Config.Addrs"},
 		{"repeated", dlock.Config{Strategy: "quorum", Addrs: []string{"a:1", "a:1", "b:1"}}, "Config.Addrs"},
 		{"client", dlock.Config{Addrs: []string{"h:1"}, Client: "jedis"}, "Config.Client"},
 		{"ttl", dlock.Config{Addrs: []string{"h:1"}, TTL: -time.Second}, "Config.TTL"},
@@ -321,5 +329,13 @@ func TestOpenNoClientRetries(t *testing.T) {
 			}
 			_ = l.Release(ctx)
 		})
+	}
+}
+
+// TestOpenBadConfigSaysDurations: a bad duration reads back as written.
+func TestOpenBadConfigSaysDurations(t *testing.T) {
+	_, err := dlock.Open(t.Context(), dlock.Config{Strategy: "quorum", Addrs: []string{"a:1"}, TTL: time.Second, NodeTimeout: 600 * time.Millisecond})
+	if err == nil || !strings.Contains(err.Error(), "Config.NodeTimeout 600ms:") || !strings.Contains(err.Error(), "(1s)") {
+		t.Errorf("Open = %v; want the node timeout as 600ms and the TTL as 1s", err)
 	}
 }

@@ -74,11 +74,13 @@ func ParseURL(rawURL string) (Config, error) {
 		if h == "" {
 			return bad("must not hold an empty host")
 		}
-		if _, _, err := net.SplitHostPort(h); err != nil {
+		if _, port, err := net.SplitHostPort(h); err != nil {
 			h = net.JoinHostPort(strings.Trim(h, "[]"), "6379")
 			if _, _, err := net.SplitHostPort(h); err != nil {
 				return bad("hosts must be host or host:port")
 			}
+		} else if p, err := strconv.ParseUint(port, 10, 16); err != nil || p == 0 {
+			return bad("a port must be a number from 1 to 65535")
 		}
 		cfg.Addrs = append(cfg.Addrs, h)
 	}
