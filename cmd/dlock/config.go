@@ -45,9 +45,10 @@ func usagef(format string, args ...any) error {
 }
 
 // resolve returns the Config the flags, the environment and the config file
-// describe, and where it came from. The first source that names servers
-// wins: --url or --addrs, then $DLOCK_URL, then --config FILE, then
-// defaultURL; --client applies to whichever wins.
+// describe, and where it came from. The command line wins over the
+// environment: --url, --addrs or --config FILE (one of them: two are a
+// usage error), then $DLOCK_URL, then defaultURL; --client applies to
+// whichever wins.
 func (c *connFlags) resolve(getenv func(string) string) (dlock.Config, string, error) {
 	var (
 		cfg    dlock.Config
@@ -57,6 +58,8 @@ func (c *connFlags) resolve(getenv func(string) string) (dlock.Config, string, e
 	switch {
 	case c.url != "" && c.addrs != "":
 		return cfg, "", usagef("--url and --addrs name servers twice: give one")
+	case c.file != "" && (c.url != "" || c.addrs != ""):
+		return cfg, "", usagef("--config and --url or --addrs name servers twice: give one")
 	case c.url != "" && c.strategy != "":
 		return cfg, "", usagef("--strategy goes with --addrs; a URL's scheme chooses it (redis:// or redlock://)")
 	case c.url != "":
@@ -67,12 +70,12 @@ func (c *connFlags) resolve(getenv func(string) string) (dlock.Config, string, e
 		source = "--addrs"
 	case c.strategy != "":
 		return cfg, "", usagef("--strategy needs --addrs")
+	case c.file != "":
+		cfg, err = readConfigFile(c.file)
+		source = "--config " + c.file
 	case getenv("DLOCK_URL") != "":
 		cfg, err = dlock.ParseURL(getenv("DLOCK_URL"))
 		source = "$DLOCK_URL"
-	case c.file != "":
-		cfg, err = readConfigFile(c.file)
-		source = c.file
 	default:
 		cfg, err = dlock.ParseURL(defaultURL)
 		source = "default"
@@ -98,6 +101,27 @@ func (c *connFlags) resolve(getenv func(string) string) (dlock.Config, string, e
 		return cfg, "", usagef("%s: strategy %q: want single or quorum", source, cfg.Strategy)
 	}
 	return cfg, source, nil
+}
+
+// origin says where the servers came from, for messages: the source
+// resolve returned, and the $DLOCK_URL it overrode, if one was set.
+func origin(source string, getenv func(string) string) string {
+	if source != "$DLOCK_URL" && getenv("DLOCK_URL") != "" {
+		return source + ", over $DLOCK_URL"
+	}
+	return source
+}
+
+// describe names cfg's strategy, servers and client library, for -v.
+func describe(cfg dlock.Config) string {
+	strategy, client := cfg.Strategy, cfg.Client
+	if strategy == "" {
+		strategy = dlock.StrategySingle
+	}
+	if client == "" {
+		client = dlock.ClientGoRedis
+	}
+	return fmt.Sprintf("%s on %s (%s)", strategy, strings.Join(cfg.Addrs, ","), client)
 }
 
 func splitList(s string) []string {

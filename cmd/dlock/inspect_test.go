@@ -130,7 +130,7 @@ func TestResolve(t *testing.T) {
 		{name: "url wins over env", flags: connFlags{url: "redis://h:1"}, env: "redis://e:1", addrs: "h:1", strategy: "single", source: "--url"},
 		{name: "addrs quorum", flags: connFlags{addrs: "a:1, b:2,c:3", strategy: "quorum"}, strategy: "quorum", addrs: "a:1 b:2 c:3", source: "--addrs"},
 		{name: "env", env: "redlock://a,b,c", strategy: "quorum", addrs: "a:6379 b:6379 c:6379", source: "$DLOCK_URL"},
-		{name: "env wins over file", flags: connFlags{file: "/nonexistent"}, env: "redis://e:1", strategy: "single", addrs: "e:1", source: "$DLOCK_URL"},
+		{name: "file wins over env", flags: connFlags{file: file("addrs=f:1\n")}, env: "redis://e:1", strategy: "single", addrs: "f:1"},
 		{name: "client flag", flags: connFlags{url: "redis://h:1", client: "valkey-go"}, strategy: "single", addrs: "h:1", client: "valkey-go", source: "--url"},
 		{name: "file url", flags: connFlags{file: file("# locks\nurl = redlock://a:1,b:2,c:3\nclient=valkey-go\npassword=s3cret\n")},
 			strategy: "quorum", addrs: "a:1 b:2 c:3", client: "valkey-go"},

@@ -32,6 +32,7 @@ const (
 	exitSoftware    = 70  // EX_SOFTWARE: an error dlock did not expect
 	exitTaken       = 75  // EX_TEMPFAIL: the last attempt found the lock held elsewhere
 	exitLost        = 76  // the lease was lost while CMD ran; CMD was stopped
+	exitAuth        = 77  // EX_NOPERM: a server refused the username or password, or wants one
 	exitCannotExec  = 126 // CMD exists but could not be started
 	exitNotFound    = 127 // CMD was not found
 	exitSignal      = 128 // + n: CMD, or dlock while waiting, ended by signal n
@@ -47,6 +48,8 @@ const exitCodesHelp = `Exit codes:
   75     lock held elsewhere: --wait 0 found it taken, or --wait ran out and
          the last attempt found it taken (EX_TEMPFAIL)
   76     lease lost while CMD ran (renewal refused or validity ran out); CMD was stopped
+  77     authentication failed: a server refused the username or password, or
+         wants one (EX_NOPERM)
   126    CMD could not be started
   127    CMD not found
   128+n  CMD was killed by signal n, or dlock got signal n while waiting for the lock
@@ -61,9 +64,9 @@ Usage:
   dlock help COMMAND                             flags and examples of COMMAND
   dlock version                                  the version and commit of this binary (also --version)
 
-Servers (run, inspect), first found wins:
-  --url URL / --addrs A,B,C [--strategy single|quorum], then $DLOCK_URL,
-  then --config FILE, else redis://127.0.0.1:6379.
+Servers (run, inspect): the command line wins over the environment:
+  --url URL, --addrs A,B,C [--strategy single|quorum] or --config FILE
+  (one of them), else $DLOCK_URL, else redis://127.0.0.1:6379.
 
 `
 

@@ -75,7 +75,7 @@ func runMain(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "dlock run: --ttl must be > 0, --wait and --grace >= 0")
 		return exitUsage
 	}
-	cfg, _, err := conn.resolve(os.Getenv)
+	cfg, source, err := conn.resolve(os.Getenv)
 	if err != nil {
 		fmt.Fprintf(stderr, "dlock run: %v\n", err)
 		return exitUsage
@@ -90,6 +90,10 @@ func runMain(args []string, stdout, stderr io.Writer) int {
 	r := &runner{
 		key: *key, ttl: *ttl, wait: *wait, grace: *grace, argv: argv,
 		verbose: *verbose, stderr: stderr, metadata: *meta,
+		origin: origin(source, os.Getenv),
+	}
+	if r.verbose {
+		r.logf("servers from %s: %s", r.origin, describe(cfg))
 	}
 	return r.run(cfg)
 }
@@ -101,6 +105,7 @@ type runner struct {
 	verbose          bool
 	stderr           io.Writer
 	metadata         string
+	origin           string // where the servers came from
 }
 
 // defaultMetadata names this process for dlock inspect: host, pid and the
@@ -194,8 +199,17 @@ func (r *runner) failed(ctx context.Context, op string, err error) int {
 		return exitSignal + int(se.sig.(syscall.Signal))
 	}
 	code := acquireExitCode(err)
-	if code == exitTaken && errors.Is(err, context.DeadlineExceeded) {
-		r.logf("%s %q: held elsewhere; gave up after --wait %v", op, r.key, r.wait)
+	switch code {
+	case exitTaken:
+		if errors.Is(err, context.DeadlineExceeded) {
+			r.logf("%s %q: held elsewhere; gave up after --wait %v", op, r.key, r.wait)
+			return code
+		}
+	case exitAuth:
+		r.logf("%s %q: authentication failed: check the username and password for the servers from %s: %v", op, r.key, r.origin, err)
+		return code
+	case exitUnavailable, exitUsage:
+		r.logf("%s %q (servers from %s): %v", op, r.key, r.origin, err)
 		return code
 	}
 	r.logf("%s %q: %v", op, r.key, err)
@@ -214,6 +228,8 @@ func acquireExitCode(err error) int {
 		return exitUsage
 	case errors.Is(err, dlock.ErrTaken):
 		return exitTaken
+	case errors.Is(err, dlock.ErrAuth):
+		return exitAuth
 	default:
 		return exitUnavailable
 	}
