@@ -53,6 +53,7 @@ type config struct {
 	via     string // the address a replica dials for its master; "" is the master's own
 	tls     *Certs
 	tlsAuth TLSClients
+	conf    string // a config file, first on the command line; "" for none
 }
 
 // WithAOF turns persistence on: appendonly yes with appendfsync always, in
@@ -437,6 +438,9 @@ func (s *Server) args() []string {
 		"--save", "",
 	}
 	a = append(port, a...)
+	if s.cfg.conf != "" {
+		a = append([]string{s.cfg.conf}, a...)
+	}
 	if s.cfg.aof {
 		a = append(a, "--appendonly", "yes", "--appendfsync", "always")
 	} else {
