@@ -19,7 +19,8 @@ import (
 
 // Open builds the clients for cfg's servers and a Locker of cfg's strategy
 // over them. The Locker owns those clients: its Close closes them. With the
-// single strategy, Open checks with ctx that the server answers; a quorum
+// single strategy, Open checks with ctx that the server answers (on a
+// cluster, that a node answers and its cluster is working); a quorum
 // keeps working with a minority of its servers down, so Open does not
 // require them to answer. A bad Config is reported as an *lease.ArgError
 // naming the field.
@@ -31,14 +32,21 @@ func Open(ctx context.Context, cfg Config) (Locker, error) {
 		return nil, err
 	}
 	o := &opened{}
-	for _, addr := range cfg.Addrs {
-		n, c, err := cfg.dial(addr)
-		if err != nil {
-			o.closeAll()
-			return nil, err
+	var err error
+	if cfg.Cluster || cfg.SentinelMaster != "" {
+		// One client for every address: a cluster's nodes, or the
+		// Sentinels of one master.
+		err = o.add(cfg.dialTopology())
+	} else {
+		for _, addr := range cfg.Addrs {
+			if err = o.add(cfg.dial(addr)); err != nil {
+				break
+			}
 		}
-		o.nodes = append(o.nodes, n)
-		o.clients = append(o.clients, c)
+	}
+	if err != nil {
+		o.closeAll()
+		return nil, err
 	}
 	if cfg.Strategy == "" || cfg.Strategy == StrategySingle {
 		if err := o.ping(ctx); err != nil {
@@ -46,7 +54,6 @@ func Open(ctx context.Context, cfg Config) (Locker, error) {
 			return nil, err
 		}
 	}
-	var err error
 	switch cfg.Strategy {
 	case "", StrategySingle:
 		var opts []single.Option
@@ -55,6 +62,9 @@ func Open(ctx context.Context, cfg Config) (Locker, error) {
 		}
 		if cfg.IdleTTL != 0 {
 			opts = append(opts, single.WithIdleTTL(cfg.IdleTTL))
+		}
+		if cfg.Replicas != 0 {
+			opts = append(opts, single.WithReplicas(cfg.Replicas, cfg.ReplicaTimeout))
 		}
 		if cfg.Observer != nil {
 			opts = append(opts, single.WithObserver(cfg.Observer))
@@ -101,20 +111,31 @@ func (cfg *Config) dial(addr string) (node.Node, ownedClient, error) {
 			// A standalone server, and a client even while it is down:
 			// a quorum must open with a minority of its masters away.
 			ForceSingleClient: true,
+			TLSConfig:         cfg.TLS,
+			DialCtxFn:         cfg.dialer().dialValkey,
 		}
 		opt.Dialer.Timeout = cfg.DialTimeout
 		c, err := valkey.NewClient(opt)
 		if c == nil {
 			return nil, nil, fmt.Errorf("dlock: connect to %s: %w", addr, err)
 		}
-		return valkeygo.New(c), valkeyClient{c}, nil
+		return valkeygo.New(c), valkeyClient{c: c}, nil
 	}
-	c := redis.NewClient(&redis.Options{
+	c := redis.NewClient(cfg.goRedisOptions(addr))
+	return goredis.New(c), goRedisClient{c}, nil
+}
+
+// goRedisOptions are the options of every go-redis client Open builds; the
+// cluster and Sentinel clients copy them (see dialTopology).
+func (cfg *Config) goRedisOptions(addr string) *redis.Options {
+	return &redis.Options{
 		Addr:        addr,
 		Username:    cfg.Username,
 		Password:    cfg.Password,
 		DB:          cfg.DB,
 		DialTimeout: cfg.DialTimeout,
+		TLSConfig:   cfg.TLS,
+		Dialer:      cfg.dialer().dial,
 		// Cut calls short when the caller's context ends, rather than at
 		// the read timeout.
 		ContextTimeoutEnabled: true,
@@ -126,8 +147,7 @@ func (cfg *Config) dial(addr string) (node.Node, ownedClient, error) {
 		// the attempt before, which may have found the lock taken rather
 		// than the server gone.
 		MaxRetries: -1,
-	})
-	return goredis.New(c), goRedisClient{c}, nil
+	}
 }
 
 // ownedClient is a client Open built, and so must close.
@@ -141,9 +161,15 @@ type goRedisClient struct{ c *redis.Client }
 func (c goRedisClient) ping(ctx context.Context) error { return c.c.Ping(ctx).Err() }
 func (c goRedisClient) close() error                   { return c.c.Close() }
 
-type valkeyClient struct{ c valkey.Client }
+type valkeyClient struct {
+	c       valkey.Client
+	cluster bool
+}
 
 func (c valkeyClient) ping(ctx context.Context) error {
+	if c.cluster {
+		return clusterOK(c.c.Do(ctx, c.c.B().ClusterInfo().Build()).ToString())
+	}
 	return c.c.Do(ctx, c.c.B().Ping().Build()).Error()
 }
 func (c valkeyClient) close() error { c.c.Close(); return nil }
@@ -158,9 +184,21 @@ type opened struct {
 	err  error
 }
 
+// add keeps a node and its client, or returns the error that made neither.
+func (o *opened) add(n node.Node, c ownedClient, err error) error {
+	if err != nil {
+		return err
+	}
+	o.nodes = append(o.nodes, n)
+	o.clients = append(o.clients, c)
+	return nil
+}
+
 func (o *opened) ping(ctx context.Context) error {
 	for i, c := range o.clients {
-		if err := c.ping(ctx); err != nil {
+		if err := c.ping(ctx); errors.Is(err, errNotCluster) {
+			return fmt.Errorf("dlock: %s %w", o.nodes[i], err)
+		} else if err != nil {
 			return fmt.Errorf("dlock: %s does not answer: %w", o.nodes[i], err)
 		}
 	}
