@@ -1,6 +1,7 @@
 package dlock
 
 import (
+	"crypto/tls"
 	"errors"
 	"net"
 	"strconv"
@@ -35,8 +36,10 @@ type Config struct {
 	// node/valkeygo): exactly one for single, the N masters for quorum.
 	// The caller keeps them: the Locker uses them until its Close, which
 	// leaves them and their clients open for the caller to close after.
-	// Client, Username, Password, DB and DialTimeout configure the clients
-	// Open makes from Addrs; with Nodes they must be left zero.
+	// Client, Username, Password, DB, DialTimeout, TLS, Cluster and the
+	// Sentinel fields configure the clients Open makes from Addrs; with
+	// Nodes they must be left zero (a Node may be on a cluster or Sentinel
+	// client of the caller's).
 	Nodes []node.Node
 	// TTL is the default lease TTL; 0 keeps the strategy's default (30s).
 	TTL time.Duration
@@ -55,6 +58,31 @@ type Config struct {
 	// DialTimeout bounds each connection attempt; 0 keeps the client's
 	// default.
 	DialTimeout time.Duration
+	// TLS, when not nil, makes every connection TLS with this
+	// configuration: to each server, to a cluster's nodes, to the
+	// Sentinels and the master they name. An empty ServerName is filled,
+	// per connection, with the host dialled. nil is plain TCP.
+	TLS *tls.Config
+
+	// Cluster says that Addrs are nodes of a Redis Cluster (one is enough;
+	// more help when one is down): the single strategy runs on a cluster
+	// client, each lock on the master that serves its key's slot. DB must
+	// be 0. Single strategy only.
+	Cluster bool
+	// SentinelMaster, when not empty, says that Addrs are Redis Sentinels,
+	// and names the master they monitor: the single strategy runs on
+	// whichever server they name master, and follows it across failovers.
+	// Username, Password and DB apply to the master; SentinelUsername and
+	// SentinelPassword, when set, authenticate to the Sentinels. Single
+	// strategy only.
+	SentinelMaster                     string
+	SentinelUsername, SentinelPassword string
+	// Replicas makes every claim of the single strategy wait until that
+	// many replicas of its master acknowledged it, for at most
+	// ReplicaTimeout, and fail if fewer did (single.WithReplicas); 0 does
+	// not wait. It narrows the window in which a failover loses a claim.
+	Replicas       int
+	ReplicaTimeout time.Duration
 
 	// DurableNodes declares, for the quorum strategy, that no server ever
 	// loses an acknowledged write (AOF with appendfsync always, and no
@@ -81,7 +109,7 @@ func (cfg *Config) check() error {
 	}
 	switch cfg.Strategy {
 	case "", StrategySingle:
-		if len(cfg.Addrs) > 1 {
+		if len(cfg.Addrs) > 1 && !cfg.Cluster && cfg.SentinelMaster == "" {
 			return &lease.ArgError{Arg: "Config.Addrs", Value: cfg.Addrs, Rule: "must hold exactly one address for strategy \"single\""}
 		}
 	case StrategyQuorum:
@@ -103,6 +131,9 @@ func (cfg *Config) check() error {
 			}
 			return err
 		}
+	}
+	if err := cfg.checkTopology(); err != nil {
+		return err
 	}
 	return cfg.checkQuorum()
 }
@@ -135,6 +166,11 @@ func (cfg *Config) checkNodes() error {
 		{"Config.Password", cfg.Password != ""},
 		{"Config.DB", cfg.DB != 0},
 		{"Config.DialTimeout", cfg.DialTimeout != 0},
+		{"Config.TLS", cfg.TLS != nil},
+		{"Config.Cluster", cfg.Cluster},
+		{"Config.SentinelMaster", cfg.SentinelMaster != ""},
+		{"Config.SentinelUsername", cfg.SentinelUsername != ""},
+		{"Config.SentinelPassword", cfg.SentinelPassword != ""},
 	} {
 		if f.set {
 			return &lease.ArgError{Arg: f.name, Value: names,
@@ -172,6 +208,33 @@ func (cfg *Config) checkAddrs() error {
 	}
 	if cfg.DialTimeout < 0 {
 		return &lease.ArgError{Arg: "Config.DialTimeout", Value: cfg.DialTimeout, Rule: "must be >= 0"}
+	}
+	return nil
+}
+
+// checkTopology checks the fields that say how the single strategy reaches
+// its server: a cluster, Sentinels, replicas.
+func (cfg *Config) checkTopology() error {
+	single := cfg.Strategy != StrategyQuorum
+	switch {
+	case cfg.Cluster && !single:
+		return &lease.ArgError{Arg: "Config.Cluster", Value: true, Rule: `applies to strategy "single" only`}
+	case cfg.SentinelMaster != "" && !single:
+		return &lease.ArgError{Arg: "Config.SentinelMaster", Value: cfg.SentinelMaster, Rule: `applies to strategy "single" only`}
+	case cfg.Cluster && cfg.SentinelMaster != "":
+		return &lease.ArgError{Arg: "Config.Cluster", Value: true, Rule: "must not be set with Config.SentinelMaster"}
+	case cfg.Cluster && cfg.DB != 0:
+		return &lease.ArgError{Arg: "Config.DB", Value: cfg.DB, Rule: "must be 0 on a cluster"}
+	case (cfg.SentinelUsername != "" || cfg.SentinelPassword != "") && cfg.SentinelMaster == "":
+		return &lease.ArgError{Arg: "Config.SentinelPassword", Value: "xxxxx", Rule: "needs Config.SentinelMaster"}
+	case cfg.Replicas != 0 && !single:
+		return &lease.ArgError{Arg: "Config.Replicas", Value: cfg.Replicas, Rule: `applies to strategy "single" only`}
+	case cfg.Replicas < 0:
+		return &lease.ArgError{Arg: "Config.Replicas", Value: cfg.Replicas, Rule: "must be >= 0"}
+	case cfg.ReplicaTimeout < 0 || cfg.Replicas > 0 && cfg.ReplicaTimeout == 0:
+		return &lease.ArgError{Arg: "Config.ReplicaTimeout", Value: cfg.ReplicaTimeout, Rule: "must be > 0 when Config.Replicas is"}
+	case cfg.ReplicaTimeout != 0 && cfg.Replicas == 0:
+		return &lease.ArgError{Arg: "Config.ReplicaTimeout", Value: cfg.ReplicaTimeout, Rule: "needs Config.Replicas"}
 	}
 	return nil
 }

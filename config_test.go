@@ -2,6 +2,7 @@ package dlock_test
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"reflect"
 	"slices"
@@ -38,6 +39,20 @@ func TestParseURL(t *testing.T) {
 			TTL: 10 * time.Second, MaxTTL: time.Minute}},
 		{"redis://h:1?idle_ttl=1h", dlock.Config{Strategy: "single", Addrs: []string{"h:1"}, IdleTTL: time.Hour}},
 		{"redlock://a:1,b:2,c:3?idle_ttl=forever", dlock.Config{Strategy: "quorum", Addrs: []string{"a:1", "b:2", "c:3"}, IdleTTL: -1}},
+		{"rediss://h", dlock.Config{Strategy: "single", Addrs: []string{"h:6379"}, TLS: &tls.Config{MinVersion: tls.VersionTLS12}}},
+		{"redlocks://a:1,b:2,c?tls_server_name=redis.internal", dlock.Config{Strategy: "quorum", Addrs: []string{"a:1", "b:2", "c:6379"},
+			TLS: &tls.Config{MinVersion: tls.VersionTLS12, ServerName: "redis.internal"}}},
+		{"redis+sentinel://s1,s2:5000,s3/mymaster", dlock.Config{Strategy: "single", Addrs: []string{"s1:26379", "s2:5000", "s3:26379"},
+			SentinelMaster: "mymaster"}},
+		{"redis+sentinel://u:p@s1/my%20master/2?sentinel_username=su&sentinel_password=sp&replicas=1&replica_timeout=50ms", dlock.Config{
+			Strategy: "single", Addrs: []string{"s1:26379"}, SentinelMaster: "my master", DB: 2, Username: "u", Password: "p",
+			SentinelUsername: "su", SentinelPassword: "sp", Replicas: 1, ReplicaTimeout: 50 * time.Millisecond}},
+		{"rediss+sentinel://s1/m", dlock.Config{Strategy: "single", Addrs: []string{"s1:26379"}, SentinelMaster: "m",
+			TLS: &tls.Config{MinVersion: tls.VersionTLS12}}},
+		{"redis+cluster://n1:7000,n2:7001?ttl=5s", dlock.Config{Strategy: "single", Addrs: []string{"n1:7000", "n2:7001"}, Cluster: true,
+			TTL: 5 * time.Second}},
+		{"rediss+cluster://n1", dlock.Config{Strategy: "single", Addrs: []string{"n1:6379"}, Cluster: true,
+			TLS: &tls.Config{MinVersion: tls.VersionTLS12}}},
 	} {
 		got, err := dlock.ParseURL(tc.url)
 		if err != nil || !reflect.DeepEqual(got, tc.want) {
@@ -51,7 +66,7 @@ func TestParseURLErrors(t *testing.T) {
 		"",
 		"127.0.0.1:6379",
 		"http://h:1",
-		"rediss://h:1",
+		"redis+tls://h:1",
 		"redis://",
 		"redis://h:1/x",
 		"redis://h:1/-1",
@@ -74,6 +89,20 @@ func TestParseURLErrors(t *testing.T) {
 		"redis://h:",
 		"redis://h:-1",
 		"redlock://a:1,b:70000,c:3",
+		"redis://h:1?tls_ca=/etc/ca.pem",
+		"redlock://a:1,b:2?tls_server_name=x",
+		"rediss://h:1?tls_ca=/nonexistent/ca.pem",
+		"rediss://h:1?tls_cert=/nonexistent/c.pem",
+		"rediss://h:1?tls_insecure=true",
+		"redis+sentinel://s1",
+		"redis+sentinel://s1/",
+		"redis+sentinel://s1/m/",
+		"redis+sentinel://s1/m/x",
+		"redis://h:1?sentinel_password=x",
+		"redis+cluster://n1/1",
+		"redlock://a:1,b:2?replicas=1",
+		"redis://h:1?replicas=-1",
+		"redis://h:1?replica_timeout=soon",
 	} {
 		_, err := dlock.ParseURL(raw)
 		var ae *lease.ArgError
@@ -81,9 +110,14 @@ func TestParseURLErrors(t *testing.T) {
 			t.Errorf("ParseURL(%q) = %v; want *ArgError for url", raw, err)
 		}
 	}
-	_, err := dlock.ParseURL("redis://user:hunter2@h:1?color=red")
-	if err == nil || strings.Contains(err.Error(), "hunter2") {
-		t.Errorf("error %v; want one that hides the password", err)
+	for _, raw := range []string{
+		"redis://user:hunter2@h:1?color=red",
+		"redis+sentinel://s1/m?sentinel_password=hunter2&color=red",
+	} {
+		_, err := dlock.ParseURL(raw)
+		if err == nil || strings.Contains(err.Error(), "hunter2") {
+			t.Errorf("ParseURL(%q): error %v; want one that hides the password", raw, err)
+		}
 	}
 }
 
@@ -115,6 +149,15 @@ func TestOpenBadConfig(t *testing.T) {
 		{"node timeout vs default TTL", dlock.Config{Strategy: "quorum", Addrs: []string{"a:1"}, NodeTimeout: 15 * time.Second}, "Config.NodeTimeout"},
 		{"negative max TTL", dlock.Config{Strategy: "quorum", Addrs: []string{"a:1"}, MaxTTL: -1}, "Config.MaxTTL"},
 		{"max TTL below TTL", dlock.Config{Strategy: "quorum", Addrs: []string{"a:1"}, TTL: 2 * time.Second, MaxTTL: time.Second}, "Config.MaxTTL"},
+		{"cluster quorum", dlock.Config{Strategy: "quorum", Addrs: []string{"a:1"}, Cluster: true}, "Config.Cluster"},
+		{"sentinel quorum", dlock.Config{Strategy: "quorum", Addrs: []string{"a:1"}, SentinelMaster: "m"}, "Config.SentinelMaster"},
+		{"cluster and sentinel", dlock.Config{Addrs: []string{"a:1"}, Cluster: true, SentinelMaster: "m"}, "Config.Cluster"},
+		{"cluster db", dlock.Config{Addrs: []string{"a:1"}, Cluster: true, DB: 1}, "Config.DB"},
+		{"sentinel password alone", dlock.Config{Addrs: []string{"a:1"}, SentinelPassword: "x"}, "Config.SentinelPassword"},
+		{"replicas quorum", dlock.Config{Strategy: "quorum", Addrs: []string{"a:1"}, Replicas: 1, ReplicaTimeout: time.Second}, "Config.Replicas"},
+		{"negative replicas", dlock.Config{Addrs: []string{"a:1"}, Replicas: -1}, "Config.Replicas"},
+		{"replicas without timeout", dlock.Config{Addrs: []string{"a:1"}, Replicas: 1}, "Config.ReplicaTimeout"},
+		{"replica timeout alone", dlock.Config{Addrs: []string{"a:1"}, ReplicaTimeout: time.Second}, "Config.ReplicaTimeout"},
 	} {
 		lk, err := dlock.Open(ctx, tc.cfg)
 		var ae *lease.ArgError

@@ -24,11 +24,12 @@ import (
 // Open returns a Locker of cfg's strategy over cfg's servers: over
 // cfg.Nodes, which the caller built and keeps, or else over clients Open
 // builds for cfg.Addrs, which the Locker owns: its Close closes them. With
-// the single strategy, Open checks with ctx that the server answers and
-// takes the credentials (an error matching ErrAuth when it refuses them);
-// a quorum keeps working with a minority of its servers down, so Open does
-// not require them to answer. A bad Config is reported as an
-// *lease.ArgError naming the field.
+// the single strategy, Open checks with ctx that the server answers (on a
+// cluster, that a node answers and its cluster is working) and takes the
+// credentials (an error matching ErrAuth when it refuses them); a quorum
+// keeps working with a minority of its servers down, so Open does not
+// require them to answer. A bad Config is reported as an *lease.ArgError
+// naming the field.
 func Open(ctx context.Context, cfg Config) (Locker, error) {
 	if err := acquire.CheckContext(ctx); err != nil {
 		return nil, err
@@ -37,26 +38,37 @@ func Open(ctx context.Context, cfg Config) (Locker, error) {
 		return nil, err
 	}
 	o := &opened{}
-	for _, addr := range cfg.Addrs {
-		n, c, err := cfg.dial(addr)
-		if err != nil {
-			o.closeAll()
-			return nil, err
+	var err error
+	if cfg.Cluster || cfg.SentinelMaster != "" {
+		// One client for every address: a cluster's nodes, or the
+		// Sentinels of one master.
+		err = o.add(cfg.dialTopology())
+	} else {
+		for _, addr := range cfg.Addrs {
+			if err = o.add(cfg.dial(addr)); err != nil {
+				break
+			}
 		}
-		o.nodes = append(o.nodes, n)
-		o.clients = append(o.clients, c)
+	}
+	if err != nil {
+		o.closeAll()
+		return nil, err
 	}
 	nodes := o.nodes
 	if len(cfg.Nodes) > 0 {
 		nodes = slices.Clone(cfg.Nodes)
 	}
 	if cfg.Strategy == "" || cfg.Strategy == StrategySingle {
-		if err := ping(ctx, nodes[0]); err != nil {
+		if len(cfg.Nodes) > 0 {
+			err = ping(ctx, nodes[0])
+		} else {
+			err = o.ping(ctx)
+		}
+		if err != nil {
 			o.closeAll()
 			return nil, err
 		}
 	}
-	var err error
 	switch cfg.Strategy {
 	case "", StrategySingle:
 		var opts []single.Option
@@ -65,6 +77,9 @@ func Open(ctx context.Context, cfg Config) (Locker, error) {
 		}
 		if cfg.IdleTTL != 0 {
 			opts = append(opts, single.WithIdleTTL(cfg.IdleTTL))
+		}
+		if cfg.Replicas != 0 {
+			opts = append(opts, single.WithReplicas(cfg.Replicas, cfg.ReplicaTimeout))
 		}
 		if cfg.Observer != nil {
 			opts = append(opts, single.WithObserver(cfg.Observer))
@@ -111,20 +126,31 @@ func (cfg *Config) dial(addr string) (node.Node, ownedClient, error) {
 			// A standalone server, and a client even while it is down:
 			// a quorum must open with a minority of its masters away.
 			ForceSingleClient: true,
+			TLSConfig:         cfg.TLS,
+			DialCtxFn:         cfg.dialer().dialValkey,
 		}
 		opt.Dialer.Timeout = cfg.DialTimeout
 		c, err := valkey.NewClient(opt)
 		if c == nil {
 			return nil, nil, fmt.Errorf("dlock: connect to %s: %w", addr, err)
 		}
-		return valkeygo.New(c), valkeyClient{c}, nil
+		return valkeygo.New(c), valkeyClient{c: c}, nil
 	}
-	opt := &redis.Options{
+	c := redis.NewClient(cfg.goRedisOptions(addr))
+	return goredis.New(c), goRedisClient{c}, nil
+}
+
+// goRedisOptions are the options of every go-redis client Open builds; the
+// cluster and Sentinel clients copy them (see dialTopology).
+func (cfg *Config) goRedisOptions(addr string) *redis.Options {
+	return &redis.Options{
 		Addr:        addr,
 		Username:    cfg.Username,
 		Password:    cfg.Password,
 		DB:          cfg.DB,
 		DialTimeout: cfg.DialTimeout,
+		TLSConfig:   cfg.TLS,
+		Dialer:      dialQuietly(cfg.dialer().dial),
 		// Cut calls short when the caller's context ends, rather than at
 		// the read timeout.
 		ContextTimeoutEnabled: true,
@@ -144,9 +170,6 @@ func (cfg *Config) dial(addr string) (node.Node, ownedClient, error) {
 		// asking a plain server for them costs a round trip per connection.
 		MaintNotificationsConfig: &maintnotifications.Config{Mode: maintnotifications.ModeDisabled},
 	}
-	opt.Dialer = dialQuietly(redis.NewDialer(opt))
-	c := redis.NewClient(opt)
-	return goredis.New(c), goRedisClient{c}, nil
 }
 
 // dialQuietly returns dial, except that a dial that fails hands go-redis a
@@ -198,34 +221,72 @@ func (a addrString) String() string  { return string(a) }
 
 // ownedClient is a client Open built, and so must close.
 type ownedClient interface {
+	ping(ctx context.Context) error
 	close() error
 }
 
 type goRedisClient struct{ c *redis.Client }
 
-func (c goRedisClient) close() error { return c.c.Close() }
+func (c goRedisClient) ping(ctx context.Context) error { return c.c.Ping(ctx).Err() }
+func (c goRedisClient) close() error                   { return c.c.Close() }
 
-type valkeyClient struct{ c valkey.Client }
+type valkeyClient struct {
+	c       valkey.Client
+	cluster bool
+}
 
+func (c valkeyClient) ping(ctx context.Context) error {
+	if c.cluster {
+		return clusterOK(c.c.Do(ctx, c.c.B().ClusterInfo().Build()).ToString())
+	}
+	return c.c.Do(ctx, c.c.B().Ping().Build()).Error()
+}
 func (c valkeyClient) close() error { c.c.Close(); return nil }
 
-// pingScript is what Open asks a single server to run: the one question
-// that shows, whoever built the client, that the server answers, takes
-// the credentials and runs scripts.
+// pingScript is what Open asks a single server of the caller's Nodes to
+// run: with no client of its own to ask, the one question that shows,
+// whoever built the client, that the server answers, takes the
+// credentials and runs scripts.
 var pingScript = node.NewScript("return 1")
 
 func ping(ctx context.Context, n node.Node) error {
-	_, err := n.Eval(ctx, pingScript, nil)
-	var re *node.ReplyError
+	if _, err := n.Eval(ctx, pingScript, nil); err != nil {
+		return pingError(n, err)
+	}
+	return nil
+}
+
+// pingError says why n failed Open's check.
+func pingError(n node.Node, err error) error {
+	re := replyError(err)
 	switch {
-	case err == nil:
-		return nil
-	case errors.Is(err, ErrAuth):
-		return fmt.Errorf("dlock: %s: authentication failed: %w", n, err)
-	case errors.As(err, &re):
-		return fmt.Errorf("dlock: %s refused a script: %w", n, err)
+	case re != nil && errors.Is(re, ErrAuth):
+		return fmt.Errorf("dlock: %s: authentication failed: %w", n, re)
+	case errors.Is(err, errNotCluster):
+		return fmt.Errorf("dlock: %s %w", n, err)
+	case re != nil:
+		return fmt.Errorf("dlock: %s refused: %w", n, err)
 	}
 	return fmt.Errorf("dlock: %s does not answer: %w", n, err)
+}
+
+// replyError returns the server's error reply in err as the node adapters
+// report one, whichever client said it, or nil when err is not one.
+func replyError(err error) *node.ReplyError {
+	var (
+		re *node.ReplyError
+		gr redis.Error
+		ve *valkey.ValkeyError
+	)
+	switch {
+	case errors.As(err, &re):
+		return re
+	case errors.As(err, &gr) && !errors.Is(err, redis.Nil):
+		return &node.ReplyError{Msg: gr.Error()}
+	case errors.As(err, &ve) && !ve.IsNil():
+		return &node.ReplyError{Msg: ve.Error()}
+	}
+	return nil
 }
 
 // opened is a Locker Open built, with the nodes and clients it owns (none
@@ -237,6 +298,25 @@ type opened struct {
 
 	once sync.Once
 	err  error
+}
+
+// add keeps a node and its client, or returns the error that made neither.
+func (o *opened) add(n node.Node, c ownedClient, err error) error {
+	if err != nil {
+		return err
+	}
+	o.nodes = append(o.nodes, n)
+	o.clients = append(o.clients, c)
+	return nil
+}
+
+func (o *opened) ping(ctx context.Context) error {
+	for i, c := range o.clients {
+		if err := c.ping(ctx); err != nil {
+			return pingError(o.nodes[i], err)
+		}
+	}
+	return nil
 }
 
 // Close closes the Locker, then the nodes and clients Open made (not those

@@ -4,26 +4,50 @@ import (
 	"context"
 	"net"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/dlockgo/dlock/internal/acquire"
+	"github.com/dlockgo/dlock/internal/tlsfiles"
 	"github.com/dlockgo/dlock/lease"
 )
 
 // OpenURL opens a Locker described by a URL:
 //
-//	redis://[user:password@]host[:port][/db][?ttl=30s&idle_ttl=24h&client=valkey-go&dial_timeout=5s]
-//	redlock://[user:password@]host1[:port],host2[:port],...[/db][?...&durable=true&node_timeout=50ms&max_ttl=1m]
+//	redis://[user:password@]host[:port][/db][?param=value&...]
+//	rediss://...                  the same over TLS
+//	redlock://[user:password@]host1[:port],host2[:port],...[/db][?...]
+//	redlocks://...                the same over TLS
+//	redis+sentinel://[user:password@]sentinel1[:port],sentinel2[:port],.../master[/db][?...]
+//	rediss+sentinel://...         the same over TLS
+//	redis+cluster://[user:password@]node1[:port],node2[:port],...[?...]
+//	rediss+cluster://...          the same over TLS
 //
-// redis:// selects the single strategy on one server, redlock:// the quorum
-// strategy across the listed masters. The port defaults to 6379. The
-// parameters ttl, idle_ttl, client and dial_timeout set Config.TTL,
-// IdleTTL, Client and DialTimeout (idle_ttl=forever keeps per-key state
-// for ever); durable, node_timeout and max_ttl, for redlock:// only, set
-// DurableNodes, NodeTimeout and MaxTTL. A malformed URL or an unknown
-// parameter is reported as an *lease.ArgError.
+// redis:// selects the single strategy on one server; redlock:// the quorum
+// strategy across the listed masters; redis+sentinel:// the single strategy
+// on the master that the listed Sentinels name (Config.SentinelMaster),
+// following it across failovers; redis+cluster:// the single strategy on a
+// Redis Cluster, given by one or more of its nodes (Config.Cluster). A
+// scheme with a second s (rediss, redlocks) speaks TLS to every server,
+// Sentinels included (Config.TLS). The port defaults to 6379, 26379 for a
+// Sentinel. user and password authenticate to the servers that hold the
+// locks, not to the Sentinels.
+//
+// Parameters, for every scheme: ttl, idle_ttl, client and dial_timeout set
+// Config.TTL, IdleTTL, Client and DialTimeout (idle_ttl=forever keeps
+// per-key state for ever). For redlock:// only: durable, node_timeout and
+// max_ttl set DurableNodes, NodeTimeout and MaxTTL. For the single
+// strategy's schemes: replicas and replica_timeout set Replicas and
+// ReplicaTimeout. For redis+sentinel:// only: sentinel_username and
+// sentinel_password authenticate to the Sentinels. For the TLS schemes
+// only: tls_ca (a PEM file of the certificates to trust instead of the
+// system's), tls_cert and tls_key (the client's certificate and key, PEM
+// files, both or neither) and tls_server_name (the name the servers'
+// certificates carry, when it is not the host dialled). ParseURL reads
+// those files. A malformed URL, an unknown parameter or an unreadable file
+// is reported as an *lease.ArgError.
 func OpenURL(ctx context.Context, rawURL string) (Locker, error) {
 	if err := acquire.CheckContext(ctx); err != nil {
 		return nil, err
@@ -35,6 +59,24 @@ func OpenURL(ctx context.Context, rawURL string) (Locker, error) {
 	return Open(ctx, cfg)
 }
 
+// schemes are the URL schemes OpenURL knows, by what they select.
+var schemes = map[string]struct {
+	strategy          string
+	tls               bool
+	sentinel, cluster bool
+}{
+	"redis":           {strategy: StrategySingle},
+	"rediss":          {strategy: StrategySingle, tls: true},
+	"redlock":         {strategy: StrategyQuorum},
+	"redlocks":        {strategy: StrategyQuorum, tls: true},
+	"redis+sentinel":  {strategy: StrategySingle, sentinel: true},
+	"rediss+sentinel": {strategy: StrategySingle, tls: true, sentinel: true},
+	"redis+cluster":   {strategy: StrategySingle, cluster: true},
+	"rediss+cluster":  {strategy: StrategySingle, tls: true, cluster: true},
+}
+
+const schemeList = "redis, rediss, redlock, redlocks, redis+sentinel, rediss+sentinel, redis+cluster or rediss+cluster"
+
 // ParseURL returns the Config that OpenURL would open.
 func ParseURL(rawURL string) (Config, error) {
 	bad := func(rule string) (Config, error) {
@@ -43,16 +85,13 @@ func ParseURL(rawURL string) (Config, error) {
 	var cfg Config
 	scheme, rest, ok := strings.Cut(rawURL, "://")
 	if !ok {
-		return bad("must start with redis:// or redlock://")
+		return bad("must start with a scheme: " + schemeList)
 	}
-	switch scheme {
-	case "redis":
-		cfg.Strategy = StrategySingle
-	case "redlock":
-		cfg.Strategy = StrategyQuorum
-	default:
-		return bad("scheme must be redis or redlock")
+	sc, ok := schemes[scheme]
+	if !ok {
+		return bad("scheme must be " + schemeList)
 	}
+	cfg.Strategy, cfg.Cluster = sc.strategy, sc.cluster
 	rest, query, _ := strings.Cut(rest, "?")
 	hosts, path, _ := strings.Cut(rest, "/")
 	if i := strings.LastIndex(hosts, "@"); i >= 0 {
@@ -70,12 +109,16 @@ func ParseURL(rawURL string) (Config, error) {
 	if hosts == "" {
 		return bad("must name a host")
 	}
+	defaultPort := "6379"
+	if sc.sentinel {
+		defaultPort = "26379"
+	}
 	for h := range strings.SplitSeq(hosts, ",") {
 		if h == "" {
 			return bad("must not hold an empty host")
 		}
 		if _, port, err := net.SplitHostPort(h); err != nil {
-			h = net.JoinHostPort(strings.Trim(h, "[]"), "6379")
+			h = net.JoinHostPort(strings.Trim(h, "[]"), defaultPort)
 			if _, _, err := net.SplitHostPort(h); err != nil {
 				return bad("hosts must be host or host:port")
 			}
@@ -83,6 +126,20 @@ func ParseURL(rawURL string) (Config, error) {
 			return bad("a port must be a number from 1 to 65535")
 		}
 		cfg.Addrs = append(cfg.Addrs, h)
+	}
+	switch {
+	case sc.sentinel:
+		master, db, hasDB := strings.Cut(path, "/")
+		m, err := url.PathUnescape(master)
+		if err != nil || m == "" {
+			return bad("path must name the master the Sentinels monitor: /master[/db]")
+		}
+		cfg.SentinelMaster, path = m, db
+		if hasDB && db == "" {
+			return bad("path must be /master or /master/db")
+		}
+	case sc.cluster && path != "":
+		return bad("a cluster has only database 0: no /db path")
 	}
 	if path != "" {
 		db, err := strconv.Atoi(path)
@@ -95,15 +152,32 @@ func ParseURL(rawURL string) (Config, error) {
 	if err != nil {
 		return bad("query: " + err.Error())
 	}
-	known := "ttl, idle_ttl, client, dial_timeout"
-	if cfg.Strategy == StrategyQuorum {
-		known += ", durable, node_timeout, max_ttl"
+	// Which parameters a scheme takes, and the schemes to name when one
+	// is given to another.
+	groups := []struct {
+		params []string
+		ok     bool
+		where  string
+	}{
+		{[]string{"ttl", "idle_ttl", "client", "dial_timeout"}, true, ""},
+		{[]string{"durable", "node_timeout", "max_ttl"}, cfg.Strategy == StrategyQuorum, "redlock:// and redlocks:// URLs"},
+		{[]string{"replicas", "replica_timeout"}, cfg.Strategy == StrategySingle, "the single strategy's URLs, not redlock://"},
+		{[]string{"sentinel_username", "sentinel_password"}, sc.sentinel, "redis+sentinel:// and rediss+sentinel:// URLs"},
+		{[]string{"tls_ca", "tls_cert", "tls_key", "tls_server_name"}, sc.tls, "the TLS schemes (rediss://, redlocks://, rediss+sentinel://, rediss+cluster://)"},
 	}
+	var known []string
+	for _, g := range groups {
+		if g.ok {
+			known = append(known, g.params...)
+		}
+	}
+	var files tlsfiles.Files
 	for k, vs := range q {
 		v := vs[len(vs)-1]
-		quorumOnly := k == "durable" || k == "node_timeout" || k == "max_ttl"
-		if quorumOnly && cfg.Strategy != StrategyQuorum {
-			return bad("parameter " + strconv.Quote(k) + " is for redlock:// URLs only")
+		for _, g := range groups {
+			if !g.ok && slices.Contains(g.params, k) {
+				return bad("parameter " + strconv.Quote(k) + " is for " + g.where + " only")
+			}
 		}
 		switch k {
 		case "idle_ttl":
@@ -116,7 +190,7 @@ func ParseURL(rawURL string) (Config, error) {
 				return bad("idle_ttl must be a duration such as 24h, or forever")
 			}
 			cfg.IdleTTL = d
-		case "ttl", "dial_timeout", "node_timeout", "max_ttl":
+		case "ttl", "dial_timeout", "node_timeout", "max_ttl", "replica_timeout":
 			d, err := time.ParseDuration(v)
 			if err != nil {
 				return bad(k + " must be a duration such as 30s")
@@ -128,6 +202,8 @@ func ParseURL(rawURL string) (Config, error) {
 				cfg.DialTimeout = d
 			case "node_timeout":
 				cfg.NodeTimeout = d
+			case "replica_timeout":
+				cfg.ReplicaTimeout = d
 			default:
 				cfg.MaxTTL = d
 			}
@@ -137,27 +213,59 @@ func ParseURL(rawURL string) (Config, error) {
 				return bad("durable must be true or false")
 			}
 			cfg.DurableNodes = b
+		case "replicas":
+			n, err := strconv.Atoi(v)
+			if err != nil || n < 0 {
+				return bad("replicas must be a number >= 0")
+			}
+			cfg.Replicas = n
 		case "client":
 			cfg.Client = v
+		case "sentinel_username":
+			cfg.SentinelUsername = v
+		case "sentinel_password":
+			cfg.SentinelPassword = v
+		case "tls_ca":
+			files.CA = v
+		case "tls_cert":
+			files.Cert = v
+		case "tls_key":
+			files.Key = v
+		case "tls_server_name":
+			files.ServerName = v
 		default:
-			return bad("unknown parameter " + strconv.Quote(k) + " (known: " + known + ")")
+			return bad("unknown parameter " + strconv.Quote(k) + " (known: " + strings.Join(known, ", ") + ")")
+		}
+	}
+	if sc.tls {
+		if cfg.TLS, err = files.Config(); err != nil {
+			return bad("TLS: " + err.Error())
 		}
 	}
 	return cfg, nil
 }
 
-// redactURL hides a password before the URL goes into an error.
+// redactURL hides the passwords, in the user part and in
+// sentinel_password, before the URL goes into an error.
 func redactURL(raw string) string {
 	scheme, rest, ok := strings.Cut(raw, "://")
 	if !ok {
 		return raw
 	}
-	i := strings.LastIndex(strings.SplitN(rest, "/", 2)[0], "@")
-	if i < 0 {
-		return raw
+	rest, query, hasQuery := strings.Cut(rest, "?")
+	if i := strings.LastIndex(strings.SplitN(rest, "/", 2)[0], "@"); i >= 0 {
+		if user, _, hasPass := strings.Cut(rest[:i], ":"); hasPass {
+			rest = user + ":xxxxx" + rest[i:]
+		}
 	}
-	if user, _, hasPass := strings.Cut(rest[:i], ":"); hasPass {
-		return scheme + "://" + user + ":xxxxx" + rest[i:]
+	if hasQuery {
+		params := strings.Split(query, "&")
+		for i, p := range params {
+			if k, _, ok := strings.Cut(p, "="); ok && k == "sentinel_password" {
+				params[i] = k + "=xxxxx"
+			}
+		}
+		rest += "?" + strings.Join(params, "&")
 	}
-	return raw
+	return scheme + "://" + rest
 }

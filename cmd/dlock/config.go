@@ -13,6 +13,7 @@ import (
 	"github.com/valkey-io/valkey-go"
 
 	"github.com/dlockgo/dlock"
+	"github.com/dlockgo/dlock/internal/tlsfiles"
 	"github.com/dlockgo/dlock/node"
 	"github.com/dlockgo/dlock/node/goredis"
 	"github.com/dlockgo/dlock/node/valkeygo"
@@ -25,14 +26,23 @@ const defaultURL = "redis://127.0.0.1:6379"
 // connFlags are the flags that say where the locks live.
 type connFlags struct {
 	url, strategy, addrs, client, file string
+
+	tls      bool
+	tlsFiles tlsfiles.Files
 }
 
 func (c *connFlags) register(fs *flag.FlagSet) {
-	fs.StringVar(&c.url, "url", "", "servers as a URL: redis://host:port[/db] (single) or redlock://h1:p1,h2:p2,h3:p3 (quorum)")
+	fs.StringVar(&c.url, "url", "", "servers as a URL: redis://host:port[/db] (single), redlock://h1:p1,h2:p2,h3:p3 (quorum), "+
+		"redis+sentinel://s1,s2,s3/master, redis+cluster://n1,n2; rediss://, redlocks://, rediss+sentinel://, rediss+cluster:// for TLS")
 	fs.StringVar(&c.addrs, "addrs", "", "servers as host:port,host:port,... (with --strategy)")
 	fs.StringVar(&c.strategy, "strategy", "", `"single" (one server, the default) or "quorum" (Redlock across --addrs)`)
 	fs.StringVar(&c.client, "client", "", `client library: "go-redis" (default) or "valkey-go"`)
 	fs.StringVar(&c.file, "config", "", "read url, addrs, strategy, client, username, password, db from FILE (key=value lines)")
+	fs.BoolVar(&c.tls, "tls", false, "connect with TLS (a URL says it by its scheme: rediss://, redlocks://, ...)")
+	fs.StringVar(&c.tlsFiles.CA, "tls-ca", "", "with TLS, trust the CA certificates in this PEM `file` instead of the system's (implies --tls)")
+	fs.StringVar(&c.tlsFiles.Cert, "tls-cert", "", "with TLS, present the client certificate in this PEM `file`, with --tls-key (implies --tls)")
+	fs.StringVar(&c.tlsFiles.Key, "tls-key", "", "the client certificate's key, a PEM `file` (implies --tls)")
+	fs.StringVar(&c.tlsFiles.ServerName, "tls-server-name", "", "with TLS, the `name` the servers' certificates carry, when not the host dialled (implies --tls)")
 }
 
 // usageError is a mistake of the caller's: flags, arguments, configuration.
@@ -86,6 +96,12 @@ func (c *connFlags) resolve(getenv func(string) string) (dlock.Config, string, e
 	if c.client != "" {
 		cfg.Client = c.client
 	}
+	if c.tls || c.tlsFiles != (tlsfiles.Files{}) {
+		// The flags' TLS settings replace those of the URL or file.
+		if cfg.TLS, err = c.tlsFiles.Config(); err != nil {
+			return cfg, "", usagef("--tls: %v", err)
+		}
+	}
 	switch cfg.Client {
 	case "", dlock.ClientGoRedis, dlock.ClientValkeyGo:
 	default:
@@ -93,7 +109,7 @@ func (c *connFlags) resolve(getenv func(string) string) (dlock.Config, string, e
 	}
 	switch cfg.Strategy {
 	case "", dlock.StrategySingle:
-		if len(cfg.Addrs) != 1 {
+		if len(cfg.Addrs) != 1 && !cfg.Cluster && cfg.SentinelMaster == "" {
 			return cfg, "", usagef("%s: strategy single takes exactly one server, got %d", source, len(cfg.Addrs))
 		}
 	case dlock.StrategyQuorum:
@@ -211,12 +227,19 @@ func dialNodes(cfg dlock.Config) (nodes []node.Node, close func(), err error) {
 			c()
 		}
 	}
+	if cfg.Cluster || cfg.SentinelMaster != "" {
+		n, closeTopology, err := dialTopology(cfg)
+		if err != nil {
+			return nil, nil, err
+		}
+		return []node.Node{n}, closeTopology, nil
+	}
 	for _, addr := range cfg.Addrs {
 		var n node.Node
 		if cfg.Client == dlock.ClientValkeyGo {
 			opt := valkey.ClientOption{
 				InitAddress: []string{addr}, Username: cfg.Username, Password: cfg.Password,
-				SelectDB: cfg.DB, DisableCache: true, ForceSingleClient: true,
+				SelectDB: cfg.DB, DisableCache: true, ForceSingleClient: true, TLSConfig: cfg.TLS,
 			}
 			opt.Dialer.Timeout = cfg.DialTimeout
 			c, err := valkey.NewClient(opt)
@@ -229,7 +252,7 @@ func dialNodes(cfg dlock.Config) (nodes []node.Node, close func(), err error) {
 		} else {
 			c := redis.NewClient(&redis.Options{
 				Addr: addr, Username: cfg.Username, Password: cfg.Password, DB: cfg.DB,
-				DialTimeout:           cfg.DialTimeout,
+				DialTimeout: cfg.DialTimeout, TLSConfig: cfg.TLS,
 				ContextTimeoutEnabled: true, DisableIdentity: true,
 				MaxRetries: -1, // one dead server must not hold up a quorum call
 				// One look: --url's dial_timeout bounds the wait for a
@@ -242,4 +265,35 @@ func dialNodes(cfg dlock.Config) (nodes []node.Node, close func(), err error) {
 		nodes = append(nodes, n)
 	}
 	return nodes, close, nil
+}
+
+// dialTopology builds the one client, and Node, of a cluster or of a
+// master named by Sentinels, as dlock.Open does.
+func dialTopology(cfg dlock.Config) (node.Node, func(), error) {
+	if cfg.Client == dlock.ClientValkeyGo {
+		opt := valkey.ClientOption{
+			InitAddress: cfg.Addrs, Username: cfg.Username, Password: cfg.Password,
+			SelectDB: cfg.DB, DisableCache: true, TLSConfig: cfg.TLS,
+		}
+		opt.Dialer.Timeout = cfg.DialTimeout
+		if cfg.SentinelMaster != "" {
+			opt.Sentinel = valkey.SentinelOption{MasterSet: cfg.SentinelMaster, Username: cfg.SentinelUsername,
+				Password: cfg.SentinelPassword, TLSConfig: cfg.TLS, Dialer: opt.Dialer}
+		}
+		c, err := valkey.NewClient(opt)
+		if c == nil {
+			return nil, nil, fmt.Errorf("connect to %s: %w", strings.Join(cfg.Addrs, ","), err)
+		}
+		n := valkeygo.New(c)
+		return n, func() { _ = n.Close(); c.Close() }, nil
+	}
+	c := redis.NewUniversalClient(&redis.UniversalOptions{
+		Addrs: cfg.Addrs, IsClusterMode: cfg.Cluster, MasterName: cfg.SentinelMaster,
+		SentinelUsername: cfg.SentinelUsername, SentinelPassword: cfg.SentinelPassword,
+		Username: cfg.Username, Password: cfg.Password, DB: cfg.DB,
+		DialTimeout: cfg.DialTimeout, TLSConfig: cfg.TLS,
+		ContextTimeoutEnabled: true, DisableIdentity: true, MaxRetries: -1, DialerRetries: 1,
+	})
+	n := goredis.New(c)
+	return n, func() { _ = n.Close(); _ = c.Close() }, nil
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/dlockgo/dlock"
 	"github.com/dlockgo/dlock/internal/redistest"
+	"github.com/dlockgo/dlock/internal/tlsfiles"
 )
 
 func TestInspectQuorum(t *testing.T) {
@@ -145,6 +146,10 @@ func TestResolve(t *testing.T) {
 		{name: "bad strategy", flags: connFlags{addrs: "a:1", strategy: "paxos"}, bad: true},
 		{name: "bad client", flags: connFlags{addrs: "a:1", client: "jedis"}, bad: true},
 		{name: "bad url", flags: connFlags{url: "http://h"}, bad: true},
+		{name: "cluster url", flags: connFlags{url: "redis+cluster://a:1,b:2"}, addrs: "a:1 b:2"},
+		{name: "sentinel url", flags: connFlags{url: "redis+sentinel://a,b/m"}, addrs: "a:26379 b:26379"},
+		{name: "tls ca missing", flags: connFlags{addrs: "a:1", tlsFiles: tlsfiles.Files{CA: "/nonexistent"}}, bad: true},
+		{name: "tls key alone", flags: connFlags{addrs: "a:1", tlsFiles: tlsfiles.Files{Key: "/etc/k.pem"}}, bad: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg, source, err := tc.flags.resolve(env(tc.env))

@@ -36,6 +36,8 @@ Examples:
   dlock run --key backup --wait 0 -- pg_dump -f /backups/db.sql   # skip if running elsewhere
   dlock run --url redis://lock.internal:6379/2 --key migrate --ttl 2m --wait 10m -- ./migrate
   dlock run --addrs r1:6379,r2:6379,r3:6379 --strategy quorum --key leader -- ./serve
+  dlock run --url rediss://lock.internal:6380 --tls-ca /etc/redis/ca.pem --key migrate -- ./migrate
+  dlock run --url redis+sentinel://s1,s2,s3/locks --key nightly -- ./nightly.sh   # the master Sentinels name "locks"
   DLOCK_URL=redlock://r1,r2,r3,r4,r5 dlock run --key rotate -- sh -c 'rotate --fence "$DLOCK_TOKEN"'
   dlock run --config /etc/dlock.conf --key cleanup -- ./cleanup   # url=... or addrs=... lines
 

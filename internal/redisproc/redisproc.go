@@ -6,6 +6,8 @@ package redisproc
 
 import (
 	"bufio"
+	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
@@ -35,6 +37,22 @@ func Ping(addr string) error {
 	if err != nil {
 		return err
 	}
+	return ping(c)
+}
+
+// PingTLS is Ping over TLS with cfg.
+func PingTLS(addr string, cfg *tls.Config) error {
+	d := &tls.Dialer{NetDialer: &net.Dialer{Timeout: 200 * time.Millisecond}, Config: cfg}
+	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+	defer cancel()
+	c, err := d.DialContext(ctx, "tcp", addr)
+	if err != nil {
+		return err
+	}
+	return ping(c)
+}
+
+func ping(c net.Conn) error {
 	defer c.Close()
 	_ = c.SetDeadline(time.Now().Add(500 * time.Millisecond))
 	if _, err := c.Write([]byte("PING\r\n")); err != nil {

@@ -9,6 +9,7 @@ package redistest
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
@@ -50,6 +51,9 @@ type config struct {
 	env     []string
 	replica *Server
 	via     string // the address a replica dials for its master; "" is the master's own
+	tls     *Certs
+	tlsAuth TLSClients
+	conf    string // a config file, first on the command line; "" for none
 }
 
 // WithAOF turns persistence on: appendonly yes with appendfsync always, in
@@ -282,6 +286,7 @@ func (s *Server) doClient() *redis.Client {
 			Addr:            s.Addr(),
 			Protocol:        2,
 			DisableIdentity: true,
+			TLSConfig:       s.clientTLS(),
 		})
 	}
 	return s.client
@@ -399,9 +404,31 @@ func (s *Server) onlineAtMaster() bool {
 
 var errBind = errors.New("address in use")
 
+// ping checks that the server answers, over TLS when it speaks TLS.
+func (s *Server) ping() error {
+	if cfg := s.clientTLS(); cfg != nil {
+		return redisproc.PingTLS(s.Addr(), cfg)
+	}
+	return redisproc.Ping(s.Addr())
+}
+
+// clientTLS is the TLS configuration of the Server's own clients, nil
+// when it speaks plain TCP.
+func (s *Server) clientTLS() *tls.Config {
+	if s.cfg.tls == nil {
+		return nil
+	}
+	return s.cfg.tls.ClientConfig()
+}
+
 func (s *Server) args() []string {
+	port := []string{"--port", strconv.Itoa(s.port)}
+	if c := s.cfg.tls; c != nil {
+		port = []string{"--port", "0", "--tls-port", strconv.Itoa(s.port),
+			"--tls-cert-file", c.ServerCertFile, "--tls-key-file", c.ServerKey,
+			"--tls-ca-cert-file", c.CAFile, "--tls-auth-clients", string(s.cfg.tlsAuth)}
+	}
 	a := []string{
-		"--port", strconv.Itoa(s.port),
 		"--bind", "127.0.0.1",
 		"--protected-mode", "no",
 		"--daemonize", "no",
@@ -409,6 +436,10 @@ func (s *Server) args() []string {
 		"--logfile", filepath.Join(s.dir, "redis.log"),
 		"--repl-diskless-sync-delay", "0",
 		"--save", "",
+	}
+	a = append(port, a...)
+	if s.cfg.conf != "" {
+		a = append([]string{s.cfg.conf}, a...)
 	}
 	if s.cfg.aof {
 		a = append(a, "--appendonly", "yes", "--appendfsync", "always")
@@ -450,7 +481,7 @@ func (s *Server) start() error {
 
 	deadline := time.Now().Add(startTimeout)
 	for {
-		if redisproc.Ping(s.Addr()) == nil {
+		if s.ping() == nil {
 			return nil
 		}
 		select {

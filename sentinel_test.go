@@ -1,0 +1,158 @@
+package dlock_test
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/dlockgo/dlock"
+	"github.com/dlockgo/dlock/fence"
+	"github.com/dlockgo/dlock/internal/redistest"
+	"github.com/dlockgo/dlock/lease"
+	"github.com/dlockgo/dlock/single"
+)
+
+// TestOpenSentinel is the seed's failover race through a real Sentinel
+// promotion, on Lockers opened with redis+sentinel://: holder A claims on
+// the master while replication is cut, the master dies, the Sentinels
+// promote the replica, and B claims the same key there.
+//
+// Without replicas= (async), both hold the lock, as single's docs say a
+// failover can make it; B's token is above A's, so the fence refuses A's
+// write after B's, and A's Extend is refused. With replicas=1, single's
+// contract is that a claim fewer replicas acknowledged is released and
+// reported: A's claim made while replication is cut fails with a
+// *single.ReplicaError and B is the only holder, while a claim the
+// replica acknowledged before survives the promotion (B finds it taken,
+// and A extends it on the new master).
+//
+// Either way the Lockers opened before the failover follow the Sentinels
+// to the new master, with no restart: once the old master is back as a
+// replica, A's Locker locks again.
+func TestOpenSentinel(t *testing.T) {
+	for _, client := range redistest.Clients {
+		t.Run(client, func(t *testing.T) {
+			t.Run("async", func(t *testing.T) { sentinelFailover(t, client, false) })
+			t.Run("replicas=1", func(t *testing.T) { sentinelFailover(t, client, true) })
+		})
+	}
+}
+
+func sentinelFailover(t *testing.T, client string, replicas bool) {
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+	defer cancel()
+	g := redistest.StartSentinels(t, 3)
+	url := "redis+sentinel://" + strings.Join(g.Addrs(), ",") + "/" + g.Name + "?ttl=10s&dial_timeout=500ms&client=" + client
+	urlA := url
+	if replicas {
+		urlA += "&replicas=1&replica_timeout=100ms"
+	}
+	lkA, err := dlock.OpenURL(ctx, urlA)
+	require.NoError(t, err, "OpenURL A")
+	defer lkA.Close()
+	lkB, err := dlock.OpenURL(ctx, url)
+	require.NoError(t, err, "OpenURL B")
+	defer lkB.Close()
+	// The protected resource lives on a server of its own, which survives.
+	store := fence.NewStore(redistest.NodeFor(t, client, redistest.Start(t).Addr()))
+
+	// A history that did replicate.
+	l0, err := lkA.TryAcquire(ctx, "k")
+	require.NoError(t, err, "A's first claim")
+	require.NoError(t, l0.Release(ctx))
+	for hget(g.Replica, "k", "attempts") != l0.Token().String() || hget(g.Replica, "k", "owner") != "" {
+		require.NoError(t, ctx.Err(), "the first claim and its release never reached the replica")
+		time.Sleep(5 * time.Millisecond)
+	}
+	var kept *lease.Lease // acknowledged by the replica before the cut
+	if replicas {
+		kept, err = lkA.TryAcquire(ctx, "kept")
+		require.NoError(t, err, "A's claim with replication running")
+	}
+
+	g.Link.Cut()
+	a, errA := lkA.TryAcquire(ctx, "k")
+	if a != nil {
+		require.NoError(t, store.Put(ctx, "res", "a1", a.Token()), "store, A's first write")
+	}
+	g.Master.Kill()
+	require.NoError(t, g.WaitPromoted(ctx))
+
+	// The clients learn of the new master from the Sentinels, a moment
+	// after the Sentinels agree: until then a call may fail on the way.
+	var b *lease.Lease
+	err = eventually(ctx, func() (err error) { b, err = lkB.TryAcquire(ctx, "k"); return err }, dlock.ErrTaken)
+	require.NoError(t, err, "B on the promoted replica")
+	if b.Token() <= l0.Token() {
+		t.Fatalf("B's token %d; want above the replicated %d", b.Token(), l0.Token())
+	}
+
+	if replicas {
+		var re *single.ReplicaError
+		if a != nil || !errors.As(errA, &re) || re.Acked != 0 || re.Wanted != 1 {
+			t.Fatalf("A's claim with replication cut = %v, %v; want a *single.ReplicaError, 0 of 1 acks", a, errA)
+		}
+		if _, err := lkB.TryAcquire(ctx, "kept"); !errors.Is(err, dlock.ErrTaken) {
+			t.Fatalf("B's claim of the key A's acknowledged lease holds: %v; want ErrTaken: the claim survived the promotion", err)
+		}
+		if err := eventually(ctx, func() error { return kept.Extend(ctx, 10*time.Second) }, dlock.ErrNotHeld); err != nil {
+			t.Fatalf("A's Extend of its acknowledged lease on the new master: %v", err)
+		}
+		require.NoError(t, kept.Release(ctx))
+	} else {
+		require.NoError(t, errA, "A's claim on the master")
+		if a.TTL() <= 0 || b.TTL() <= 0 {
+			t.Fatalf("A's TTL %v, B's %v; want both held: the double grant of the race", a.TTL(), b.TTL())
+		}
+		if b.Token() <= a.Token() {
+			t.Fatalf("B's token %d, A's %d; want B's above A's: floored at the server clock", b.Token(), a.Token())
+		}
+		require.NoError(t, store.Put(ctx, "res", "b1", b.Token()), "store, B's write")
+		if err := store.Put(ctx, "res", "a2", a.Token()); !errors.Is(err, fence.ErrStale) {
+			t.Fatalf("store, A's write after B's: %v; want fence.ErrStale", err)
+		}
+		if err := eventually(ctx, func() error { return a.Extend(ctx, 10*time.Second) }, dlock.ErrNotHeld); !errors.Is(err, dlock.ErrNotHeld) {
+			t.Fatalf("A's Extend on the new master: %v; want ErrNotHeld", err)
+		}
+	}
+	require.NoError(t, b.Release(ctx), "B's release")
+
+	// The old master comes back as a replica of the new one; A's Locker,
+	// never reopened, locks again there (with replicas=1, acknowledged by
+	// that replica).
+	g.Master.SetReplicaOf(g.Replica, "")
+	g.Master.Restart()
+	require.NoError(t, g.Master.WaitSynced(ctx))
+	var again *lease.Lease
+	err = eventually(ctx, func() (err error) { again, err = lkA.TryAcquire(ctx, "k"); return err }, dlock.ErrTaken)
+	require.NoError(t, err, "A's Locker after the promotion")
+	if again.Token() <= b.Token() {
+		t.Fatalf("A's token after the promotion %d; want above B's %d", again.Token(), b.Token())
+	}
+	require.NoError(t, again.Release(ctx))
+}
+
+// eventually calls f until it returns nil or an error settled accepts, or
+// until ctx ends: the errors in between are the client's, while it finds
+// the new master (or, with replicas=1, the replica's first
+// acknowledgements, which come once it has caught up).
+func eventually(ctx context.Context, f func() error, settled ...error) error {
+	for {
+		err := f()
+		if err == nil || ctx.Err() != nil || slices.ContainsFunc(settled, func(s error) bool { return errors.Is(err, s) }) {
+			return err
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// hget reads one field of a lock's hash on s, "" when it has none.
+func hget(s *redistest.Server, key, field string) string {
+	v, _ := s.Do("HGET", "dlock:{"+key+"}", field)
+	return v
+}

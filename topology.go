@@ -1,0 +1,114 @@
+package dlock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/valkey-io/valkey-go"
+
+	"github.com/dlockgo/dlock/node"
+	"github.com/dlockgo/dlock/node/goredis"
+	"github.com/dlockgo/dlock/node/valkeygo"
+)
+
+// dialTopology builds one client for all of cfg.Addrs: a cluster client
+// when cfg.Cluster, else a client of the master cfg.SentinelMaster that the
+// Sentinels at cfg.Addrs name. Either is one Node to the single strategy:
+// the client finds the server each call goes to.
+func (cfg *Config) dialTopology() (node.Node, ownedClient, error) {
+	if cfg.Client == ClientValkeyGo {
+		opt := valkey.ClientOption{
+			InitAddress:  cfg.Addrs,
+			Username:     cfg.Username,
+			Password:     cfg.Password,
+			SelectDB:     cfg.DB,
+			DisableCache: true, // locks must read the server, never a client-side cache
+			TLSConfig:    cfg.TLS,
+			DialCtxFn:    cfg.dialer().dialValkey,
+		}
+		opt.Dialer.Timeout = cfg.DialTimeout
+		if cfg.SentinelMaster != "" {
+			opt.Sentinel = valkey.SentinelOption{
+				MasterSet: cfg.SentinelMaster,
+				Username:  cfg.SentinelUsername,
+				Password:  cfg.SentinelPassword,
+				TLSConfig: cfg.TLS,
+				Dialer:    opt.Dialer,
+			}
+		}
+		c, err := valkey.NewClient(opt)
+		if c == nil {
+			return nil, nil, fmt.Errorf("dlock: connect to %s: %w", strings.Join(cfg.Addrs, ","), err)
+		}
+		return valkeygo.New(c), valkeyClient{c: c, cluster: cfg.Cluster}, nil
+	}
+	// The go-redis options of a lone server, copied field by field: the
+	// three option types share no struct.
+	o := cfg.goRedisOptions("")
+	if cfg.Cluster {
+		c := redis.NewClusterClient(&redis.ClusterOptions{
+			Addrs:                    cfg.Addrs,
+			Username:                 o.Username,
+			Password:                 o.Password,
+			DialTimeout:              o.DialTimeout,
+			TLSConfig:                o.TLSConfig,
+			Dialer:                   o.Dialer,
+			ContextTimeoutEnabled:    o.ContextTimeoutEnabled,
+			DisableIdentity:          o.DisableIdentity,
+			MaxRetries:               o.MaxRetries,
+			DialerRetries:            o.DialerRetries,
+			MaintNotificationsConfig: o.MaintNotificationsConfig,
+		})
+		return goredis.New(c), goRedisCluster{c}, nil
+	}
+	c := redis.NewFailoverClient(&redis.FailoverOptions{
+		MasterName:            cfg.SentinelMaster,
+		SentinelAddrs:         cfg.Addrs,
+		SentinelUsername:      cfg.SentinelUsername,
+		SentinelPassword:      cfg.SentinelPassword,
+		Username:              o.Username,
+		Password:              o.Password,
+		DB:                    o.DB,
+		DialTimeout:           o.DialTimeout,
+		TLSConfig:             o.TLSConfig,
+		Dialer:                o.Dialer,
+		ContextTimeoutEnabled: o.ContextTimeoutEnabled,
+		DisableIdentity:       o.DisableIdentity,
+		MaxRetries:            o.MaxRetries,
+		DialerRetries:         o.DialerRetries,
+	})
+	return goredis.New(c), goRedisClient{c}, nil
+}
+
+type goRedisCluster struct{ c *redis.ClusterClient }
+
+func (c goRedisCluster) ping(ctx context.Context) error {
+	info, err := c.c.ClusterInfo(ctx).Result()
+	return clusterOK(info, err)
+}
+func (c goRedisCluster) close() error { return c.c.Close() }
+
+// errNotCluster is the answer of a server, to a cluster URL or
+// Config.Cluster, that is not a working cluster node.
+var errNotCluster = errors.New("is not a node of a working cluster")
+
+// clusterOK turns a CLUSTER INFO reply into errNotCluster when the server
+// is not a node of a working cluster: a cluster client on a lone server
+// would otherwise run every lock on it without a word.
+func clusterOK(info string, err error) error {
+	var re interface{ RedisError() }
+	var ve *valkey.ValkeyError
+	switch {
+	case errors.As(err, &re) || errors.As(err, &ve):
+		return fmt.Errorf("%w: %w", errNotCluster, err)
+	case err != nil:
+		return err
+	case !strings.Contains(info, "cluster_state:ok"):
+		state, _, _ := strings.Cut(info, "\n")
+		return fmt.Errorf("%w: %s", errNotCluster, strings.TrimSpace(state))
+	}
+	return nil
+}
