@@ -137,7 +137,17 @@ func describe(cfg dlock.Config) string {
 	if client == "" {
 		client = dlock.ClientGoRedis
 	}
-	return fmt.Sprintf("%s on %s (%s)", strategy, strings.Join(cfg.Addrs, ","), client)
+	where := strings.Join(cfg.Addrs, ",")
+	switch {
+	case cfg.Cluster:
+		where = "the cluster of " + where
+	case cfg.SentinelMaster != "":
+		where = fmt.Sprintf("master %q of the Sentinels %s", cfg.SentinelMaster, where)
+	}
+	if cfg.TLS != nil {
+		where += ", over TLS"
+	}
+	return fmt.Sprintf("%s on %s (%s)", strategy, where, client)
 }
 
 func splitList(s string) []string {
