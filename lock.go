@@ -32,7 +32,9 @@ type Locker interface {
 	// Acquire waits until the lock on key is granted, or ctx ends. Failed
 	// attempts are retried (a held lock, a lost connection, nodes down);
 	// the single strategy stops at a refusal its server would repeat (an
-	// error reply, such as to a command the user may not run). When ctx
+	// error reply, such as to a command the user may not run), the quorum
+	// when so many nodes refuse the credentials (ErrAuth) that a majority
+	// is out of reach. When ctx
 	// ends first, the error matches ctx.Err() with errors.Is, and no lock
 	// of this call is left held on the servers. (Bookkeeping stays: the
 	// fence counter, which must outlive every lease, and short-lived

@@ -94,8 +94,14 @@ func (lk *Locker) acquire(ctx context.Context, key string, opts []lease.Option) 
 		if errors.Is(err, lease.ErrTaken) {
 			return nil, turn, err
 		}
-		// Redlock retries every failure, but a quorum short of answers
-		// must not read as a lock taken.
+		if qe.refusedCredentials() {
+			// So many nodes refuse the credentials that a majority is
+			// out of reach until someone fixes them: retrying would only
+			// hide the cause behind the caller's deadline.
+			return nil, turn, err
+		}
+		// Redlock retries every other failure, but a quorum short of
+		// answers must not read as a lock taken.
 		return nil, turn, acquire.Retryable(err)
 	})
 	if err != nil && w.queued {

@@ -9,6 +9,7 @@ import (
 	"github.com/hashicorp/go-multierror"
 
 	"github.com/dlockgo/dlock/lease"
+	"github.com/dlockgo/dlock/node"
 )
 
 // AnswerKind is how one node answered a request.
@@ -188,6 +189,18 @@ func (e *SitOutError) Error() string {
 
 // Is reports whether target is ErrSitsOut.
 func (e *SitOutError) Is(target error) bool { return target == ErrSitsOut }
+
+// refusedCredentials reports whether so many nodes refused the
+// credentials (node.ErrAuth) that the others cannot make a majority.
+func (e *QuorumError) refusedCredentials() bool {
+	refused := 0
+	for _, a := range e.Nodes {
+		if errors.Is(a.Err, node.ErrAuth) {
+			refused++
+		}
+	}
+	return refused > 0 && refused > len(e.Nodes)-e.Needed
+}
 
 // Failed returns the names of the nodes that did not grant the request.
 func (e *QuorumError) Failed() []string {

@@ -228,82 +228,39 @@ func readConfigFile(path string) (dlock.Config, error) {
 	return u, nil
 }
 
-// dialNodes builds one Node per server of cfg, on cfg's client library, as
-// dlock.Open does; close closes the nodes and their clients.
-func dialNodes(cfg dlock.Config) (nodes []node.Node, close func(), err error) {
+// dialNodes builds one Node per plain host:port of addrs, on the client
+// library client names, with the options dlock.Open gives its own: for
+// the demo, which runs its own Lockers on servers it started. close
+// closes the nodes and their clients.
+func dialNodes(addrs []string, client string) (nodes []node.Node, close func()) {
 	var closers []func()
 	close = func() {
 		for _, c := range closers {
 			c()
 		}
 	}
-	if cfg.Cluster || cfg.SentinelMaster != "" {
-		n, closeTopology, err := dialTopology(cfg)
-		if err != nil {
-			return nil, nil, err
-		}
-		return []node.Node{n}, closeTopology, nil
-	}
-	for _, addr := range cfg.Addrs {
+	for _, addr := range addrs {
 		var n node.Node
-		if cfg.Client == dlock.ClientValkeyGo {
-			opt := valkey.ClientOption{
-				InitAddress: []string{addr}, Username: cfg.Username, Password: cfg.Password,
-				SelectDB: cfg.DB, DisableCache: true, ForceSingleClient: true, TLSConfig: cfg.TLS,
-			}
-			opt.Dialer.Timeout = cfg.DialTimeout
-			c, err := valkey.NewClient(opt)
+		if client == dlock.ClientValkeyGo {
+			c, err := valkey.NewClient(valkey.ClientOption{
+				InitAddress: []string{addr}, DisableCache: true, ForceSingleClient: true,
+			})
 			if c == nil {
-				close()
-				return nil, nil, fmt.Errorf("connect to %s: %w", addr, err)
+				// With ForceSingleClient, valkey-go returns a client even
+				// while the server is down: none is a bug.
+				panic(fmt.Sprintf("dlock demo: valkey-go client for %s: %v", addr, err))
 			}
 			n = valkeygo.New(c)
 			closers = append(closers, func() { _ = n.Close(); c.Close() })
 		} else {
 			c := redis.NewClient(&redis.Options{
-				Addr: addr, Username: cfg.Username, Password: cfg.Password, DB: cfg.DB,
-				DialTimeout: cfg.DialTimeout, TLSConfig: cfg.TLS,
-				ContextTimeoutEnabled: true, DisableIdentity: true,
-				MaxRetries: -1, // one dead server must not hold up a quorum call
-				// One look: --url's dial_timeout bounds the wait for a
-				// server that does not answer, not five redials of it.
-				DialerRetries: 1,
+				Addr: addr, ContextTimeoutEnabled: true, DisableIdentity: true,
+				MaxRetries: -1, DialerRetries: 1,
 			})
 			n = goredis.New(c)
 			closers = append(closers, func() { _ = n.Close(); _ = c.Close() })
 		}
 		nodes = append(nodes, n)
 	}
-	return nodes, close, nil
-}
-
-// dialTopology builds the one client, and Node, of a cluster or of a
-// master named by Sentinels, as dlock.Open does.
-func dialTopology(cfg dlock.Config) (node.Node, func(), error) {
-	if cfg.Client == dlock.ClientValkeyGo {
-		opt := valkey.ClientOption{
-			InitAddress: cfg.Addrs, Username: cfg.Username, Password: cfg.Password,
-			SelectDB: cfg.DB, DisableCache: true, TLSConfig: cfg.TLS,
-		}
-		opt.Dialer.Timeout = cfg.DialTimeout
-		if cfg.SentinelMaster != "" {
-			opt.Sentinel = valkey.SentinelOption{MasterSet: cfg.SentinelMaster, Username: cfg.SentinelUsername,
-				Password: cfg.SentinelPassword, TLSConfig: cfg.TLS, Dialer: opt.Dialer}
-		}
-		c, err := valkey.NewClient(opt)
-		if c == nil {
-			return nil, nil, fmt.Errorf("connect to %s: %w", strings.Join(cfg.Addrs, ","), err)
-		}
-		n := valkeygo.New(c)
-		return n, func() { _ = n.Close(); c.Close() }, nil
-	}
-	c := redis.NewUniversalClient(&redis.UniversalOptions{
-		Addrs: cfg.Addrs, IsClusterMode: cfg.Cluster, MasterName: cfg.SentinelMaster,
-		SentinelUsername: cfg.SentinelUsername, SentinelPassword: cfg.SentinelPassword,
-		Username: cfg.Username, Password: cfg.Password, DB: cfg.DB,
-		DialTimeout: cfg.DialTimeout, TLSConfig: cfg.TLS,
-		ContextTimeoutEnabled: true, DisableIdentity: true, MaxRetries: -1, DialerRetries: 1,
-	})
-	n := goredis.New(c)
-	return n, func() { _ = n.Close(); _ = c.Close() }, nil
+	return nodes, close
 }

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -79,6 +80,21 @@ func TestRunAuthFailed(t *testing.T) {
 			if tc.code == exitAuth && (!strings.Contains(r.stderr, "authentication failed") || !strings.Contains(r.stderr, file) ||
 				strings.Contains(r.stderr, "nope")) {
 				t.Errorf("%s, %s: stderr %q; want authentication failed, the config file, and no password", client, tc.name, r.stderr)
+			}
+			want := tc.code
+			if want == exitOK {
+				want = exitNotHeld // inspect: nobody holds it
+			}
+			if r := runBin(t, nil, "inspect", "--config", file, "--client", client, "auth"); r.code != want {
+				t.Errorf("%s, %s: inspect: %v; want exit %d", client, tc.name, r, want)
+			}
+			if tc.code == exitAuth {
+				// A wait does not retry credentials every node refuses.
+				start := time.Now()
+				r := runBin(t, nil, "run", "--config", file, "--client", client, "--wait", "20s", "--key", "auth", "--", "true")
+				if r.code != exitAuth || time.Since(start) > 10*time.Second {
+					t.Errorf("%s, %s, --wait 20s: %v after %v; want exit %d before the wait ends", client, tc.name, r, time.Since(start), exitAuth)
+				}
 			}
 		}
 	}

@@ -123,7 +123,7 @@ func (d *demo) nodes(ss ...*server) []node.Node {
 	for i, s := range ss {
 		addrs[i] = s.Addr()
 	}
-	nodes, closeNodes, _ := dialNodes(dlock.Config{Addrs: addrs, Client: d.client})
+	nodes, closeNodes := dialNodes(addrs, d.client)
 	d.closers = append(d.closers, closeNodes)
 	return nodes
 }

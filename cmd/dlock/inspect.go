@@ -67,16 +67,13 @@ func inspectMain(args []string, stdout, stderr io.Writer) int {
 	l, err := dlock.Open(ctx, cfg)
 	if err != nil {
 		fmt.Fprintf(stderr, "dlock inspect: %v\n", err)
-		if errors.Is(err, dlock.ErrInvalid) {
-			return exitUsage
-		}
-		return exitUnavailable
+		return acquireExitCode(err)
 	}
 	defer l.Close()
 	info, err := l.Inspect(ctx, key)
 	if err != nil {
 		fmt.Fprintf(stderr, "dlock inspect: %v\n", err)
-		return exitUnavailable
+		return acquireExitCode(err)
 	}
 
 	w := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
@@ -150,6 +147,11 @@ func printQuorum(w io.Writer, info lease.Info) int {
 		fmt.Fprintf(w, "%s\t%s\t%s\t%v\t%s\n", n.Node, owner, ttl, n.Counter, votes)
 	}
 	if answered < info.Quorum {
+		for _, n := range info.Nodes {
+			if errors.Is(n.Err, dlock.ErrAuth) {
+				return exitAuth
+			}
+		}
 		return exitUnavailable
 	}
 	return code
