@@ -328,35 +328,6 @@ func (lk *Locker) parseVote(i int, r node.Reply) vote {
 	return v
 }
 
-// sitOutReason returns a *SitOutError when nodes that sit out kept the
-// quorum from voting: the nodes that answered otherwise were too few for a
-// majority. Its Left is the wait until enough of them vote again. It
-// returns nil otherwise.
-func sitOutReason(votes []vote, q int) error {
-	var lefts []time.Duration
-	others, unrepaired := 0, 0
-	for i := range votes {
-		var so *SitOutError
-		switch {
-		case errors.As(votes[i].answer.Err, &so):
-			lefts = append(lefts, so.Left)
-		case votes[i].answer.Err == errNotRepaired:
-			unrepaired++
-		case votes[i].read:
-			others++
-		}
-	}
-	switch {
-	case others+unrepaired >= q && others < q && len(lefts) == 0:
-		return errRepairing
-	case len(lefts) == 0 || others+unrepaired >= q:
-		return nil
-	}
-	slices.Sort(lefts)
-	need := min(q-others-unrepaired, len(lefts))
-	return &SitOutError{Nodes: len(lefts), Left: lefts[need-1]}
-}
-
 // epochTime returns the time, µs by the node's clock, of an epoch record
 // "µs run_id" (see lua/epoch.lua).
 func epochTime(record string) (int64, error) {

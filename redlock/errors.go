@@ -3,6 +3,7 @@ package redlock
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -189,6 +190,35 @@ func (e *SitOutError) Error() string {
 
 // Is reports whether target is ErrSitsOut.
 func (e *SitOutError) Is(target error) bool { return target == ErrSitsOut }
+
+// sitOutReason returns a *SitOutError when nodes that sit out kept the
+// quorum from voting: the nodes that answered otherwise were too few for a
+// majority. Its Left is the wait until enough of them vote again. It
+// returns nil otherwise.
+func sitOutReason(votes []vote, q int) error {
+	var lefts []time.Duration
+	others, unrepaired := 0, 0
+	for i := range votes {
+		var so *SitOutError
+		switch {
+		case errors.As(votes[i].answer.Err, &so):
+			lefts = append(lefts, so.Left)
+		case votes[i].answer.Err == errNotRepaired:
+			unrepaired++
+		case votes[i].read:
+			others++
+		}
+	}
+	switch {
+	case others+unrepaired >= q && others < q && len(lefts) == 0:
+		return errRepairing
+	case len(lefts) == 0 || others+unrepaired >= q:
+		return nil
+	}
+	slices.Sort(lefts)
+	need := min(q-others-unrepaired, len(lefts))
+	return &SitOutError{Nodes: len(lefts), Left: lefts[need-1]}
+}
 
 // refusedCredentials reports whether so many nodes refused the
 // credentials (node.ErrAuth) that the others cannot make a majority.
