@@ -90,13 +90,25 @@ type Acquirer interface {
 // Warm makes WarmRounds lock and unlock rounds through lk, each on a key of
 // its own ("warm-0", "warm-1", ...), so that its connections are open and
 // its scripts loaded before a test breaks anything, as in a service that
-// has been running. It fails the test when a round fails.
+// has been running. An attempt may fail while that is not done yet (a
+// quorum call on a cold connection of a loaded machine can outlast the
+// node timeout): each round tries up to warmTries times. It fails the
+// test when a round still fails.
 func Warm(t testing.TB, lk Acquirer) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	for i := range WarmRounds {
-		l, err := lk.TryAcquire(ctx, WarmKey(i))
+		var (
+			l   *lease.Lease
+			err error
+		)
+		for range warmTries {
+			if l, err = lk.TryAcquire(ctx, WarmKey(i)); err == nil || ctx.Err() != nil {
+				break
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
 		if err != nil {
 			t.Fatalf("redistest: warm-up acquire: %v", err)
 		}
@@ -105,6 +117,9 @@ func Warm(t testing.TB, lk Acquirer) {
 		}
 	}
 }
+
+// warmTries bounds the attempts of one warm-up round.
+const warmTries = 5
 
 // WarmKey is the key of Warm's round i, i < WarmRounds: a test that counts
 // what locks leave on a server counts these too.
