@@ -199,6 +199,11 @@ func TestOpenSentinelSecured(t *testing.T) {
 					if got := hget(g.Master, key, "attempts"); got != l.Token().String() {
 						t.Errorf("the master's lock hash has attempts %q; want the lease's token %s", got, l.Token())
 					}
+					info, err := lk.Inspect(ctx, key)
+					require.NoError(t, err, "Inspect")
+					if len(info.Nodes) != 1 || (info.Nodes[0].Node != g.Master.Addr() && !strings.HasPrefix(info.Nodes[0].Node, `master "`+g.Name+`"`)) {
+						t.Errorf("Inspect names the server %+v; want the master's address, or its name and Sentinels", info.Nodes)
+					}
 					require.NoError(t, l.Release(ctx), "Release")
 					if got := hget(g.Master, key, "owner"); got != "" {
 						t.Errorf("the master still names owner %q after Release", got)
@@ -231,6 +236,14 @@ func TestOpenSentinelSecured(t *testing.T) {
 						}
 						if strings.Contains(err.Error(), "sentinel-pw") || strings.Contains(err.Error(), "data-pw") {
 							t.Errorf("%s: the error shows a password: %v", bad.name, err)
+						}
+					}
+					if tc.query != "" {
+						plain := "redis+sentinel://locker:data-pw@" + strings.Join(g.Addrs(), ",") + "/" + g.Name +
+							"?dial_timeout=1s&sentinel_password=sentinel-pw&client=" + client
+						_, err := dlock.OpenURL(ctx, plain)
+						if want := "is it a TLS port? use rediss+sentinel://"; err == nil || !strings.Contains(err.Error(), want) {
+							t.Errorf("redis+sentinel:// to TLS Sentinels: %v; want an error with %q", err, want)
 						}
 					}
 				})
