@@ -26,7 +26,9 @@ import (
 // builds for cfg.Addrs, which the Locker owns: its Close closes them. With
 // the single strategy, Open checks with ctx that the server answers (on a
 // cluster, that a node answers and its cluster is working) and takes the
-// credentials (an error matching ErrAuth when it refuses them); a quorum
+// credentials (an error matching ErrAuth when it refuses them; behind
+// Sentinels, when they refuse theirs too, and the error then names the
+// Sentinel); a quorum
 // keeps working with a minority of its servers down, so Open does not
 // require them to answer. A bad Config is reported as an *lease.ArgError
 // naming the field.
@@ -52,7 +54,7 @@ func Open(ctx context.Context, cfg Config) (Locker, error) {
 	}
 	if err != nil {
 		o.closeAll()
-		return nil, err
+		return nil, cfg.sentinelRefusal(ctx, err)
 	}
 	nodes := o.nodes
 	if len(cfg.Nodes) > 0 {
@@ -66,7 +68,7 @@ func Open(ctx context.Context, cfg Config) (Locker, error) {
 		}
 		if err != nil {
 			o.closeAll()
-			return nil, err
+			return nil, cfg.sentinelRefusal(ctx, err)
 		}
 	}
 	switch cfg.Strategy {
@@ -251,13 +253,13 @@ var pingScript = node.NewScript("return 1")
 
 func ping(ctx context.Context, n node.Node) error {
 	if _, err := n.Eval(ctx, pingScript, nil); err != nil {
-		return pingError(n, err)
+		return pingError(n.String(), err)
 	}
 	return nil
 }
 
-// pingError says why n failed Open's check.
-func pingError(n node.Node, err error) error {
+// pingError says why the server (or servers) named n failed Open's check.
+func pingError(n string, err error) error {
 	re := replyError(err)
 	switch {
 	case re != nil && errors.Is(re, ErrAuth):
@@ -313,7 +315,7 @@ func (o *opened) add(n node.Node, c ownedClient, err error) error {
 func (o *opened) ping(ctx context.Context) error {
 	for i, c := range o.clients {
 		if err := c.ping(ctx); err != nil {
-			return pingError(o.nodes[i], err)
+			return pingError(o.nodes[i].String(), err)
 		}
 	}
 	return nil

@@ -156,3 +156,98 @@ func hget(s *redistest.Server, key, field string) string {
 	v, _ := s.Do("HGET", "dlock:{"+key+"}", field)
 	return v
 }
+
+// TestOpenSentinelSecured opens redis+sentinel:// and rediss+sentinel://
+// URLs on a group whose master and replica want an ACL user's password and
+// whose Sentinels want a password of their own: with both right, a lock
+// is taken on the master and released; a wrong or missing password, of
+// either kind, fails Open with an error that matches ErrAuth and says
+// whose it is: go-redis reports a Sentinel's refusal as the master's, and
+// valkey-go says neither. Over TLS, every server, the Sentinels included,
+// speaks TLS only and wants the client certificate.
+func TestOpenSentinelSecured(t *testing.T) {
+	certs := redistest.NewCerts(t)
+	for _, tc := range []struct {
+		name, scheme, query string
+		opts                []redistest.Option
+	}{
+		{"plain", "redis+sentinel", "", nil},
+		{"tls", "rediss+sentinel", "&" + tlsQuery(certs, true), []redistest.Option{redistest.WithTLS(certs, redistest.ClientCertRequired)}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			g := redistest.StartSentinels(t, 3, append(tc.opts,
+				redistest.WithAuth("locker", "data-pw"), redistest.WithSentinelPassword("sentinel-pw"))...)
+			for _, client := range redistest.Clients {
+				t.Run(client, func(t *testing.T) {
+					ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+					defer cancel()
+					url := func(userinfo, sentinelPassword string) string {
+						u := tc.scheme + "://" + userinfo + strings.Join(g.Addrs(), ",") + "/" + g.Name +
+							"?dial_timeout=1s&client=" + client + tc.query
+						if sentinelPassword != "" {
+							u += "&sentinel_password=" + sentinelPassword
+						}
+						return u
+					}
+
+					lk, err := dlock.OpenURL(ctx, url("locker:data-pw@", "sentinel-pw"))
+					require.NoError(t, err, "OpenURL with both passwords")
+					defer lk.Close()
+					key := "secured-" + client
+					l, err := lk.TryAcquire(ctx, key)
+					require.NoError(t, err, "TryAcquire")
+					if got := hget(g.Master, key, "attempts"); got != l.Token().String() {
+						t.Errorf("the master's lock hash has attempts %q; want the lease's token %s", got, l.Token())
+					}
+					info, err := lk.Inspect(ctx, key)
+					require.NoError(t, err, "Inspect")
+					if len(info.Nodes) != 1 || (info.Nodes[0].Node != g.Master.Addr() && !strings.HasPrefix(info.Nodes[0].Node, `master "`+g.Name+`"`)) {
+						t.Errorf("Inspect names the server %+v; want the master's address, or its name and Sentinels", info.Nodes)
+					}
+					require.NoError(t, l.Release(ctx), "Release")
+					if got := hget(g.Master, key, "owner"); got != "" {
+						t.Errorf("the master still names owner %q after Release", got)
+					}
+					require.NoError(t, lk.Close())
+
+					master := `dlock: master "` + g.Name + `" of the Sentinels ` + strings.Join(g.Addrs(), ",") + ": authentication failed: node: server replied: "
+					sentinel := "dlock: Sentinel " + g.Addrs()[0] + " refused the Sentinel credentials (sentinel_username, sentinel_password): node: server replied: "
+					for _, bad := range []struct {
+						name, userinfo, sentinelPassword string
+						want                             string // the error's start
+					}{
+						{"wrong data password", "locker:wrong@", "sentinel-pw", master + "WRONGPASS"},
+						{"no data password", "", "sentinel-pw", master + "NOAUTH"},
+						{"wrong Sentinel password", "locker:data-pw@", "wrong", sentinel + "WRONGPASS"},
+						{"no Sentinel password", "locker:data-pw@", "", sentinel + "NOAUTH"},
+					} {
+						start := time.Now()
+						lk, err := dlock.OpenURL(ctx, url(bad.userinfo, bad.sentinelPassword))
+						if lk != nil {
+							lk.Close()
+						}
+						t.Logf("%s: %v (%v)", bad.name, err, time.Since(start))
+						if err == nil || !strings.HasPrefix(err.Error(), bad.want) {
+							t.Errorf("%s: OpenURL = %v; want an error starting %q", bad.name, err, bad.want)
+							continue
+						}
+						if !errors.Is(err, dlock.ErrAuth) {
+							t.Errorf("%s: %v does not match ErrAuth", bad.name, err)
+						}
+						if strings.Contains(err.Error(), "sentinel-pw") || strings.Contains(err.Error(), "data-pw") {
+							t.Errorf("%s: the error shows a password: %v", bad.name, err)
+						}
+					}
+					if tc.query != "" {
+						plain := "redis+sentinel://locker:data-pw@" + strings.Join(g.Addrs(), ",") + "/" + g.Name +
+							"?dial_timeout=1s&sentinel_password=sentinel-pw&client=" + client
+						_, err := dlock.OpenURL(ctx, plain)
+						if want := "is it a TLS port? use rediss+sentinel://"; err == nil || !strings.Contains(err.Error(), want) {
+							t.Errorf("redis+sentinel:// to TLS Sentinels: %v; want an error with %q", err, want)
+						}
+					}
+				})
+			}
+		})
+	}
+}

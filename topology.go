@@ -41,7 +41,9 @@ func (cfg *Config) dialTopology() (node.Node, ownedClient, error) {
 		}
 		c, err := valkey.NewClient(opt)
 		if c == nil {
-			return nil, nil, fmt.Errorf("dlock: connect to %s: %w", strings.Join(cfg.Addrs, ","), err)
+			// valkey-go logs in as it connects: a refusal of the
+			// credentials comes here, not at Open's check.
+			return nil, nil, pingError(cfg.topologyName(), err)
 		}
 		return valkeygo.New(c), valkeyClient{c: c, cluster: cfg.Cluster}, nil
 	}
@@ -80,7 +82,51 @@ func (cfg *Config) dialTopology() (node.Node, ownedClient, error) {
 		MaxRetries:            o.MaxRetries,
 		DialerRetries:         o.DialerRetries,
 	})
-	return goredis.New(c), goRedisClient{c}, nil
+	// go-redis names a failover client "FailoverClient" wherever the
+	// Node's name shows: in errors, and in Inspect.
+	return named{goredis.New(c), cfg.topologyName()}, goRedisClient{c}, nil
+}
+
+// named is a Node under another name.
+type named struct {
+	node.Node
+	name string
+}
+
+func (n named) String() string { return n.name }
+
+// topologyName names cfg's cluster, or its Sentinels' master, in errors.
+func (cfg *Config) topologyName() string {
+	if cfg.SentinelMaster != "" {
+		return fmt.Sprintf("master %q of the Sentinels %s", cfg.SentinelMaster, strings.Join(cfg.Addrs, ","))
+	}
+	return strings.Join(cfg.Addrs, ",")
+}
+
+// sentinelRefusal returns err, a failure of Open behind Sentinels, or,
+// when it is a refusal of credentials that the Sentinels made rather than
+// the master, an error that says so. Neither client tells which server
+// refused (go-redis reports a Sentinel's refusal as its master's), so the
+// Sentinels are asked, with the Sentinel credentials, until one takes
+// them (the master refused its own) or refuses them.
+func (cfg *Config) sentinelRefusal(ctx context.Context, err error) error {
+	if re := replyError(err); cfg.SentinelMaster == "" || re == nil || !errors.Is(re, ErrAuth) {
+		return err
+	}
+	for _, addr := range cfg.Addrs {
+		o := cfg.goRedisOptions(addr)
+		o.Username, o.Password, o.DB = cfg.SentinelUsername, cfg.SentinelPassword, 0
+		c := redis.NewSentinelClient(o)
+		perr := c.Ping(ctx).Err()
+		_ = c.Close()
+		if perr == nil {
+			return err
+		}
+		if re := replyError(perr); re != nil && errors.Is(re, ErrAuth) {
+			return fmt.Errorf("dlock: Sentinel %s refused the Sentinel credentials (sentinel_username, sentinel_password): %w", addr, re)
+		}
+	}
+	return err
 }
 
 type goRedisCluster struct{ c *redis.ClusterClient }

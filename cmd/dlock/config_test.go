@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"net"
 	"os"
 	"path/filepath"
@@ -120,5 +121,30 @@ func TestRunSaysWhichSourceWon(t *testing.T) {
 	r = runBin(t, []string{"DLOCK_URL=redis://" + dead}, "run", "--key", "source", "--", "true")
 	if r.code != exitUnavailable || !strings.Contains(r.stderr, "servers from $DLOCK_URL") || !strings.Contains(r.stderr, "connection refused") {
 		t.Errorf("%v; want exit %d naming $DLOCK_URL and the refusal", r, exitUnavailable)
+	}
+}
+
+// TestRunSentinelAuthFailed: behind Sentinels, a password the master
+// refuses and one the Sentinels refuse both exit 77, each saying who
+// refused it.
+func TestRunSentinelAuthFailed(t *testing.T) {
+	t.Parallel()
+	g := redistest.StartSentinels(t, 3, redistest.WithAuth("alice", "s3cret"), redistest.WithSentinelPassword("watch"))
+	base := "redis+sentinel://alice:%s@" + strings.Join(g.Addrs(), ",") + "/" + g.Name + "?sentinel_password=%s"
+	for _, client := range redistest.Clients {
+		for _, tc := range []struct {
+			name, data, sentinel, want string
+			code                       int
+		}{
+			{"wrong data password", "nope", "watch", `master "` + g.Name + `" of the Sentinels`, exitAuth},
+			{"wrong Sentinel password", "s3cret", "nope", "refused the Sentinel credentials", exitAuth},
+			{"right passwords", "s3cret", "watch", "", exitOK},
+		} {
+			file := writeConfig(t, "url = "+fmt.Sprintf(base, tc.data, tc.sentinel)+"\n")
+			r := runBin(t, nil, "run", "--config", file, "--client", client, "--wait", "0", "--key", "auth", "--", "true")
+			if r.code != tc.code || !strings.Contains(r.stderr, tc.want) || strings.Contains(r.stderr, "nope") {
+				t.Errorf("%s, %s: %v; want exit %d, stderr with %q and no password", client, tc.name, r, tc.code, tc.want)
+			}
+		}
 	}
 }

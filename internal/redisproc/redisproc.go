@@ -10,6 +10,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"os/exec"
 	"strconv"
@@ -32,37 +33,61 @@ func FreePort() (int, error) {
 // Ping succeeds only when the server at addr answers PING with +PONG, so a
 // server still loading its data (-LOADING) or asking for a password
 // (-NOAUTH) is not ready yet; the error carries its answer.
-func Ping(addr string) error {
-	c, err := net.DialTimeout("tcp", addr, 200*time.Millisecond)
-	if err != nil {
-		return err
-	}
-	return ping(c)
-}
+func Ping(addr string) error { return PingAuth(addr, nil, "", "") }
 
 // PingTLS is Ping over TLS with cfg.
-func PingTLS(addr string, cfg *tls.Config) error {
-	d := &tls.Dialer{NetDialer: &net.Dialer{Timeout: 200 * time.Millisecond}, Config: cfg}
-	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
-	defer cancel()
-	c, err := d.DialContext(ctx, "tcp", addr)
+func PingTLS(addr string, cfg *tls.Config) error { return PingAuth(addr, cfg, "", "") }
+
+// PingAuth is Ping over TLS when cfg is not nil, and after AUTH with user
+// (none when empty) and password when password is not empty: the check of
+// a server that asks for credentials. A refused AUTH is its error.
+func PingAuth(addr string, cfg *tls.Config, user, password string) error {
+	var (
+		c   net.Conn
+		err error
+	)
+	if cfg == nil {
+		c, err = net.DialTimeout("tcp", addr, 200*time.Millisecond)
+	} else {
+		d := &tls.Dialer{NetDialer: &net.Dialer{Timeout: 200 * time.Millisecond}, Config: cfg}
+		ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+		defer cancel()
+		c, err = d.DialContext(ctx, "tcp", addr)
+	}
 	if err != nil {
 		return err
 	}
-	return ping(c)
-}
-
-func ping(c net.Conn) error {
 	defer c.Close()
 	_ = c.SetDeadline(time.Now().Add(500 * time.Millisecond))
-	if _, err := c.Write([]byte("PING\r\n")); err != nil {
+	r := bufio.NewReader(c)
+	if password != "" {
+		auth := []string{"AUTH", password}
+		if user != "" {
+			auth = []string{"AUTH", user, password}
+		}
+		if err := call(c, r, "+OK", auth...); err != nil {
+			return err
+		}
+	}
+	return call(c, r, "+PONG", "PING")
+}
+
+// call sends args as one RESP array, so that a password may hold spaces,
+// and wants the one-line answer want.
+func call(c net.Conn, r *bufio.Reader, want string, args ...string) error {
+	var b strings.Builder
+	fmt.Fprintf(&b, "*%d\r\n", len(args))
+	for _, a := range args {
+		fmt.Fprintf(&b, "$%d\r\n%s\r\n", len(a), a)
+	}
+	if _, err := io.WriteString(c, b.String()); err != nil {
 		return err
 	}
-	line, err := bufio.NewReader(c).ReadString('\n')
+	line, err := r.ReadString('\n')
 	if err != nil {
 		return err
 	}
-	if line = strings.TrimSpace(line); line != "+PONG" {
+	if line = strings.TrimSpace(line); line != want {
 		return errors.New(line)
 	}
 	return nil

@@ -21,6 +21,12 @@ func TestPing(t *testing.T) {
 	if err := redisproc.Ping(srv.Addr()); err == nil {
 		t.Fatal("Ping of a server asking for a password = nil; want its -NOAUTH")
 	}
+	if err := redisproc.PingAuth(srv.Addr(), nil, "", "pw"); err != nil {
+		t.Fatalf("PingAuth with the password = %v; want nil", err)
+	}
+	if err := redisproc.PingAuth(srv.Addr(), nil, "", "wrong"); err == nil {
+		t.Fatal("PingAuth with a wrong password = nil; want its -WRONGPASS")
+	}
 }
 
 func TestFreePort(t *testing.T) {

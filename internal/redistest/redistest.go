@@ -54,6 +54,9 @@ type config struct {
 	tls     *Certs
 	tlsAuth TLSClients
 	conf    string // a config file, first on the command line; "" for none
+
+	user, password string // see WithAuth
+	sentinelPass   string // see WithSentinelPassword
 }
 
 // WithAOF turns persistence on: appendonly yes with appendfsync always, in
@@ -81,6 +84,17 @@ func WithReplicaOf(master *Server) Option { return func(c *config) { c.replica =
 // Proxy in front of the master) instead of the master's own address, so
 // that a test can slow or cut the replication link.
 func WithReplicaVia(addr string) Option { return func(c *config) { c.via = addr } }
+
+// WithAuth makes the Server ask for credentials: password for the default
+// user (requirepass) when user is empty, else for the ACL user user, who
+// may run every command on every key and channel, while the default user
+// is off. The Server's own client (Do, the readiness check) logs in; a
+// WithReplicaOf replica logs in to its master with the same credentials
+// (masteruser, masterauth), and StartSentinels gives them to its
+// Sentinels (sentinel auth-user, auth-pass).
+func WithAuth(user, password string) Option {
+	return func(c *config) { c.user, c.password = user, password }
+}
 
 // Server is one redis-server process owned by a test. Its methods fail the
 // test (t.Fatal) on errors the test cannot sensibly handle, and must then be
@@ -287,6 +301,8 @@ func (s *Server) doClient() *redis.Client {
 			Protocol:        2,
 			DisableIdentity: true,
 			TLSConfig:       s.clientTLS(),
+			Username:        s.cfg.user,
+			Password:        s.cfg.password,
 		})
 	}
 	return s.client
@@ -404,12 +420,10 @@ func (s *Server) onlineAtMaster() bool {
 
 var errBind = errors.New("address in use")
 
-// ping checks that the server answers, over TLS when it speaks TLS.
+// ping checks that the server answers, over TLS when it speaks TLS, to
+// the Server's credentials when it asks for some.
 func (s *Server) ping() error {
-	if cfg := s.clientTLS(); cfg != nil {
-		return redisproc.PingTLS(s.Addr(), cfg)
-	}
-	return redisproc.Ping(s.Addr())
+	return redisproc.PingAuth(s.Addr(), s.clientTLS(), s.cfg.user, s.cfg.password)
 }
 
 // clientTLS is the TLS configuration of the Server's own clients, nil
@@ -426,7 +440,12 @@ func (s *Server) args() []string {
 	if c := s.cfg.tls; c != nil {
 		port = []string{"--port", "0", "--tls-port", strconv.Itoa(s.port),
 			"--tls-cert-file", c.ServerCertFile, "--tls-key-file", c.ServerKey,
-			"--tls-ca-cert-file", c.CAFile, "--tls-auth-clients", string(s.cfg.tlsAuth)}
+			"--tls-ca-cert-file", c.CAFile, "--tls-auth-clients", string(s.cfg.tlsAuth),
+			// Replication (and a Sentinel's every connection) goes over
+			// TLS too, with the client certificate for a peer that
+			// requires one.
+			"--tls-replication", "yes",
+			"--tls-client-cert-file", c.ClientCertFile, "--tls-client-key-file", c.ClientKey}
 	}
 	a := []string{
 		"--bind", "127.0.0.1",
@@ -454,6 +473,18 @@ func (s *Server) args() []string {
 			}
 		}
 		a = append(a, "--replicaof", host, port)
+		if m.cfg.password != "" {
+			a = append(a, "--masterauth", m.cfg.password)
+		}
+		if m.cfg.user != "" {
+			a = append(a, "--masteruser", m.cfg.user)
+		}
+	}
+	switch {
+	case s.cfg.user != "":
+		a = append(a, "--user", "default", "off", "--user", s.cfg.user, "on", ">"+s.cfg.password, "~*", "&*", "+@all")
+	case s.cfg.password != "":
+		a = append(a, "--requirepass", s.cfg.password)
 	}
 	return append(a, s.cfg.args...)
 }

@@ -34,14 +34,40 @@ type SentinelGroup struct {
 	Sentinels []*Server
 }
 
+// WithSentinelPassword makes StartSentinels' Sentinels ask for password
+// (requirepass), which they also give each other. Start ignores it.
+func WithSentinelPassword(password string) Option {
+	return func(c *config) { c.sentinelPass = password }
+}
+
 // StartSentinels starts a master, a replica, and n Sentinels (a majority
 // of them must agree that the master is down), and returns once the
 // replica is synced and every Sentinel knows the replica and every other
 // Sentinel: only then can they fail the master over. opts apply to the
-// master and the replica.
+// master and the replica, but for WithSentinelPassword; WithTLS applies to
+// the Sentinels too, and they log in to the master and the replica with
+// WithAuth's credentials.
 func StartSentinels(t testing.TB, n int, opts ...Option) *SentinelGroup {
 	t.Helper()
 	g := &SentinelGroup{t: t, Name: "dlock-master"}
+	var c config
+	for _, o := range opts {
+		o(&c)
+	}
+	sentinelOpts := []Option{WithArgs("--sentinel")}
+	if c.tls != nil {
+		sentinelOpts = append(sentinelOpts, WithTLS(c.tls, c.tlsAuth))
+	}
+	if c.sentinelPass != "" {
+		sentinelOpts = append(sentinelOpts, WithAuth("", c.sentinelPass))
+	}
+	var auth string
+	if c.password != "" {
+		auth = fmt.Sprintf("sentinel auth-pass %s %s\n", g.Name, c.password)
+	}
+	if c.user != "" {
+		auth += fmt.Sprintf("sentinel auth-user %s %s\n", g.Name, c.user)
+	}
 	g.Master = Start(t, opts...)
 	g.Link = StartProxy(t, g.Master.Addr())
 	g.Replica = Start(t, append(opts, WithReplicaOf(g.Master), WithReplicaVia(g.Link.Addr()))...)
@@ -58,12 +84,12 @@ func StartSentinels(t testing.TB, n int, opts ...Option) *SentinelGroup {
 sentinel monitor %[2]s 127.0.0.1 %[3]d %[4]d
 sentinel down-after-milliseconds %[2]s %[5]d
 sentinel failover-timeout %[2]s %[6]d
-`, hex.EncodeToString(id), g.Name, g.Master.Port(), n/2+1, SentinelDownAfter.Milliseconds(), SentinelFailoverTimeout.Milliseconds())
+%[7]s`, hex.EncodeToString(id), g.Name, g.Master.Port(), n/2+1, SentinelDownAfter.Milliseconds(), SentinelFailoverTimeout.Milliseconds(), auth)
 		path := filepath.Join(dir, "sentinel.conf")
 		if err := os.WriteFile(path, []byte(conf), 0o600); err != nil {
 			t.Fatalf("redistest: write %s: %v", path, err)
 		}
-		g.Sentinels = append(g.Sentinels, Start(t, func(c *config) { c.conf = path }, WithArgs("--sentinel")))
+		g.Sentinels = append(g.Sentinels, Start(t, append([]Option{func(c *config) { c.conf = path }}, sentinelOpts...)...))
 	}
 	// Sentinels find each other by the hello messages each publishes on
 	// the master every 2 s.
