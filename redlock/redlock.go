@@ -289,29 +289,11 @@ func (lk *Locker) checkTTL(ttl time.Duration) error {
 }
 
 func (lk *Locker) options(ctx context.Context, key string, opts []lease.Option) (lease.Options, error) {
-	if err := acquire.CheckContext(ctx); err != nil {
-		return lease.Options{}, err
+	o, changed, err := acquire.Options(ctx, key, lease.Options{TTL: lk.cfg.ttl, Retry: lk.cfg.retry}, opts)
+	if err == nil && changed {
+		err = lk.checkTTL(o.TTL)
 	}
-	if err := acquire.CheckKey(key); err != nil {
-		return lease.Options{}, err
-	}
-	o := lease.Options{TTL: lk.cfg.ttl, Retry: lk.cfg.retry}
-	if len(opts) > 0 { // Apply moves o to the heap
-		o = acquire.Apply(o, opts...)
-		if o.TTL == 0 {
-			o.TTL = lk.cfg.ttl
-		}
-	}
-	if err := lk.checkTTL(o.TTL); err != nil {
-		return lease.Options{}, err
-	}
-	if err := o.Retry.Check(); err != nil {
-		return lease.Options{}, err
-	}
-	if err := acquire.CheckMetadata(o.Metadata); err != nil {
-		return lease.Options{}, err
-	}
-	return o, nil
+	return o, err
 }
 
 // begin registers an operation, so Close waits for it and for the

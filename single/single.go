@@ -187,29 +187,11 @@ func (lk *Locker) Close() error { return nil }
 const strategy = "single"
 
 func (lk *Locker) options(ctx context.Context, key string, opts []lease.Option) (lease.Options, error) {
-	if err := acquire.CheckContext(ctx); err != nil {
-		return lease.Options{}, err
+	o, changed, err := acquire.Options(ctx, key, lease.Options{TTL: lk.cfg.ttl, Retry: lk.cfg.retry}, opts)
+	if err == nil && changed {
+		err = acquire.CheckTTL(o.TTL, lk.cfg.drift)
 	}
-	if err := acquire.CheckKey(key); err != nil {
-		return lease.Options{}, err
-	}
-	o := lease.Options{TTL: lk.cfg.ttl, Retry: lk.cfg.retry}
-	if len(opts) > 0 { // Apply moves o to the heap
-		o = acquire.Apply(o, opts...)
-		if o.TTL == 0 {
-			o.TTL = lk.cfg.ttl
-		}
-		if err := acquire.CheckTTL(o.TTL, lk.cfg.drift); err != nil {
-			return o, err
-		}
-		if err := o.Retry.Check(); err != nil {
-			return o, err
-		}
-		if err := acquire.CheckMetadata(o.Metadata); err != nil {
-			return o, err
-		}
-	}
-	return o, nil
+	return o, err
 }
 
 // hashKey returns the lock's hash; its channel and every other key of
