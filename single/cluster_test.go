@@ -370,10 +370,12 @@ func TestClusterSlotMove(t *testing.T) {
 	}
 }
 
-// TestClusterFreeLockMidMove: a free lock whose hash is still on the source
-// of a migrating slot can't be claimed there (the source refuses the
-// script's look at a key it no longer has); TryAcquire says so, writing
-// nothing, and a blocking Acquire keeps trying until the keys have moved.
+// TestClusterFreeLockMidMove: mid-move, with the hash still on the source
+// of a migrating slot, a free lock with no waiters and no gone records is
+// claimed there (the claim touches the hash alone) and its lease moves
+// with the hash. A waiter for a held lock, whose ticket needs the queue's
+// keys, which the source no longer serves, is refused with an error that
+// is not ErrTaken and keeps trying until the keys have moved.
 func TestClusterFreeLockMidMove(t *testing.T) {
 	cl := redistest.StartCluster(t, 3)
 	for _, c := range cl.Nodes(t) {
@@ -387,18 +389,18 @@ func TestClusterFreeLockMidMove(t *testing.T) {
 			_ = l0.Release(ctx)
 			move := cl.BeginMove(cl.Slot("dlock:{"+key+"}"), 2)
 
-			if l, err := lk.TryAcquire(ctx, key); err == nil || errors.Is(err, lease.ErrTaken) {
-				if l != nil {
-					_ = l.Release(ctx)
-				}
-				t.Fatalf("TryAcquire mid-move, hash on the source: %v; want an error that is not ErrTaken", err)
-			} else {
-				t.Logf("TryAcquire mid-move: %v", err)
+			l1, err := lk.TryAcquire(ctx, key)
+			require.NoError(t, err, "TryAcquire mid-move, hash on the source")
+			if l1.Token() <= l0.Token() {
+				t.Fatalf("token %d after %d; want larger", l1.Token(), l0.Token())
 			}
-			if got := clusterField(t, cl, 0, key, "attempts"); got != l0.Token().String() {
-				t.Fatalf("attempts on the source %s; want %s unchanged", got, l0.Token())
+			if got := clusterField(t, cl, 0, key, "owner"); got != l1.Owner() {
+				t.Fatalf("owner on the source %q; want %q", got, l1.Owner())
 			}
-
+			// A waiter: refused while the queue's keys cannot be reached.
+			if _, err := lk.TryAcquire(ctx, key); !errors.Is(err, lease.ErrTaken) {
+				t.Fatalf("TryAcquire of the held lock mid-move: %v; want ErrTaken (the hash alone answers it)", err)
+			}
 			got := make(chan *lease.Lease, 1)
 			go func() {
 				l, err := lk.Acquire(ctx, key)
@@ -409,13 +411,17 @@ func TestClusterFreeLockMidMove(t *testing.T) {
 			}()
 			time.Sleep(50 * time.Millisecond) // a few refused attempts
 			move.MigrateKeys()
-			l := <-got
 			move.Finish()
+			if got := clusterField(t, cl, 2, key, "owner"); got != l1.Owner() {
+				t.Fatalf("owner on the new master %q; want %q: the lease moves with the hash", got, l1.Owner())
+			}
+			require.NoError(t, l1.Release(ctx), "Release on the new master")
+			l := <-got
 			if l == nil {
 				return
 			}
-			if l.Token() <= l0.Token() {
-				t.Fatalf("token %d after %d; want larger", l.Token(), l0.Token())
+			if l.Token() <= l1.Token() {
+				t.Fatalf("token %d after %d; want larger", l.Token(), l1.Token())
 			}
 			if got := clusterField(t, cl, 2, key, "owner"); got != l.Owner() {
 				t.Fatalf("owner on the new master %q; want %q", got, l.Owner())

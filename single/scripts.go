@@ -11,6 +11,8 @@ import (
 // replies and reasons. Every one reads the server's clock once (TIME) and
 // judges every lease by it; none compares a client's clock with it.
 var (
+	//go:embed lua/keep.lua
+	keepLua string
 	//go:embed lua/claim.lua
 	claimLua string
 	//go:embed lua/extend.lua
@@ -30,10 +32,10 @@ var (
 	// lifetime ms (see Locker.keep), and for a blocking waiter its ticket's
 	// lifetime ms. Replies the token, or {ms the holder has left, place in
 	// the queue}.
-	claimScript = node.NewScript(claimLua)
+	claimScript = node.NewScript(keepLua + claimLua)
 	// extendScript: KEYS the hash; ARGV owner, token, TTL ms, the hash's
 	// lifetime ms. Replies 1, or the error DLSTALE <attempts>.
-	extendScript = node.NewScript(extendLua)
+	extendScript = node.NewScript(keepLua + extendLua)
 	// releaseScript: KEYS the hash; ARGV owner, token. Replies 1, 0 when it
 	// had expired, or the error DLSTALE <attempts>.
 	releaseScript = node.NewScript(releaseLua)

@@ -88,7 +88,9 @@ func WithTTL(ttl time.Duration) Option { return func(c *config) { c.ttl = ttl } 
 
 // WithIdleTTL sets how long a lock's hash, which keeps the key's fencing
 // counter between leases, outlives the last lease on it: d after the end
-// of the lease granted or extended last, the hash expires. A key locked
+// of the lease granted or extended last, and at most 1.5 × (TTL + d)
+// after it, the hash expires (claims move its expiry only when it falls
+// short, not each time: see lua/keep.lua). A key locked
 // again later starts its counter afresh from the server's clock in µs
 // (the floor every token has), so its tokens still rise as long as that
 // clock does not step back past the tokens issued before. Zero selects

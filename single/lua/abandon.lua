@@ -1,7 +1,7 @@
 -- abandon: give up a claim that may or may not have landed, and may still
 -- be on its way (the caller's context ended, or the exchange failed).
 --
--- KEYS[1]  the lock's hash
+-- KEYS[1]  the lock's hash (its gone field: see claim.lua)
 -- ARGV[1]  owner
 -- ARGV[2]  how long to remember the owner as given up, ms
 --
@@ -22,10 +22,25 @@ if redis.call('HGET', KEYS[1], 'owner') == ARGV[1] then
   released = 1
 end
 local gone = KEYS[1] .. ':gone'
+local upto = now + tonumber(ARGV[2])
 redis.call('ZREMRANGEBYSCORE', gone, '-inf', now)
-redis.call('ZADD', gone, now + tonumber(ARGV[2]), ARGV[1])
+redis.call('ZADD', gone, upto, ARGV[1])
 if redis.call('PTTL', gone) < tonumber(ARGV[2]) then
   redis.call('PEXPIRE', gone, ARGV[2])
+end
+-- The hash's gone field tells claims to read :gone: it must last as long
+-- as the record, and so must the hash (one created here, by a claim that
+-- never landed, expires with the record). A hash's expiry only ever moves
+-- later, and its exp field follows it (see keep.lua).
+local r = redis.call('HMGET', KEYS[1], 'gone', 'exp')
+local p = redis.call('PTTL', KEYS[1])
+local longer = p == -2 or p >= 0 and p < tonumber(ARGV[2])
+if longer then
+  redis.call('HSET', KEYS[1], 'gone', string.format('%.0f', math.max(upto, tonumber(r[1] or '0'))),
+    'exp', string.format('%.0f', upto))
+  redis.call('PEXPIRE', KEYS[1], ARGV[2])
+elseif not r[1] or tonumber(r[1]) < upto then
+  redis.call('HSET', KEYS[1], 'gone', string.format('%.0f', upto))
 end
 local q = KEYS[1] .. ':q'
 if redis.call('ZREM', q, ARGV[1]) == 1 then

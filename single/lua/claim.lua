@@ -1,7 +1,10 @@
 -- claim: take the lock for an owner, or say how long it stays held.
 --
 -- KEYS[1]  the lock's hash: owner, until (server ms), attempts (the token),
---          waiting (tickets in the queue; absent at 0)
+--          waiting (tickets in the queue; absent at 0), gone (when the
+--          latest gone record lapses, server ms; absent when none may
+--          live), exp (the expiry last set on the hash, server ms, or
+--          'inf'; see keep.lua)
 -- ARGV[1]  owner
 -- ARGV[2]  TTL, ms
 -- ARGV[3]  the hash's lifetime, ms: the TTL plus the idle TTL ('0': for ever)
@@ -26,7 +29,11 @@
 -- ticket's deadline.
 --
 -- An owner recorded in KEYS[1]..':gone' (see abandon.lua) until a time still
--- ahead is refused: its claim is a late one. A plain claim on a held lock is
+-- ahead is refused: its claim is a late one. The hash's gone field says
+-- whether any record may still hold, so that a claim reads :gone only
+-- then: the fast path (a free lock, no waiters, no gone records) makes
+-- three calls, TIME, HMGET and HSET, and a PEXPIRE only when the hash's
+-- expiry needs to move (see keep.lua). A plain claim on a held lock is
 -- answered before any other key is read, so that a contender for a held
 -- lock whose cluster slot is migrating is told it is taken; every path reads
 -- a key of its own before it writes anything, so a source that refuses the
@@ -43,23 +50,27 @@
 -- release compare tokens as exact strings.
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-local function keep(ms)
-  if ms == '0' then redis.call('PERSIST', KEYS[1]) else redis.call('PEXPIRE', KEYS[1], ms) end
-end
-local q, qx = KEYS[1] .. ':q', KEYS[1] .. ':qx'
-local r = redis.call('HMGET', KEYS[1], 'owner', 'until', 'attempts', 'waiting')
+local r = redis.call('HMGET', KEYS[1], 'owner', 'until', 'attempts', 'waiting', 'gone', 'exp')
 local left = 0
 if r[1] and r[2] then left = tonumber(r[2]) - now end
 if left > 0 then
   if r[1] == ARGV[1] then return tonumber(r[3]) end
   if not ARGV[4] then return {left, 0} end
 end
-local g = redis.call('ZSCORE', KEYS[1] .. ':gone', ARGV[1])
-if g and tonumber(g) > now then
-  return {math.max(left, 0), 0}
+if r[5] then
+  if tonumber(r[5]) > now then
+    local g = redis.call('ZSCORE', KEYS[1] .. ':gone', ARGV[1])
+    if g and tonumber(g) > now then
+      return {math.max(left, 0), 0}
+    end
+  else
+    redis.call('HDEL', KEYS[1], 'gone')
+  end
 end
 local waiting = tonumber(r[4] or '0')
 local counted = waiting
+local q, qx
+if waiting > 0 or ARGV[4] then q, qx = KEYS[1] .. ':q', KEYS[1] .. ':qx' end
 if left <= 0 then
   local a = math.max(tonumber(r[3] or '0') + 1, tonumber(t[1]) * 1000000 + tonumber(t[2]))
   if a >= 9007199254740992 then
@@ -84,9 +95,15 @@ if left <= 0 then
     end
     if waiting == 0 and counted > 0 then redis.call('HDEL', KEYS[1], 'waiting') end
     if waiting > 0 and waiting ~= counted then redis.call('HSET', KEYS[1], 'waiting', waiting) end
-    redis.call('HSET', KEYS[1], 'attempts', string.format('%.0f', a),
-      'owner', ARGV[1], 'until', string.format('%.0f', now + tonumber(ARGV[2])))
-    keep(ARGV[3])
+    local exp, ms = keep(now, r[6], ARGV[3])
+    if exp then
+      redis.call('HSET', KEYS[1], 'attempts', string.format('%.0f', a),
+        'owner', ARGV[1], 'until', string.format('%.0f', now + tonumber(ARGV[2])), 'exp', exp)
+      expire(exp, ms)
+    else
+      redis.call('HSET', KEYS[1], 'attempts', string.format('%.0f', a),
+        'owner', ARGV[1], 'until', string.format('%.0f', now + tonumber(ARGV[2])))
+    end
     return a
   end
   left = 0
