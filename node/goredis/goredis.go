@@ -74,21 +74,27 @@ func (n *goRedis) String() string {
 }
 
 func (n *goRedis) Eval(ctx context.Context, s *node.Script, keys []string, args ...string) (node.Reply, error) {
-	m := new(evalMem)
-	v, err := n.c.Do(ctx, evalArgs(m.argv[:0], "evalsha", s, keys, args)...).Result()
+	var argv []any
+	var reply node.Reply
+	if 3+len(keys)+len(args) <= len(evalMem{}.argv) {
+		m := new(evalMem)
+		argv, reply = m.argv[:0], m.reply[:0]
+	}
+	v, err := n.c.Do(ctx, evalArgs(argv, "evalsha", s, keys, args)...).Result()
 	if isNoScript(err) {
 		if s.First() != nil {
 			return n.firstRun(ctx, s, keys, args)
 		}
-		v, err = n.c.Do(ctx, evalArgs(m.argv[:0], "eval", s, keys, args)...).Result()
+		v, err = n.c.Do(ctx, evalArgs(argv, "eval", s, keys, args)...).Result()
 	}
-	return goRedisEvalReply(ctx, v, err, m.reply[:0])
+	return goRedisEvalReply(ctx, v, err, reply)
 }
 
 // evalMem is the memory one Eval needs of its own: the command's
 // arguments and room for a short reply, in one allocation rather than
 // two. The reply keeps it alive, arguments included, which is a few
-// hundred bytes.
+// hundred bytes. A call with more arguments than it holds allocates as
+// before, so as never to cost more.
 type evalMem struct {
 	argv  [8]any // EVALSHA, the script, the key count, then keys and args
 	reply [2]node.Value
