@@ -61,9 +61,9 @@ type Lease struct {
 
 	mu      sync.Mutex
 	until   time.Time
-	cause   error // set once, when the lease ends
-	done    chan struct{}
-	expiry  *time.Timer // armed by the first watcher (see watchLocked)
+	cause   error         // set once, when the lease ends
+	done    chan struct{} // made by New for renewal, else by the first Done
+	expiry  *time.Timer   // armed by the first watcher (see watchLocked)
 	cancels map[uint64]context.CancelCauseFunc
 	nextID  uint64
 
@@ -76,13 +76,14 @@ type Lease struct {
 // goroutine, which ends when the lease does. If g.Until has already passed,
 // the lease is born expired.
 func New(b Backend, g Grant) *Lease {
-	l := &Lease{b: b, g: g, until: g.Until, done: make(chan struct{})}
+	l := &Lease{b: b, g: g, until: g.Until}
 	if g.AutoRenew || g.Observer != nil {
 		l.mu.Lock()
 		l.watchLocked()
 		l.mu.Unlock()
 	}
 	if g.AutoRenew {
+		l.done = make(chan struct{})
 		l.renewStop = make(chan struct{})
 		l.renewDone = make(chan struct{})
 		go l.renew()
@@ -122,10 +123,30 @@ func (l *Lease) TTL() time.Duration {
 // Done returns a channel closed when the lease ends.
 func (l *Lease) Done() <-chan struct{} {
 	l.mu.Lock()
+	defer l.mu.Unlock()
 	l.watchLocked()
-	l.mu.Unlock()
+	return l.doneLocked()
+}
+
+// doneLocked returns the channel Done returns, made on first use: most
+// leases are released without anyone watching, and the channel would be
+// one more allocation per lease.
+func (l *Lease) doneLocked() chan struct{} {
+	if l.done == nil {
+		if l.cause != nil {
+			return closedDone
+		}
+		l.done = make(chan struct{})
+	}
 	return l.done
 }
+
+// closedDone is the Done channel of a lease that ended before anyone asked.
+var closedDone = func() chan struct{} {
+	c := make(chan struct{})
+	close(c)
+	return c
+}()
 
 // Err returns nil while the lease lasts, then the cause of its end:
 // ErrReleased, ErrExpired or ErrLost.
@@ -276,7 +297,9 @@ func (l *Lease) end(cause error) bool {
 	if l.expiry != nil {
 		l.expiry.Stop()
 	}
-	close(l.done)
+	if l.done != nil {
+		close(l.done)
+	}
 	for id, cancel := range l.cancels {
 		cancel(cause)
 		delete(l.cancels, id)

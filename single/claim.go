@@ -165,8 +165,10 @@ func (c *claim) try(ctx context.Context) (*lease.Lease, time.Duration, error) {
 		r, err = lk.n.Eval(ctx, claimScript, c.keys[:], c.args[:c.nargs]...)
 	}
 	var re *node.ReplyError
-	if err != nil && !errors.As(err, &re) {
-		lost, err = err, nil
+	if err != nil {
+		if re = replyError(err); re == nil {
+			lost, err = err, nil
+		}
 	}
 	if lost != nil {
 		// The claim may have landed with its reply lost, or may still be
@@ -214,6 +216,17 @@ func (c *claim) try(ctx context.Context) (*lease.Lease, time.Duration, error) {
 		Strategy: strategy, Observer: lk.cfg.observer, AutoRenew: c.o.AutoRenew,
 		Metadata: c.o.Metadata,
 	}), 0, nil
+}
+
+// replyError returns the *node.ReplyError in err's chain, or nil. A
+// function of its own, so the variable errors.As needs is allocated only
+// when there is an error to look at.
+func replyError(err error) *node.ReplyError {
+	var re *node.ReplyError
+	if errors.As(err, &re) {
+		return re
+	}
+	return nil
 }
 
 // abandon gives up the claim whether or not it landed, on a context

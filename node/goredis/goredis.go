@@ -74,24 +74,41 @@ func (n *goRedis) String() string {
 }
 
 func (n *goRedis) Eval(ctx context.Context, s *node.Script, keys []string, args ...string) (node.Reply, error) {
-	v, err := n.c.Do(ctx, evalArgs("evalsha", s, keys, args)...).Result()
+	var argv []any
+	var reply node.Reply
+	if 3+len(keys)+len(args) <= len(evalMem{}.argv) {
+		m := new(evalMem)
+		argv, reply = m.argv[:0], m.reply[:0]
+	}
+	v, err := n.c.Do(ctx, evalArgs(argv, "evalsha", s, keys, args)...).Result()
 	if isNoScript(err) {
 		if s.First() != nil {
 			return n.firstRun(ctx, s, keys, args)
 		}
-		v, err = n.c.Do(ctx, evalArgs("eval", s, keys, args)...).Result()
+		v, err = n.c.Do(ctx, evalArgs(argv, "eval", s, keys, args)...).Result()
 	}
-	return goRedisEvalReply(ctx, v, err)
+	return goRedisEvalReply(ctx, v, err, reply)
 }
 
-func goRedisEvalReply(ctx context.Context, v any, err error) (node.Reply, error) {
+// evalMem is the memory one Eval needs of its own: the command's
+// arguments and room for a short reply, in one allocation rather than
+// two. The reply keeps it alive, arguments included, which is a few
+// hundred bytes. A call with more arguments than it holds allocates as
+// before, so as never to cost more.
+type evalMem struct {
+	argv  [8]any // EVALSHA, the script, the key count, then keys and args
+	reply [2]node.Value
+}
+
+// goRedisEvalReply converts an Eval's reply, into dst when it has room.
+func goRedisEvalReply(ctx context.Context, v any, err error, dst node.Reply) (node.Reply, error) {
 	if errors.Is(err, redis.Nil) {
 		return node.Reply{}, nil
 	}
 	if err != nil {
 		return nil, goRedisErr(ctx, err)
 	}
-	return goRedisReply(v)
+	return goRedisReply(v, dst)
 }
 
 // goRedisDoer runs one command: a client, or one of its connections.
@@ -128,16 +145,16 @@ func (n *goRedis) firstRun(ctx context.Context, s *node.Script, keys, args []str
 // without an error, loads s on c.
 func goRedisFirstRun(ctx context.Context, c goRedisDoer, s *node.Script, keys, args []string, load bool) (node.Reply, error) {
 	f := s.First()
-	v, err := c.Do(ctx, evalArgs("evalsha", f, keys, args)...).Result()
+	v, err := c.Do(ctx, evalArgs(nil, "evalsha", f, keys, args)...).Result()
 	if isNoScript(err) {
-		v, err = c.Do(ctx, evalArgs("eval", f, keys, args)...).Result()
+		v, err = c.Do(ctx, evalArgs(nil, "eval", f, keys, args)...).Result()
 	}
 	if load && (err == nil || errors.Is(err, redis.Nil)) {
 		// A failed load costs only a later call running first again.
 		_, src := s.Pointers()
 		_ = c.Do(ctx, "script", "load", src).Err()
 	}
-	return goRedisEvalReply(ctx, v, err)
+	return goRedisEvalReply(ctx, v, err, nil)
 }
 
 func (n *goRedis) Pipeline(ctx context.Context, calls []node.Call, wait node.Wait) ([]node.Result, int, error) {
@@ -193,7 +210,7 @@ func goRedisPipeline(ctx context.Context, src pipeliner, calls []node.Call, wait
 	cmds := make([]*redis.Cmd, len(calls))
 	p := src.Pipeline()
 	for i, c := range calls {
-		cmds[i] = p.Do(ctx, evalArgs("evalsha", c.Script, c.Keys, c.Args)...)
+		cmds[i] = p.Do(ctx, evalArgs(nil, "evalsha", c.Script, c.Keys, c.Args)...)
 	}
 	var waitCmd *redis.Cmd
 	if wait.Replicas > 0 {
@@ -230,7 +247,7 @@ func goRedisPipeline(ctx context.Context, src pipeliner, calls []node.Call, wait
 		cmds = cmds[:0]
 		for _, i := range resend {
 			c := calls[i]
-			cmds = append(cmds, p.Do(ctx, evalArgs("eval", c.Script, c.Keys, c.Args)...))
+			cmds = append(cmds, p.Do(ctx, evalArgs(nil, "eval", c.Script, c.Keys, c.Args)...))
 		}
 		if wait.Replicas > 0 {
 			waitCmd = waitOn(ctx, p, wait)
@@ -267,7 +284,7 @@ func goRedisResult(ctx context.Context, v any, err error) node.Result {
 	if err != nil {
 		return node.Result{Err: goRedisErr(ctx, err)}
 	}
-	r, err := goRedisReply(v)
+	r, err := goRedisReply(v, nil)
 	return node.Result{Reply: r, Err: err}
 }
 
@@ -392,15 +409,20 @@ func (n *goRedis) Close() error {
 // go-redis writes (and reads for cluster routing) as the string: a pointer
 // fits in an interface without the allocation a boxed string costs. The
 // strings must stay as they are until the command has run; the caller's
-// slices are not written to meanwhile.
-func evalArgs(cmd string, s *node.Script, keys, args []string) []any {
-	sha, src := s.Pointers()
-	body := sha
+// slices are not written to meanwhile. The list is appended to argv, which
+// is allocated when it has no room.
+func evalArgs(argv []any, cmd string, s *node.Script, keys, args []string) []any {
+	// The name goes in as a constant: a string variable would be boxed
+	// into an allocation of its own.
+	var name any = "evalsha"
+	body, src := s.Pointers()
 	if cmd == "eval" {
-		body = src
+		name, body = "eval", src
 	}
-	argv := make([]any, 0, 3+len(keys)+len(args))
-	argv = append(argv, cmd, body, len(keys))
+	if n := 3 + len(keys) + len(args); cap(argv) < n {
+		argv = make([]any, 0, n)
+	}
+	argv = append(argv, name, body, len(keys))
 	for i := range keys {
 		argv = append(argv, &keys[i])
 	}
@@ -427,25 +449,31 @@ func goRedisErr(ctx context.Context, err error) error {
 	return ctxerr.Wrap(ctx, err)
 }
 
-func goRedisReply(v any) (node.Reply, error) {
-	switch v := v.(type) {
-	case []any:
-		r := make(node.Reply, len(v))
-		for i, e := range v {
-			val, err := goRedisValue(e)
-			if err != nil {
-				return nil, err
-			}
-			r[i] = val
-		}
-		return r, nil
-	default:
+// goRedisReply converts v, appending to dst (empty), which is allocated
+// when it has no room.
+func goRedisReply(v any, dst node.Reply) (node.Reply, error) {
+	elems, isArray := v.([]any)
+	if !isArray {
 		val, err := goRedisValue(v)
 		if err != nil {
 			return nil, err
 		}
-		return node.Reply{val}, nil
+		if cap(dst) < 1 {
+			return node.Reply{val}, nil
+		}
+		return append(dst, val), nil
 	}
+	if cap(dst) < len(elems) {
+		dst = make(node.Reply, 0, len(elems))
+	}
+	for _, e := range elems {
+		val, err := goRedisValue(e)
+		if err != nil {
+			return nil, err
+		}
+		dst = append(dst, val)
+	}
+	return dst, nil
 }
 
 func goRedisValue(v any) (node.Value, error) {
