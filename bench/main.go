@@ -161,6 +161,9 @@ func run(isQuick bool, runs int, jsonOut, svgOut, bin, only, commit string) erro
 	}
 	prog.done()
 	results := medians(all)
+	if err := keyMemory(ctx, addrs, results); err != nil {
+		return err
+	}
 	meta := Meta{Commit: commit, LoadStart: loadStart, LoadEnd: loadAvg(),
 		Quick: isQuick, Runs: runs, Elapsed: time.Since(began).Round(time.Millisecond).String(),
 		GoVersion: goVersion(), CPUs: cpus(), RedisVersion: redisVersion(bin), When: time.Now().UTC().Format(time.RFC3339),
@@ -172,6 +175,7 @@ func run(isQuick bool, runs int, jsonOut, svgOut, bin, only, commit string) erro
 		}
 	}
 	printTable(os.Stdout, results, meta)
+	printMemory(os.Stdout, results)
 	checks := evaluate(results)
 	printChecks(os.Stdout, checks)
 	if jsonOut != "" {

@@ -160,6 +160,11 @@ func evaluate(rs []Result) []Check {
 			return r.Case == kind && r.Library == lib && r.Strategy == strategy && r.Client == client && r.Nodes == nodes && r.Concurrency == c
 		})
 	}
+	for _, r := range rs {
+		if r.Library == "dlock" && r.KeyBytesMax != nil {
+			atMost(fmt.Sprintf("dlock key <= %d B on a server", keyBound), r.ID, *r.KeyBytesMax, keyBound, "B")
+		}
+	}
 	clients := []string{"go-redis", "valkey-go"}
 	for _, cl := range clients {
 		if r := get("lock+unlock", "dlock", "single", cl, 1, 1); r != nil && r.XRTT != nil {

@@ -45,6 +45,12 @@ type Result struct {
 	HoldMeanms       *float64 `json:"hold_mean_ms"` // the 1 ms hold as slept; 1000/hold_mean_ms bounds acquisitions_per_s
 	Busy             *float64 `json:"lock_busy"`    // share of the time the lock was held
 
+	// What the case left on the servers once the runs were over: the
+	// keys (summed over the servers; one case's keys are shared by its c=1
+	// and c=64 rows) and the largest, MEMORY USAGE bytes.
+	KeysLeft    *float64 `json:"keys_left,omitempty"`
+	KeyBytesMax *float64 `json:"key_bytes_max,omitempty"`
+
 	Ops        int64  `json:"ops"`
 	Errors     int64  `json:"errors"`
 	GaveUp     int64  `json:"gave_up,omitempty"`  // contended acquires whose retries ran out (repeated)
