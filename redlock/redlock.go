@@ -184,6 +184,7 @@ type Locker struct {
 	stopOnce sync.Once
 	every    []int     // every node's index; read only
 	rounds   sync.Pool // idle *round (see round)
+	args     argStrings
 
 	wmu     sync.Mutex
 	waiting map[string][]*waiter // Acquire calls subscribed, by key
@@ -254,6 +255,7 @@ func New(nodes []node.Node, opts ...Option) (*Locker, error) {
 		return nil, err
 	}
 	lk.rounds.New = func() any { return lk.newRound() }
+	lk.args = argStrings{ttl: strconvMs(cfg.ttl), keep: strconvMs(cfg.ttl + cfg.idle), gone: lk.goneKeep()}
 	lk.busy = make([]atomic.Int32, len(nodes))
 	lk.every = make([]int, len(nodes))
 	for i := range lk.every {
