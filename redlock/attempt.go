@@ -79,8 +79,10 @@ type ballot struct {
 
 	// Backing arrays for a quorum of up to 8 nodes: one allocation for
 	// what the attempt's calls share.
-	voteBuf   [8]vote
-	unsureBuf [8]atomic.Bool
+	voteBuf    [8]vote
+	unsureBuf  [8]atomic.Bool
+	voterBuf   [8]int
+	commitArgs [3]string
 }
 
 func (lk *Locker) newBallot(ks *keySet, o lease.Options, w *waiter) *ballot {
@@ -91,7 +93,7 @@ func (lk *Locker) newBallot(ks *keySet, o lease.Options, w *waiter) *ballot {
 	} else {
 		b.votes, b.unsure = make([]vote, n), make([]atomic.Bool, n)
 	}
-	b.args = [5]string{b.owner, strconvMs(o.TTL), "", "0", "0"}
+	b.args = [5]string{b.owner, lk.ms(o.TTL), "", "0", "0"}
 	if w != nil {
 		b.args[2], b.args[3], b.args[4] = w.id, w.score, w.life
 	}
@@ -122,10 +124,14 @@ func (lk *Locker) attempt(ctx context.Context, ks *keySet, o lease.Options, w *w
 		return b.fail(ctx, "acquire", c, lk.phase1Answers(b.votes), sitOutReason(b.votes, q))
 	}
 	drift := acquire.Drift(o.TTL, lk.cfg.drift)
-	var token int64
+	var (
+		token    int64
+		tokenArg string
+	)
 	if !lk.cfg.noTokens {
 		var voters []int
 		token, voters = b.token()
+		tokenArg = strconv.FormatInt(token, 10)
 		// A commit that outlasts the validity left after phase 1 could
 		// only end in a lease with none: it is not waited for past that.
 		el := time.Since(b.t1)
@@ -133,7 +139,7 @@ func (lk *Locker) attempt(ctx context.Context, ks *keySet, o lease.Options, w *w
 		if left <= 0 {
 			return b.fail(ctx, "acquire", c, lk.phase1Answers(b.votes), noValidity(el, o.TTL))
 		}
-		if answers, got := lk.commit(ctx, ks, b.owner, token, o.TTL, min(lk.nodeTimeout(o.TTL), left), b.votes, voters); got < q {
+		if answers, got := b.commit(ctx, tokenArg, min(lk.nodeTimeout(o.TTL), left), voters); got < q {
 			if el = time.Since(b.t1); acquire.Validity(o.TTL, el, drift) <= 0 {
 				return b.fail(ctx, "acquire", c, lk.phase1Answers(b.votes), noValidity(el, o.TTL))
 			}
@@ -145,7 +151,7 @@ func (lk *Locker) attempt(ctx context.Context, ks *keySet, o lease.Options, w *w
 	if validity <= 0 {
 		return b.fail(ctx, "acquire", c, lk.phase1Answers(b.votes), noValidity(t2.Sub(b.t1), o.TTL))
 	}
-	return b.grant(token, t2.Add(validity)), 0, nil
+	return b.grant(token, tokenArg, t2.Add(validity)), 0, nil
 }
 
 // phase1 sends the vote to every node and reads the answers until the
@@ -199,10 +205,12 @@ func (b *ballot) phase1(ctx context.Context) {
 // Every counter read may raise the token, never lower it; the voters alone,
 // a majority, already meet every earlier commit.
 func (b *ballot) token() (int64, []int) {
-	n := len(b.votes)
-	var maxCounter int64
-	voters := make([]int, 0, n)
-	times := make([]int64, 0, n)
+	var (
+		maxCounter int64
+		timeBuf    [8]int64 // keeps times off the heap for up to 8 nodes
+	)
+	voters := b.voterBuf[:0]
+	times := timeBuf[:0]
 	for i := range b.votes {
 		if b.votes[i].read {
 			maxCounter = max(maxCounter, b.votes[i].counter)
@@ -230,13 +238,14 @@ func (b *ballot) fail(ctx context.Context, op string, got int, answers []NodeAns
 			await[i] = b.votes[i].set
 		}
 	}
-	b.lk.releaseAll(ctx, b.ks, releasing{owner: b.owner, unsure: b.unsure, ttl: b.o.TTL}, idx, len(idx), await)
+	b.lk.releaseAll(b.ks, releasing{owner: b.owner, unsure: b.unsure, ttl: b.o.TTL}, idx, len(idx), await)
 	return nil, holdHint(b.votes), newQuorumError(op, b.ks.key, got, b.lk.Quorum(), answers, reason)
 }
 
-// grant hands out the ballot's lease, valid until until.
-func (b *ballot) grant(token int64, until time.Time) *lease.Lease {
-	be := &backend{lk: b.lk, ks: b.ks, ttl: b.o.TTL, unsure: b.unsure}
+// grant hands out the ballot's lease, valid until until, with token,
+// which tokenArg spells ("" without tokens).
+func (b *ballot) grant(token int64, tokenArg string, until time.Time) *lease.Lease {
+	be := &backend{lk: b.lk, ks: b.ks, ttl: b.o.TTL, unsure: b.unsure, token: tokenArg}
 	if b.w != nil {
 		be.waiter = b.w.id
 	}
@@ -351,15 +360,24 @@ func (lk *Locker) phase1Answers(votes []vote) []NodeAnswer {
 	return out
 }
 
-// commit is phase 2: the token on the voters, until a majority committed
-// or cannot. The counters are kept the idle TTL past a lease of ttl.
-func (lk *Locker) commit(ctx context.Context, ks *keySet, owner string, token int64, ttl, timeout time.Duration, votes []vote, voters []int) ([]NodeAnswer, int) {
+// commit is phase 2: the token, spelt tokenArg, on the voters, until a
+// majority committed or cannot. The counters are kept the idle TTL past
+// the lease. It returns how many committed and, when that is short of a
+// majority, every node's answer.
+func (b *ballot) commit(ctx context.Context, tokenArg string, timeout time.Duration, voters []int) ([]NodeAnswer, int) {
+	lk := b.lk
 	q := lk.Quorum()
-	r := lk.fanout(ctx, voters, timeout, request{script: commitScript, keys: ks.commit[:],
-		args: []string{owner, strconv.FormatInt(token, 10), lk.keep(ttl)}}, nil)
-	answers := lk.phase1Answers(votes)
+	b.commitArgs = [3]string{b.owner, tokenArg, lk.keep(b.o.TTL)}
+	r := lk.fanout(ctx, voters, timeout, request{script: commitScript, keys: b.ks.commit[:], args: b.commitArgs[:]}, nil)
+	// The voters' answers, by node, are copied out only on a failure: a
+	// buffer on the stack for up to 8 nodes.
+	var buf [8]NodeAnswer
+	ans := buf[:]
+	if n := len(lk.nodes); n > len(buf) {
+		ans = make([]NodeAnswer, n)
+	}
 	for _, i := range voters {
-		answers[i] = NodeAnswer{Node: lk.names[i], Kind: KindNotAwaited}
+		ans[i] = NodeAnswer{Node: lk.names[i], Kind: KindNotAwaited}
 	}
 	got := 0
 	for pending := len(voters); pending > 0 && got < q && got+pending >= q; pending-- {
@@ -367,17 +385,24 @@ func (lk *Locker) commit(ctx context.Context, ks *keySet, owner string, token in
 		name := lk.names[a.i]
 		switch {
 		case a.err != nil:
-			answers[a.i] = answerOf(name, a)
+			ans[a.i] = answerOf(name, a)
 		case a.reply.Int(0) == 1:
-			answers[a.i] = NodeAnswer{Node: name, Kind: KindOK}
+			ans[a.i] = NodeAnswer{Node: name, Kind: KindOK}
 			got++
 		case a.reply.Int(0) == 0:
-			answers[a.i] = NodeAnswer{Node: name, Kind: KindHeld}
+			ans[a.i] = NodeAnswer{Node: name, Kind: KindHeld}
 		default:
-			answers[a.i] = NodeAnswer{Node: name, Kind: KindError, Err: errCounterAhead}
+			ans[a.i] = NodeAnswer{Node: name, Kind: KindError, Err: errCounterAhead}
 		}
 	}
 	r.abandon()
+	if got >= q {
+		return nil, got
+	}
+	answers := lk.phase1Answers(b.votes)
+	for _, i := range voters {
+		answers[i] = ans[i]
+	}
 	return answers, got
 }
 
@@ -389,7 +414,8 @@ func tokenFor(maxCounter int64, times []int64) int64 {
 	if len(times) == 0 {
 		return t
 	}
-	s := slices.Clone(times)
+	var buf [8]int64 // sorts a copy of times on the stack for up to 8 voters
+	s := append(buf[:0], times...)
 	slices.Sort(s)
 	return max(t, s[(len(s)-1)/2])
 }

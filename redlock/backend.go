@@ -18,6 +18,7 @@ type backend struct {
 
 	waiter string        // the Acquire whose ticket the lease's release takes off the queue; empty for TryAcquire
 	unsure []atomic.Bool // the attempt's (see ballot)
+	token  string        // the lease's token, as the commit sent it; empty without tokens
 }
 
 // Extend sets the lock's expiry to ttl on every node where the lease still
@@ -88,9 +89,9 @@ func (b *backend) Release(ctx context.Context, l *lease.Lease) error {
 		// servers: one found gone with its counter still at the token was
 		// released by this very release, run again by the client. Past
 		// that, it may have expired, which is no release.
-		rel.token = l.Token().String()
+		rel.token = b.token
 	}
-	answers, released := lk.releaseAll(ctx, b.ks, rel, nil, lk.Quorum(), nil)
+	answers, released := lk.releaseAll(b.ks, rel, nil, lk.Quorum(), nil)
 	if released > 0 {
 		return nil
 	}

@@ -182,7 +182,9 @@ type Locker struct {
 	workers  sync.WaitGroup // the node workers, ended by Close
 	busy     []atomic.Int32 // by node, calls running in its client
 	stopOnce sync.Once
-	every    []int // every node's index; read only
+	every    []int     // every node's index; read only
+	rounds   sync.Pool // idle *round (see round)
+	args     argStrings
 
 	wmu     sync.Mutex
 	waiting map[string][]*waiter // Acquire calls subscribed, by key
@@ -252,6 +254,8 @@ func New(nodes []node.Node, opts ...Option) (*Locker, error) {
 	if err := lk.checkTTL(cfg.ttl); err != nil {
 		return nil, err
 	}
+	lk.rounds.New = func() any { return lk.newRound() }
+	lk.args = argStrings{ttl: strconvMs(cfg.ttl), keep: strconvMs(cfg.ttl + cfg.idle), gone: lk.goneKeep()}
 	lk.busy = make([]atomic.Int32, len(nodes))
 	lk.every = make([]int, len(nodes))
 	for i := range lk.every {

@@ -2,6 +2,7 @@ package redlock
 
 import (
 	"context"
+	"slices"
 	"sync/atomic"
 	"time"
 
@@ -26,7 +27,26 @@ func (lk *Locker) keep(ttl time.Duration) string {
 	if lk.cfg.idle < 0 {
 		return "0"
 	}
+	if ttl == lk.cfg.ttl {
+		return lk.args.keep
+	}
 	return strconvMs(ttl + lk.cfg.idle)
+}
+
+// ms returns ttl in ms, as the scripts take it.
+func (lk *Locker) ms(ttl time.Duration) string {
+	if ttl == lk.cfg.ttl {
+		return lk.args.ttl
+	}
+	return strconvMs(ttl)
+}
+
+// argStrings are script arguments for the Locker's default TTL, spelt out
+// once by New rather than by each call.
+type argStrings struct {
+	ttl  string // the default TTL, ms
+	keep string // keep(the default TTL), unless counters are kept for ever
+	gone string // goneKeep()
 }
 
 // releasing is what a release of one owner's votes sends.
@@ -40,14 +60,15 @@ type releasing struct {
 }
 
 // releaseAll runs the release script for rel on the nodes at idx (all
-// when nil), detached from ctx's cancellation and bounded by
+// when nil), detached from the caller's context and bounded by
 // cleanupTimeout per node, recording the owner as gone where it does not
 // hold the lock and its vote may still land. It returns once need nodes released the lock, or every
 // node for which await is true (all when await is nil) answered; the
 // other calls finish in the background, counted in the Locker's
 // WaitGroup, which Close waits for. Nodes not awaited are reported as
-// KindNotAwaited.
-func (lk *Locker) releaseAll(ctx context.Context, ks *keySet, rel releasing, idx []int, need int, await []bool) (answers []NodeAnswer, released int) {
+// KindNotAwaited. The answers are returned only when no node released
+// the lock: nothing else reads them.
+func (lk *Locker) releaseAll(ks *keySet, rel releasing, idx []int, need int, await []bool) (answers []NodeAnswer, released int) {
 	ch := ""
 	if rel.publish {
 		ch = ks.channel
@@ -55,20 +76,30 @@ func (lk *Locker) releaseAll(ctx context.Context, ks *keySet, rel releasing, idx
 	if idx == nil {
 		idx = lk.all()
 	}
-	answers = make([]NodeAnswer, len(lk.nodes))
-	for i := range answers {
-		answers[i] = NodeAnswer{Node: lk.names[i], Kind: KindNotAwaited}
+	// The answers by node, copied out only when they are returned: a
+	// buffer on the stack for up to 8 nodes.
+	var buf [8]NodeAnswer
+	n := len(lk.nodes)
+	ans := buf[:min(n, len(buf))]
+	if n > len(buf) {
+		ans = make([]NodeAnswer, n)
+	}
+	for i := range ans {
+		ans[i] = NodeAnswer{Node: lk.names[i], Kind: KindNotAwaited}
 	}
 	if len(idx) == 0 {
-		return answers, 0
+		return slices.Clone(ans), 0
 	}
-	req := request{script: releaseScript, keys: ks.release[:],
-		args: []string{rel.owner, ch, "0", rel.waiter, rel.token}}
+	// args and unsureArgs share one allocation.
+	args := []string{rel.owner, ch, "0", rel.waiter, rel.token, rel.owner, ch, lk.args.gone, rel.waiter, rel.token}
+	req := request{script: releaseScript, keys: ks.release[:], args: args[:5:5]}
 	if rel.unsure != nil {
 		req.unsure = rel.unsure
-		req.unsureArgs = []string{rel.owner, ch, lk.goneKeep(), rel.waiter, rel.token}
+		req.unsureArgs = args[5:]
 	}
-	r := lk.fanout(context.WithoutCancel(ctx), idx, lk.cleanupTimeout(rel.ttl), req, nil)
+	// Background, not context.WithoutCancel(ctx): a round reads only its
+	// context's cancellation, and this saves an allocation.
+	r := lk.fanout(context.Background(), idx, lk.cleanupTimeout(rel.ttl), req, nil)
 	waiting := 0
 	for _, i := range idx {
 		if await == nil || await[i] {
@@ -81,12 +112,15 @@ func (lk *Locker) releaseAll(ctx context.Context, ks *keySet, rel releasing, idx
 			waiting--
 		}
 		var ok bool
-		if answers[a.i], ok = agreed(lk.names[a.i], a); ok {
+		if ans[a.i], ok = agreed(lk.names[a.i], a); ok {
 			released++
 		}
 	}
 	r.abandon()
-	return answers, released
+	if released > 0 {
+		return nil, released
+	}
+	return slices.Clone(ans), 0
 }
 
 // releaseOne undoes a late grant on node i, on a context detached from

@@ -59,15 +59,22 @@ func (q *request) argsFor(i int) []string {
 // without ContextTimeoutEnabled waits for its read timeout): past the node
 // timeout, or once ctx ends, next reports the nodes still silent as timed
 // out, and their real answers, when they come, go to late.
+//
+// Rounds are reused (see Locker.rounds): a round, its channel and its
+// timer were a third of an acquisition's allocations. The caller and each
+// call hold the round until it is abandoned and delivered respectively;
+// the last one to let go puts it back.
 type round struct {
 	req       request
-	ch        chan result
+	ch        chan result // buffered for every node of the Locker
 	start     time.Time
 	ctx       context.Context
 	mu        sync.Mutex
 	abandoned bool
+	holds     int // the caller, until it abandons the round, and each call not yet delivered
 	late      func(result)
 	wg        *sync.WaitGroup
+	free      *sync.Pool // where the round goes back once nobody holds it
 
 	// Used by the caller's goroutine only.
 	timer   *time.Timer
@@ -75,13 +82,24 @@ type round struct {
 	seen    []bool // by node: already reported by next
 }
 
+// newRound returns an idle round for lk's nodes.
+func (lk *Locker) newRound() *round {
+	n := len(lk.nodes)
+	r := &round{ch: make(chan result, n), wg: &lk.wg, free: &lk.rounds,
+		pending: make([]int, 0, n), seen: make([]bool, n), timer: time.NewTimer(time.Hour)}
+	r.timer.Stop()
+	return r
+}
+
 // fanout sends req to the nodes at idx, each call bounded by timeout.
 // The caller must hold an operation (begin).
 func (lk *Locker) fanout(ctx context.Context, idx []int, timeout time.Duration, req request, late func(result)) *round {
-	r := &round{req: req, ch: make(chan result, len(idx)), start: time.Now(), ctx: ctx, late: late, wg: &lk.wg,
-		pending: append(make([]int, 0, len(idx)), idx...), seen: make([]bool, len(lk.nodes))}
+	r := lk.rounds.Get().(*round)
+	r.req, r.start, r.ctx, r.late = req, time.Now(), ctx, late
+	r.holds = len(idx) + 1
+	r.pending = append(r.pending, idx...)
 	deadline := r.start.Add(timeout)
-	r.timer = time.NewTimer(timeout + timeout/10 + time.Millisecond)
+	r.timer.Reset(timeout + timeout/10 + time.Millisecond)
 	lk.wg.Add(len(idx))
 	l := lane(req.keys[0])
 	for _, i := range idx {
@@ -97,18 +115,36 @@ func (lk *Locker) fanout(ctx context.Context, idx []int, timeout time.Duration, 
 // deliver hands node a.i's answer to the round's reader, or to late once
 // the round is abandoned.
 func (r *round) deliver(a result) {
-	defer r.wg.Done()
+	wg := r.wg
+	defer wg.Done()
 	a.rtt = time.Since(r.start)
 	r.mu.Lock()
 	if !r.abandoned {
 		r.ch <- a // buffered for every node: never blocks
 		r.mu.Unlock()
+		r.let()
 		return
 	}
 	r.mu.Unlock()
 	if r.late != nil {
 		r.late(a)
 	}
+	r.let()
+}
+
+// let drops one hold on r, and recycles r when it was the last.
+func (r *round) let() {
+	r.mu.Lock()
+	r.holds--
+	last := r.holds == 0
+	r.mu.Unlock()
+	if !last {
+		return
+	}
+	r.req, r.ctx, r.late, r.abandoned = request{}, nil, nil, false
+	r.pending = r.pending[:0]
+	clear(r.seen)
+	r.free.Put(r)
 }
 
 // next returns the next answer; the caller must not ask for more answers
@@ -156,7 +192,7 @@ func (r *round) silent(err error, timeout bool) result {
 }
 
 // abandon stops the caller's reading: answers already queued and answers
-// still to come go to late.
+// still to come go to late. The caller must not use r after it.
 func (r *round) abandon() {
 	r.mu.Lock()
 	r.abandoned = true
@@ -171,6 +207,7 @@ func (r *round) abandon() {
 			continue
 		default:
 		}
+		r.let()
 		return
 	}
 }

@@ -74,12 +74,7 @@ func (n *goRedis) String() string {
 }
 
 func (n *goRedis) Eval(ctx context.Context, s *node.Script, keys []string, args ...string) (node.Reply, error) {
-	var argv []any
-	var reply node.Reply
-	if 3+len(keys)+len(args) <= len(evalMem{}.argv) {
-		m := new(evalMem)
-		argv, reply = m.argv[:0], m.reply[:0]
-	}
+	argv, reply := evalBuffers(3 + len(keys) + len(args))
 	v, err := n.c.Do(ctx, evalArgs(argv, "evalsha", s, keys, args)...).Result()
 	if isNoScript(err) {
 		if s.First() != nil {
@@ -98,6 +93,29 @@ func (n *goRedis) Eval(ctx context.Context, s *node.Script, keys []string, args 
 type evalMem struct {
 	argv  [8]any // EVALSHA, the script, the key count, then keys and args
 	reply [2]node.Value
+}
+
+// largeEvalMem is evalMem for calls of up to 14 keys and args, such as
+// redlock's acquisition with tokens (9 keys, 5 args, 7 values in its
+// reply), so that they too need one allocation rather than two.
+type largeEvalMem struct {
+	argv  [17]any
+	reply [7]node.Value
+}
+
+// evalBuffers returns the argv and reply buffers of an Eval of n command
+// arguments, both empty and in one allocation, or nil ones when n is
+// too many for that.
+func evalBuffers(n int) ([]any, node.Reply) {
+	switch {
+	case n <= len(evalMem{}.argv):
+		m := new(evalMem)
+		return m.argv[:0], m.reply[:0]
+	case n <= len(largeEvalMem{}.argv):
+		m := new(largeEvalMem)
+		return m.argv[:0], m.reply[:0]
+	}
+	return nil, nil
 }
 
 // goRedisEvalReply converts an Eval's reply, into dst when it has room.
@@ -208,9 +226,17 @@ type pipeliner interface{ Pipeline() redis.Pipeliner }
 func goRedisPipeline(ctx context.Context, src pipeliner, calls []node.Call, wait node.Wait, first func(node.Call) (node.Reply, error)) ([]node.Result, int, error) {
 	results := make([]node.Result, len(calls))
 	cmds := make([]*redis.Cmd, len(calls))
+	// The calls' arguments share one allocation, each its own part of it.
+	n := 0
+	for _, c := range calls {
+		n += 3 + len(c.Keys) + len(c.Args)
+	}
+	argv := make([]any, 0, n)
 	p := src.Pipeline()
 	for i, c := range calls {
-		cmds[i] = p.Do(ctx, evalArgs(nil, "evalsha", c.Script, c.Keys, c.Args)...)
+		a := evalArgs(argv[len(argv):len(argv):cap(argv)], "evalsha", c.Script, c.Keys, c.Args)
+		argv = argv[:len(argv)+len(a)]
+		cmds[i] = p.Do(ctx, a[:len(a):len(a)]...)
 	}
 	var waitCmd *redis.Cmd
 	if wait.Replicas > 0 {
@@ -218,6 +244,7 @@ func goRedisPipeline(ctx context.Context, src pipeliner, calls []node.Call, wait
 	}
 	_, _ = p.Exec(ctx)
 
+	slab := replySlab(cmds)
 	var resend []int
 	ranFirst := false
 	for i, cmd := range cmds {
@@ -236,7 +263,7 @@ func goRedisPipeline(ctx context.Context, src pipeliner, calls []node.Call, wait
 		case err != nil && !isReplyErr(err):
 			return nil, 0, goRedisErr(ctx, err)
 		default:
-			results[i] = goRedisResult(ctx, v, err)
+			results[i], slab = goRedisResultIn(ctx, v, err, slab)
 		}
 	}
 	if len(resend) > 0 || ranFirst && waitCmd != nil {
@@ -278,14 +305,45 @@ func waitOn(ctx context.Context, p redis.Pipeliner, wait node.Wait) *redis.Cmd {
 }
 
 func goRedisResult(ctx context.Context, v any, err error) node.Result {
+	r, _ := goRedisResultIn(ctx, v, err, nil)
+	return r
+}
+
+// replySlab returns room for the replies of every one of cmds, in one
+// allocation rather than one per reply (see goRedisResultIn).
+func replySlab(cmds []*redis.Cmd) node.Reply {
+	n := 0
+	for _, cmd := range cmds {
+		if elems, ok := cmd.Val().([]any); ok {
+			n += len(elems)
+		} else {
+			n++
+		}
+	}
+	return make(node.Reply, n)
+}
+
+// goRedisResultIn converts a call's result, its reply into the start of
+// slab when it has room, and returns what is left of slab. The reply's
+// capacity ends with it, so that an append to it cannot reach the next
+// one's.
+func goRedisResultIn(ctx context.Context, v any, err error, slab node.Reply) (node.Result, node.Reply) {
 	if errors.Is(err, redis.Nil) {
-		return node.Result{Reply: node.Reply{}}
+		return node.Result{Reply: node.Reply{}}, slab
 	}
 	if err != nil {
-		return node.Result{Err: goRedisErr(ctx, err)}
+		return node.Result{Err: goRedisErr(ctx, err)}, slab
 	}
-	r, err := goRedisReply(v, nil)
-	return node.Result{Reply: r, Err: err}
+	n := 1
+	if elems, ok := v.([]any); ok {
+		n = len(elems)
+	}
+	dst := slab[:0:0]
+	if len(slab) >= n {
+		dst, slab = slab[:0:n], slab[n:]
+	}
+	r, err := goRedisReply(v, dst)
+	return node.Result{Reply: r, Err: err}, slab
 }
 
 // Subscribe creates the Node's PubSub on first use and starts the goroutine

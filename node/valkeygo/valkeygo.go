@@ -139,10 +139,15 @@ func valkeyPipeline(ctx context.Context, c doer, calls []node.Call, wait node.Wa
 	}
 	resps := c.DoMulti(ctx, cmds...)
 	results := make([]node.Result, len(calls))
+	slab := replySlab(resps[:len(calls)])
 	var resend []int
 	ranFirst := false
 	for i := range calls {
-		r, err := valkeyResult(ctx, resps[i])
+		var (
+			r   node.Reply
+			err error
+		)
+		r, slab, err = valkeyResultIn(ctx, resps[i], slab)
 		switch {
 		case isValkeyNoScript(err) && calls[i].Script.First() != nil:
 			call := calls[i]
@@ -364,28 +369,55 @@ func isReplyError(err error) bool {
 // nil reply an empty node.Reply, anything else a transport error kept
 // recognisable by errors.Is for the context's end.
 func valkeyResult(ctx context.Context, res valkey.ValkeyResult) (node.Reply, error) {
+	r, _, err := valkeyResultIn(ctx, res, nil)
+	return r, err
+}
+
+// replySlab returns room for the replies of every one of resps, in one
+// allocation rather than one per reply (see valkeyResultIn).
+func replySlab(resps []valkey.ValkeyResult) node.Reply {
+	n := 0
+	for _, res := range resps {
+		if m, err := res.ToMessage(); err == nil {
+			if elems, err := m.ToArray(); err == nil {
+				n += len(elems)
+			} else {
+				n++
+			}
+		}
+	}
+	return make(node.Reply, n)
+}
+
+// valkeyResultIn converts res, into the start of slab when it has room,
+// and returns what is left of slab. The reply's capacity ends with it, so
+// that an append to it cannot reach the next one's.
+func valkeyResultIn(ctx context.Context, res valkey.ValkeyResult, slab node.Reply) (node.Reply, node.Reply, error) {
 	m, err := res.ToMessage()
 	if err != nil {
 		if valkey.IsValkeyNil(err) {
-			return node.Reply{}, nil
+			return node.Reply{}, slab, nil
 		}
-		return nil, valkeyErr(ctx, err)
+		return nil, slab, valkeyErr(ctx, err)
 	}
+	elems := []valkey.ValkeyMessage{m}
 	if m.IsArray() {
-		elems, _ := m.ToArray()
-		r := make(node.Reply, len(elems))
-		for i := range elems {
-			if r[i], err = valkeyValue(&elems[i]); err != nil {
-				return nil, err
-			}
+		elems, _ = m.ToArray()
+	}
+	var r node.Reply
+	if len(slab) >= len(elems) {
+		r, slab = slab[:0:len(elems)], slab[len(elems):]
+	} else {
+		r = make(node.Reply, 0, len(elems))
+	}
+	for i := range elems {
+		v, err := valkeyValue(&elems[i])
+		if err != nil {
+			return nil, slab, err
 		}
-		return r, nil
+		r = append(r, v)
 	}
-	v, err := valkeyValue(&m)
-	if err != nil {
-		return nil, err
-	}
-	return node.Reply{v}, nil
+	return r, slab, nil
 }
 
 func valkeyErr(ctx context.Context, err error) error {
