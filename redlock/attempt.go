@@ -2,51 +2,16 @@ package redlock
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 	"strconv"
-	"strings"
 	"sync/atomic"
 	"time"
 
 	"github.com/dlockgo/dlock/fence"
 	"github.com/dlockgo/dlock/internal/acquire"
 	"github.com/dlockgo/dlock/lease"
-	"github.com/dlockgo/dlock/node"
 )
-
-// vote is what phase 1 learned from one node.
-type vote struct {
-	answered bool
-	answer   NodeAnswer // KindOK only for a vote that counts
-	read     bool       // the node's reply was read: counter, high, epoch are set
-	set      bool       // the lock was set for this attempt's owner
-	lost     bool       // the node sits out after losing its data
-	repaired bool       // the node was repaired for its epoch, or needs no repair
-	counter  int64      // the node's effective fence counter for the key
-	high     int64      // the node's high-water mark
-	epoch    string     // the node's epoch, as stored
-	now      int64      // the node's clock when it set the lock, µs
-	pttl     int64      // the lock's remaining time when held by another, ms
-}
-
-// counts reports whether v is a vote for this attempt that counts.
-func (v *vote) counts() bool { return v.answered && v.answer.Kind == KindOK }
-
-// tally returns the number of votes that count, and of nodes that answered
-// the lock is held by another owner.
-func tally(votes []vote) (counted, held int) {
-	for i := range votes {
-		switch {
-		case votes[i].counts():
-			counted++
-		case votes[i].answered && votes[i].answer.Kind == KindHeld:
-			held++
-		}
-	}
-	return counted, held
-}
 
 // ballot is one attempt at a lock: its owner, the calls it sends, and the
 // votes it read. Late answers of its votes, read against it by the node
@@ -268,96 +233,6 @@ func (b *ballot) grant(token int64, tokenArg string, until time.Time) *lease.Lea
 // and left it no validity.
 func noValidity(elapsed, ttl time.Duration) error {
 	return fmt.Errorf("%w: took %v of a %v TTL", ErrNoValidity, elapsed, ttl)
-}
-
-// readVote parses one node's phase 1 answer.
-func (lk *Locker) readVote(a result) vote {
-	if a.err != nil {
-		return vote{answered: true, answer: answerOf(lk.names[a.i], a)}
-	}
-	return lk.parseVote(a.i, a.reply)
-}
-
-// errBadReply is the error of a phase 1 reply of an unexpected shape. It
-// names no value: replies carry tokens.
-var errBadReply = errors.New("redlock: unexpected acquire reply")
-
-// parseVote parses the reply of node i to phase 1.
-func (lk *Locker) parseVote(i int, r node.Reply) vote {
-	name := lk.names[i]
-	v := vote{answered: true}
-	if r.Int(0) == statusGone {
-		// A refusal, in both modes four values only: the node will not
-		// grant this owner or waiter, as if the lock were held.
-		v.answer = NodeAnswer{Node: name, Kind: KindHeld}
-		return v
-	}
-	want := 4
-	if !lk.cfg.noTokens {
-		want = 7
-	}
-	epoch := r.Str(3)
-	var (
-		e   int64
-		err error
-	)
-	if lk.cfg.guard {
-		e, err = epochTime(epoch)
-	}
-	if err == nil && want == 7 {
-		v.high, err = strconv.ParseInt(r.Str(5), 10, 64)
-	}
-	if len(r) != want || err != nil {
-		v.answer = NodeAnswer{Node: name, Kind: KindError,
-			Err: fmt.Errorf("%w: %d values, want %d, with an epoch record and integer marks", errBadReply, len(r), want)}
-		return v
-	}
-	n := r.Int(2)
-	v.read = true
-	v.epoch = epoch
-	v.set = r.Int(0) == statusSet
-	v.counter = r.Int(4)
-	v.repaired = !lk.cfg.guard || lk.cfg.noTokens || r.Str(6) == epoch
-	if v.set {
-		v.now = n
-		v.answer = NodeAnswer{Node: name, Kind: KindOK}
-	} else {
-		v.pttl = r.Int(1)
-		v.answer = NodeAnswer{Node: name, Kind: KindHeld}
-	}
-	switch {
-	case lk.cfg.guard && n-e < lk.sitOut.Microseconds():
-		v.lost = true
-		ago := time.Duration(n-e) * time.Microsecond
-		v.answer = NodeAnswer{Node: name, Kind: KindSitsOut,
-			Err: &SitOutError{Nodes: 1, Ago: ago, Left: lk.sitOut - ago}}
-	case v.set && !v.repaired:
-		v.answer = NodeAnswer{Node: name, Kind: KindSitsOut, Err: errNotRepaired}
-	}
-	return v
-}
-
-// epochTime returns the time, µs by the node's clock, of an epoch record
-// "µs run_id" (see lua/epoch.lua).
-func epochTime(record string) (int64, error) {
-	at, _, ok := strings.Cut(record, " ")
-	if !ok {
-		return 0, errBadReply
-	}
-	return strconv.ParseInt(at, 10, 64)
-}
-
-// phase1Answers lists each node's answer.
-func (lk *Locker) phase1Answers(votes []vote) []NodeAnswer {
-	out := make([]NodeAnswer, len(votes))
-	for i, v := range votes {
-		if v.answered {
-			out[i] = v.answer
-		} else {
-			out[i] = NodeAnswer{Node: lk.names[i], Kind: KindNotAwaited}
-		}
-	}
-	return out
 }
 
 // commit is phase 2: the token, spelt tokenArg, on the voters, until a
