@@ -24,7 +24,7 @@ import (
 //go:embed lua/inspect.lua
 var inspectLua string
 
-var inspectScript = node.NewScript(inspectLua)
+var inspectScript = node.NewScript(epochLua + inspectLua)
 
 // Inspect reports who holds the lock on key on each node, with its fence
 // counter, metadata and time left there, whether the node sits out, and

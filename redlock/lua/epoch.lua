@@ -1,4 +1,5 @@
--- epoch(now, rk): the node's epoch record (KEYS[5]), "µs run_id": when the
+-- judge(now, e, info, rk) and epoch(now, rk): the node's epoch record
+-- (KEYS[5] for a vote), "µs run_id": when the
 -- node last lost, or may have lost, its data, by its own clock, and the
 -- server process (INFO's run_id) that stamped it. now is the node's clock
 -- in µs; rk is the repair mark's key (nil without tokens). The record is
@@ -23,29 +24,36 @@
 -- repair mark no longer matching the record. A server that will not run
 -- INFO from a script (an ACL without @dangerous, an in-process server
 -- without run_id) is told so in an error reply, which the vote passes on:
--- it cannot tell a restart apart. Returns the record, or that error.
-local function epoch(now, rk)
-  local ok, info = pcall(redis.call, 'INFO', 'server')
-  local run = ok and string.match(info, 'run_id:(%x+)')
-  if not run then
-    return redis.error_reply('DLINFO the lost-data guard reads INFO server from its script, which this server refused: allow INFO to the user, or declare the nodes durable')
-  end
-  local e = redis.call('GET', KEYS[5])
+-- it cannot tell a restart apart. judge decides, writing nothing, so that
+-- inspect.lua reads what a vote would: given the record e as stored and
+-- INFO's text, it returns the record to keep, whether it is new (to be
+-- written), and whether the repair mark moves with it (a step back on a
+-- repaired node); nil when INFO has no run_id. epoch writes what judge
+-- decided, and returns the record, or the error.
+local function judge(now, e, info, rk)
+  local run = info and string.match(info, 'run_id:(%x+)')
+  if not run then return nil end
   local at, by
   if e then at, by = string.match(e, '^(%d+) (%x+)$') end
-  if e and by == run and tonumber(at) <= now then return e end
+  if e and by == run and tonumber(at) <= now then return e, false end
   local stamp = now
   if e and by ~= run then
     local up = tonumber(string.match(info, 'uptime_in_seconds:(%-?%d+)'))
     local sec = math.floor((tonumber(string.match(info, 'server_time_usec:(%d+)')) or now) / 1000000)
     stamp = math.min(now, (sec - up + 1) * 1000000)
   elseif e and rk and redis.call('GET', rk) == e then
-    e = '0 ' .. run
-    redis.call('SET', KEYS[5], e)
-    redis.call('SET', rk, e)
-    return e
+    return '0 ' .. run, true, true
   end
-  e = string.format('%.0f', stamp) .. ' ' .. run
-  redis.call('SET', KEYS[5], e)
-  return e
+  return string.format('%.0f', stamp) .. ' ' .. run, true
+end
+local function epoch(now, rk)
+  local ok, info = pcall(redis.call, 'INFO', 'server')
+  local e = redis.call('GET', KEYS[5])
+  local rec, new, mark = judge(now, e, ok and info, rk)
+  if not rec then
+    return redis.error_reply('DLINFO the lost-data guard reads INFO server from its script, which this server refused: allow INFO to the user, or declare the nodes durable')
+  end
+  if new then redis.call('SET', KEYS[5], rec) end
+  if mark then redis.call('SET', rk, rec) end
+  return rec
 end

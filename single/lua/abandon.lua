@@ -32,14 +32,13 @@ end
 -- as the record, and so must the hash (one created here, by a claim that
 -- never landed, expires with the record). A hash's expiry only ever moves
 -- later, and its exp field follows it (see keep.lua).
-local r = redis.call('HMGET', KEYS[1], 'gone', 'exp')
+local g = redis.call('HGET', KEYS[1], 'gone')
 local p = redis.call('PTTL', KEYS[1])
-local longer = p == -2 or p >= 0 and p < tonumber(ARGV[2])
-if longer then
-  redis.call('HSET', KEYS[1], 'gone', string.format('%.0f', math.max(upto, tonumber(r[1] or '0'))),
+if p == -2 or p >= 0 and p < tonumber(ARGV[2]) then
+  redis.call('HSET', KEYS[1], 'gone', string.format('%.0f', math.max(upto, tonumber(g or '0'))),
     'exp', string.format('%.0f', upto))
   redis.call('PEXPIRE', KEYS[1], ARGV[2])
-elseif not r[1] or tonumber(r[1]) < upto then
+elseif not g or tonumber(g) < upto then
   redis.call('HSET', KEYS[1], 'gone', string.format('%.0f', upto))
 end
 local q = KEYS[1] .. ':q'
