@@ -27,7 +27,10 @@ type Node interface {
 	Eval(ctx context.Context, s *Script, keys []string, args ...string) (Reply, error)
 
 	// Pipeline sends calls in order on one connection, in one round trip,
-	// and returns one Result per call. When wait.Replicas > 0, a
+	// and returns one Result per call. The server runs them in that order,
+	// save in one case: a call whose script the server lost from its cache
+	// (a restart, SCRIPT FLUSH) since the Node last ran it is answered
+	// NOSCRIPT, and sent again after the calls behind it ran. When wait.Replicas > 0, a
 	// WAIT wait.Replicas wait.Timeout follows on the same connection, so it
 	// counts exactly the writes of these calls, and acked is its answer. err
 	// is set only when the pipeline as a whole failed (connection lost,

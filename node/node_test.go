@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -190,6 +191,40 @@ func TestPipelineNoScriptRunsEachCallOnce(t *testing.T) {
 			}
 			if got := mustDo(t, srv, "GET", b); got != "1" {
 				t.Fatalf("%s = %s; want 1", b, got)
+			}
+		})
+	}
+}
+
+// TestPipelineKeepsOrderOnFirstUse: a script the Node has not seen cached
+// goes in full, so a pipeline's calls run in order even when the server
+// holds a later call's script and not an earlier one's (a NOSCRIPT resent
+// after the pipeline would run after the calls behind it); once seen, the
+// scripts go by SHA1.
+func TestPipelineKeepsOrderOnFirstUse(t *testing.T) {
+	srv := redistest.Start(t)
+	for _, c := range redistest.Nodes(t, srv.Addr()) {
+		t.Run(c.Name, func(t *testing.T) {
+			key := "{o}" + c.Name
+			set := node.NewScript(`redis.call('SET', KEYS[1], ARGV[1]); return 1 -- ` + c.Name)
+			get := node.NewScript(`return redis.call('GET', KEYS[1]) -- ` + c.Name)
+			mustDo(t, srv, "SCRIPT", "LOAD", get.Source())
+			for round, v := range []string{"first", "second"} {
+				mustDo(t, srv, "CONFIG", "RESETSTAT")
+				res, _, err := c.Node.Pipeline(t.Context(), []node.Call{
+					{Script: set, Keys: []string{key}, Args: []string{v}},
+					{Script: get, Keys: []string{key}},
+				}, node.Wait{})
+				require.NoError(t, err, "Pipeline")
+				require.NoError(t, res[1].Err, "get")
+				if got := res[1].Reply.Str(0); got != v {
+					t.Errorf("round %d: get after set(%q) = %q; the calls ran out of order", round, v, got)
+				}
+				stats := mustDo(t, srv, "INFO", "commandstats")
+				shaSent := strings.Contains(stats, "cmdstat_evalsha:calls=2,")
+				if want := round > 0; shaSent != want {
+					t.Errorf("round %d: both calls by EVALSHA = %v; want %v\n%s", round, shaSent, want, stats)
+				}
 			}
 		})
 	}

@@ -20,7 +20,9 @@ import (
 // Release that returned on a majority, still finishing on a slow node,
 // is not overtaken there by the next acquisition of the key. (Not on a
 // node whose call timed out: it may still sit in a socket while the next
-// goes out on another connection.)
+// goes out on another connection; nor on a node that lost its script
+// cache, see node.Node's Pipeline. Both cost at most a refused vote or a
+// vote undone: order is for liveness, never relied on for safety.)
 const (
 	workersPerNode = 2
 	maxBatch       = 64

@@ -13,6 +13,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/dlockgo/dlock/internal/cached"
 	"github.com/dlockgo/dlock/internal/ctxerr"
 	"github.com/dlockgo/dlock/internal/hub"
 	"github.com/dlockgo/dlock/node"
@@ -44,8 +45,9 @@ func New(c redis.UniversalClient) node.Node {
 }
 
 type goRedis struct {
-	c   redis.UniversalClient
-	hub *hub.Hub
+	c      redis.UniversalClient
+	hub    *hub.Hub
+	cached cached.Set // the scripts a Pipeline may send by SHA1
 
 	// ps and done are set by the first Subscribe, under hub.sem.
 	mu    sync.Mutex
@@ -188,12 +190,12 @@ func (n *goRedis) Pipeline(ctx context.Context, calls []node.Call, wait node.Wai
 		if ok {
 			conn := c.Conn()
 			defer conn.Close()
-			return goRedisPipeline(ctx, conn, calls, wait, func(call node.Call) (node.Reply, error) {
+			return goRedisPipeline(ctx, conn, &n.cached, calls, wait, func(call node.Call) (node.Reply, error) {
 				return goRedisFirstRun(ctx, conn, call.Script, call.Keys, call.Args, true)
 			})
 		}
 	}
-	return goRedisPipeline(ctx, n.c, calls, wait, func(call node.Call) (node.Reply, error) {
+	return goRedisPipeline(ctx, n.c, &n.cached, calls, wait, func(call node.Call) (node.Reply, error) {
 		return n.firstRun(ctx, call.Script, call.Keys, call.Args)
 	})
 }
@@ -220,10 +222,11 @@ func clusterMaster(ctx context.Context, cc *redis.ClusterClient, calls []node.Ca
 type pipeliner interface{ Pipeline() redis.Pipeliner }
 
 // goRedisPipeline sends calls, and the WAIT when asked, as one pipeline of
-// src. A call whose script the server did not have cached is sent again by
-// EVAL, or, for a script with a first, runs through first (see
-// NewScriptAfter), before the WAIT is sent again.
-func goRedisPipeline(ctx context.Context, src pipeliner, calls []node.Call, wait node.Wait, first func(node.Call) (node.Reply, error)) ([]node.Result, int, error) {
+// src. A script not seen cached goes in full (see package cached), so the
+// calls run in order; one the server no longer had is sent again by EVAL,
+// or, for a script with a first, runs through first (see NewScriptAfter),
+// before the WAIT is sent again.
+func goRedisPipeline(ctx context.Context, src pipeliner, seen *cached.Set, calls []node.Call, wait node.Wait, first func(node.Call) (node.Reply, error)) ([]node.Result, int, error) {
 	results := make([]node.Result, len(calls))
 	cmds := make([]*redis.Cmd, len(calls))
 	// The calls' arguments share one allocation, each its own part of it.
@@ -234,7 +237,11 @@ func goRedisPipeline(ctx context.Context, src pipeliner, calls []node.Call, wait
 	argv := make([]any, 0, n)
 	p := src.Pipeline()
 	for i, c := range calls {
-		a := evalArgs(argv[len(argv):len(argv):cap(argv)], "evalsha", c.Script, c.Keys, c.Args)
+		cmd := "evalsha"
+		if c.Script.First() == nil && !seen.Has(c.Script) {
+			cmd = "eval"
+		}
+		a := evalArgs(argv[len(argv):len(argv):cap(argv)], cmd, c.Script, c.Keys, c.Args)
 		argv = argv[:len(argv)+len(a)]
 		cmds[i] = p.Do(ctx, a[:len(a):len(a)]...)
 	}
@@ -251,6 +258,7 @@ func goRedisPipeline(ctx context.Context, src pipeliner, calls []node.Call, wait
 		v, err := cmd.Result()
 		switch {
 		case isNoScript(err) && calls[i].Script.First() != nil:
+			seen.Forget(calls[i].Script)
 			r, err := first(calls[i])
 			var re *node.ReplyError
 			if err != nil && !errors.As(err, &re) {
@@ -259,10 +267,12 @@ func goRedisPipeline(ctx context.Context, src pipeliner, calls []node.Call, wait
 			results[i] = node.Result{Reply: r, Err: err}
 			ranFirst = true
 		case isNoScript(err):
+			seen.Forget(calls[i].Script)
 			resend = append(resend, i)
 		case err != nil && !isReplyErr(err):
 			return nil, 0, goRedisErr(ctx, err)
 		default:
+			seen.Mark(calls[i].Script)
 			results[i], slab = goRedisResultIn(ctx, v, err, slab)
 		}
 	}
@@ -285,6 +295,7 @@ func goRedisPipeline(ctx context.Context, src pipeliner, calls []node.Call, wait
 			if err != nil && !isReplyErr(err) {
 				return nil, 0, goRedisErr(ctx, err)
 			}
+			seen.Mark(calls[resend[j]].Script)
 			results[resend[j]] = goRedisResult(ctx, v, err)
 		}
 	}

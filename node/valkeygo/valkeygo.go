@@ -12,6 +12,7 @@ import (
 
 	"github.com/valkey-io/valkey-go"
 
+	"github.com/dlockgo/dlock/internal/cached"
 	"github.com/dlockgo/dlock/internal/ctxerr"
 	"github.com/dlockgo/dlock/internal/hub"
 	"github.com/dlockgo/dlock/node"
@@ -36,8 +37,9 @@ func New(c valkey.Client) node.Node {
 }
 
 type valkeyNode struct {
-	c   valkey.Client
-	hub *hub.Hub
+	c      valkey.Client
+	hub    *hub.Hub
+	cached cached.Set // the scripts a Pipeline may send by SHA1
 
 	mu   sync.Mutex
 	dc   valkey.DedicatedClient // current subscription connection, nil while down
@@ -112,26 +114,35 @@ func eval(c doer, s *node.Script, keys, args []string) valkey.Completed {
 
 func (n *valkeyNode) Pipeline(ctx context.Context, calls []node.Call, wait node.Wait) (results []node.Result, acked int, err error) {
 	if wait.Replicas <= 0 {
-		return valkeyPipeline(ctx, n.c, calls, wait)
+		return valkeyPipeline(ctx, n.c, &n.cached, calls, wait)
 	}
 	if n.c.Mode() == valkey.ClientModeCluster && !sameSlot(n.c, calls) {
 		return nil, 0, node.ErrCrossSlot
 	}
 	err = n.c.Dedicated(func(dc valkey.DedicatedClient) error {
 		var err error
-		results, acked, err = valkeyPipeline(ctx, dc, calls, wait)
+		results, acked, err = valkeyPipeline(ctx, dc, &n.cached, calls, wait)
 		return err
 	})
 	return results, acked, err
 }
 
-func valkeyPipeline(ctx context.Context, c doer, calls []node.Call, wait node.Wait) ([]node.Result, int, error) {
+// valkeyPipeline sends calls, and the WAIT when asked, as one DoMulti on
+// c. A script not seen cached goes in full (see package cached), so the
+// calls run in order; one the server no longer had is sent again by EVAL,
+// or, for a script with a first, runs through first (see NewScriptAfter),
+// before the WAIT is sent again.
+func valkeyPipeline(ctx context.Context, c doer, seen *cached.Set, calls []node.Call, wait node.Wait) ([]node.Result, int, error) {
 	n := len(calls)
 	if wait.Replicas > 0 {
 		n++
 	}
 	cmds := make([]valkey.Completed, 0, n)
 	for _, call := range calls {
+		if call.Script.First() == nil && !seen.Has(call.Script) {
+			cmds = append(cmds, eval(c, call.Script, call.Keys, call.Args))
+			continue
+		}
 		cmds = append(cmds, evalsha(c, call.Script, call.Keys, call.Args))
 	}
 	if wait.Replicas > 0 {
@@ -151,6 +162,7 @@ func valkeyPipeline(ctx context.Context, c doer, calls []node.Call, wait node.Wa
 		switch {
 		case isValkeyNoScript(err) && calls[i].Script.First() != nil:
 			call := calls[i]
+			seen.Forget(call.Script)
 			r, err := valkeyFirstRun(ctx, c, call.Script, call.Keys, call.Args)
 			if err != nil && !isReplyError(err) {
 				return nil, 0, err
@@ -158,10 +170,12 @@ func valkeyPipeline(ctx context.Context, c doer, calls []node.Call, wait node.Wa
 			results[i] = node.Result{Reply: r, Err: err}
 			ranFirst = true
 		case isValkeyNoScript(err):
+			seen.Forget(calls[i].Script)
 			resend = append(resend, i)
 		case err != nil && !isReplyError(err):
 			return nil, 0, err
 		default:
+			seen.Mark(calls[i].Script)
 			results[i] = node.Result{Reply: r, Err: err}
 		}
 	}
@@ -184,6 +198,7 @@ func valkeyPipeline(ctx context.Context, c doer, calls []node.Call, wait node.Wa
 			if err != nil && !isReplyError(err) {
 				return nil, 0, err
 			}
+			seen.Mark(calls[i].Script)
 			results[i] = node.Result{Reply: r, Err: err}
 		}
 		waitResp = resps[len(resps)-1]
