@@ -46,6 +46,11 @@ type Grant struct {
 	Observer  Observer // hears renewals, loss and release; may be nil
 	AutoRenew bool     // keep the lease renewed until Release (see WithAutoRenew)
 	Metadata  string   // stored with the lock (see WithMetadata)
+	// Short says Until falls short of a TTL from now: the servers granted
+	// the lease for less, as a lock handed over to a waiter, bounded by
+	// its ticket, is. New then extends it to TTL at once, in the
+	// background, as a renewal: the lease is valid meanwhile, until Until.
+	Short bool
 }
 
 // ReleaseTimeout bounds the cleanup a lease does on a context of its own:
@@ -73,8 +78,9 @@ type Lease struct {
 
 // New returns the lease for g, backed by b: the one way a strategy hands a
 // Lease to its caller. With g.AutoRenew it starts the lease's renewal
-// goroutine, which ends when the lease does. If g.Until has already passed,
-// the lease is born expired.
+// goroutine, which ends when the lease does; with g.Short, one that extends
+// the lease once and ends (or renews on, with g.AutoRenew too). If g.Until
+// has already passed, the lease is born expired.
 func New(b Backend, g Grant) *Lease {
 	l := &Lease{b: b, g: g, until: g.Until}
 	if g.AutoRenew || g.Observer != nil {
@@ -82,7 +88,7 @@ func New(b Backend, g Grant) *Lease {
 		l.watchLocked()
 		l.mu.Unlock()
 	}
-	if g.AutoRenew {
+	if g.AutoRenew || g.Short {
 		l.done = make(chan struct{})
 		l.renewStop = make(chan struct{})
 		l.renewDone = make(chan struct{})
@@ -332,13 +338,18 @@ func (l *Lease) checkExpiry() {
 }
 
 // renew extends the lease at about a third of its TTL until the lease ends
-// or Release stops it. A refusal ends the lease (ErrLost, in Extend); a
-// failure that is not a refusal (a timeout, a dead node) is retried sooner,
-// until the validity left runs out and the expiry timer ends the lease.
+// or Release stops it; a Short lease is extended at once, and without
+// AutoRenew only that once. A refusal ends the lease (ErrLost, in Extend);
+// a failure that is not a refusal (a timeout, a dead node) is retried
+// sooner, until the validity left runs out and the expiry timer ends the
+// lease.
 func (l *Lease) renew() {
 	defer close(l.renewDone)
 	every := l.g.TTL / 3
 	wait := every
+	if l.g.Short {
+		wait = 0
+	}
 	t := time.NewTimer(wait)
 	defer t.Stop()
 	for {
@@ -354,11 +365,14 @@ func (l *Lease) renew() {
 		cancel()
 		l.observe(Renewed, err)
 		wait = every
+		if err == nil && !l.g.AutoRenew {
+			return
+		}
 		if err != nil {
 			if errors.Is(err, ErrNotHeld) {
 				return
 			}
-			wait = max(every/4, time.Millisecond)
+			wait = max(min(every/4, l.TTL()/3), time.Millisecond)
 		}
 		t.Reset(wait)
 	}

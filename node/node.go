@@ -37,15 +37,16 @@ type Node interface {
 	// context ended); per-call errors are in the results.
 	Pipeline(ctx context.Context, calls []Call, wait Wait) (results []Result, acked int, err error)
 
-	// Subscribe signals on the returned channel each time a message is
-	// published on channel, until stop is called. Signals coalesce: a reader
-	// that falls behind sees one pending signal, never a blocked publisher.
+	// Subscribe delivers on the returned channel each message published on
+	// channel, until stop is called. Messages coalesce: a reader that falls
+	// behind finds the latest one pending, the earlier ones dropped, and
+	// never blocks a publisher.
 	// The subscription shares one connection per Node; it is a hint, not a
 	// guarantee: a message may be lost when that connection breaks. stop
 	// returns at once; the server-side subscription ends in the
 	// background, even behind a call to a hung server, and Close waits for
 	// that.
-	Subscribe(ctx context.Context, channel string) (signals <-chan struct{}, stop func(), err error)
+	Subscribe(ctx context.Context, channel string) (messages <-chan string, stop func(), err error)
 
 	// String names the endpoint (its address) for errors and logs.
 	String() string

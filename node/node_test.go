@@ -289,7 +289,9 @@ func TestSubscribe(t *testing.T) {
 			if got := mustDo(t, srv, "PUBLISH", ch, "x"); got != "1" {
 				t.Fatalf("PUBLISH right after Subscribe reached %s subscribers; want 1", got)
 			}
-			receive(t, sig1)
+			if m := receive(t, sig1); m != "x" {
+				t.Fatalf("message %q; want x", m)
+			}
 
 			sig2, stop2, err := c.Node.Subscribe(t.Context(), ch)
 			require.NoError(t, err)
@@ -299,17 +301,21 @@ func TestSubscribe(t *testing.T) {
 			receive(t, sig1)
 			receive(t, sig2)
 
-			for range 3 {
-				mustDo(t, srv, "PUBLISH", ch, "x")
+			for _, m := range []string{"1", "2", "3"} {
+				mustDo(t, srv, "PUBLISH", ch, m)
 			}
 			time.Sleep(100 * time.Millisecond)
-			receive(t, sig1)
+			if m := receive(t, sig1); m != "3" {
+				t.Fatalf("after three publishes, pending %q; want the latest, 3", m)
+			}
 			select {
-			case <-sig1:
-				t.Fatal("three publishes left more than one pending signal")
+			case m := <-sig1:
+				t.Fatalf("three publishes left more than one pending message (%q)", m)
 			default:
 			}
-			receive(t, sig2)
+			if m := receive(t, sig2); m != "3" {
+				t.Fatalf("second subscriber: pending %q; want 3", m)
+			}
 
 			stop2()
 			stop2()
@@ -463,12 +469,14 @@ func TestString(t *testing.T) {
 	}
 }
 
-func receive(t *testing.T, sig <-chan struct{}) {
+func receive(t *testing.T, sig <-chan string) string {
 	t.Helper()
 	select {
-	case <-sig:
+	case m := <-sig:
+		return m
 	case <-time.After(2 * time.Second):
-		t.Fatal("no signal within 2s")
+		t.Fatal("no message within 2s")
+		return ""
 	}
 }
 

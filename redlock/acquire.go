@@ -64,7 +64,7 @@ func (lk *Locker) acquire(ctx context.Context, key string, opts []lease.Option) 
 
 	var wk *waker
 	ks := newKeySet(key)
-	wake := make(chan struct{}, 1)
+	wake := make(chan string, 1)
 	at := time.Now().UnixMicro()
 	w := &waiter{
 		id:    acquire.NewOwner(),
@@ -117,7 +117,7 @@ type waiter struct {
 	id     string
 	at     int64 // the score, µs
 	score  string
-	wake   chan<- struct{}
+	wake   chan<- string
 	life   string // how long a ticket outlives the attempt that refreshed it (acquire.TicketLife), ms
 	queued bool   // an attempt was refused: the waiter may hold a ticket on any node
 }

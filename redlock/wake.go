@@ -22,7 +22,7 @@ type waker struct {
 // wake once: a release published before then may have been missed, and
 // after it, every release reaches a subscribed node, since a lease holds a
 // majority.
-func (lk *Locker) subscribe(channel string, ttl time.Duration, wake chan<- struct{}, signal func()) *waker {
+func (lk *Locker) subscribe(channel string, ttl time.Duration, wake chan<- string, signal func()) *waker {
 	ctx, cancel := context.WithCancel(lk.closing)
 	w := &waker{done: make(chan struct{}), cancel: cancel}
 	n, q := len(lk.nodes), lk.Quorum()
@@ -42,7 +42,7 @@ func (lk *Locker) subscribe(channel string, ttl time.Duration, wake chan<- struc
 		mu.Unlock()
 		if fire {
 			select {
-			case wake <- struct{}{}:
+			case wake <- "":
 			default:
 			}
 		}
@@ -113,7 +113,7 @@ func (lk *Locker) wakeFirst(key string) {
 	}
 	if first != nil {
 		select {
-		case first.wake <- struct{}{}:
+		case first.wake <- "":
 		default:
 		}
 	}

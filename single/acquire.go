@@ -3,6 +3,7 @@ package single
 import (
 	"context"
 	"strconv"
+	"time"
 
 	"github.com/dlockgo/dlock/internal/acquire"
 	"github.com/dlockgo/dlock/lease"
@@ -58,14 +59,20 @@ func (lk *Locker) acquire(ctx context.Context, key string, opts []lease.Option) 
 	}
 	c := lk.newClaim(key, o)
 	life := acquire.TicketLife(o.Retry)
+	c.life = time.Duration(life.Milliseconds()) * time.Millisecond
 	c.args[3] = strconv.FormatInt(life.Milliseconds(), 10)
 	c.nargs = 4
 	var (
-		wake <-chan struct{}
+		wake <-chan string
 		stop = func() {}
 	)
 	subscribed := false
 	l, err := acquire.Wait(ctx, o.Retry, func(ctx context.Context) (*lease.Lease, acquire.Turn, error) {
+		if c.handed != 0 {
+			if l := c.takeHanded(); l != nil {
+				return l, acquire.Turn{}, nil
+			}
+		}
 		l, hint, err := c.again(ctx)
 		if err != nil && acquire.Again(err) && !subscribed && ctx.Err() == nil {
 			subscribed = true
@@ -83,7 +90,7 @@ func (lk *Locker) acquire(ctx context.Context, key string, opts []lease.Option) 
 			}
 			l, hint, err = c.again(ctx)
 		}
-		return l, acquire.Turn{Hint: hint, Wake: wake, Ahead: c.pos - 1}, err
+		return l, acquire.Turn{Hint: hint, Wake: wake, Heed: c.heed}, err
 	})
 	stop()
 	if err != nil {

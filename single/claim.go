@@ -34,6 +34,13 @@ type claim struct {
 	held  [2]string // once granted: the owner and its token, as extend and release send them
 	queue bool      // a refusal put the owner in the queue, and no grant or leave took it out since
 	pos   int       // the owner's place in the queue at the last refusal, 1 for its head
+	// For a waiter: its ticket's lifetime, when its last claim was sent
+	// (the ticket's deadline is that claim's server time plus the
+	// lifetime), and the token a release handed it, 0 for none (see
+	// heed).
+	life   time.Duration
+	sent   time.Time
+	handed fence.Token
 }
 
 // errMigrating marks a claim refused because the lock's cluster slot is
@@ -191,6 +198,7 @@ func (c *claim) try(ctx context.Context) (*lease.Lease, time.Duration, error) {
 	if len(r) != 1 {
 		c.pos = int(r.Int(1))
 		c.queue = c.pos > 0
+		c.sent = t1
 		return nil, time.Duration(r.Int(0)) * time.Millisecond, lease.ErrTaken
 	}
 	c.queue = false
@@ -211,11 +219,56 @@ func (c *claim) try(ctx context.Context) (*lease.Lease, time.Duration, error) {
 		c.releaseDetached(ctx)
 		return nil, 0, fmt.Errorf("single: lock on %q: %w: %w", c.key, errLate, lease.ErrExpired)
 	}
+	return c.lease(token, until, false), 0, nil
+}
+
+func (c *claim) lease(token fence.Token, until time.Time, short bool) *lease.Lease {
 	return lease.New(c, lease.Grant{
 		Key: c.key, Owner: c.args[0], Token: token, TTL: c.o.TTL, Until: until,
-		Strategy: strategy, Observer: lk.cfg.observer, AutoRenew: c.o.AutoRenew,
-		Metadata: c.o.Metadata,
-	}), 0, nil
+		Strategy: strategy, Observer: c.lk.cfg.observer, AutoRenew: c.o.AutoRenew,
+		Metadata: c.o.Metadata, Short: short,
+	})
+}
+
+// heed reads a message of the release channel for a waiter (see
+// handoff.lua) and says whether it calls for an attempt now: an empty one
+// (the lock came free), or one that hands the lock to this waiter, whose
+// token it keeps for the attempt. A grant to another waiter does not: the
+// lock is held again, and this waiter one place nearer the head.
+func (c *claim) heed(msg string) bool {
+	if msg == "" {
+		return true
+	}
+	owner, token, ok := strings.Cut(msg, " ")
+	if !ok || owner != c.args[0][:min(len(c.args[0]), 2*ownerBytes)] {
+		return !ok
+	}
+	t, err := strconv.ParseUint(token, 10, 64)
+	if err == nil {
+		c.handed = fence.Token(t)
+	}
+	return true
+}
+
+// takeHanded returns the lease a release handed to this waiter, without a
+// call to the server, or nil when too little of it is left to be worth it
+// (the waiter was slow to hear): a claim then finds the lock its own and
+// runs it a TTL from then (see claim.lua). The server's lease ends at the
+// TTL or at the ticket's deadline, whichever comes first, counted from
+// after the waiter's last claim was sent; the same span from the sending
+// is thus safe to count on here. The lease is Short: it is extended to a
+// TTL at once, in the background.
+func (c *claim) takeHanded() *lease.Lease {
+	token := c.handed
+	c.handed = 0
+	span := min(c.ttl, c.life)
+	until := c.sent.Add(span - acquire.Drift(span, c.lk.cfg.drift))
+	if time.Until(until) < span/2 {
+		return nil
+	}
+	c.queue = false
+	c.setToken(token)
+	return c.lease(token, until, true)
 }
 
 // replyError returns the *node.ReplyError in err's chain, or nil. A

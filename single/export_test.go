@@ -9,3 +9,6 @@ var (
 	AbandonScript = abandonScript
 	ReleaseScript = releaseScript
 )
+
+// LeaveScript gives up a waiter's place, for tests that run it by hand.
+var LeaveScript = leaveScript

@@ -217,7 +217,10 @@ func TestCancelledWaiterLeaves(t *testing.T) {
 			require.NoError(t, err)
 			d, err := srv.Do("HGET", "dlock:{"+key+"}:qx", owner)
 			require.NoError(t, err)
-			dl, _ := strconv.ParseInt(d, 10, 64)
+			// A ticket reads "deadline TTL lifetime".
+			f := strings.Fields(d)
+			require.Len(t, f, 3, "ticket %q", d)
+			dl, _ := strconv.ParseInt(f[0], 10, 64)
 			want := max(2000, 3*retry.Max.Milliseconds())
 			if left := dl - serverMs(t, srv); left > want || left < want-500 {
 				t.Errorf("retry %v: ticket lasts %d ms more; want about %d", retry, left, want)

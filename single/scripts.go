@@ -13,6 +13,8 @@ import (
 var (
 	//go:embed lua/keep.lua
 	keepLua string
+	//go:embed lua/handoff.lua
+	handoffLua string
 	//go:embed lua/claim.lua
 	claimLua string
 	//go:embed lua/extend.lua
@@ -38,13 +40,13 @@ var (
 	extendScript = node.NewScript(keepLua + extendLua)
 	// releaseScript: KEYS the hash; ARGV owner, token. Replies 1, 0 when it
 	// had expired, or the error DLSTALE <attempts>.
-	releaseScript = node.NewScript(releaseLua)
+	releaseScript = node.NewScript(keepLua + handoffLua + releaseLua)
 	// abandonScript: KEYS the hash; ARGV owner, ms to remember it (see
 	// abandonKeep). Replies 1 when it released the lock.
-	abandonScript = node.NewScript(abandonLua)
+	abandonScript = node.NewScript(keepLua + handoffLua + abandonLua)
 	// leaveScript: KEYS the hash; ARGV owner. Replies 1 when there was a
 	// ticket.
-	leaveScript = node.NewScript(leaveLua)
+	leaveScript = node.NewScript(keepLua + handoffLua + leaveLua)
 	// inspectScript: KEYS the hash. Replies {owner, attempts, ms left}.
 	inspectScript = node.NewScript(inspectLua)
 )

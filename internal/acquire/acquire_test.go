@@ -3,6 +3,7 @@ package acquire_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -87,14 +88,14 @@ func TestWait(t *testing.T) {
 	}
 
 	// A wake signal and a hint both cut the delay short.
-	wake := make(chan struct{}, 1)
+	wake := make(chan string, 1)
 	var calls atomic.Int32
 	want := lease.New(nopBackend{}, lease.Grant{Key: "k", Owner: acquire.NewOwner(), Token: 7, TTL: time.Minute, Until: time.Now().Add(time.Minute)})
 	defer want.Release(t.Context())
 	got, err := acquire.Wait(t.Context(), slow, func(context.Context) (*lease.Lease, acquire.Turn, error) {
 		switch calls.Add(1) {
 		case 1:
-			wake <- struct{}{}
+			wake <- ""
 			return nil, acquire.Turn{Wake: wake}, lease.ErrTaken
 		case 2:
 			return nil, acquire.Turn{Hint: time.Millisecond, Wake: wake}, lease.ErrTaken
@@ -103,6 +104,26 @@ func TestWait(t *testing.T) {
 	})
 	if err != nil || got != want || calls.Load() != 3 {
 		t.Fatalf("Wait = %p, %v after %d calls; want the lease after 3", got, err, calls.Load())
+	}
+
+	// Heed lets the messages it declines pass, the delay running on.
+	msgs := make(chan string, 3)
+	calls.Store(0)
+	var heard []string
+	got, err = acquire.Wait(t.Context(), slow, func(context.Context) (*lease.Lease, acquire.Turn, error) {
+		if calls.Add(1) == 1 {
+			msgs <- "a 1"
+			msgs <- "b 2"
+			go func() { msgs <- "me 3" }()
+			return nil, acquire.Turn{Wake: msgs, Heed: func(m string) bool {
+				heard = append(heard, m)
+				return strings.HasPrefix(m, "me ")
+			}}, lease.ErrTaken
+		}
+		return want, acquire.Turn{}, nil
+	})
+	if err != nil || got != want || calls.Load() != 2 || len(heard) != 3 || heard[2] != "me 3" {
+		t.Fatalf("Wait = %p, %v after %d calls, heard %q; want the lease after 2, on \"me 3\"", got, err, calls.Load(), heard)
 	}
 
 	// An attempt that the deadline cuts short is not the reason the wait
@@ -136,9 +157,9 @@ func TestWait(t *testing.T) {
 func TestWaitLetsSignalsPass(t *testing.T) {
 	// Three signals already there: the releases of the two waiters ahead
 	// and of this one's turn.
-	wake := make(chan struct{}, 3)
+	wake := make(chan string, 3)
 	for range 3 {
-		wake <- struct{}{}
+		wake <- ""
 	}
 	slow := lease.Retry{Min: time.Minute, Max: time.Minute}
 	want := lease.New(nopBackend{}, lease.Grant{Key: "k", Owner: acquire.NewOwner(), Token: 7, TTL: time.Minute, Until: time.Now().Add(time.Minute)})

@@ -19,9 +19,13 @@ type Turn struct {
 	// Hint is how long the lock stays held by its owner, as far as the
 	// attempt could tell (0: unknown); it cuts the retry delay short.
 	Hint time.Duration
-	// Wake is signalled when the lock may have come free (a published
-	// release); nil waits for the delay alone.
-	Wake <-chan struct{}
+	// Wake carries the messages of the lock's releases; nil waits for the
+	// delay alone.
+	Wake <-chan string
+	// Heed, when set, reads each message on Wake and says whether it calls
+	// for the next attempt now; the wait goes on through the others. When
+	// nil, every message does, but as Ahead says.
+	Heed func(msg string) bool
 	// Ahead is how many waiters the queue serves before this one: each is
 	// served on a release, so Wait lets all but the last of their signals
 	// pass without asking the servers, and asks one early, which absorbs
@@ -74,8 +78,8 @@ func Wait(ctx context.Context, r lease.Retry, attempt Attempt) (*lease.Lease, er
 			case <-ctx.Done():
 				return nil, GaveUp(ctx, err)
 			case <-timer.C:
-			case <-turn.Wake:
-				if skip > 0 {
+			case msg := <-turn.Wake:
+				if turn.Heed != nil && !turn.Heed(msg) || turn.Heed == nil && skip > 0 {
 					continue
 				}
 			}

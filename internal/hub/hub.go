@@ -32,7 +32,7 @@ type Hub struct {
 }
 
 type listener struct {
-	c chan struct{}
+	c chan string // the latest message not read yet
 }
 
 func New() *Hub {
@@ -59,7 +59,7 @@ func (h *Hub) add(channel string) (l *listener, first bool, err error) {
 	if h.closed {
 		return nil, false, node.ErrClosed
 	}
-	l = &listener{c: make(chan struct{}, 1)}
+	l = &listener{c: make(chan string, 1)}
 	set := h.topics[channel]
 	if set == nil {
 		set = make(map[*listener]struct{})
@@ -163,15 +163,24 @@ func (h *Hub) Channels() []string {
 	return out
 }
 
-// Notify signals every listener on channel without blocking: a listener
-// that has a signal pending keeps just that one.
-func (h *Hub) Notify(channel string) {
+// Notify hands msg to every listener on channel without blocking: a
+// listener that has a message pending finds msg in its place.
+func (h *Hub) Notify(channel, msg string) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	for l := range h.topics[channel] {
 		select {
-		case l.c <- struct{}{}:
+		case l.c <- msg:
+			continue
 		default:
+		}
+		select {
+		case <-l.c:
+		default:
+		}
+		select {
+		case l.c <- msg:
+		default: // another sender took the room: drop msg, never block
 		}
 	}
 }
@@ -196,7 +205,7 @@ func (h *Hub) Close() bool {
 func (h *Hub) Subscribe(ctx context.Context, channel string,
 	sub func(ctx context.Context, channel string) error,
 	unsub func(ctx context.Context, channel string) error,
-) (<-chan struct{}, func(), error) {
+) (<-chan string, func(), error) {
 	if err := h.Lock(ctx); err != nil {
 		return nil, nil, err
 	}

@@ -359,7 +359,7 @@ func goRedisResultIn(ctx context.Context, v any, err error, slab node.Reply) (no
 
 // Subscribe creates the Node's PubSub on first use and starts the goroutine
 // that reads it.
-func (n *goRedis) Subscribe(ctx context.Context, channel string) (<-chan struct{}, func(), error) {
+func (n *goRedis) Subscribe(ctx context.Context, channel string) (<-chan string, func(), error) {
 	return n.hub.Subscribe(ctx, channel, n.subscribe, n.unsubscribe)
 }
 
@@ -434,7 +434,7 @@ func (n *goRedis) receive(ps *redis.PubSub, done chan struct{}, pongs chan strin
 		}
 		switch m := msg.(type) {
 		case *redis.Message:
-			n.hub.Notify(m.Channel)
+			n.hub.Notify(m.Channel, m.Payload)
 		case *redis.Pong:
 			// Only the Subscribe holding hub.sem waits here, for the last
 			// PING sent: a PONG pending, which one that gave up left

@@ -234,7 +234,7 @@ func waitCmd(c doer, wait node.Wait) valkey.Completed {
 
 // Subscribe opens the Node's subscription connection on first use; valkey-go
 // answers a SUBSCRIBE only once the server confirmed it.
-func (n *valkeyNode) Subscribe(ctx context.Context, channel string) (<-chan struct{}, func(), error) {
+func (n *valkeyNode) Subscribe(ctx context.Context, channel string) (<-chan string, func(), error) {
 	return n.hub.Subscribe(ctx, channel, n.subscribe, n.unsubscribe)
 }
 
@@ -271,7 +271,7 @@ func (n *valkeyNode) connect(ctx context.Context) (valkey.DedicatedClient, error
 	}
 	dc, _ := n.c.Dedicate()
 	errs := dc.SetPubSubHooks(valkey.PubSubHooks{
-		OnMessage: func(m valkey.PubSubMessage) { n.hub.Notify(m.Channel) },
+		OnMessage: func(m valkey.PubSubMessage) { n.hub.Notify(m.Channel, m.Message) },
 	})
 	if chans := n.hub.Channels(); len(chans) > 0 {
 		if err := dc.Do(ctx, dc.B().Subscribe().Channel(chans...).Build()).Error(); err != nil {

@@ -5,7 +5,8 @@
 -- ARGV[1]  owner
 -- ARGV[2]  how long to remember the owner as given up, ms
 --
--- Releases the lock if the owner holds it, records the owner in
+-- Releases the lock if the owner holds it (handing it to the next waiter,
+-- see handoff.lua), records the owner in
 -- KEYS[1]..':gone' so that claim.lua refuses it if it lands later, and drops
 -- its ticket from the queue. The gone records are a sorted set scored by
 -- the server time until which each holds: each lapses on its own, those
@@ -16,9 +17,9 @@
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local released = 0
-if redis.call('HGET', KEYS[1], 'owner') == ARGV[1] then
-  redis.call('HDEL', KEYS[1], 'owner', 'until')
-  redis.call('PUBLISH', KEYS[1] .. ':released', '')
+local r = redis.call('HMGET', KEYS[1], 'owner', 'attempts', 'waiting', 'exp')
+if r[1] == ARGV[1] then
+  free(t, now, r[2], r[4], r[3])
   released = 1
 end
 local gone = KEYS[1] .. ':gone'

@@ -15,12 +15,14 @@
 -- clients to read than an array), and {ms the holder has left, place in the
 -- queue (1: its head; 0: not queued)} when refused.
 --
--- A claim run again by the owner that made it (a client that re-sent it
--- after its reply was lost) replies the attempts it was granted: the owner
--- holds the lock, and only its own claim could have set it.
+-- A claim by the owner that holds the lock replies the attempts it was
+-- granted, and the lease runs a TTL from now: the claim ran again (a
+-- client re-sent it after its reply was lost), or a release handed the lock
+-- to this waiter and the message saying so was missed (see handoff.lua).
 --
 -- Waiters queue in KEYS[1]..':q', a sorted set of owners scored by a
--- sequence, with each ticket's deadline (server ms) in KEYS[1]..':qx'. A
+-- sequence, with each ticket in KEYS[1]..':qx': 'deadline TTL lifetime'
+-- (server ms; the waiter's ARGV[2] and ARGV[3], for a handoff). A
 -- free lock goes to the head of the queue, or to anyone when it is empty:
 -- a claim without a ticket does not overtake queued waiters. A waiter that
 -- is refused joins the queue (or refreshes its deadline); heads whose
@@ -54,7 +56,17 @@ local r = redis.call('HMGET', KEYS[1], 'owner', 'until', 'attempts', 'waiting', 
 local left = 0
 if r[1] and r[2] then left = tonumber(r[2]) - now end
 if left > 0 then
-  if r[1] == ARGV[1] then return tonumber(r[3]) end
+  if r[1] == ARGV[1] then
+    -- Its own claim run again, or a waiter that missed the message of a
+    -- grant: the lease runs a TTL from now, as the caller counts it.
+    local exp, ms = keep(now, r[6], ARGV[3])
+    redis.call('HSET', KEYS[1], 'until', string.format('%.0f', now + tonumber(ARGV[2])))
+    if exp then
+      redis.call('HSET', KEYS[1], 'exp', exp)
+      expire(exp, ms)
+    end
+    return tonumber(r[3])
+  end
   if not ARGV[4] then return {left, 0} end
 end
 if r[5] then
@@ -79,7 +91,7 @@ if left <= 0 then
   local head
   if waiting > 0 then
     head = redis.call('ZRANGE', q, 0, 0)[1]
-    while head and head ~= ARGV[1] and tonumber(redis.call('HGET', qx, head) or '0') <= now do
+    while head and head ~= ARGV[1] and tonumber(string.match(redis.call('HGET', qx, head) or '0', '^%d+') or '0') <= now do
       redis.call('ZREM', q, head)
       redis.call('HDEL', qx, head)
       waiting = waiting - 1
@@ -117,7 +129,7 @@ if ARGV[4] then
     waiting = redis.call('ZCARD', q)
     rank = waiting - 1
   end
-  redis.call('HSET', qx, ARGV[1], string.format('%.0f', now + tonumber(ARGV[4])))
+  redis.call('HSET', qx, ARGV[1], string.format('%.0f', now + tonumber(ARGV[4])) .. ' ' .. ARGV[2] .. ' ' .. ARGV[3])
   if redis.call('PTTL', q) < tonumber(ARGV[4]) then
     redis.call('PEXPIRE', q, ARGV[4])
     redis.call('PEXPIRE', qx, ARGV[4])

@@ -1,15 +1,27 @@
--- leave: a waiter that gives up drops its ticket from the queue, and tells
--- the release channel: a free lock may have been kept for it, and the
--- waiters behind it count signals to know their turn.
+-- leave: a waiter that gives up drops its ticket from the queue, and the
+-- lock when a release handed it over unheard (see handoff.lua): it goes on
+-- to the next waiter.
 --
 -- KEYS[1]  the lock's hash
 -- ARGV[1]  owner
 --
--- Replies 1 when there was a ticket, else 0.
+-- Replies 1 when there was a ticket or a lock to give up, else 0. A free
+-- lock kept for the queue's head (its holder's lease ran out unreleased)
+-- may have been kept for this waiter: the release channel then tells the
+-- others to claim.
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local r = redis.call('HMGET', KEYS[1], 'owner', 'attempts', 'until', 'waiting', 'exp')
+if r[1] == ARGV[1] then
+  free(t, now, r[2], r[5], r[4])
+  return 1
+end
 if redis.call('ZREM', KEYS[1] .. ':q', ARGV[1]) == 0 then return 0 end
 redis.call('HDEL', KEYS[1] .. ':qx', ARGV[1])
 if redis.call('HINCRBY', KEYS[1], 'waiting', -1) <= 0 then
   redis.call('HDEL', KEYS[1], 'waiting')
 end
-redis.call('PUBLISH', KEYS[1] .. ':released', '')
+if not r[1] or tonumber(r[3] or '0') <= now then
+  redis.call('PUBLISH', KEYS[1] .. ':released', '')
+end
 return 1

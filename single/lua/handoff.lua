@@ -1,0 +1,65 @@
+-- free(t, now, attempts, exp, waiting): the lock's owner gives the lock in
+-- KEYS[1] up, with the hash's attempts, exp and waiting fields as read.
+-- (t is TIME's reply, now the same in ms.)
+-- Nobody waiting: the lock is free. Else it goes at once to the first
+-- waiter whose ticket is still live, skipping and dropping the others
+-- (dead or gone waiters), as a claim of that waiter would take it: the
+-- attempts raised the same way, the hash kept for the waiter's lifetime.
+-- Its lease ends at the waiter's TTL or its ticket's deadline, whichever
+-- comes first: a waiter that never hears of the grant (it died, or lost
+-- the message and is slow to ask) holds the lock no longer than its
+-- ticket held a free lock up before. The release channel carries the
+-- grant, 'owner token' (the owner's first 32 characters, its random part),
+-- so the waiter holds the lock one message after the release, without a
+-- claim of its own; an empty message says the lock came free. A waiter
+-- that missed the message learns of its grant from its next claim (see
+-- claim.lua). Tickets read 'deadline TTL lifetime' (server ms, ms, ms; see
+-- claim.lua); a ticket of another shape is dropped, and its waiter claims
+-- again. The hash's freed field keeps the token of the lease given up by
+-- the latest handoff, so that a release run again is known (release.lua).
+local function free(t, now, attempts, exp, waiting)
+  local ch = KEYS[1] .. ':released'
+  if not waiting then
+    redis.call('HDEL', KEYS[1], 'owner', 'until')
+    return
+  end
+  local q, qx = KEYS[1] .. ':q', KEYS[1] .. ':qx'
+  local n = tonumber(waiting)
+  local a = math.max(tonumber(attempts or '0') + 1, tonumber(t[1]) * 1000000 + tonumber(t[2]))
+  while a < 9007199254740992 do
+    local head = redis.call('ZRANGE', q, 0, 0)[1]
+    if not head then break end
+    local ticket = redis.call('HGET', qx, head) or ''
+    redis.call('ZREM', q, head)
+    redis.call('HDEL', qx, head)
+    n = n - 1
+    local deadline, ttl, life = string.match(ticket, '^(%d+) (%d+) (%d+)$')
+    deadline = tonumber(deadline)
+    if deadline and deadline > now then
+      local upto = string.format('%.0f', math.min(now + tonumber(ttl), deadline))
+      local token = string.format('%.0f', a)
+      local e, ms = keep(now, exp, life)
+      if n > 0 then
+        redis.call('HSET', KEYS[1], 'attempts', token, 'owner', head, 'until', upto, 'freed', attempts or '0', 'waiting', n)
+      else
+        redis.call('HSET', KEYS[1], 'attempts', token, 'owner', head, 'until', upto, 'freed', attempts or '0')
+        redis.call('HDEL', KEYS[1], 'waiting')
+      end
+      if e then
+        redis.call('HSET', KEYS[1], 'exp', e)
+        expire(e, ms)
+      end
+      redis.call('PUBLISH', ch, string.sub(head, 1, 32) .. ' ' .. token)
+      return
+    end
+  end
+  -- Nobody left to hand the lock to (or a token past 2^53, which the next
+  -- claim reports).
+  if n > 0 then
+    redis.call('HDEL', KEYS[1], 'owner', 'until')
+    redis.call('HSET', KEYS[1], 'waiting', n)
+  else
+    redis.call('HDEL', KEYS[1], 'owner', 'until', 'waiting')
+  end
+  redis.call('PUBLISH', ch, '')
+end
