@@ -168,48 +168,61 @@ func evaluate(rs []Result) []Check {
 	clients := []string{"go-redis", "valkey-go"}
 	for _, cl := range clients {
 		if r := get("lock+unlock", "dlock", "single", cl, 1, 1); r != nil && r.XRTT != nil {
-			atMost("single c=1 lock+unlock <= 2.1 xRTT", r.ID, *r.XRTT, 2.1, "xRTT")
+			atMost("single c=1 lock+unlock <= 2.15 xRTT", r.ID, *r.XRTT, 2.15, "xRTT")
 		}
 	}
-	single64 := get("lock+unlock", "dlock", "single", "valkey-go", 1, parallelism)
-	if single64 != nil && single64.OpsPerS != nil {
-		if rl := get("lock+unlock", "redislock", "single", "go-redis", 1, parallelism); rl != nil && rl.OpsPerS != nil {
-			atLeast("single c=64 valkey-go >= 2.5x redislock ops/s", single64.ID, *single64.OpsPerS / *rl.OpsPerS, 2.5, "x redislock")
+	if rl := get("lock+unlock", "redislock", "single", "go-redis", 1, parallelism); rl != nil && rl.OpsPerS != nil {
+		if s := get("lock+unlock", "dlock", "single", "go-redis", 1, parallelism); s != nil && s.OpsPerS != nil {
+			atLeast("single c=64 go-redis >= 1.15x redislock ops/s", s.ID, *s.OpsPerS / *rl.OpsPerS, 1.15, "x redislock")
 		}
+		if s := get("lock+unlock", "dlock", "single", "valkey-go", 1, parallelism); s != nil && s.OpsPerS != nil {
+			atLeast("single c=64 valkey-go >= 2.4x redislock ops/s", s.ID, *s.OpsPerS / *rl.OpsPerS, 2.4, "x redislock")
+		}
+	}
+	if s := get("lock+unlock", "dlock", "single", "valkey-go", 1, parallelism); s != nil && s.OpsPerS != nil {
 		if fl := get("floor", "floor", "evalsha", "valkey-go", 1, parallelism); fl != nil && fl.OpsPerS != nil {
-			atLeast("single c=64 valkey-go >= 0.8x half the valkey-go EVALSHA floor", single64.ID, *single64.OpsPerS/(*fl.OpsPerS/2), 0.8, "x floor/2")
+			atLeast("single c=64 valkey-go >= 0.8x the valkey-go EVALSHA pair floor", s.ID, *s.OpsPerS/(*fl.OpsPerS/2), 0.8, "x floor/2")
 		}
 	}
 	rs1 := get("lock+unlock", "redsync", "redlock", "go-redis", 5, 1)
 	rs64 := get("lock+unlock", "redsync", "redlock", "go-redis", 5, parallelism)
 	for _, cl := range clients {
-		if q := get("lock+unlock", "dlock", "quorum-notoken", cl, 5, 1); q != nil && rs1 != nil && q.P50us != nil && rs1.P50us != nil {
-			atMost("quorum N=5 no tokens c=1 <= 0.9x redsync 5-node latency", q.ID, *q.P50us / *rs1.P50us, 0.9, "x redsync p50")
-		}
-		if q := get("lock+unlock", "dlock", "quorum-notoken", cl, 5, parallelism); q != nil && rs64 != nil && q.OpsPerS != nil && rs64.OpsPerS != nil {
-			atLeast("quorum N=5 no tokens c=64 >= 3x redsync 5-node ops/s", q.ID, *q.OpsPerS / *rs64.OpsPerS, 3, "x redsync ops/s")
-		}
-		if q := get("lock+unlock", "dlock", "quorum", cl, 5, 1); q != nil && rs1 != nil && q.P50us != nil && rs1.P50us != nil {
-			atMost("quorum N=5 with tokens c=1 <= 1.4x redsync 5-node latency", q.ID, *q.P50us / *rs1.P50us, 1.4, "x redsync p50")
+		for _, t := range []struct {
+			strategy, what   string
+			latency, opsRate float64
+		}{{"quorum-notoken", "no tokens", 0.85, 3.5}, {"quorum", "with tokens", 1.15, 2.5}} {
+			if q := get("lock+unlock", "dlock", t.strategy, cl, 5, 1); q != nil && rs1 != nil && q.P50us != nil && rs1.P50us != nil {
+				atMost(fmt.Sprintf("quorum N=5 %s c=1 <= %gx redsync 5-node latency", t.what, t.latency), q.ID, *q.P50us / *rs1.P50us, t.latency, "x redsync p50")
+			}
+			if q := get("lock+unlock", "dlock", t.strategy, cl, 5, parallelism); q != nil && rs64 != nil && q.OpsPerS != nil && rs64.OpsPerS != nil {
+				atLeast(fmt.Sprintf("quorum N=5 %s c=64 >= %gx redsync 5-node ops/s", t.what, t.opsRate), q.ID, *q.OpsPerS / *rs64.OpsPerS, t.opsRate, "x redsync ops/s")
+			}
 		}
 	}
 	for _, r := range rs {
 		if r.Library != "dlock" || r.Case != "lock+unlock" || r.Concurrency != 1 || r.AllocsPerOp == nil {
 			continue
 		}
-		if r.Strategy == "single" {
-			atMost("allocs/op single <= 12", r.ID, *r.AllocsPerOp, 12, "allocs/op")
-		} else {
-			atMost("allocs/op quorum <= 60", r.ID, *r.AllocsPerOp, 60, "allocs/op")
+		switch {
+		case r.Strategy == "single" && r.Client == "go-redis":
+			atMost("allocs/op single go-redis <= 12", r.ID, *r.AllocsPerOp, 12, "allocs/op")
+		case r.Strategy == "single":
+			atMost("allocs/op single valkey-go <= 6", r.ID, *r.AllocsPerOp, 6, "allocs/op")
+		case r.Client == "valkey-go":
+			atMost("allocs/op quorum valkey-go <= 60", r.ID, *r.AllocsPerOp, 60, "allocs/op")
 		}
 	}
 	for _, r := range rs {
 		if r.Library != "dlock" || r.Case != "contention" || r.AcquisitionsPerS == nil {
 			continue
 		}
-		atLeast("contention >= 850 acquisitions/s", r.ID, *r.AcquisitionsPerS, 850, "acq/s")
-		atMost("contention: no goroutine > 2x fair share", r.ID, *r.MaxShare, 2, "x fair share")
-		atMost("contention: wait p99 <= 15 ms", r.ID, *r.WaitP99ms, 15, "ms")
+		atMost("contention: fair turns, no goroutine > 1.05x fair share", r.ID, *r.MaxShare, 1.05, "x fair share")
+		if r.Strategy == "single" {
+			atMost("contention single: handoff p50 <= 0.04 ms", r.ID, *r.GapP50ms, 0.04, "ms")
+			atMost("contention single: wait p99 <= 11 ms", r.ID, *r.WaitP99ms, 11, "ms")
+		} else {
+			atMost("contention quorum: handoff p50 <= 0.3 ms", r.ID, *r.GapP50ms, 0.3, "ms")
+		}
 	}
 	return out
 }

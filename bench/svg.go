@@ -63,12 +63,11 @@ func renderSVG(rs []Result, m Meta) []byte {
 	var body bytes.Buffer
 	y := 44
 	y = panel(&body, y, "Lock+unlock latency at c=1, p50 in xRTT: one EVALSHA on the same client (lower is better)", lat, false,
-		ref{2.1, "single target 2.1"})
+		ref{2.15, "single target 2.15"})
 	y = panel(&body, y, "Lock+unlock throughput at c=64, distinct keys (higher is better)", thr, false)
-	y = panel(&body, y, fmt.Sprintf("Contention: acquisitions/s, %d goroutines on one key, hold %s (higher is better)", contenders, hold), acq, false,
-		ref{850, "target 850"})
+	y = panel(&body, y, fmt.Sprintf("Contention: acquisitions/s, %d goroutines on one key, hold %s (higher is better)", contenders, hold), acq, false)
 	y = panel(&body, y, "Contention: acquire wait p99 in ms, log scale (tick: max; lower is better)", wait, true,
-		ref{15, "target 15 ms"})
+		ref{11, "single target 11 ms"})
 
 	var out bytes.Buffer
 	fmt.Fprintf(&out, `<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" viewBox="0 0 %d %d" font-family="sans-serif" font-size="12">`+"\n", svgWidth, y+10, svgWidth, y+10)
