@@ -62,7 +62,7 @@ func TestAcquireRetriesLostReply(t *testing.T) {
 	srv := redistest.Start(t)
 	proxy := redistest.StartProxy(t, srv.Addr())
 	c := redis.NewClient(&redis.Options{
-		Addr: proxy.Addr(), ReadTimeout: 100 * time.Millisecond, MaxRetries: -1,
+		Addr: proxy.Addr(), ReadTimeout: 250 * time.Millisecond, MaxRetries: -1,
 		DisableIdentity: true,
 	})
 	n := goredis.New(c)
@@ -71,7 +71,7 @@ func TestAcquireRetriesLostReply(t *testing.T) {
 		_ = c.Close()
 	})
 	lk := newLocker(t, n)
-	ctx, cancel := context.WithTimeout(t.Context(), 15*time.Second)
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	defer cancel()
 	const key = "lost-reply"
 	warm, err := lk.TryAcquire(ctx, key) // load the scripts
@@ -94,15 +94,17 @@ func TestAcquireRetriesLostReply(t *testing.T) {
 		wg.Go(func() { _ = c.Do(ctx, "BLPOP", "nothing", "0.05").Err() })
 	}
 	wg.Wait()
-	proxy.SetLatency(300 * time.Millisecond)
+	// Replies three times the read timeout late: lost, with margin for a
+	// loaded machine on both sides.
+	proxy.SetLatency(750 * time.Millisecond)
 	got := make(chan acquired, 1)
 	go func() {
 		l, err := lk.Acquire(ctx, key, lease.WithRetry(lease.Retry{Min: 20 * time.Millisecond, Max: 50 * time.Millisecond}))
 		got <- acquired{l, err}
 	}()
 	// A liveness wait, generous for a loaded machine: the first lost
-	// reply normally shows within ~200 ms.
-	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+	// reply normally shows within about a second.
+	for deadline := time.Now().Add(15 * time.Second); ; time.Sleep(10 * time.Millisecond) {
 		if gone, _ := srv.Do("ZCARD", "dlock:{"+key+"}:gone"); gone != "0" && gone != "" {
 			break
 		}
