@@ -20,11 +20,13 @@
 -- message. An owner recorded in P:gone (see abandon.lua) until a time
 -- still ahead is refused: its claim is a late one, abandoned.
 --
--- Waiters come first: a claim without a ticket is granted only when nobody
--- waits (after serve() handed what it could to the queue), so a newcomer
--- never takes a free permit from an older waiter. A waiter joins the queue,
--- or refreshes its ticket's deadline, and is granted when serve() reaches
--- it. Both queue keys expire with their latest ticket's deadline.
+-- Waiters come first: with nobody waiting, a claim is granted at once when
+-- fewer than N permits are live; otherwise a claim without a ticket is
+-- granted only if serve() handed what it could to the queue and emptied
+-- it, so a newcomer never takes a free permit from an older waiter, and a
+-- waiter joins the queue (or refreshes its ticket's deadline) and is
+-- granted when serve() reaches it. Both queue keys expire with their
+-- latest ticket's deadline.
 local owner, cap, ttl = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
 local v = redis.call('HGET', S, owner)
 if v then
@@ -46,24 +48,31 @@ if st[3] then
     redis.call('HDEL', P, 'gone')
   end
 end
-if ARGV[5] then
-  local life = tonumber(ARGV[5])
-  if not redis.call('ZRANK', Q, owner) then
-    local last = redis.call('ZRANGE', Q, -1, -1, 'WITHSCORES')
-    redis.call('ZADD', Q, tonumber(last[2] or '0') + 1, owner)
-  end
-  redis.call('HSET', QX, owner, fmt(now + life) .. ' ' .. ARGV[2] .. ' ' .. ARGV[3] .. ' ' .. ARGV[4])
-  if redis.call('PTTL', Q) < life then
-    redis.call('PEXPIRE', Q, life)
-    redis.call('PEXPIRE', QX, life)
-  end
-  local mine = serve(owner)
-  if mine then return mine end
-  return {hint(), redis.call('ZRANK', Q, owner) + 1, 0}
-end
-if redis.call('EXISTS', Q) == 1 then serve(nil) end
-if redis.call('EXISTS', Q) == 0 and redis.call('ZCARD', H) < cap then
+local queued = redis.call('EXISTS', Q) == 1
+if not queued and redis.call('ZCARD', H) < cap then
   local a, slot = give(owner, ttl, ARGV[4])
   return {a, slot}
 end
-return {hint(), 0, 0}
+if not ARGV[5] then
+  if queued then
+    serve(nil)
+    if redis.call('EXISTS', Q) == 0 and redis.call('ZCARD', H) < cap then
+      local a, slot = give(owner, ttl, ARGV[4])
+      return {a, slot}
+    end
+  end
+  return {hint(), 0, 0}
+end
+local life = tonumber(ARGV[5])
+if not redis.call('ZRANK', Q, owner) then
+  local last = redis.call('ZRANGE', Q, -1, -1, 'WITHSCORES')
+  redis.call('ZADD', Q, tonumber(last[2] or '0') + 1, owner)
+end
+redis.call('HSET', QX, owner, fmt(now + life) .. ' ' .. ARGV[2] .. ' ' .. ARGV[3] .. ' ' .. ARGV[4])
+if redis.call('PTTL', Q) < life then
+  redis.call('PEXPIRE', Q, life)
+  redis.call('PEXPIRE', QX, life)
+end
+local mine = serve(owner)
+if mine then return mine end
+return {hint(), redis.call('ZRANK', Q, owner) + 1, 0}
