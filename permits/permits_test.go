@@ -140,3 +140,29 @@ func TestTryAcquireN(t *testing.T) {
 		}
 	})
 }
+
+// TestNameShapes: names with braces or a '#' of their own keep every key
+// under one hash tag, and Slot reads the slot from the end of the Key.
+func TestNameShapes(t *testing.T) {
+	srv := redistest.Start(t)
+	s := newSemaphore(t, redistest.NodeFor(t, "valkey-go", srv.Addr()))
+	ctx := t.Context()
+	for name, key := range map[string]string{
+		"}a":    "dlock:permits:%{%7Da}",
+		"a{b}c": "dlock:permits:{a{b}c}",
+		"job#7": "dlock:permits:{job#7}",
+	} {
+		if got := permits.HashKey(name); got != key {
+			t.Errorf("HashKey(%q) = %q; want %q", name, got, key)
+		}
+		l, err := s.TryAcquire(ctx, name, 2)
+		require.NoError(t, err, "TryAcquire(%q)", name)
+		if l.Key() != name+"#0" || permits.Slot(l) != 0 {
+			t.Errorf("Key %q, Slot %d; want %q, 0", l.Key(), permits.Slot(l), name+"#0")
+		}
+		if got := holders(t, srv, name); got != "1" {
+			t.Errorf("%q: %s holders under %s; want 1", name, got, key)
+		}
+		require.NoError(t, l.Release(ctx))
+	}
+}
