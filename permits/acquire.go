@@ -31,7 +31,8 @@ func (s *Semaphore) TryAcquire(ctx context.Context, name string, n int, opts ...
 // to the queue's head as long as fewer than the head's own n are live. A
 // waiter is handed its permit by the release that frees it, and hears of
 // it from the release's message; else it tries again when the first live
-// permit runs out, or after a delay from the retry policy. A failed
+// permit runs out, or after a delay from the retry policy (Retry.Max
+// once it hears the name's grants; from Retry.Min up when it cannot). A failed
 // attempt is retried whatever its cause (a lost connection, a timeout),
 // once a claim it may have left on the server is given up; only the
 // server's error reply to the claim itself ends the wait at once. When ctx
@@ -51,34 +52,45 @@ func (s *Semaphore) Acquire(ctx context.Context, name string, n int, opts ...lea
 	c.life = time.Duration(life.Milliseconds()) * time.Millisecond
 	c.args[4] = strconv.FormatInt(life.Milliseconds(), 10)
 	c.nargs = 5
-	var (
-		wake       <-chan string
-		stop       = func() {}
-		subscribed bool
-	)
-	l, err := acquire.Wait(ctx, o.Retry, func(ctx context.Context) (*lease.Lease, acquire.Turn, error) {
+	l, _, err := c.again(ctx)
+	switch {
+	case err == nil:
+		return l, nil
+	case !acquire.Again(err):
+		c.leave(ctx)
+		return nil, err
+	case ctx.Err() != nil:
+		c.leave(ctx)
+		return nil, acquire.GaveUp(ctx, err)
+	}
+	// Subscribed, then the next attempt at once: a grant between the
+	// first attempt and the subscription is heard of by nobody. A
+	// subscription that hangs (the server went away meanwhile) must not
+	// outlast the ticket; without one, the wait polls at the pace of
+	// o.Retry. With one, every grant to this waiter comes as a message
+	// (see serve() in lua/state.lua), or at its own claim once the first
+	// live permit has ended (the hint cuts the delay to that), so the
+	// attempts between only keep its ticket fresh and cover a lost
+	// message: they run at Retry.Max, not from Retry.Min up.
+	sctx, cancel := context.WithTimeout(ctx, life/2)
+	wake, stop, serr := s.n.Subscribe(sctx, c.keys[0]+":released")
+	cancel()
+	r := o.Retry
+	if serr != nil {
+		wake, stop = nil, func() {}
+	} else {
+		if r == (lease.Retry{}) {
+			r = lease.DefaultRetry
+		}
+		r.Min = r.Max
+	}
+	l, err = acquire.Wait(ctx, r, func(ctx context.Context) (*lease.Lease, acquire.Turn, error) {
 		if c.handed != 0 {
 			if l := c.takeHanded(); l != nil {
 				return l, acquire.Turn{}, nil
 			}
 		}
 		l, hint, err := c.again(ctx)
-		if err != nil && acquire.Again(err) && !subscribed && ctx.Err() == nil {
-			subscribed = true
-			// Subscribed, then one more attempt at once: a grant between
-			// the first attempt and the subscription is heard of by
-			// nobody. A subscription that hangs (the server went away
-			// meanwhile) must not outlast the ticket; without one, the
-			// wait polls.
-			sctx, cancel := context.WithTimeout(ctx, life/2)
-			var serr error
-			wake, stop, serr = s.n.Subscribe(sctx, c.keys[0]+":released")
-			cancel()
-			if serr != nil {
-				wake, stop = nil, func() {}
-			}
-			l, hint, err = c.again(ctx)
-		}
 		return l, acquire.Turn{Hint: hint, Wake: wake, Heed: c.heed}, err
 	})
 	stop()

@@ -22,14 +22,16 @@ import (
 // queue serves 56 waiters and every release is a handoff. distinct: each
 // acquisition on a name of its own (8 permits). single-lock is the single
 // strategy's uncontended lock+unlock on the same server, for scale. c is
-// the number of goroutines; acq/s counts acquire+release pairs per second.
+// the number of goroutines; acq/s counts acquire+release pairs per second,
+// scripts/op the scripts the server ran per pair, server-µs/op the time
+// it spent in them.
 func BenchmarkAcquireRelease(b *testing.B) {
 	srv := redistest.Start(b)
 	for _, cl := range redistest.Nodes(b, srv.Addr()) {
 		for _, c := range []int{1, 64} {
 			b.Run(cl.Name+"/one-name/c="+strconv.Itoa(c), func(b *testing.B) {
 				s := benchSemaphore(b, cl.Node)
-				run(b, c, func(ctx context.Context, i int64) error {
+				run(b, srv, c, func(ctx context.Context, i int64) error {
 					l, err := s.Acquire(ctx, "bench", 8)
 					if err != nil {
 						return err
@@ -40,7 +42,7 @@ func BenchmarkAcquireRelease(b *testing.B) {
 			b.Run(cl.Name+"/distinct/c="+strconv.Itoa(c), func(b *testing.B) {
 				s := benchSemaphore(b, cl.Node)
 				prefix := "bench:" + strconv.Itoa(c) + ":"
-				run(b, c, func(ctx context.Context, i int64) error {
+				run(b, srv, c, func(ctx context.Context, i int64) error {
 					l, err := s.Acquire(ctx, prefix+strconv.FormatInt(i, 10), 8)
 					if err != nil {
 						return err
@@ -52,7 +54,7 @@ func BenchmarkAcquireRelease(b *testing.B) {
 				lk, err := single.New(cl.Node)
 				require.NoError(b, err)
 				prefix := "bench:single:" + strconv.Itoa(c) + ":"
-				run(b, c, func(ctx context.Context, i int64) error {
+				run(b, srv, c, func(ctx context.Context, i int64) error {
 					l, err := lk.Acquire(ctx, prefix+strconv.FormatInt(i%1024, 10))
 					if err != nil {
 						return err
@@ -78,10 +80,13 @@ func benchSemaphore(b *testing.B, n node.Node) *permits.Semaphore {
 }
 
 // run runs op b.N times from c goroutines, each call with a number of its
-// own, and reports the rate.
-func run(b *testing.B, c int, op func(ctx context.Context, i int64) error) {
+// own, and reports the rate, the scripts the server ran per op and the
+// time it spent in them.
+func run(b *testing.B, srv *redistest.Server, c int, op func(ctx context.Context, i int64) error) {
 	b.Helper()
 	ctx := context.Background()
+	calls, usec, err := srv.ScriptStats()
+	require.NoError(b, err)
 	var next atomic.Int64
 	b.SetParallelism((c + 1) / 2) // GOMAXPROCS is 2 here: c goroutines
 	if c == 1 {
@@ -103,4 +108,8 @@ func run(b *testing.B, c int, op func(ctx context.Context, i int64) error) {
 		})
 	}
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "acq/s")
+	calls2, usec2, err := srv.ScriptStats()
+	require.NoError(b, err)
+	b.ReportMetric(float64(calls2-calls)/float64(b.N), "scripts/op")
+	b.ReportMetric((usec2-usec)/float64(b.N), "server-µs/op")
 }
