@@ -1,0 +1,101 @@
+package permits
+
+import (
+	"context"
+	"strconv"
+	"time"
+
+	"github.com/dlockgo/dlock/internal/acquire"
+	"github.com/dlockgo/dlock/lease"
+)
+
+// TryAcquire makes one attempt at one of name's n permits. It returns an
+// error matching lease.ErrTaken when n permits of name are live, or when
+// waiters queue for them (a newcomer does not overtake them), and an
+// *lease.ArgError for an empty name, an n outside [1, MaxPermits] or a
+// bad option. When ctx ends during the attempt, or the exchange with the
+// server fails, a claim that may have landed is given up before it
+// returns, on a context of its own bounded by lease.ReleaseTimeout.
+func (s *Semaphore) TryAcquire(ctx context.Context, name string, n int, opts ...lease.Option) (*lease.Lease, error) {
+	o, err := s.check(ctx, name, n, opts)
+	if err != nil {
+		return nil, err
+	}
+	l, _, err := s.newClaim(name, n, o).try(ctx)
+	return l, err
+}
+
+// Acquire waits until it is granted one of name's n permits or ctx ends.
+// Waiters are served first come, first served: a call that finds no
+// permit for it joins name's queue on the server, and a free permit goes
+// to the queue's head as long as fewer than the head's own n are live. A
+// waiter is handed its permit by the release that frees it, and hears of
+// it from the release's message; else it tries again when the first live
+// permit runs out, or after a delay from the retry policy (Retry.Max
+// once it hears the name's grants; from Retry.Min up when it cannot). A failed
+// attempt is retried whatever its cause (a lost connection, a timeout),
+// once a claim it may have left on the server is given up; only the
+// server's error reply to the claim itself ends the wait at once. When ctx
+// ends first, the error matches ctx.Err() and the last attempt's error,
+// and no claim or place in the queue of this call is left on the server;
+// that cleanup can take up to lease.ReleaseTimeout after ctx ended. A
+// waiter that dies without giving up its place holds the queue up, once
+// it reaches the head, for at most its ticket's lifetime: max(2 s, 3 ×
+// its Retry.Max) after its last attempt.
+func (s *Semaphore) Acquire(ctx context.Context, name string, n int, opts ...lease.Option) (*lease.Lease, error) {
+	o, err := s.check(ctx, name, n, opts)
+	if err != nil {
+		return nil, err
+	}
+	c := s.newClaim(name, n, o)
+	life := acquire.TicketLife(o.Retry)
+	c.life = time.Duration(life.Milliseconds()) * time.Millisecond
+	c.args[4] = strconv.FormatInt(life.Milliseconds(), 10)
+	c.nargs = 5
+	l, _, err := c.again(ctx)
+	switch {
+	case err == nil:
+		return l, nil
+	case !acquire.Again(err):
+		c.leave(ctx)
+		return nil, err
+	case ctx.Err() != nil:
+		c.leave(ctx)
+		return nil, acquire.GaveUp(ctx, err)
+	}
+	// Subscribed, then the next attempt at once: a grant between the
+	// first attempt and the subscription is heard of by nobody. A
+	// subscription that hangs (the server went away meanwhile) must not
+	// outlast the ticket; without one, the wait polls at the pace of
+	// o.Retry. With one, every grant to this waiter comes as a message
+	// (see serve() in lua/state.lua), or at its own claim once the first
+	// live permit has ended (the hint cuts the delay to that), so the
+	// attempts between only keep its ticket fresh and cover a lost
+	// message: they run at Retry.Max, not from Retry.Min up.
+	sctx, cancel := context.WithTimeout(ctx, life/2)
+	wake, stop, serr := s.n.Subscribe(sctx, c.keys[0]+":released")
+	cancel()
+	r := o.Retry
+	if serr != nil {
+		wake, stop = nil, func() {}
+	} else {
+		if r == (lease.Retry{}) {
+			r = lease.DefaultRetry
+		}
+		r.Min = r.Max
+	}
+	l, err = acquire.Wait(ctx, r, func(ctx context.Context) (*lease.Lease, acquire.Turn, error) {
+		if c.handed != 0 {
+			if l := c.takeHanded(); l != nil {
+				return l, acquire.Turn{}, nil
+			}
+		}
+		l, hint, err := c.again(ctx)
+		return l, acquire.Turn{Hint: hint, Wake: wake, Heed: c.heed}, err
+	})
+	stop()
+	if err != nil {
+		c.leave(ctx)
+	}
+	return l, err
+}

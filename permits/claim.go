@@ -1,0 +1,284 @@
+package permits
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/dlockgo/dlock/fence"
+	"github.com/dlockgo/dlock/internal/acquire"
+	"github.com/dlockgo/dlock/lease"
+	"github.com/dlockgo/dlock/node"
+)
+
+// claim is one acquisition: its attempts, and then the lease.Backend of
+// the permit it was granted. The Lease serialises the Backend calls, and
+// no attempt runs once it exists.
+type claim struct {
+	s    *Semaphore
+	name string
+	o    lease.Options
+	ttl  time.Duration // o.TTL in whole milliseconds, as the server gets it
+	keys [1]string     // the name's hash
+	// The claim script's arguments: owner, N, TTL ms, the hash's lifetime
+	// ms and, for Acquire, the ticket's lifetime ms.
+	args  [5]string
+	nargs int       // 4, or 5 to join the queue when refused
+	held  [3]string // once granted: owner, token, slot, as extend and release send them
+	key   string    // once granted: the lease's key, NAME#SLOT
+	queue bool      // a refusal put the owner in the queue, and no grant or leave took it out since
+	// For a waiter: its ticket's lifetime, when its last claim was sent
+	// (the ticket's deadline is that claim's server time plus the
+	// lifetime), and the permit a release handed it, token 0 for none.
+	life       time.Duration
+	sent       time.Time
+	handed     fence.Token
+	handedSlot int
+}
+
+// refusal is the server's error reply to a claim: the script refused, or
+// the server would not run it, and nothing was written. It is the one
+// failure of an attempt that Acquire does not retry.
+type refusal struct{ err error }
+
+func (r *refusal) Error() string { return r.err.Error() }
+func (r *refusal) Unwrap() error { return r.err }
+
+// errLate is the cause of a claim granted after its validity had run out
+// on the way: it has been released again.
+var errLate = errors.New("permits: granted after its validity ran out on the way")
+
+func (s *Semaphore) newClaim(name string, n int, o lease.Options) *claim {
+	c := &claim{s: s, name: name, o: o, nargs: 4, keys: [1]string{hashKey(name)}}
+	ms := o.TTL.Milliseconds()
+	c.ttl = time.Duration(ms) * time.Millisecond
+	c.args[1] = strconv.Itoa(n)
+	if o.TTL == s.cfg.ttl {
+		c.args[2], c.args[3] = s.ttlMs, s.keepMs
+	} else {
+		c.args[2], c.args[3] = strconv.FormatInt(ms, 10), s.keep(c.ttl)
+	}
+	c.drawOwner()
+	return c
+}
+
+// drawOwner gives the claim a new random owner: at first, and after its
+// owner was abandoned, which the claim script refuses from then on.
+func (c *claim) drawOwner() {
+	c.args[0] = acquire.OwnerValue(acquire.NewOwner(), c.o.Metadata)
+}
+
+// again is try for a blocking acquire, which retries every failure but
+// the server's refusal: a grant that came too late to be used is one more
+// attempt that found the permits taken.
+func (c *claim) again(ctx context.Context) (*lease.Lease, time.Duration, error) {
+	l, hint, err := c.try(ctx)
+	var r *refusal
+	switch {
+	case err == nil, errors.Is(err, lease.ErrTaken):
+		return l, hint, err
+	case errors.Is(err, errLate):
+		return nil, 0, fmt.Errorf("%w (%w)", lease.ErrTaken, err)
+	case errors.As(err, &r):
+		return nil, 0, err
+	}
+	// A lost connection or a timeout (the claim abandoned): worth another
+	// attempt.
+	return nil, 0, acquire.Retryable(err)
+}
+
+// try runs the claim script once. On lease.ErrTaken, hint is how long
+// until the first live permit ends. A grant whose validity ran out before
+// its reply arrived is released again and reported as an error matching
+// lease.ErrExpired.
+func (c *claim) try(ctx context.Context) (*lease.Lease, time.Duration, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, 0, acquire.CtxErr(ctx, err)
+	}
+	s := c.s
+	t1 := time.Now()
+	r, err := s.n.Eval(ctx, claimScript, c.keys[:], c.args[:c.nargs]...)
+	if err != nil {
+		var re *node.ReplyError
+		if !errors.As(err, &re) {
+			// The claim may have landed with its reply lost, or may still
+			// be on its way.
+			c.abandon(ctx)
+			return nil, 0, fmt.Errorf("permits: claim %q on %s: %w", c.name, s.n, acquire.CtxErr(ctx, err))
+		}
+		return nil, 0, &refusal{fmt.Errorf("permits: claim %q on %s: %w", c.name, s.n, acquire.CtxErr(ctx, err))}
+	}
+	if len(r) == 3 {
+		c.queue = r.Int(1) > 0
+		c.sent = t1
+		return nil, time.Duration(r.Int(0)) * time.Millisecond,
+			fmt.Errorf("permits: %q: %w: all %s permits held, or waited for", c.name, lease.ErrTaken, c.args[1])
+	}
+	if len(r) != 2 {
+		c.abandon(ctx)
+		return nil, 0, fmt.Errorf("permits: claim %q on %s: a reply of %d values", c.name, s.n, len(r))
+	}
+	c.queue = false
+	token, slot := fence.Token(r.Int(0)), int(r.Int(1))
+	c.setHeld(token, slot)
+	if err := ctx.Err(); err != nil {
+		// Not every client cuts a call short when ctx ends; a caller that
+		// gave up must not be left holding a permit it does not know of.
+		c.releaseDetached(ctx)
+		return nil, 0, fmt.Errorf("permits: claim %q on %s: %w", c.name, s.n, acquire.CtxErr(ctx, err))
+	}
+	until := t1.Add(c.ttl - acquire.Drift(c.ttl, s.cfg.drift))
+	if !time.Now().Before(until) {
+		c.releaseDetached(ctx)
+		return nil, 0, fmt.Errorf("permits: %q: %w: %w", c.name, errLate, lease.ErrExpired)
+	}
+	return c.lease(token, until, false), 0, nil
+}
+
+func (c *claim) setHeld(token fence.Token, slot int) {
+	c.held = [3]string{c.args[0], token.String(), strconv.Itoa(slot)}
+	c.key = c.name + "#" + c.held[2]
+}
+
+func (c *claim) lease(token fence.Token, until time.Time, short bool) *lease.Lease {
+	return lease.New(c, lease.Grant{
+		Key: c.key, Owner: c.args[0], Token: token, TTL: c.o.TTL, Until: until,
+		Strategy: strategy, AutoRenew: c.o.AutoRenew, Metadata: c.o.Metadata, Short: short,
+	})
+}
+
+// strategy names this package in the leases it grants.
+const strategy = "permits"
+
+// heed reads a message of the release channel for a waiter: a grant,
+// "owner token slot" (see serve() in lua/state.lua), calls for an attempt
+// now only when it is this waiter's, whose permit it keeps for the
+// attempt; any other message does too.
+func (c *claim) heed(msg string) bool {
+	owner, rest, ok := strings.Cut(msg, " ")
+	if !ok {
+		return true
+	}
+	if owner != c.args[0][:min(len(c.args[0]), acquire.OwnerIDLen)] {
+		return false
+	}
+	token, slot, ok := strings.Cut(rest, " ")
+	t, err1 := strconv.ParseUint(token, 10, 64)
+	n, err2 := strconv.Atoi(slot)
+	if ok && err1 == nil && err2 == nil {
+		c.handed, c.handedSlot = fence.Token(t), n
+	}
+	return true
+}
+
+// takeHanded returns the permit a release handed to this waiter, without
+// a call to the server, or nil when too little of it is left to be worth
+// it (the waiter was slow to hear): a claim then finds the permit its own
+// and runs it a TTL from then. The server's permit ends at the TTL or at
+// the ticket's deadline, whichever comes first, counted from after the
+// waiter's last claim was sent; the same span from the sending is thus
+// safe to count on here. The lease is Short: it is extended to a TTL at
+// once, in the background.
+func (c *claim) takeHanded() *lease.Lease {
+	token := c.handed
+	c.handed = 0
+	span := min(c.ttl, c.life)
+	until := c.sent.Add(span - acquire.Drift(span, c.s.cfg.drift))
+	if time.Until(until) < span/2 {
+		return nil
+	}
+	c.queue = false
+	c.setHeld(token, c.handedSlot)
+	return c.lease(token, until, true)
+}
+
+// abandon gives up the claim whether or not it landed, on a context
+// detached from ctx: the caller's may have ended already.
+func (c *claim) abandon(ctx context.Context) {
+	ctx, cancel := acquire.Detached(ctx, lease.ReleaseTimeout)
+	defer cancel()
+	keep := max(abandonKeep, 2*c.ttl).Milliseconds()
+	_, _ = c.s.n.Eval(ctx, abandonScript, c.keys[:], c.args[0], strconv.FormatInt(keep, 10))
+	c.queue = false
+	c.drawOwner()
+}
+
+// leave gives up the claim's place in the queue, and a permit handed to
+// it unheard, on a context detached from ctx: the caller's may have ended
+// already. A ticket whose leave is lost expires by its deadline.
+func (c *claim) leave(ctx context.Context) {
+	if !c.queue && c.handed == 0 {
+		return
+	}
+	ctx, cancel := acquire.Detached(ctx, lease.ReleaseTimeout)
+	defer cancel()
+	_, _ = c.s.n.Eval(ctx, leaveScript, c.keys[:], c.args[0])
+	c.queue = false
+}
+
+// releaseDetached releases a granted permit the caller must not keep, on a
+// context detached from ctx: the caller's may have ended already.
+func (c *claim) releaseDetached(ctx context.Context) {
+	ctx, cancel := acquire.Detached(ctx, lease.ReleaseTimeout)
+	defer cancel()
+	_, _ = c.s.n.Eval(ctx, releaseScript, c.keys[:], c.held[:]...)
+}
+
+// Extend implements lease.Backend.
+func (c *claim) Extend(ctx context.Context, l *lease.Lease, ttl time.Duration) (time.Time, error) {
+	ms := ttl.Milliseconds()
+	if ms <= 0 {
+		return time.Time{}, &lease.ArgError{Arg: "ttl", Value: ttl, Rule: "must be at least 1ms"}
+	}
+	ttl = time.Duration(ms) * time.Millisecond
+	t1 := time.Now()
+	_, err := c.s.n.Eval(ctx, extendScript, c.keys[:], c.held[0], c.held[1], c.held[2],
+		strconv.FormatInt(ms, 10), c.s.keep(ttl))
+	if err != nil {
+		return time.Time{}, c.refused(ctx, "extend", l, err)
+	}
+	return t1.Add(ttl - acquire.Drift(ttl, c.s.cfg.drift)), nil
+}
+
+// Release implements lease.Backend. The server refuses a release run
+// again after it succeeded (its reply lost, the client sent it again) as
+// it refuses one of a permit that ended and was dropped; while l is still
+// valid by the local clock, the server's permit cannot have ended, so the
+// refusal is of the release run again, and the release succeeded.
+func (c *claim) Release(ctx context.Context, l *lease.Lease) error {
+	r, err := c.s.n.Eval(ctx, releaseScript, c.keys[:], c.held[:]...)
+	if err != nil {
+		if l.TTL() > 0 && isStale(err) {
+			return nil
+		}
+		return c.refused(ctx, "release", l, err)
+	}
+	if r.Int(0) != 1 {
+		return fmt.Errorf("permits: release %q: %w: it had expired", l.Key(), lease.ErrNotHeld)
+	}
+	return nil
+}
+
+func isStale(err error) bool {
+	var re *node.ReplyError
+	return errors.As(err, &re) && strings.HasPrefix(re.Msg, "DLSTALE ")
+}
+
+// refused maps a DLSTALE reply to an error matching lease.ErrNotHeld, and
+// also fence.ErrStale when the permit's slot has been granted again since;
+// other errors keep their context error recognisable.
+func (c *claim) refused(ctx context.Context, op string, l *lease.Lease, err error) error {
+	var re *node.ReplyError
+	if !errors.As(err, &re) || !strings.HasPrefix(re.Msg, "DLSTALE ") {
+		return fmt.Errorf("permits: %s %q on %s: %w", op, l.Key(), c.s.n, acquire.CtxErr(ctx, err))
+	}
+	h, _ := strconv.ParseUint(strings.TrimPrefix(re.Msg, "DLSTALE "), 10, 64)
+	if fence.Token(h) > l.Token() {
+		return fmt.Errorf("permits: %s %q: %w: %w", op, l.Key(), lease.ErrNotHeld,
+			&fence.StaleError{Resource: l.Key(), Token: l.Token(), Highest: fence.Token(h)})
+	}
+	return fmt.Errorf("permits: %s %q: %w: it expired or was released", op, l.Key(), lease.ErrNotHeld)
+}
