@@ -86,6 +86,7 @@ func Open(ctx context.Context, cfg Config) (Locker, error) {
 		if cfg.Observer != nil {
 			opts = append(opts, single.WithObserver(cfg.Observer))
 		}
+		o.one = nodes[0]
 		o.Locker, err = single.New(nodes[0], opts...)
 	case StrategyQuorum:
 		var opts []redlock.Option
@@ -297,9 +298,24 @@ type opened struct {
 	Locker
 	nodes   []node.Node
 	clients []ownedClient
+	one     node.Node // the single strategy's server
 
 	once sync.Once
 	err  error
+}
+
+// SingleNode returns the server a Locker of the single strategy that Open
+// built runs on, for what lives on one server beside the locks (package
+// permits, package claims), with the same connection, credentials and
+// TLS. It reports false for a quorum, and for a Locker Open did not
+// build. The Node stays the Locker's: it closes with it (a Node of
+// Config.Nodes stays the caller's, as ever).
+func SingleNode(l Locker) (node.Node, bool) {
+	o, ok := l.(*opened)
+	if !ok || o.one == nil {
+		return nil, false
+	}
+	return o.one, true
 }
 
 // add keeps a node and its client, or returns the error that made neither.

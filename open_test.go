@@ -20,7 +20,9 @@ import (
 	"github.com/dlockgo/dlock/node"
 	"github.com/dlockgo/dlock/node/goredis"
 	"github.com/dlockgo/dlock/node/valkeygo"
+	"github.com/dlockgo/dlock/permits"
 	"github.com/dlockgo/dlock/redlock"
+	"github.com/dlockgo/dlock/single"
 )
 
 // deadAddr returns a loopback address nobody listens on.
@@ -307,5 +309,42 @@ func TestOpenNodesChecked(t *testing.T) {
 		if lk != nil || !errors.As(err, &ae) || ae.Arg != tc.arg {
 			t.Errorf("Open(%s) = %v, %v; want *ArgError for %s", tc.name, lk, err, tc.arg)
 		}
+	}
+}
+
+// TestSingleNode: the server of a single Locker from Open carries permits
+// beside its locks, on Open's own client, and closes with the Locker; a
+// quorum has no one server.
+func TestSingleNode(t *testing.T) {
+	srvs := redistest.StartN(t, 3)
+	ctx := t.Context()
+	lk, err := dlock.Open(ctx, dlock.Config{Addrs: []string{srvs[0].Addr()}})
+	require.NoError(t, err)
+	n, ok := dlock.SingleNode(lk)
+	require.True(t, ok, "SingleNode of a single Locker")
+	sem, err := permits.New(n)
+	require.NoError(t, err)
+	p, err := sem.TryAcquire(ctx, "pool", 1)
+	require.NoError(t, err)
+	if _, err := sem.TryAcquire(ctx, "pool", 1); !errors.Is(err, lease.ErrTaken) {
+		t.Errorf("second permit of one: %v; want ErrTaken", err)
+	}
+	require.NoError(t, p.Release(ctx))
+	require.NoError(t, lk.Close())
+	if _, err := n.Eval(ctx, node.NewScript("return 1"), nil); err == nil {
+		t.Error("the Node answered after the Locker's Close; want it closed with it")
+	}
+
+	q, err := dlock.Open(ctx, dlock.Config{Strategy: dlock.StrategyQuorum, Addrs: []string{srvs[0].Addr(), srvs[1].Addr(), srvs[2].Addr()}, DurableNodes: true})
+	require.NoError(t, err)
+	defer q.Close()
+	if _, ok := dlock.SingleNode(q); ok {
+		t.Error("SingleNode of a quorum Locker: ok; want false")
+	}
+	own, err := single.New(n)
+	require.NoError(t, err)
+	defer own.Close()
+	if _, ok := dlock.SingleNode(own); ok {
+		t.Error("SingleNode of a Locker Open did not build: ok; want false")
 	}
 }

@@ -11,11 +11,13 @@ import (
 	"os/signal"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"syscall"
 	"time"
 
 	"github.com/dlockgo/dlock"
 	"github.com/dlockgo/dlock/lease"
+	"github.com/dlockgo/dlock/permits"
 )
 
 const runUsage = `Usage: dlock run [flags] --key KEY -- CMD [ARGS...]
@@ -25,6 +27,12 @@ lease is renewed at a third of --ttl while CMD runs, and released when CMD
 exits; dlock then exits with CMD's exit code. CMD gets DLOCK_KEY and
 DLOCK_TOKEN (the lease's fencing token: pass it to every write you fence)
 in its environment, and runs in a process group of its own.
+
+With --permits N, KEY names a semaphore of N permits instead of a lock
+(single strategy only): CMD runs while it holds one of them, so at most N
+run at once across hosts. CMD also gets DLOCK_SLOT, the permit's slot
+(0..N-1); DLOCK_TOKEN is then the permit's token, to fence per slot with
+the key KEY#SLOT.
 
 If the lease is lost (a renewal refused: someone else holds the lock; or
 the servers unreachable until its validity ran out), dlock sends SIGTERM
@@ -40,6 +48,7 @@ Examples:
   dlock run --url redis+sentinel://s1,s2,s3/locks --key nightly -- ./nightly.sh   # the master Sentinels name "locks"
   DLOCK_URL=redlock://r1,r2,r3,r4,r5 dlock run --key rotate -- sh -c 'rotate --fence "$DLOCK_TOKEN"'
   dlock run --config /etc/dlock.conf --key cleanup -- ./cleanup   # url=... or addrs=... lines
+  dlock run --permits 3 --key exporter -- ./export.sh   # at most 3 exports at once
 
 Flags:
 `
@@ -55,6 +64,7 @@ func runMain(args []string, stdout, stderr io.Writer) int {
 		grace   = fs.Duration("grace", 10*time.Second, "after a lost lease, time between SIGTERM and SIGKILL to CMD")
 		verbose = fs.Bool("v", false, "report acquisition and release on stderr")
 		meta    = fs.String("metadata", defaultMetadata(), "stored with the lock for dlock inspect to show; empty for none (at most 512 bytes)")
+		nperm   = fs.Int("permits", 0, "hold one of N permits of KEY rather than its lock (single strategy); 0: the lock")
 	)
 	conn.register(fs)
 	fs.Usage = func() {
@@ -76,10 +86,17 @@ func runMain(args []string, stdout, stderr io.Writer) int {
 	case *ttl <= 0 || *wait < 0 || *grace < 0:
 		fmt.Fprintln(stderr, "dlock run: --ttl must be > 0, --wait and --grace >= 0")
 		return exitUsage
+	case *nperm < 0 || *nperm > permits.MaxPermits:
+		fmt.Fprintf(stderr, "dlock run: --permits must be from 1 to %d (0: the lock itself)\n", permits.MaxPermits)
+		return exitUsage
 	}
 	cfg, source, err := conn.resolve(os.Getenv)
 	if err != nil {
 		fmt.Fprintf(stderr, "dlock run: %v\n", err)
+		return exitUsage
+	}
+	if *nperm > 0 && cfg.Strategy != "" && cfg.Strategy != dlock.StrategySingle {
+		fmt.Fprintf(stderr, "dlock run: --permits needs the single strategy, not %s: a majority of servers capping at N grants more than N (docs/permits.md)\n", cfg.Strategy)
 		return exitUsage
 	}
 	if flagSet(fs, "ttl") || cfg.TTL == 0 {
@@ -91,7 +108,7 @@ func runMain(args []string, stdout, stderr io.Writer) int {
 	}
 	r := &runner{
 		key: *key, ttl: *ttl, wait: *wait, grace: *grace, argv: argv,
-		verbose: *verbose, stderr: stderr, metadata: *meta,
+		verbose: *verbose, stderr: stderr, metadata: *meta, permits: *nperm,
 		origin: origin(source, os.Getenv),
 	}
 	if r.verbose {
@@ -107,6 +124,7 @@ type runner struct {
 	verbose          bool
 	stderr           io.Writer
 	metadata         string
+	permits          int    // hold one of this many permits of key; 0: its lock
 	origin           string // where the servers came from
 }
 
@@ -179,12 +197,26 @@ func (r *runner) acquire(ctx context.Context, cfg dlock.Config) (*lease.Lease, d
 		return nil, nil, r.failed(ctx, "open", err)
 	}
 	opts := []lease.Option{lease.WithTTL(r.ttl), lease.WithAutoRenew(), lease.WithMetadata(r.metadata)}
+	try, wait := locker.TryAcquire, locker.Acquire
+	if r.permits > 0 {
+		n, _ := dlock.SingleNode(locker) // the strategy was checked
+		sem, err := permits.New(n, permits.WithTTL(r.ttl))
+		if err != nil {
+			return nil, locker, r.failed(ctx, "open", err)
+		}
+		try = func(ctx context.Context, key string, opts ...lease.Option) (*lease.Lease, error) {
+			return sem.TryAcquire(ctx, key, r.permits, opts...)
+		}
+		wait = func(ctx context.Context, key string, opts ...lease.Option) (*lease.Lease, error) {
+			return sem.Acquire(ctx, key, r.permits, opts...)
+		}
+	}
 	var ls *lease.Lease
 	if r.wait == 0 {
-		ls, err = locker.TryAcquire(ctx, r.key, opts...)
+		ls, err = try(ctx, r.key, opts...)
 	} else {
 		wctx, cancelWait := context.WithTimeout(ctx, r.wait)
-		ls, err = locker.Acquire(wctx, r.key, opts...)
+		ls, err = wait(wctx, r.key, opts...)
 		cancelWait()
 	}
 	if err != nil {
@@ -242,6 +274,9 @@ func (r *runner) supervise(ls *lease.Lease, sigs <-chan os.Signal) int {
 	cmd := exec.Command(r.argv[0], r.argv[1:]...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
 	cmd.Env = append(os.Environ(), "DLOCK_KEY="+r.key, "DLOCK_TOKEN="+ls.Token().String())
+	if r.permits > 0 {
+		cmd.Env = append(cmd.Env, "DLOCK_SLOT="+strconv.Itoa(permits.Slot(ls)))
+	}
 	setProcessGroup(cmd)
 	if err := cmd.Start(); err != nil {
 		r.release(ls)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -307,4 +308,74 @@ func queued(srv *redistest.Server, key string) bool {
 		}
 	}
 	return false
+}
+
+// TestRunPermits runs several dlock run --permits 2 of one key at once:
+// no more than two children run at a time, each in a slot of its own; a
+// third that will not wait is told the permits are taken; a quorum or a
+// bad count is a usage error.
+func TestRunPermits(t *testing.T) {
+	t.Parallel()
+	srvs := redistest.StartN(t, 3)
+	url := urlOf(srvs[0])
+	file := filepath.Join(t.TempDir(), "log")
+	const n = 6
+	var wg sync.WaitGroup
+	results := make([]result, n)
+	for i := range n {
+		wg.Go(func() {
+			results[i] = runBin(t, nil, "run", "--url", url, "--permits", "2", "--key", "pool", "--wait", "30s", "--",
+				"sh", "-c", fmt.Sprintf(`echo "start $DLOCK_SLOT" >> %s; sleep 0.3; echo "end $DLOCK_SLOT" >> %s`, file, file))
+		})
+	}
+	wg.Wait()
+	for i, r := range results {
+		if r.code != 0 {
+			t.Errorf("run %d: %v", i, r)
+		}
+	}
+	b, err := os.ReadFile(file)
+	require.NoError(t, err)
+	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	if len(lines) != 2*n {
+		t.Fatalf("got %d lines; want %d:\n%s", len(lines), 2*n, b)
+	}
+	busy := map[string]bool{}
+	for i, l := range lines {
+		what, slot, _ := strings.Cut(l, " ")
+		if slot != "0" && slot != "1" {
+			t.Fatalf("line %d: slot %q; want 0 or 1:\n%s", i+1, slot, b)
+		}
+		switch what {
+		case "start":
+			if busy[slot] || len(busy) == 2 {
+				t.Fatalf("line %d: a child started in slot %s while %v ran:\n%s", i+1, slot, busy, b)
+			}
+			busy[slot] = true
+		case "end":
+			delete(busy, slot)
+		}
+	}
+
+	holders := make([]*exec.Cmd, 2)
+	for i := range holders {
+		holders[i] = command(nil, "run", "--url", url, "--permits", "2", "--key", "full", "--", "sleep", "3")
+		require.NoError(t, holders[i].Start())
+	}
+	waitFor(t, "two permits held", func() bool {
+		r := runBin(t, nil, "run", "--url", url, "--permits", "2", "--key", "full", "--wait", "0", "--", "true")
+		return r.code == exitTaken
+	})
+	for _, h := range holders {
+		_ = h.Wait()
+	}
+
+	for _, tc := range [][]string{
+		{"run", "--url", urlOf(srvs...), "--permits", "2", "--key", "q", "--", "true"},
+		{"run", "--url", url, "--permits", "-1", "--key", "q", "--", "true"},
+	} {
+		if r := runBin(t, nil, tc...); r.code != exitUsage || !strings.Contains(r.stderr, "--permits") {
+			t.Errorf("%v: got %v; want exit %d naming --permits", tc, r, exitUsage)
+		}
+	}
 }
