@@ -175,7 +175,7 @@ func campaign(t testing.TB, el *election.Election, value string) *election.Term 
 }
 
 // observe starts an observer that ends with the test.
-func observe(t *testing.T, el *election.Election) <-chan election.Leader {
+func observe(t testing.TB, el *election.Election) <-chan election.Leader {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	ch, err := el.Observe(ctx)
@@ -189,7 +189,7 @@ func observe(t *testing.T, el *election.Election) <-chan election.Leader {
 }
 
 // next returns the next leader ch delivers.
-func next(t *testing.T, ch <-chan election.Leader) election.Leader {
+func next(t testing.TB, ch <-chan election.Leader) election.Leader {
 	t.Helper()
 	select {
 	case l, ok := <-ch:
@@ -205,7 +205,7 @@ func next(t *testing.T, ch <-chan election.Leader) election.Leader {
 
 // nextLeader returns the next leader ch delivers that is not a vacancy,
 // failing t if it sees any other leader than one whose value is want.
-func nextLeader(t *testing.T, ch <-chan election.Leader, want string) election.Leader {
+func nextLeader(t testing.TB, ch <-chan election.Leader, want string) election.Leader {
 	t.Helper()
 	for {
 		l := next(t, ch)
@@ -247,7 +247,7 @@ func nodesFor(t testing.TB, client string, addrs []string) []node.Node {
 
 // waitQueued waits until n candidates queue for the lock on key: on the
 // server, or on a majority of the quorum's nodes.
-func (e *env) waitQueued(t *testing.T, key string, n int) {
+func (e *env) waitQueued(t testing.TB, key string, n int) {
 	t.Helper()
 	queue := keyname.Single(key) + ":q"
 	if e.strategy == strategyQuorum {
