@@ -180,9 +180,12 @@ func benchKill(b *testing.B, e *env) {
 		expiry := granted.Add(benchTTL)
 		past = append(past, at.Sub(expiry))
 		observed = append(observed, seen.Sub(expiry))
-		if err := dead.Release(context.Background()); err == nil {
-			b.Fatal("the dead leader's lease was still held after its successor's election")
+		if dead.Err() == nil {
+			b.Fatal("the dead leader's lease still valid after its successor's election")
 		}
+		// A quorum node may still hold it for a moment (its vote landed
+		// later than on the majority that let it go): clear it.
+		_ = dead.Release(context.Background())
 		s.settle(b, term)
 	}
 	b.ReportMetric(p50us(past), "past-expiry-p50-us")
