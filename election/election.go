@@ -139,12 +139,14 @@ type Leader struct {
 // Leader returns the office's current leader, or an error matching
 // ErrNoLeader when the office is vacant. It reads the servers (Inspect):
 // the answer is as of one moment, and a leader elected or gone since is
-// not in it. A quorum's next leader holds the lock on a majority one round
-// trip before its token is committed there, and a read in between reports
-// it with the previous term's token: its campaign has not returned yet
-// (Observe waits for the new token). When too few servers answer to tell (the one server; for a
+// not in it. When too few servers answer to tell (the one server; for a
 // quorum, so few that the silent nodes could make up a majority for a
 // holder), it returns their errors instead.
+//
+// A quorum's next leader holds the lock on a majority one round trip
+// before its token is committed there; a read in between reports it with
+// the previous term's token, while its campaign has not returned yet.
+// Observe waits for the new token.
 func (e *Election) Leader(ctx context.Context) (Leader, error) {
 	if err := argerr.CheckContext(ctx); err != nil {
 		return Leader{}, err

@@ -24,7 +24,8 @@ const (
 // successor yet (the zero Leader). Consecutive values differ in Value or
 // Token; changes that follow each other closely may arrive as the latest
 // one only. The channel is closed when ctx ends, which ends the one
-// goroutine Observe starts.
+// goroutine Observe starts: end it before closing the Locker, whose reads
+// would otherwise fail, retried, until then.
 //
 // Observe does not poll. It watches the office's lock for the terms'
 // announcements (dlock.Notifier) and reads the servers when one tells it
