@@ -1,0 +1,194 @@
+// Package election elects one leader per named office on dlock's leases,
+// with either strategy behind a dlock.Locker: whatever dlock.Open returns,
+// a *single.Locker or a *redlock.Locker.
+//
+// A candidate campaigns with a value that says who it is (a host, an
+// address) and, once elected, holds a Term: a lease on the office's lock,
+// renewed until it resigns or loses it, whose fencing token orders the
+// terms. Anyone reads the current leader with Leader, and follows every
+// change with Observe, which hears the terms' own announcements on the
+// lock's servers (dlock.Notifier) rather than polling them.
+//
+// The guarantee: at most one leader at a time whose token a fenced
+// resource accepts. Leadership can overlap by the clock, when a leader is
+// paused (a GC pause, a stalled VM) past its lease and a successor is
+// elected meanwhile: the paused one still believes it leads until it
+// notices its term's end, and only the token tells the two apart, so a
+// leader must carry Token into every write that matters, and the resource
+// must refuse an older token (package fence). docs/election.md has the
+// failure cases and the measured handoff times.
+//
+// What an election keeps on the servers is the office's lock and nothing
+// more: its keys are bounded as every lock's are, and announcements are
+// published, never stored.
+package election
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/dlockgo/dlock"
+	"github.com/dlockgo/dlock/fence"
+	"github.com/dlockgo/dlock/internal/argerr"
+	"github.com/dlockgo/dlock/lease"
+)
+
+// ErrNoLeader is Leader's error when the office is vacant.
+var ErrNoLeader = errors.New("election: no leader")
+
+// ErrUnfenced is Campaign's error on a Locker whose leases carry no
+// fencing token (a quorum made with redlock.WithoutTokens): without one, a
+// paused leader cannot be told from its successor.
+var ErrUnfenced = errors.New("election: the locker hands out no fencing tokens")
+
+// KeyPrefix starts the lock key of every office: the office "db-primary"
+// is the lock "election:db-primary", which is the name Inspect and `dlock
+// inspect` know it by.
+const KeyPrefix = "election:"
+
+// Election is one named office, campaigned for and observed through a
+// Locker. It holds no state of its own between calls, and is safe for
+// concurrent use: any number of candidates and observers may share it.
+type Election struct {
+	lk   dlock.Locker
+	nt   dlock.Notifier
+	name string
+	key  string
+	opts []lease.Option // every term's lease options but the metadata
+}
+
+// Option configures an Election; pass options to New.
+type Option func(*config)
+
+type config struct {
+	ttl   time.Duration
+	retry lease.Retry
+}
+
+// WithTTL sets the TTL of each term's lease: how long a leader that died
+// without resigning keeps the office from the next one, and how long a
+// paused leader may go on believing it leads. Zero keeps the Locker's
+// default TTL; the Locker's rules for a TTL apply (see lease.WithTTL).
+func WithTTL(ttl time.Duration) Option { return func(c *config) { c.ttl = ttl } }
+
+// WithRetry sets how a campaign paces its attempts while the office is
+// held; the zero value keeps the Locker's (see lease.WithRetry).
+func WithRetry(r lease.Retry) Option { return func(c *config) { c.retry = r } }
+
+// New returns the office name, campaigned for through locker. The locker
+// must also implement dlock.Notifier, which every Locker of this module
+// does. It returns an *lease.ArgError for a nil locker, one that is not a
+// Notifier, an empty name, or a bad option.
+func New(locker dlock.Locker, name string, opts ...Option) (*Election, error) {
+	if locker == nil {
+		return nil, &lease.ArgError{Arg: "locker", Value: nil, Rule: "must not be nil"}
+	}
+	nt, ok := locker.(dlock.Notifier)
+	if !ok {
+		return nil, &lease.ArgError{Arg: "locker", Value: fmt.Sprintf("%T", locker),
+			Rule: "must implement dlock.Notifier, as every Locker of dlock does"}
+	}
+	if name == "" {
+		return nil, &lease.ArgError{Arg: "name", Value: name, Rule: "must not be empty"}
+	}
+	var c config
+	for _, o := range opts {
+		if o != nil {
+			o(&c)
+		}
+	}
+	if c.ttl < 0 {
+		return nil, &lease.ArgError{Arg: "ttl", Value: c.ttl, Rule: "must be >= 0 (0: the Locker's default)"}
+	}
+	if err := c.retry.Check(); err != nil {
+		return nil, err
+	}
+	e := &Election{lk: locker, nt: nt, name: name, key: KeyPrefix + name}
+	e.opts = []lease.Option{lease.WithAutoRenew()}
+	if c.ttl > 0 {
+		e.opts = append(e.opts, lease.WithTTL(c.ttl))
+	}
+	if c.retry != (lease.Retry{}) {
+		e.opts = append(e.opts, lease.WithRetry(c.retry))
+	}
+	return e, nil
+}
+
+// Name returns the office's name.
+func (e *Election) Name() string { return e.name }
+
+// Key returns the key of the office's lock: KeyPrefix and the name.
+func (e *Election) Key() string { return e.key }
+
+// Leader is an office's holder as its lock's servers see it.
+type Leader struct {
+	// Value is what the leader campaigned with. The zero Leader, which
+	// Observe delivers for a vacant office, is the only one without a
+	// Token and a TTL.
+	Value string
+	// Token is the leader's fencing token: terms of an office carry
+	// strictly increasing tokens.
+	Token fence.Token
+	// TTL is the time the leader's lease has left by the servers' clocks
+	// when they were read: the latest a dead leader gives the office up.
+	TTL time.Duration
+}
+
+// Leader returns the office's current leader, or an error matching
+// ErrNoLeader when the office is vacant. It reads the servers (Inspect):
+// the answer is as of one moment, and a leader elected or gone since is
+// not in it. When too few servers answer to tell (the one server; for a
+// quorum, so few that the silent nodes could make up a majority for a
+// holder), it returns their errors instead.
+//
+// A quorum's next leader holds the lock on a majority one round trip
+// before its token is committed there; a read in between reports it with
+// the previous term's token, while its campaign has not returned yet.
+// Observe waits for the new token.
+func (e *Election) Leader(ctx context.Context) (Leader, error) {
+	if err := argerr.CheckContext(ctx); err != nil {
+		return Leader{}, err
+	}
+	l, _, err := e.read(ctx)
+	if err != nil {
+		return Leader{}, err
+	}
+	if l == (Leader{}) {
+		return Leader{}, fmt.Errorf("%w for %q", ErrNoLeader, e.name)
+	}
+	return l, nil
+}
+
+// read inspects the office's lock: its leader (the zero Leader when
+// vacant), and the highest token the servers have handed out for it.
+func (e *Election) read(ctx context.Context) (Leader, fence.Token, error) {
+	info, err := e.lk.Inspect(ctx, e.key)
+	if err != nil {
+		return Leader{}, 0, fmt.Errorf("election: read the leader of %q: %w", e.name, err)
+	}
+	if !info.Held {
+		// Vacant only if the servers that did not answer could not make
+		// up a majority for anyone: a holder seen on too few, with the
+		// rest silent, may hold the office all the same.
+		var errs []error
+		votes := map[string]int{}
+		most := 0
+		for _, n := range info.Nodes {
+			switch {
+			case n.Err != nil:
+				errs = append(errs, n.Err)
+			case n.Owner != "":
+				votes[n.Owner]++
+				most = max(most, votes[n.Owner])
+			}
+		}
+		if most+len(errs) >= info.Quorum {
+			return Leader{}, 0, fmt.Errorf("election: read the leader of %q: %d of %d servers answered, too few to tell: %w",
+				e.name, len(info.Nodes)-len(errs), len(info.Nodes), errors.Join(errs...))
+		}
+		return Leader{}, info.Token, nil
+	}
+	return Leader{Value: info.Metadata, Token: info.Token, TTL: info.TTL}, info.Token, nil
+}
