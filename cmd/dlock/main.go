@@ -39,15 +39,17 @@ const (
 )
 
 const exitCodesHelp = `Exit codes:
-  0      CMD exited 0 (run); the lock is held (inspect)
-  1-63   CMD's own exit code, passed through (run); 1: nobody holds the lock (inspect)
+  0      CMD exited 0 (run, elect); the lock is held (inspect)
+  1-63   CMD's own exit code, passed through (run, elect); 1: nobody holds the lock (inspect)
   64     bad usage: flags, arguments or configuration (EX_USAGE)
   69     servers unavailable: no answer, or no majority answered, also when
          --wait ran out while they were (EX_UNAVAILABLE)
   70     internal error (EX_SOFTWARE)
   75     lock held elsewhere: --wait 0 found it taken, or --wait ran out and
-         the last attempt found it taken (EX_TEMPFAIL)
-  76     lease lost while CMD ran (renewal refused or validity ran out); CMD was stopped
+         the last attempt found it taken; for elect, another stayed leader
+         for --wait (EX_TEMPFAIL)
+  76     lease (or leadership) lost while CMD ran (renewal refused or
+         validity ran out); CMD was stopped
   77     authentication failed: a server refused the username or password, or
          wants one (EX_NOPERM)
   126    CMD could not be started
@@ -59,12 +61,13 @@ const mainUsage = `dlock: distributed locks on Redis and Valkey, from the shell.
 
 Usage:
   dlock run [flags] --key KEY -- CMD [ARGS...]   run CMD while holding the lock on KEY
+  dlock elect [flags] --name OFFICE -- CMD [...] run CMD while this process leads OFFICE
   dlock inspect [flags] KEY                      show who holds the lock on KEY
   dlock demo [flags]                             show the single and quorum strategies at work
   dlock help COMMAND                             flags and examples of COMMAND
   dlock version                                  the version and commit of this binary (also --version)
 
-Servers (run, inspect): the command line wins over the environment:
+Servers (run, elect, inspect): the command line wins over the environment:
   --url URL, --addrs A,B,C [--strategy single|quorum] or --config FILE
   (one of them), else $DLOCK_URL, else redis://127.0.0.1:6379.
 
@@ -92,6 +95,8 @@ func dispatch(args []string, stdout, stderr io.Writer) int {
 		return runMain(args[1:], stdout, stderr)
 	case "inspect":
 		return inspectMain(args[1:], stdout, stderr)
+	case "elect":
+		return electMain(args[1:], stdout, stderr)
 	case "demo":
 		return demoMain(args[1:], stdout, stderr)
 	case "version", "-version", "--version":

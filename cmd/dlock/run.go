@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"github.com/dlockgo/dlock"
+	"github.com/dlockgo/dlock/election"
+	"github.com/dlockgo/dlock/fence"
 	"github.com/dlockgo/dlock/lease"
 	"github.com/dlockgo/dlock/permits"
 )
@@ -125,8 +127,23 @@ type runner struct {
 	stderr           io.Writer
 	metadata         string
 	permits          int    // hold one of this many permits of key; 0: its lock
+	office, value    string // campaign for this office (dlock elect) rather than lock key
 	origin           string // where the servers came from
+	name             string // the command, for messages: "run" or "elect"
 }
+
+// holding is what CMD runs under: a lease (run), or a term (elect).
+type holding interface {
+	Token() fence.Token
+	Done() <-chan struct{}
+	Err() error
+	Release(ctx context.Context) error
+}
+
+// heldTerm is a term of office as a holding: its release is Resign.
+type heldTerm struct{ *election.Term }
+
+func (t heldTerm) Release(ctx context.Context) error { return t.Resign(ctx) }
 
 // defaultMetadata names this process for dlock inspect: host, pid and the
 // command's name, cut to lease.MaxMetadata.
@@ -140,7 +157,11 @@ func defaultMetadata() string {
 }
 
 func (r *runner) logf(format string, args ...any) {
-	fmt.Fprintf(r.stderr, "dlock run: "+format+"\n", args...)
+	name := r.name
+	if name == "" {
+		name = "run"
+	}
+	fmt.Fprintf(r.stderr, "dlock "+name+": "+format+"\n", args...)
 }
 
 func (r *runner) run(cfg dlock.Config) int {
@@ -187,14 +208,17 @@ type signalError struct{ sig os.Signal }
 
 func (e signalError) Error() string { return "got signal " + e.sig.String() }
 
-// acquire opens the Locker and takes the lease, or returns the exit code
-// that says why not.
-func (r *runner) acquire(ctx context.Context, cfg dlock.Config) (*lease.Lease, dlock.Locker, int) {
+// acquire opens the Locker and takes the lease (or the term of office),
+// or returns the exit code that says why not.
+func (r *runner) acquire(ctx context.Context, cfg dlock.Config) (holding, dlock.Locker, int) {
 	openCtx, cancelOpen := context.WithTimeout(ctx, 10*time.Second)
 	locker, err := dlock.Open(openCtx, cfg)
 	cancelOpen()
 	if err != nil {
 		return nil, nil, r.failed(ctx, "open", err)
+	}
+	if r.office != "" {
+		return r.campaign(ctx, locker)
 	}
 	opts := []lease.Option{lease.WithTTL(r.ttl), lease.WithAutoRenew(), lease.WithMetadata(r.metadata)}
 	try, wait := locker.TryAcquire, locker.Acquire
@@ -223,6 +247,24 @@ func (r *runner) acquire(ctx context.Context, cfg dlock.Config) (*lease.Lease, d
 		return nil, locker, r.failed(ctx, "acquire", err)
 	}
 	return ls, locker, exitOK
+}
+
+// campaign waits to be elected to r.office, for --wait when it is set.
+func (r *runner) campaign(ctx context.Context, locker dlock.Locker) (holding, dlock.Locker, int) {
+	e, err := election.New(locker, r.office, election.WithTTL(r.ttl))
+	if err != nil {
+		return nil, locker, r.failed(ctx, "campaign", err)
+	}
+	wctx, cancel := ctx, context.CancelFunc(func() {})
+	if r.wait > 0 {
+		wctx, cancel = context.WithTimeout(ctx, r.wait)
+	}
+	t, err := e.Campaign(wctx, r.value)
+	cancel()
+	if err != nil {
+		return nil, locker, r.failed(ctx, "campaign", err)
+	}
+	return heldTerm{t}, locker, exitOK
 }
 
 // failed reports err and returns its exit code.
@@ -270,12 +312,15 @@ func acquireExitCode(err error) int {
 }
 
 // supervise runs CMD under ls and returns dlock's exit code.
-func (r *runner) supervise(ls *lease.Lease, sigs <-chan os.Signal) int {
+func (r *runner) supervise(ls holding, sigs <-chan os.Signal) int {
 	cmd := exec.Command(r.argv[0], r.argv[1:]...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
 	cmd.Env = append(os.Environ(), "DLOCK_KEY="+r.key, "DLOCK_TOKEN="+ls.Token().String())
-	if r.permits > 0 {
-		cmd.Env = append(cmd.Env, "DLOCK_SLOT="+strconv.Itoa(permits.Slot(ls)))
+	if l, ok := ls.(*lease.Lease); ok && r.permits > 0 {
+		cmd.Env = append(cmd.Env, "DLOCK_SLOT="+strconv.Itoa(permits.Slot(l)))
+	}
+	if r.office != "" {
+		cmd.Env = append(cmd.Env, "DLOCK_OFFICE="+r.office)
 	}
 	setProcessGroup(cmd)
 	if err := cmd.Start(); err != nil {
@@ -340,7 +385,7 @@ func (r *runner) stop(cmd *exec.Cmd, exited <-chan struct{}, sigs <-chan os.Sign
 	}
 }
 
-func (r *runner) release(ls *lease.Lease) {
+func (r *runner) release(ls holding) {
 	ctx, cancel := context.WithTimeout(context.Background(), lease.ReleaseTimeout)
 	defer cancel()
 	if err := ls.Release(ctx); err != nil {
