@@ -2,6 +2,7 @@ package nemesis
 
 import (
 	"fmt"
+	"github.com/dlockgo/dlock/election"
 	"hash/fnv"
 	"math/rand/v2"
 	"slices"
@@ -199,8 +200,9 @@ func (p *Plan) hold(rng *rand.Rand) time.Duration {
 }
 
 // keyShapes are the lock keys: plain, braces inside, a leading '}', and
-// binary bytes.
-var keyShapes = []string{"plain", "a{b}c", "}x{y", "bin\x00\xff\x80\x01"}
+// binary bytes; and the lock of an election's office, for which the
+// workers mostly campaign (see campaign) rather than lock it.
+var keyShapes = []string{"plain", "a{b}c", "}x{y", "bin\x00\xff\x80\x01", election.KeyPrefix + "office"}
 
 // NewPlan plans a run of strategy for duration from seed.
 func NewPlan(seed int64, strategy string, duration time.Duration, bias Bias) *Plan {

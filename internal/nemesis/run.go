@@ -183,6 +183,9 @@ func Run(t *testing.T, cfg Config) *Result {
 		res.MemChecked = true
 		res.Mem, res.MemOK = memory(p, d)
 	}
+	wl.mu.Lock()
+	harness = append(harness, wl.errs...)
+	wl.mu.Unlock()
 	res.Errors = harness
 	evaluate(p, wl, events, t0, res)
 	res.Wall = time.Since(began).Round(100 * time.Millisecond).String()

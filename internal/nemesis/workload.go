@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -16,6 +17,7 @@ import (
 	"github.com/valkey-io/valkey-go"
 
 	"github.com/dlockgo/dlock"
+	"github.com/dlockgo/dlock/election"
 	"github.com/dlockgo/dlock/fence"
 	"github.com/dlockgo/dlock/internal/redistest"
 	"github.com/dlockgo/dlock/internal/safety"
@@ -49,6 +51,7 @@ type workload struct {
 
 	mu   sync.Mutex
 	acqs map[string][]safety.Acquisition
+	errs []string // of the harness
 
 	dos, grants, acqErrs, writes, refused, reads, pauses, pausedRefused atomic.Int64
 }
@@ -197,6 +200,13 @@ func (wl *workload) start(ctx context.Context) {
 
 func (wl *workload) wait() { wl.wg.Wait() }
 
+// harness records an error of the harness itself, which fails the run.
+func (wl *workload) harness(err error) {
+	wl.mu.Lock()
+	wl.errs = append(wl.errs, err.Error())
+	wl.mu.Unlock()
+}
+
 func (wl *workload) close() {
 	for _, wk := range wl.workers {
 		wk.close()
@@ -227,6 +237,10 @@ func (r *recorder) Acquire(ctx context.Context, key string, opts ...lease.Option
 
 func (wl *workload) do(ctx context.Context, wk *worker) {
 	key := wl.p.Keys[wk.rng.IntN(len(wl.p.Keys))]
+	if office, ok := strings.CutPrefix(key, election.KeyPrefix); ok && wk.rng.IntN(4) > 0 {
+		wl.campaign(ctx, wk, key, office)
+		return
+	}
 	res := wl.res[key]
 	hold := wl.p.hold(wk.rng)
 	at := []time.Duration{time.Duration(wk.rng.Int64N(int64(hold)))}
@@ -259,7 +273,7 @@ func (wl *workload) do(ctx context.Context, wk *worker) {
 
 // hodl holds l until the given time, recording now and then that it
 // still holds it, so that its interval follows its renewals.
-func hodl(res *safety.Resource, l *lease.Lease, until time.Time) {
+func hodl(res *safety.Resource, l safety.Lease, until time.Time) {
 	for left := time.Until(until); left > 0; left = time.Until(until) {
 		time.Sleep(min(left, 100*time.Millisecond))
 		res.Held(l)
@@ -289,7 +303,7 @@ func (wl *workload) holderPause(ctx context.Context, wk *worker, past time.Durat
 	wl.record(key, start, l, at, ctx.Err() != nil)
 }
 
-func (wl *workload) write(res *safety.Resource, l *lease.Lease, wk *worker) error {
+func (wl *workload) write(res *safety.Resource, l safety.Lease, wk *worker) error {
 	wk.seq++
 	wl.writes.Add(1)
 	err := res.Write(context.Background(), l, fmt.Sprintf("w%d-%d", wk.n, wk.seq))
@@ -300,11 +314,22 @@ func (wl *workload) write(res *safety.Resource, l *lease.Lease, wk *worker) erro
 }
 
 func (wl *workload) record(key string, start time.Time, l *lease.Lease, at time.Time, stopped bool) {
+	if l == nil {
+		wl.recordGrant(key, start, "", 0, at, stopped)
+		return
+	}
+	wl.recordGrant(key, start, l.Owner(), l.Token(), at, stopped)
+}
+
+// recordGrant records one acquisition of key begun at start: granted at
+// at to holder with token, or (at zero) refused, or cut short by the end
+// of the run.
+func (wl *workload) recordGrant(key string, start time.Time, holder string, token fence.Token, at time.Time, stopped bool) {
 	a := safety.Acquisition{Start: start}
 	switch {
-	case l != nil && !at.IsZero():
+	case holder != "" && !at.IsZero():
 		wl.grants.Add(1)
-		a.Holder, a.Granted, a.Token = l.Owner(), at, l.Token()
+		a.Holder, a.Granted, a.Token = holder, at, token
 	case time.Since(start) < wl.opTimeout() && stopped:
 		// cut short by the end of the run, not refused
 	default:
