@@ -541,3 +541,24 @@ func TestNameShapes(t *testing.T) {
 		require.NoError(t, c.Complete(ctx))
 	}
 }
+
+// TestTokenPast2To53: an item whose counter a hand edit put past 2^53 is
+// refused, not handed out with an inexact token, and stays pending where
+// it was; ClaimWait returns the refusal at once.
+func TestTokenPast2To53(t *testing.T) {
+	srv := redistest.Start(t)
+	q := newQueue(t, redistest.NodeFor(t, "valkey-go", srv.Addr()), "edited")
+	ctx := t.Context()
+	require.NoError(t, q.Add(ctx, "x", "y"))
+	_, err := srv.Do("HSET", claims.Base(q), "x", "9007199254740991 1 someone")
+	require.NoError(t, err)
+	if _, err := q.Claim(ctx); err == nil || !strings.Contains(err.Error(), "DLTOKEN") {
+		t.Fatalf("Claim of x: %v; want the DLTOKEN refusal", err)
+	}
+	if _, err := q.ClaimWait(ctx); err == nil || !strings.Contains(err.Error(), "DLTOKEN") {
+		t.Fatalf("ClaimWait of x: %v; want the DLTOKEN refusal", err)
+	}
+	if first, err := srv.Do("ZRANGE", claims.Base(q)+":pending", "0", "0"); err != nil || first != "x" {
+		t.Fatalf("front of the queue after the refusals: %q, %v; want x", first, err)
+	}
+}

@@ -27,7 +27,7 @@
 -- of the server's latest writes, or after the item was completed and its
 -- entry deleted, as long as the clock has not stepped back past the tokens
 -- handed out before. A counter past 2^53, which only a hand edit makes,
--- is refused with DLTOKEN before anything is written for that item.
+-- is refused with DLTOKEN, the item left pending where it was.
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local us = tonumber(t[1]) * 1000000 + tonumber(t[2])
@@ -56,7 +56,8 @@ if mine then
 end
 local due = redis.call('ZRANGEBYSCORE', active, '-inf', now, 'LIMIT', 0, 16)
 for _, id in ipairs(due) do requeue(id) end
-local head = redis.call('ZRANGE', pending, 0, 0)[1]
+local popped = redis.call('ZPOPMIN', pending)
+local head = popped[1]
 if not head then
   local first = redis.call('ZRANGE', active, 0, 0, 'WITHSCORES')[2]
   if first then return math.max(tonumber(first) - now, 0) end
@@ -65,10 +66,10 @@ end
 local tok, n = item(redis.call('HGET', KEYS[1], head))
 local a = math.max(tonumber(tok or '0') + 1, us)
 if a >= 9007199254740992 then
+  redis.call('ZADD', pending, popped[2], head) -- back where it was
   return redis.error_reply('DLTOKEN item ' .. head .. ': token ' .. tok .. ' is past 2^53')
 end
 n = (n or 0) + 1
-redis.call('ZREM', pending, head)
 redis.call('HSET', KEYS[1], head, string.format('%.0f', a) .. ' ' .. string.format('%d', n) .. ' ' .. ARGV[1])
 redis.call('HSET', owners, ARGV[1], head)
 redis.call('ZADD', active, ends, head)
