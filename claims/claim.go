@@ -262,7 +262,7 @@ func (a *attempt) try(ctx context.Context) (*Claim, time.Duration, error) {
 		return nil, 0, fmt.Errorf("claims: claim of %q from %q: granted after its validity ran out on the way: %w",
 			c.id, q.name, lease.ErrExpired)
 	}
-	c.l = lease.New(c, lease.Grant{
+	c.l = lease.New((*backend)(c), lease.Grant{
 		Key: c.id, Owner: a.owner, Token: c.token, TTL: a.o.TTL, Until: until,
 		Strategy: strategy, AutoRenew: a.o.AutoRenew, Metadata: a.o.Metadata,
 	})
@@ -280,8 +280,13 @@ func (a *attempt) abandon(ctx context.Context) {
 	a.owner = acquire.OwnerValue(acquire.NewOwner(), a.o.Metadata)
 }
 
+// backend is a Claim's side of its lease: a type of its own, so that the
+// lease.Backend methods stay out of Claim's API.
+type backend Claim
+
 // Extend implements lease.Backend.
-func (c *Claim) Extend(ctx context.Context, l *lease.Lease, ttl time.Duration) (time.Time, error) {
+func (b *backend) Extend(ctx context.Context, l *lease.Lease, ttl time.Duration) (time.Time, error) {
+	c := (*Claim)(b)
 	ms := ttl.Milliseconds()
 	if ms <= 0 {
 		return time.Time{}, &lease.ArgError{Arg: "ttl", Value: ttl, Rule: "must be at least 1ms"}
@@ -297,7 +302,8 @@ func (c *Claim) Extend(ctx context.Context, l *lease.Lease, ttl time.Duration) (
 
 // Release implements lease.Backend: it completes the item when Complete
 // called it, and otherwise returns it to the queue.
-func (c *Claim) Release(ctx context.Context, l *lease.Lease) error {
+func (b *backend) Release(ctx context.Context, l *lease.Lease) error {
+	c := (*Claim)(b)
 	var err error
 	op := c.op.Load()
 	if op == opComplete {

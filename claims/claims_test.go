@@ -217,9 +217,9 @@ func TestLateCompleteWithoutNewerClaim(t *testing.T) {
 		q := newQueue(t, n, "late")
 		ctx := t.Context()
 		require.NoError(t, q.Add(ctx, "x", "y", "z"))
-		short := lease.WithTTL(50 * time.Millisecond)
+		short := lease.WithTTL(100 * time.Millisecond)
 		x, y := claim(t, q, short), claim(t, q, short)
-		time.Sleep(120 * time.Millisecond)
+		time.Sleep(200 * time.Millisecond)
 		if err := x.Lease().Extend(ctx, time.Minute); !errors.Is(err, lease.ErrNotHeld) || errors.Is(err, fence.ErrStale) {
 			t.Fatalf("Extend after the lease ran out: %v; want ErrNotHeld, not ErrStale", err)
 		}
@@ -266,7 +266,7 @@ func TestLateCompleteWithoutNewerClaim(t *testing.T) {
 		require.NoError(t, w.Complete(ctx), "Complete after the refused Extend")
 
 		z2 := claim(t, q, short)
-		time.Sleep(120 * time.Millisecond)
+		time.Sleep(200 * time.Millisecond)
 		require.NoError(t, z2.Retry(ctx), "Retry of z, run out, not returned yet")
 		if s := stats(t, q); s != (claims.Stats{Pending: 1}) {
 			t.Fatalf("after z's late Retry: %+v; want z pending", s)
@@ -286,9 +286,9 @@ func TestReapBounded(t *testing.T) {
 		}
 		require.NoError(t, q.Add(ctx, ids...))
 		for range ids {
-			claim(t, q, lease.WithTTL(50*time.Millisecond))
+			claim(t, q, lease.WithTTL(300*time.Millisecond))
 		}
-		time.Sleep(120 * time.Millisecond)
+		time.Sleep(400 * time.Millisecond)
 		first := claim(t, q)
 		if first.Attempt() != 2 {
 			t.Fatalf("first claim after every lease ran out: %q at attempt %d; want an item claimed before, at 2", first.ID(), first.Attempt())
@@ -319,13 +319,13 @@ func TestAutoRenew(t *testing.T) {
 		q := newQueue(t, n, "renew")
 		ctx := t.Context()
 		require.NoError(t, q.Add(ctx, "x"))
-		c := claim(t, q, lease.WithTTL(150*time.Millisecond), lease.WithAutoRenew())
-		time.Sleep(600 * time.Millisecond)
+		c := claim(t, q, lease.WithTTL(time.Second), lease.WithAutoRenew())
+		time.Sleep(2500 * time.Millisecond)
 		if _, err := q.Claim(ctx); !errors.Is(err, claims.ErrEmpty) {
 			t.Fatalf("Claim while x is renewed: %v; want ErrEmpty", err)
 		}
 		if s := stats(t, q); s != (claims.Stats{Claimed: 1}) || c.Lease().Err() != nil {
-			t.Fatalf("after 4 TTLs renewed: %+v, lease %v; want x claimed, not expired", s, c.Lease().Err())
+			t.Fatalf("after 2.5 TTLs renewed: %+v, lease %v; want x claimed, not expired", s, c.Lease().Err())
 		}
 		require.NoError(t, c.Complete(ctx))
 		<-c.Lease().Done()

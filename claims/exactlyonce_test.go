@@ -4,8 +4,11 @@ import (
 	"context"
 	"errors"
 	"math/rand/v2"
+	"os"
+	"runtime/pprof"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -30,14 +33,19 @@ import (
 // history its workers record.
 type chaos struct {
 	t       *testing.T
+	srv     *redistest.Server // for diagnostics; may be nil
 	q       *claims.Queue
 	ttl     time.Duration
 	items   int
 	workers int
 	seed    uint64
-	// serverFaults: calls may fail with errors other than a refusal (the
-	// server is being restarted); workers try again.
+	// serverFaults: the server is restarted, and may refuse a claim while
+	// it loads its data (LOADING); workers claim again.
 	serverFaults bool
+	// Calls that failed other than by a refusal, and were made again: a
+	// restart, or, with valkey-go, another call's deadline (a worker
+	// killed mid-claim) failing the calls it shared a connection with.
+	transient atomic.Int32
 
 	// Faults left to inject, and how many were.
 	kills, midKills, pauses atomic.Int32
@@ -45,6 +53,9 @@ type chaos struct {
 	paused, pausedAccepted  atomic.Int32
 	retried                 atomic.Int32
 	workerSeq               atomic.Uint64
+
+	// The producer's last failed Stats, for a run that times out.
+	statsErr atomic.Value
 
 	mu       sync.Mutex
 	issued   map[string][]fence.Token // tokens of the claims workers got
@@ -61,12 +72,23 @@ type refusedComplete struct {
 
 func newChaos(t *testing.T, q *claims.Queue) *chaos {
 	c := &chaos{t: t, q: q, ttl: 150 * time.Millisecond, items: 300, workers: 8,
-		seed:   rand.Uint64(),
+		seed:   seed(t),
 		issued: map[string][]fence.Token{}, accepted: map[string][]fence.Token{}, done: make(chan struct{})}
 	c.kills.Store(20)
 	c.midKills.Store(20)
 	c.pauses.Store(25)
 	return c
+}
+
+// seed returns the run's random seed: CLAIMS_SEED when set (to run a
+// failed run's faults again), else a fresh one.
+func seed(t *testing.T) uint64 {
+	if s := os.Getenv("CLAIMS_SEED"); s != "" {
+		v, err := strconv.ParseUint(s, 10, 64)
+		require.NoError(t, err, "CLAIMS_SEED")
+		return v
+	}
+	return rand.Uint64()
 }
 
 // take spends one fault of a budget; false when it is spent.
@@ -83,7 +105,7 @@ func (c *chaos) issue(cl *claims.Claim) {
 // third of the items were completed, and then checks the history.
 func (c *chaos) run(during func()) {
 	t := c.t
-	t.Logf("seed %d", c.seed)
+	t.Logf("seed %d (CLAIMS_SEED=%[1]d runs its faults again)", c.seed)
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
 	var wg sync.WaitGroup
@@ -105,37 +127,41 @@ func (c *chaos) run(during func()) {
 	}
 	select {
 	case <-c.done:
-	case <-ctx.Done():
+	case <-time.After(40 * time.Second):
+		c.stuck()
+		<-ctx.Done()
 	}
 	cancel()
 	wg.Wait()
 	c.check()
 }
 
-// produce adds the items in small batches, so that the queue stays short
-// and an item a paused worker lost is claimed again soon.
+// produce adds the items in small batches, while fewer than two per
+// worker are pending, so that the queue stays short and an item a paused
+// worker lost is claimed again soon.
 func (c *chaos) produce(ctx context.Context) {
 	const batch = 5
 	for i := 0; i < c.items; i += batch {
+		for ctx.Err() == nil {
+			s, err := c.q.Stats(ctx)
+			if err == nil && s.Pending < 2*c.workers {
+				break
+			}
+			if err != nil {
+				c.statsErr.Store(err.Error())
+			}
+			time.Sleep(2 * time.Millisecond)
+		}
 		var ids []string
 		for j := i; j < min(i+batch, c.items); j++ {
 			ids = append(ids, "item-"+strconv.Itoa(j))
 		}
-		for {
-			err := c.q.Add(ctx, ids...)
-			if err == nil {
-				break
-			}
-			if ctx.Err() != nil {
-				return
-			}
-			if !c.serverFaults {
+		if err := c.finish(func(context.Context) error { return c.q.Add(ctx, ids...) }); err != nil {
+			if ctx.Err() == nil {
 				c.t.Errorf("Add: %v", err)
-				return
 			}
-			time.Sleep(20 * time.Millisecond)
+			return
 		}
-		time.Sleep(3 * time.Millisecond)
 	}
 }
 
@@ -214,17 +240,24 @@ func (c *chaos) waitClaimedAgain(cl *claims.Claim, d time.Duration) {
 	}
 }
 
-// finish runs f until it succeeds or is refused, trying again while the
-// server is away; it returns f's last error.
+// finish runs f until it succeeds or is refused, for up to 30 s: a call
+// that failed otherwise (a lost connection, a timeout) may or may not have
+// landed, and every one of them is safe to make again. It returns f's last
+// error.
 func (c *chaos) finish(f func(ctx context.Context) error) error {
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		err := f(ctx)
 		cancel()
-		if err == nil || errors.Is(err, lease.ErrNotHeld) || !c.serverFaults || time.Now().After(deadline) {
+		// A server's error reply is final, but for LOADING: a restarted
+		// server reading its AOF.
+		var re *node.ReplyError
+		final := errors.As(err, &re) && !strings.HasPrefix(re.Msg, "LOADING")
+		if err == nil || errors.Is(err, lease.ErrNotHeld) || final || time.Now().After(deadline) {
 			return err
 		}
+		c.transient.Add(1)
 		time.Sleep(20 * time.Millisecond)
 	}
 }
@@ -244,6 +277,21 @@ func (c *chaos) complete(cl *claims.Claim) bool {
 		close(c.done)
 	}
 	return true
+}
+
+// stuck logs what a run that timed out can tell: the producer's last
+// failed Stats, the server's view, and every goroutine's stack.
+func (c *chaos) stuck() {
+	c.t.Errorf("the run timed out; the producer's last failed Stats: %v", c.statsErr.Load())
+	if c.srv != nil {
+		for _, cmd := range [][]string{{"PING"}, {"CLIENT", "LIST"}, {"SLOWLOG", "GET", "5"}} {
+			out, err := c.srv.Do(cmd...)
+			c.t.Logf("%v: %v %s", cmd, err, out)
+		}
+	}
+	var b strings.Builder
+	_ = pprof.Lookup("goroutine").WriteTo(&b, 2)
+	c.t.Log(b.String())
 }
 
 func (c *chaos) check() {
@@ -287,9 +335,9 @@ func (c *chaos) check() {
 		claimsMade += len(ts)
 	}
 	t.Logf("%d items, %d claims seen; killed holding %d, mid-claim %d; paused %d (%d of them accepted: nobody had claimed the item since); "+
-		"returned %d; refused Completes %d (%d stale)",
+		"returned %d; refused Completes %d (%d stale); calls made again after a transient failure %d",
 		c.items, claimsMade, c.killed.Load(), c.midKilled.Load(), c.paused.Load(), c.pausedAccepted.Load(),
-		c.retried.Load(), len(c.refused), stale)
+		c.retried.Load(), len(c.refused), stale, c.transient.Load())
 	if t.Failed() {
 		return
 	}
@@ -306,6 +354,7 @@ func (c *chaos) check() {
 func TestExactlyOnce(t *testing.T) {
 	forEachClient(t, func(t *testing.T, srv *redistest.Server, n node.Node) {
 		c := newChaos(t, newQueue(t, n, "chaos"))
+		c.srv = srv
 		c.run(nil)
 		wantOnlyRecords(t, srv, c.q)
 	})
