@@ -1,0 +1,337 @@
+package claims
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/dlockgo/dlock/fence"
+	"github.com/dlockgo/dlock/internal/acquire"
+	"github.com/dlockgo/dlock/lease"
+	"github.com/dlockgo/dlock/node"
+)
+
+// Claim is one item held under a lease. Its lease ends by its TTL unless
+// extended (Lease().Extend, or lease.WithAutoRenew at the claim); its
+// Complete and Retry end it. Its methods are safe for concurrent use.
+type Claim struct {
+	q       *Queue
+	id      string
+	token   fence.Token
+	attempt int
+	args    [3]string // id, owner, token, as the scripts get them
+	l       *lease.Lease
+
+	mu    sync.Mutex   // serialises Complete and Retry
+	op    atomic.Int32 // what the lease's Release does: opRetry or opComplete
+	ended int32        // the op that succeeded, 0 before; guarded by mu
+}
+
+const (
+	opRetry int32 = iota + 1
+	opComplete
+)
+
+// ID returns the item's id.
+func (c *Claim) ID() string { return c.id }
+
+// Token returns the claim's fencing token: it is larger than the token of
+// every earlier claim of the item. Carry it into the writes the item's
+// work makes, where a fence can refuse a worker that lost the item.
+func (c *Claim) Token() fence.Token { return c.token }
+
+// Attempt returns how many times the item has been claimed, this claim
+// included: 1 the first time. Claims that were given up before their
+// caller saw them (see Queue.Claim) count too.
+func (c *Claim) Attempt() int { return c.attempt }
+
+// Lease returns the claim's lease: its key is the item's id, its token
+// Token's. Its Done channel and Context end when the lease does; Extend
+// keeps it. Its Release returns the item to the queue, as Retry does.
+func (c *Claim) Lease() *lease.Lease { return c.l }
+
+// Complete removes the item from the queue for good, and ends the lease.
+// It succeeds when this claim is the item's latest, even after its lease
+// ran out, as long as no other worker has claimed the item since: nobody
+// else can have held it. Otherwise it returns an error matching
+// lease.ErrNotHeld, and also fence.ErrStale, with a *fence.StaleError
+// carrying the newer token, when the item was claimed again since. A
+// Complete that failed otherwise (a lost connection, a timeout) may have
+// landed: call it again, which succeeds when it had, within the done
+// record's lifetime (WithKeepDone). When ctx has already ended, it runs on
+// a context of its own bounded by lease.ReleaseTimeout. After a Complete
+// that succeeded, Complete returns nil again and Retry fails.
+func (c *Claim) Complete(ctx context.Context) error { return c.finish(ctx, opComplete) }
+
+// Retry returns the item to the back of the queue and ends the lease; the
+// item's next claim carries a larger token. Its rules are Complete's: it
+// succeeds for the item's latest claim (an item whose lease ran out, and
+// that a claim returned to the queue already, stays where it is), and
+// fails with an error matching lease.ErrNotHeld (and fence.ErrStale)
+// otherwise. Releasing the lease does the same.
+func (c *Claim) Retry(ctx context.Context) error { return c.finish(ctx, opRetry) }
+
+func (c *Claim) finish(ctx context.Context, op int32) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.ended == op {
+		return nil
+	}
+	if c.ended != 0 {
+		return fmt.Errorf("claims: %s %q: %w: %s already", opName(op), c.id, lease.ErrNotHeld, past(c.ended))
+	}
+	c.op.Store(op)
+	err := c.l.Release(ctx)
+	c.op.Store(opRetry)
+	if err == nil {
+		c.ended = op
+	}
+	return err
+}
+
+func opName(op int32) string {
+	if op == opComplete {
+		return "complete"
+	}
+	return "retry"
+}
+
+func past(op int32) string {
+	if op == opComplete {
+		return "completed"
+	}
+	return "returned to the queue"
+}
+
+// Claim takes the next pending item under a lease, in one script on the
+// server: it returns to the queue claimed items whose lease ended (up to
+// 16), takes the item at the front, raises its token and stamps the lease
+// on the server's clock. When nothing is pending, it returns an error
+// matching ErrEmpty. It returns an *lease.ArgError for a bad option. When
+// ctx ends during the call, or the exchange with the server fails, a claim
+// that may have landed is given up before Claim returns, its item put back
+// at the front of the queue, on a context of its own bounded by
+// lease.ReleaseTimeout.
+func (q *Queue) Claim(ctx context.Context, opts ...lease.Option) (*Claim, error) {
+	o, err := q.options(ctx, opts)
+	if err != nil {
+		return nil, err
+	}
+	c, _, err := q.newAttempt(o).try(ctx)
+	return c, err
+}
+
+// ClaimWait is Claim that waits, until an item is claimed or ctx ends. It
+// wakes when an item becomes pending (an Add, a Retry, an abandoned
+// claim: each publishes on the queue's channel), else when the earliest
+// lease in the queue ends or a delay from the retry policy (lease.WithRetry)
+// passes. A failed attempt is retried whatever its cause (a lost
+// connection, a timeout), but for the server's error reply to the claim
+// itself. When ctx ends first, the error matches ctx.Err() and the last
+// attempt's error (ErrEmpty when nothing was pending).
+func (q *Queue) ClaimWait(ctx context.Context, opts ...lease.Option) (*Claim, error) {
+	o, err := q.options(ctx, opts)
+	if err != nil {
+		return nil, err
+	}
+	a := q.newAttempt(o)
+	var (
+		got        *Claim
+		wake       <-chan string
+		stop       = func() {}
+		subscribed bool
+	)
+	once := func(ctx context.Context) (time.Duration, error) {
+		c, hint, err := a.try(ctx)
+		if err == nil {
+			got = c
+			return 0, nil
+		}
+		if r := (*refusal)(nil); errors.As(err, &r) {
+			return 0, err
+		}
+		// Nothing pending, a lost exchange (the claim given up), a grant
+		// too late to use: worth another attempt.
+		return hint, acquire.Retryable(err)
+	}
+	_, err = acquire.Wait(ctx, o.Retry, func(ctx context.Context) (*lease.Lease, acquire.Turn, error) {
+		hint, err := once(ctx)
+		if err != nil && acquire.Again(err) && !subscribed && ctx.Err() == nil {
+			subscribed = true
+			// Subscribed, then one more attempt at once: an item added
+			// between the first attempt and the subscription wakes
+			// nobody. A subscription that hangs (the server went away
+			// meanwhile) must not hold the wait up; without one, the
+			// wait polls.
+			sctx, cancel := context.WithTimeout(ctx, time.Second)
+			var serr error
+			wake, stop, serr = q.n.Subscribe(sctx, q.keys[0]+":ready")
+			cancel()
+			if serr != nil {
+				wake, stop = nil, func() {}
+			}
+			hint, err = once(ctx)
+		}
+		if err != nil {
+			return nil, acquire.Turn{Hint: hint, Wake: wake}, err
+		}
+		return got.l, acquire.Turn{}, nil
+	})
+	stop()
+	if err != nil {
+		return nil, err
+	}
+	return got, nil
+}
+
+// attempt is the claims of one Claim or ClaimWait call: their options and
+// owner, drawn afresh after an abandon.
+type attempt struct {
+	q     *Queue
+	o     lease.Options
+	ttl   time.Duration // o.TTL in whole ms, as the server gets it
+	ttlMs string
+	owner string
+}
+
+func (q *Queue) newAttempt(o lease.Options) *attempt {
+	a := &attempt{q: q, o: o, ttlMs: q.ttlMs}
+	ms := o.TTL.Milliseconds()
+	a.ttl = time.Duration(ms) * time.Millisecond
+	if o.TTL != q.cfg.ttl {
+		a.ttlMs = strconv.FormatInt(ms, 10)
+	}
+	a.owner = acquire.OwnerValue(acquire.NewOwner(), o.Metadata)
+	return a
+}
+
+// refusal is the server's error reply to a claim: nothing was written.
+type refusal struct{ err error }
+
+func (r *refusal) Error() string { return r.err.Error() }
+func (r *refusal) Unwrap() error { return r.err }
+
+// try runs the claim script once. On ErrEmpty, hint is how long until the
+// earliest lease in the queue ends, 0 when unknown.
+func (a *attempt) try(ctx context.Context) (*Claim, time.Duration, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, 0, acquire.CtxErr(ctx, err)
+	}
+	q := a.q
+	t1 := time.Now()
+	r, err := q.n.Eval(ctx, claimScript, q.keys[:], a.owner, a.ttlMs)
+	if err != nil {
+		var re *node.ReplyError
+		if errors.As(err, &re) {
+			return nil, 0, &refusal{fmt.Errorf("claims: claim from %q on %s: %w", q.name, q.n, err)}
+		}
+		// The claim may have landed with its reply lost, or may still be
+		// on its way.
+		a.abandon(ctx)
+		return nil, 0, fmt.Errorf("claims: claim from %q on %s: %w", q.name, q.n, acquire.CtxErr(ctx, err))
+	}
+	if len(r) != 3 {
+		switch ms := r.Int(0); {
+		case ms >= 0:
+			return nil, time.Duration(ms) * time.Millisecond, fmt.Errorf("claims: claim from %q: %w", q.name, ErrEmpty)
+		case ms == -1:
+			return nil, 0, fmt.Errorf("claims: claim from %q: %w", q.name, ErrEmpty)
+		}
+		// Only an owner this attempt gave up is refused so, and it draws
+		// another: not a reply this call can get.
+		a.owner = acquire.OwnerValue(acquire.NewOwner(), a.o.Metadata)
+		return nil, 0, fmt.Errorf("claims: claim from %q on %s: unexpected reply %v", q.name, q.n, r)
+	}
+	c := &Claim{q: q, id: r.Str(0), token: fence.Token(r.Int(1)), attempt: int(r.Int(2))}
+	c.args = [3]string{c.id, a.owner, strconv.FormatUint(uint64(c.token), 10)}
+	c.op.Store(opRetry)
+	if err := ctx.Err(); err != nil {
+		// Not every client cuts a call short when ctx ends; a caller that
+		// gave up must not be left holding an item it does not know of.
+		a.abandon(ctx)
+		return nil, 0, fmt.Errorf("claims: claim from %q on %s: %w", q.name, q.n, acquire.CtxErr(ctx, err))
+	}
+	until := t1.Add(a.ttl - acquire.Drift(a.ttl, acquire.DefaultDriftFactor))
+	if !time.Now().Before(until) {
+		a.abandon(ctx)
+		return nil, 0, fmt.Errorf("claims: claim of %q from %q: granted after its validity ran out on the way: %w",
+			c.id, q.name, lease.ErrExpired)
+	}
+	c.l = lease.New((*backend)(c), lease.Grant{
+		Key: c.id, Owner: a.owner, Token: c.token, TTL: a.o.TTL, Until: until,
+		Strategy: strategy, AutoRenew: a.o.AutoRenew, Metadata: a.o.Metadata,
+	})
+	return c, 0, nil
+}
+
+// abandon gives up a claim whether or not it landed, on a context detached
+// from ctx (the caller's may have ended already), and draws a new owner:
+// the abandoned one is refused from then on.
+func (a *attempt) abandon(ctx context.Context) {
+	ctx, cancel := acquire.Detached(ctx, lease.ReleaseTimeout)
+	defer cancel()
+	keep := max(abandonKeep, 2*a.ttl).Milliseconds()
+	_, _ = a.q.n.Eval(ctx, abandonScript, a.q.keys[:], a.owner, strconv.FormatInt(keep, 10))
+	a.owner = acquire.OwnerValue(acquire.NewOwner(), a.o.Metadata)
+}
+
+// backend is a Claim's side of its lease: a type of its own, so that the
+// lease.Backend methods stay out of Claim's API.
+type backend Claim
+
+// Extend implements lease.Backend.
+func (b *backend) Extend(ctx context.Context, l *lease.Lease, ttl time.Duration) (time.Time, error) {
+	c := (*Claim)(b)
+	ms := ttl.Milliseconds()
+	if ms <= 0 {
+		return time.Time{}, &lease.ArgError{Arg: "ttl", Value: ttl, Rule: "must be at least 1ms"}
+	}
+	ttl = time.Duration(ms) * time.Millisecond
+	t1 := time.Now()
+	_, err := c.q.n.Eval(ctx, extendScript, c.q.keys[:], c.args[0], c.args[1], c.args[2], strconv.FormatInt(ms, 10))
+	if err != nil {
+		return time.Time{}, c.refused(ctx, "extend", err)
+	}
+	return t1.Add(ttl - acquire.Drift(ttl, acquire.DefaultDriftFactor)), nil
+}
+
+// Release implements lease.Backend: it completes the item when Complete
+// called it, and otherwise returns it to the queue.
+func (b *backend) Release(ctx context.Context, l *lease.Lease) error {
+	c := (*Claim)(b)
+	var err error
+	op := c.op.Load()
+	if op == opComplete {
+		_, err = c.q.n.Eval(ctx, completeScript, c.q.keys[:], c.args[0], c.args[1], c.args[2], c.q.keepMs)
+	} else {
+		_, err = c.q.n.Eval(ctx, retryScript, c.q.keys[:], c.args[:]...)
+	}
+	if err != nil {
+		return c.refused(ctx, opName(op), err)
+	}
+	return nil
+}
+
+// refused maps a DLSTALE reply to an error matching lease.ErrNotHeld, and
+// also fence.ErrStale when the item has been claimed again since this
+// claim; other errors keep their context error recognisable.
+func (c *Claim) refused(ctx context.Context, op string, err error) error {
+	var re *node.ReplyError
+	if !errors.As(err, &re) || !strings.HasPrefix(re.Msg, "DLSTALE ") {
+		return fmt.Errorf("claims: %s %q on %s: %w", op, c.id, c.q.n, acquire.CtxErr(ctx, err))
+	}
+	h, _ := strconv.ParseUint(strings.TrimPrefix(re.Msg, "DLSTALE "), 10, 64)
+	switch {
+	case fence.Token(h) > c.token:
+		return fmt.Errorf("claims: %s %q: %w: %w", op, c.id, lease.ErrNotHeld,
+			&fence.StaleError{Resource: c.id, Token: c.token, Highest: fence.Token(h)})
+	case h == 0:
+		return fmt.Errorf("claims: %s %q: %w: the item is not in the queue", op, c.id, lease.ErrNotHeld)
+	}
+	return fmt.Errorf("claims: %s %q: %w: its lease ran out", op, c.id, lease.ErrNotHeld)
+}

@@ -1,0 +1,80 @@
+-- claim: hand the next pending item to an owner, under a lease.
+--
+-- KEYS[1]  the queue's items hash (see queue.lua)
+-- ARGV[1]  owner
+-- ARGV[2]  TTL, ms
+--
+-- Replies {id, token, count} when it granted an item: the token is the
+-- item's new fencing counter, max(token + 1, server time in µs), and count
+-- the claims the item has had, this one included. Replies an integer when
+-- nothing is pending: the ms until the earliest lease in :active ends, or
+-- -1 when no item is claimed; -2 to an owner recorded in :gone (see
+-- abandon.lua), whose claim arrived late and was given up.
+--
+-- Leases are judged by the server's clock alone. Before it takes an item,
+-- the script returns to the back of :pending up to 16 claimed items whose
+-- lease ended (oldest end first), forgetting their owners, so that no
+-- separate process has to: expired claims go back as fast as claims are
+-- made, sixteen times over.
+--
+-- A claim by an owner that holds an item with time left replies that item
+-- and its token again, and runs the lease a TTL from now: the same claim
+-- run again, by a client that re-sent it after its reply was lost. An
+-- owner whose item ran out gets it back in :pending, and claims afresh.
+--
+-- The token rises by at least 1 at every claim of an item, whatever the
+-- clock does; the floor at the clock in µs keeps it rising across a loss
+-- of the server's latest writes, or after the item was completed and its
+-- entry deleted, as long as the clock has not stepped back past the tokens
+-- handed out before. A counter past 2^53, which only a hand edit makes,
+-- is refused with DLTOKEN, the item left pending where it was.
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local us = tonumber(t[1]) * 1000000 + tonumber(t[2])
+local pending, active, owners = KEYS[1] .. ':pending', KEYS[1] .. ':active', KEYS[1] .. ':owners'
+local g = redis.call('ZSCORE', KEYS[1] .. ':gone', ARGV[1])
+if g and tonumber(g) > now then return -2 end
+local ends = string.format('%.0f', now + tonumber(ARGV[2]))
+local back -- the next order score at the back of :pending, once needed
+local function requeue(id)
+  local _, _, owner = item(redis.call('HGET', KEYS[1], id))
+  if owner then redis.call('HDEL', owners, owner) end
+  redis.call('ZREM', active, id)
+  if not back then back = tail(us) end
+  redis.call('ZADD', pending, string.format('%.0f', back), id)
+  back = back + 1
+end
+local mine = redis.call('HGET', owners, ARGV[1])
+if mine then
+  local u = redis.call('ZSCORE', active, mine)
+  local tok, n, owner = item(redis.call('HGET', KEYS[1], mine))
+  if u and tonumber(u) > now and owner == ARGV[1] then
+    redis.call('ZADD', active, 'XX', ends, mine)
+    return {mine, tonumber(tok), n}
+  end
+  if u then requeue(mine) else redis.call('HDEL', owners, ARGV[1]) end
+end
+local due = redis.call('ZRANGEBYSCORE', active, '-inf', now, 'LIMIT', 0, 16)
+for _, id in ipairs(due) do requeue(id) end
+local popped = redis.call('ZPOPMIN', pending)
+local head = popped[1]
+if not head then
+  local first = redis.call('ZRANGE', active, 0, 0, 'WITHSCORES')[2]
+  if first then return math.max(tonumber(first) - now, 0) end
+  return -1
+end
+local tok, n = item(redis.call('HGET', KEYS[1], head))
+local a = math.max(tonumber(tok or '0') + 1, us)
+if a >= 9007199254740992 then
+  redis.call('ZADD', pending, popped[2], head) -- back where it was
+  return redis.error_reply('DLTOKEN item ' .. head .. ': token ' .. tok .. ' is past 2^53')
+end
+n = (n or 0) + 1
+redis.call('HSET', KEYS[1], head, string.format('%.0f', a) .. ' ' .. string.format('%d', n) .. ' ' .. ARGV[1])
+redis.call('HSET', owners, ARGV[1], head)
+redis.call('ZADD', active, ends, head)
+if back and redis.call('EXISTS', pending) == 1 then
+  -- Items this claim returned wait: wake the other claimers.
+  redis.call('PUBLISH', KEYS[1] .. ':ready', '')
+end
+return {head, a, n}

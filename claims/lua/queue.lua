@@ -1,0 +1,36 @@
+-- Helpers every script of a queue shares; each script starts with them.
+--
+-- KEYS[1] is the queue's items hash: item id -> 'token count owner', the
+-- item's latest claim: its token (the fencing counter, see claim.lua), how
+-- many claims the item has had, and the claim's owner value (32 random hex
+-- digits, then a space and metadata when some was given). An item has an
+-- entry from its first claim until it is completed. Named by appending to
+-- KEYS[1]:
+--   :pending   sorted set of ids waiting, scored by order (see tail)
+--   :active    sorted set of claimed ids, scored by the end of the lease,
+--              server ms
+--   :owners    hash owner -> id, for each claim in :active
+--   :gone      sorted set of abandoned owners, scored by the server ms
+--              until which a late claim of theirs is refused
+--   :done:<id> the token an item was completed with, expiring
+--   :ready     channel: an item became pending
+--
+-- Numbers: µs since 1970 are about 1.7e15, exact in a Lua double (below
+-- 2^53), and every one written goes through %.0f: Lua's own tostring
+-- keeps 14 digits.
+
+-- item splits an items hash entry; nil for none.
+local function item(v)
+  if not v then return nil end
+  local tok, n, owner = string.match(v, '^(%d+) (%d+) (.*)$')
+  return tok, tonumber(n), owner
+end
+
+-- tail returns the order score of an item joining the back of :pending:
+-- the server's clock in µs, or just behind the last pending item when that
+-- is later (a clock that stepped back keeps the order first in, first out).
+local function tail(us)
+  local last = redis.call('ZRANGE', KEYS[1] .. ':pending', -1, -1, 'WITHSCORES')[2]
+  if last then return math.max(us, tonumber(last) + 1) end
+  return us
+end

@@ -1,0 +1,29 @@
+-- retry: return a claimed item to the back of the queue.
+--
+-- KEYS[1]  the queue's items hash (see queue.lua)
+-- ARGV[1]  id
+-- ARGV[2]  owner
+-- ARGV[3]  token
+--
+-- Only the item's latest claim returns it, as for complete.lua. An item
+-- already back in :pending under this claim (its lease ran out and a claim
+-- returned it, or this retry ran before: a client re-sent it) stays where
+-- it is, and the reply is 1 all the same. Publishes on :ready when it
+-- returned the item.
+--
+-- Replies 1, or the error DLSTALE <token> as complete.lua does.
+local v = redis.call('HGET', KEYS[1], ARGV[1])
+if not v then
+  return redis.error_reply('DLSTALE ' .. (redis.call('GET', KEYS[1] .. ':done:' .. ARGV[1]) or '0'))
+end
+local tok, _, owner = item(v)
+if tok ~= ARGV[3] or owner ~= ARGV[2] then
+  return redis.error_reply('DLSTALE ' .. tok)
+end
+if redis.call('ZREM', KEYS[1] .. ':active', ARGV[1]) == 1 then
+  local t = redis.call('TIME')
+  redis.call('HDEL', KEYS[1] .. ':owners', owner)
+  redis.call('ZADD', KEYS[1] .. ':pending', string.format('%.0f', tail(tonumber(t[1]) * 1000000 + tonumber(t[2]))), ARGV[1])
+  redis.call('PUBLISH', KEYS[1] .. ':ready', '')
+end
+return 1
