@@ -79,7 +79,8 @@ func launch(ctx context.Context, bin string, port int) (*server, error) {
 	go func() { _ = cmd.Wait(); close(s.done) }()
 	deadline := time.Now().Add(5 * time.Second)
 	for {
-		if err := redisproc.Ping(s.addr); err == nil {
+		// Only our own process's answer counts (see redisproc.ServerPID).
+		if pid, err := redisproc.ServerPID(s.addr, nil, "", ""); err == nil && pid == cmd.Process.Pid {
 			return s, nil
 		}
 		select {

@@ -158,7 +158,9 @@ func (s *server) exec(ctx context.Context, args []string) error {
 		close(s.exited)
 	}()
 	deadline := time.Now().Add(5 * time.Second)
-	for redisproc.Ping(s.addr) != nil {
+	// Only our own process's answer counts: another program's server may
+	// have taken the port first, and ours then exits.
+	for pid, err := redisproc.ServerPID(s.addr, nil, "", ""); err != nil || pid != cmd.Process.Pid; pid, err = redisproc.ServerPID(s.addr, nil, "", "") {
 		select {
 		case <-s.exited:
 			if strings.Contains(stderr.String(), "Address already in use") {

@@ -42,6 +42,21 @@ func PingTLS(addr string, cfg *tls.Config) error { return PingAuth(addr, cfg, ""
 // (none when empty) and password when password is not empty: the check of
 // a server that asks for credentials. A refused AUTH is its error.
 func PingAuth(addr string, cfg *tls.Config, user, password string) error {
+	_, err := session(addr, cfg, user, password, false)
+	return err
+}
+
+// ServerPID is PingAuth that also returns the process id of the server
+// that answered (INFO's process_id): whoever started a server on a port
+// tells by it its own from another process's that took the port between
+// FreePort and the bind, and answers there while its own fails to bind.
+func ServerPID(addr string, cfg *tls.Config, user, password string) (int, error) {
+	return session(addr, cfg, user, password, true)
+}
+
+// session connects to addr, logs in when password is set, wants PONG to
+// a PING and, when pid is set, reads the server's process id.
+func session(addr string, cfg *tls.Config, user, password string, pid bool) (int, error) {
 	var (
 		c   net.Conn
 		err error
@@ -55,7 +70,7 @@ func PingAuth(addr string, cfg *tls.Config, user, password string) error {
 		c, err = d.DialContext(ctx, "tcp", addr)
 	}
 	if err != nil {
-		return err
+		return 0, err
 	}
 	defer c.Close()
 	_ = c.SetDeadline(time.Now().Add(500 * time.Millisecond))
@@ -66,21 +81,39 @@ func PingAuth(addr string, cfg *tls.Config, user, password string) error {
 			auth = []string{"AUTH", user, password}
 		}
 		if err := call(c, r, "+OK", auth...); err != nil {
-			return err
+			return 0, err
 		}
 	}
-	return call(c, r, "+PONG", "PING")
+	if err := call(c, r, "+PONG", "PING"); err != nil || !pid {
+		return 0, err
+	}
+	if err := send(c, "INFO", "server"); err != nil {
+		return 0, err
+	}
+	head, err := r.ReadString('\n')
+	if err != nil {
+		return 0, err
+	}
+	n, err := strconv.Atoi(strings.TrimPrefix(strings.TrimSpace(head), "$"))
+	if err != nil || !strings.HasPrefix(head, "$") {
+		return 0, fmt.Errorf("redisproc: INFO answered %q", strings.TrimSpace(head))
+	}
+	body := make([]byte, n+2)
+	if _, err := io.ReadFull(r, body); err != nil {
+		return 0, err
+	}
+	for line := range strings.SplitSeq(string(body), "\n") {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "process_id:"); ok {
+			return strconv.Atoi(v)
+		}
+	}
+	return 0, errors.New("redisproc: INFO server has no process_id")
 }
 
 // call sends args as one RESP array, so that a password may hold spaces,
 // and wants the one-line answer want.
 func call(c net.Conn, r *bufio.Reader, want string, args ...string) error {
-	var b strings.Builder
-	fmt.Fprintf(&b, "*%d\r\n", len(args))
-	for _, a := range args {
-		fmt.Fprintf(&b, "$%d\r\n%s\r\n", len(a), a)
-	}
-	if _, err := io.WriteString(c, b.String()); err != nil {
+	if err := send(c, args...); err != nil {
 		return err
 	}
 	line, err := r.ReadString('\n')
@@ -91,6 +124,17 @@ func call(c net.Conn, r *bufio.Reader, want string, args ...string) error {
 		return errors.New(line)
 	}
 	return nil
+}
+
+// send writes args as one RESP array.
+func send(c net.Conn, args ...string) error {
+	var b strings.Builder
+	fmt.Fprintf(&b, "*%d\r\n", len(args))
+	for _, a := range args {
+		fmt.Fprintf(&b, "$%d\r\n%s\r\n", len(a), a)
+	}
+	_, err := io.WriteString(c, b.String())
+	return err
 }
 
 // Start runs a throwaway redis-server without persistence on a free
@@ -114,7 +158,9 @@ func Start(args ...string) (addr string, stop func(), err error) {
 	}
 	addr = net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
 	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
-		if Ping(addr) == nil {
+		// Another process's server may hold the port, which ours then
+		// fails to bind: only our own answer counts.
+		if pid, err := ServerPID(addr, nil, "", ""); err == nil && pid == cmd.Process.Pid {
 			return addr, stop, nil
 		}
 	}

@@ -420,12 +420,6 @@ func (s *Server) onlineAtMaster() bool {
 
 var errBind = errors.New("address in use")
 
-// ping checks that the server answers, over TLS when it speaks TLS, to
-// the Server's credentials when it asks for some.
-func (s *Server) ping() error {
-	return redisproc.PingAuth(s.Addr(), s.clientTLS(), s.cfg.user, s.cfg.password)
-}
-
 // clientTLS is the TLS configuration of the Server's own clients, nil
 // when it speaks plain TCP.
 func (s *Server) clientTLS() *tls.Config {
@@ -512,7 +506,11 @@ func (s *Server) start() error {
 
 	deadline := time.Now().Add(startTimeout)
 	for {
-		if s.ping() == nil {
+		// Only our own process's answer counts: another's server may
+		// have taken the port between FreePort and the bind (ours then
+		// exits, "Address already in use"), and answer there until its
+		// owner stops it.
+		if pid, err := redisproc.ServerPID(s.Addr(), s.clientTLS(), s.cfg.user, s.cfg.password); err == nil && pid == cmd.Process.Pid {
 			return nil
 		}
 		select {
