@@ -184,6 +184,11 @@ func (s *Semaphore) check(ctx context.Context, name string, n int, opts []lease.
 	return o, err
 }
 
+// KeyOf returns the server key of name's hash. Every other key of the
+// name is that key followed by ":" and a suffix, so that a look at what a
+// name keeps on a server (MEMORY USAGE, SCAN) finds it all.
+func KeyOf(name string) string { return hashKey(name) }
+
 // hashKey names a name's hash on the server; every other key and the
 // channel of the name append to it, so they share its cluster slot. The
 // tag is the name, as for a single lock (keyname.Single), under a prefix

@@ -23,6 +23,12 @@
 // under test), read, give it up. Quorum workers use redlock.New with
 // tokens and the lost-data guard on; single workers alternate between
 // single.New and single.New with WithReplicas(1, 100ms) on the same keys.
+// The same workers also lead: on the key of an election's office, three
+// calls in four campaign through package election and hold a term instead
+// of a plain lock (campaign). Single workers, one call in five, take one
+// of two permits of a semaphore (package permits) on the same server and
+// hold it as a lock; each permit's slot is a resource of its own, checked
+// as a lock key is (permit).
 //
 // The faults (see Kind) are planned up front from the seed alone (NewPlan),
 // so a seed replays its schedule; the interleaving of the workers is the

@@ -45,7 +45,7 @@ func TestKeyMemory(t *testing.T) {
 	}
 	must(c.PExpire(ctx, gone, time.Hour).Err())
 
-	per, names, other, err := keyMemory(c, keys)
+	per, names, other, err := keyMemory(c, keys, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,6 +6,7 @@ import (
 	"hash/fnv"
 	"math/rand/v2"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -177,7 +178,11 @@ type Plan struct {
 	NodeTimeout    time.Duration // quorum
 	ReplicaTimeout time.Duration // single WithReplicas
 	Keys           []string
-	Workers        []Worker
+	// Permits names a semaphore of PermitsN permits that the workers
+	// of the single strategy also take (see permit); empty on a quorum.
+	Permits  string
+	PermitsN int
+	Workers  []Worker
 	// LongHolds is the share, in percent, of Do calls that hold their
 	// lease long (longHold, across renewals) rather than briefly
 	// (shortHold): a restart loses a lock only while someone holds it.
@@ -198,6 +203,20 @@ func (p *Plan) hold(rng *rand.Rand) time.Duration {
 	}
 	return between(rng, shortHold[0], shortHold[1])
 }
+
+// resources are the names the workers write to under a lease: the lock
+// keys, and each slot of the permits (a permit's lease Key, NAME#SLOT),
+// which a fence guards as it guards a lock.
+func (p *Plan) resources() []string {
+	rs := slices.Clone(p.Keys)
+	for i := range p.PermitsN {
+		rs = append(rs, permitSlot(p.Permits, i))
+	}
+	return rs
+}
+
+// permitSlot is the lease Key of the permit of name in slot i.
+func permitSlot(name string, i int) string { return name + "#" + strconv.Itoa(i) }
 
 // keyShapes are the lock keys: plain, braces inside, a leading '}', and
 // binary bytes; and the lock of an election's office, for which the
@@ -222,6 +241,9 @@ func NewPlan(seed int64, strategy string, duration time.Duration, bias Bias) *Pl
 	p.NodeTimeout = time.Duration(100+rng.IntN(151)) * time.Millisecond
 	p.ReplicaTimeout = 100 * time.Millisecond
 	p.Keys = slices.Clone(keyShapes)
+	if strategy == Single {
+		p.Permits, p.PermitsN = "pool", 2
+	}
 	p.LongHolds = 50
 	switch bias {
 	case LoseMajority:

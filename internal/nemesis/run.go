@@ -18,6 +18,7 @@ import (
 	"github.com/dlockgo/dlock/internal/keyname"
 	"github.com/dlockgo/dlock/internal/redistest"
 	"github.com/dlockgo/dlock/internal/safety"
+	"github.com/dlockgo/dlock/permits"
 )
 
 // Config is one run.
@@ -226,7 +227,7 @@ func live(p *Plan, cfg Config, d *deployment, healed time.Time) ([]Probe, bool) 
 		if p.Strategy == Single {
 			w.Locker = SingleLocker
 		}
-		lk, closeFn, err := newLocker(p, cfg, w, d.addrs())
+		lk, _, closeFn, err := newLocker(p, cfg, w, d.addrs())
 		if err != nil {
 			return []Probe{{Client: client, Err: err.Error()}}, false
 		}
@@ -295,10 +296,16 @@ func measure(p *Plan, d *deployment) ([]Mem, error) {
 		mems[i] = Mem{Key: k, Server: -1}
 	}
 	mems[len(p.Keys)] = Mem{Key: fmt.Sprintf("%s..%s (warm-up)", redistest.WarmKey(0), redistest.WarmKey(redistest.WarmRounds-1)), Server: -1}
+	// The permits' keys, bounded as a lock's are, are one more entry.
+	var raw []string
+	if p.Permits != "" {
+		raw = append(raw, permits.KeyOf(p.Permits))
+		mems = append(mems, Mem{Key: "permits " + p.Permits, Server: -1})
+	}
 	var stray []string
 	for _, s := range d.srvs {
 		c := redis.NewClient(&redis.Options{Addr: s.Addr(), Protocol: 2, DisableIdentity: true, MaxRetries: -1})
-		per, names, other, err := keyMemory(c, keys)
+		per, names, other, err := keyMemory(c, keys, raw)
 		_ = c.Close()
 		if err != nil {
 			return mems, fmt.Errorf("server %d: %w", s.n, err)
@@ -306,6 +313,12 @@ func measure(p *Plan, d *deployment) ([]Mem, error) {
 		for i := range keys {
 			m := &mems[min(i, len(p.Keys))]
 			if m.Server < 0 || per[i] > m.Bytes {
+				m.Bytes, m.Server, m.Names = per[i], s.n, names[i]
+			}
+		}
+		for j := range raw {
+			i := len(keys) + j
+			if m := &mems[len(p.Keys)+1+j]; m.Server < 0 || per[i] > m.Bytes {
 				m.Bytes, m.Server, m.Names = per[i], s.n, names[i]
 			}
 		}
@@ -323,20 +336,24 @@ func measure(p *Plan, d *deployment) ([]Mem, error) {
 
 // keyMemory sums MEMORY USAGE of the server keys of each lock key: under
 // either strategy's name for it (see keyname), the name itself and every
-// name under it followed by ":". The filter runs here and not in SCAN's
+// name under it followed by ":"; then likewise of each raw base name (a
+// permits name's keys), whose sums follow the keys'. The filter runs here and not in SCAN's
 // MATCH, since keys may hold glob characters. other lists the names that
 // start with "dlock:" and belong to no lock key, but the node-wide ones.
-func keyMemory(c *redis.Client, keys []string) (per []int64, names [][]string, other []string, err error) {
+func keyMemory(c *redis.Client, keys, raw []string) (per []int64, names [][]string, other []string, err error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	per = make([]int64, len(keys))
-	names = make([][]string, len(keys))
-	bases := make([][]string, len(keys))
+	per = make([]int64, len(keys)+len(raw))
+	names = make([][]string, len(keys)+len(raw))
+	bases := make([][]string, len(keys), len(keys)+len(raw))
 	for i, k := range keys {
 		bases[i] = []string{keyname.Quorum(k)}
 		if s := keyname.Single(k); s != bases[i][0] {
 			bases[i] = append(bases[i], s)
 		}
+	}
+	for _, r := range raw {
+		bases = append(bases, []string{r})
 	}
 	var cursor uint64
 	for {
@@ -380,7 +397,7 @@ const maxExamples = 5
 // each violation by the windows of the faults that ran.
 func evaluate(p *Plan, wl *workload, events []*Event, t0 time.Time, res *Result) {
 	ws := Windows(p, events)
-	for _, k := range p.Keys {
+	for _, k := range p.resources() {
 		rep := wl.res[k].Check()
 		wl.mu.Lock()
 		acqs := slices.Clone(wl.acqs[k])

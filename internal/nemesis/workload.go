@@ -25,6 +25,7 @@ import (
 	"github.com/dlockgo/dlock/node"
 	"github.com/dlockgo/dlock/node/goredis"
 	"github.com/dlockgo/dlock/node/valkeygo"
+	"github.com/dlockgo/dlock/permits"
 	"github.com/dlockgo/dlock/redlock"
 	"github.com/dlockgo/dlock/single"
 )
@@ -60,6 +61,7 @@ type worker struct {
 	n     int
 	plan  Worker
 	lk    dlock.Locker
+	sem   *permits.Semaphore // on the single strategy's server; nil on a quorum
 	close func()
 	rng   *rand.Rand
 	pause atomic.Int64 // the next operation is a holder pause this long past its TTL
@@ -67,7 +69,7 @@ type worker struct {
 }
 
 // lockerOptions builds one worker's Locker on its own clients of addrs.
-func newLocker(p *Plan, cfg Config, w Worker, addrs []string) (dlock.Locker, func(), error) {
+func newLocker(p *Plan, cfg Config, w Worker, addrs []string) (dlock.Locker, node.Node, func(), error) {
 	var nodes []node.Node
 	var closers []func()
 	closeAll := func() {
@@ -87,7 +89,7 @@ func newLocker(p *Plan, cfg Config, w Worker, addrs []string) (dlock.Locker, fun
 			c, err := valkey.NewClient(valkey.ClientOption{InitAddress: []string{a}, DisableCache: true})
 			if err != nil {
 				closeAll()
-				return nil, nil, fmt.Errorf("valkey-go client for %s: %w", a, err)
+				return nil, nil, nil, fmt.Errorf("valkey-go client for %s: %w", a, err)
 			}
 			n := valkeygo.New(c)
 			nodes = append(nodes, n)
@@ -112,9 +114,13 @@ func newLocker(p *Plan, cfg Config, w Worker, addrs []string) (dlock.Locker, fun
 	}
 	if err != nil {
 		closeAll()
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
-	return lk, func() {
+	var one node.Node
+	if w.Locker != QuorumLocker {
+		one = nodes[0]
+	}
+	return lk, one, func() {
 		_ = lk.Close()
 		closeAll()
 	}, nil
@@ -123,7 +129,7 @@ func newLocker(p *Plan, cfg Config, w Worker, addrs []string) (dlock.Locker, fun
 func newWorkload(t *testing.T, p *Plan, cfg Config, addrs []string) *workload {
 	t.Helper()
 	wl := &workload{p: p, cfg: cfg, res: map[string]*safety.Resource{}, acqs: map[string][]safety.Acquisition{}}
-	for _, k := range p.Keys {
+	for _, k := range p.resources() {
 		if cfg.Unfenced {
 			wl.res[k] = safety.NewResource(k, safety.Unfenced())
 		} else {
@@ -131,15 +137,23 @@ func newWorkload(t *testing.T, p *Plan, cfg Config, addrs []string) *workload {
 		}
 	}
 	for i, w := range p.Workers {
-		lk, closeFn, err := newLocker(p, cfg, w, addrs)
+		lk, one, closeFn, err := newLocker(p, cfg, w, addrs)
 		if err != nil {
 			wl.close()
 			t.Fatalf("nemesis: worker %d: %v", i, err)
 		}
+		wk := &worker{n: i, plan: w, lk: lk, close: closeFn}
+		if one != nil && p.Permits != "" {
+			if wk.sem, err = permits.New(one, permits.WithTTL(p.TTL)); err != nil {
+				closeFn()
+				wl.close()
+				t.Fatalf("nemesis: worker %d: %v", i, err)
+			}
+		}
 		h := fnv.New64a()
 		h.Write([]byte(p.Strategy))
-		wl.workers = append(wl.workers, &worker{n: i, plan: w, lk: lk, close: closeFn,
-			rng: rand.New(rand.NewPCG(uint64(p.Seed), h.Sum64()+uint64(i)+1))})
+		wk.rng = rand.New(rand.NewPCG(uint64(p.Seed), h.Sum64()+uint64(i)+1))
+		wl.workers = append(wl.workers, wk)
 	}
 	for _, wk := range wl.workers {
 		warm(t, wk.lk)
@@ -239,6 +253,10 @@ func (wl *workload) do(ctx context.Context, wk *worker) {
 	key := wl.p.Keys[wk.rng.IntN(len(wl.p.Keys))]
 	if office, ok := strings.CutPrefix(key, election.KeyPrefix); ok && wk.rng.IntN(4) > 0 {
 		wl.campaign(ctx, wk, key, office)
+		return
+	}
+	if wk.sem != nil && wk.rng.IntN(5) == 0 {
+		wl.permit(ctx, wk)
 		return
 	}
 	res := wl.res[key]

@@ -1,0 +1,62 @@
+package nemesis
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/dlockgo/dlock/lease"
+	"github.com/dlockgo/dlock/permits"
+)
+
+// permit takes one of the plan's permits through package permits, on the
+// worker's server, writes through the fence of the permit's slot and
+// reads, then releases it. Each slot is checked as a lock key is: one
+// holder at a time by the fence, tokens in grant order, no stale write
+// accepted; and no slot is ever N or above, so that no more than N are
+// held at once.
+func (wl *workload) permit(ctx context.Context, wk *worker) {
+	hold := wl.p.hold(wk.rng)
+	at := []time.Duration{time.Duration(wk.rng.Int64N(int64(hold)))}
+	if wk.rng.IntN(2) == 0 {
+		at = append(at, time.Duration(wk.rng.Int64N(int64(hold))))
+		slices.Sort(at)
+	}
+	octx, cancel := context.WithTimeout(ctx, wl.opTimeout())
+	defer cancel()
+	wl.dos.Add(1)
+	start := time.Now()
+	l, err := wk.sem.Acquire(octx, wl.p.Permits, wl.p.PermitsN, lease.WithAutoRenew())
+	if err != nil {
+		// Which slot it would have had is unknown: counted, not recorded.
+		if ctx.Err() == nil {
+			wl.acqErrs.Add(1)
+		}
+		return
+	}
+	granted := time.Now()
+	slot := permits.Slot(l)
+	if slot < 0 || slot >= wl.p.PermitsN {
+		wl.harness(fmt.Errorf("worker %d: permit in slot %d of %d", wk.n, slot, wl.p.PermitsN))
+		_ = l.Release(context.Background())
+		return
+	}
+	key := permitSlot(wl.p.Permits, slot)
+	res := wl.res[key]
+	res.Granted(l)
+	begin := time.Now()
+	for _, d := range at {
+		hodl(res, l, begin.Add(d))
+		_ = wl.write(res, l, wk)
+	}
+	hodl(res, l, begin.Add(hold))
+	if _, _, err := res.Read(context.Background()); err == nil {
+		wl.reads.Add(1)
+	}
+	res.Released(l)
+	rctx, rcancel := context.WithTimeout(context.Background(), wl.opTimeout())
+	_ = l.Release(rctx)
+	rcancel()
+	wl.record(key, start, l, granted, ctx.Err() != nil)
+}
