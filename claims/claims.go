@@ -117,6 +117,11 @@ func New(n node.Node, name string, opts ...Option) (*Queue, error) {
 	return q, nil
 }
 
+// KeyOf returns the server key of the queue name's items hash. Every other
+// key of the queue is that key followed by ":" and a suffix, so that a
+// look at what a queue keeps on a server (MEMORY USAGE, SCAN) finds it all.
+func KeyOf(name string) string { return keyname.Claims(name) }
+
 // Name returns the queue's name.
 func (q *Queue) Name() string { return q.name }
 

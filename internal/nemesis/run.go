@@ -14,6 +14,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/dlockgo/dlock"
+	"github.com/dlockgo/dlock/claims"
 	"github.com/dlockgo/dlock/internal/acquire"
 	"github.com/dlockgo/dlock/internal/keyname"
 	"github.com/dlockgo/dlock/internal/redistest"
@@ -88,7 +89,13 @@ type Mem struct {
 	// Server is where it was most; Names its server keys there, with sizes.
 	Server int      `json:"server"`
 	Names  []string `json:"names,omitempty"`
+	// Per is how many units of MemBound the entry may take: 1 for a lock
+	// key or a semaphore, the items left in it for a work queue (0: 1).
+	Per int `json:"per,omitempty"`
 }
+
+// bound is the most m may take.
+func (m Mem) bound() int64 { return MemBound * int64(max(m.Per, 1)) }
 
 // Result is what a run found.
 type Result struct {
@@ -182,7 +189,7 @@ func Run(t *testing.T, cfg Config) *Result {
 	res.LiveBound = LiveBound(p).String()
 	if !cfg.SkipMem {
 		res.MemChecked = true
-		res.Mem, res.MemOK = memory(p, d)
+		res.Mem, res.MemOK = memory(p, d, int(wl.itemsAdded.Load()-wl.itemsDone.Load()))
 	}
 	wl.mu.Lock()
 	harness = append(harness, wl.errs...)
@@ -266,13 +273,13 @@ func live(p *Plan, cfg Config, d *deployment, healed time.Time) ([]Probe, bool) 
 
 // memory polls, for up to memWait, the memory every lock key's server keys
 // use on each server, until it is within MemBound everywhere.
-func memory(p *Plan, d *deployment) ([]Mem, bool) {
+func memory(p *Plan, d *deployment, items int) ([]Mem, bool) {
 	deadline := time.Now().Add(memWait)
 	for {
-		mems, err := measure(p, d)
+		mems, err := measure(p, d, items)
 		ok := err == nil
 		for _, m := range mems {
-			ok = ok && m.Bytes <= MemBound
+			ok = ok && m.Bytes <= m.bound()
 		}
 		if ok || time.Now().After(deadline) {
 			if err != nil {
@@ -284,7 +291,7 @@ func memory(p *Plan, d *deployment) ([]Mem, bool) {
 	}
 }
 
-func measure(p *Plan, d *deployment) ([]Mem, error) {
+func measure(p *Plan, d *deployment, items int) ([]Mem, error) {
 	// The lockers' warm-up locks are keys too, bounded as any other; they
 	// are reported as one, by the largest.
 	keys := slices.Clone(p.Keys)
@@ -299,8 +306,9 @@ func measure(p *Plan, d *deployment) ([]Mem, error) {
 	// The permits' keys, bounded as a lock's are, are one more entry.
 	var raw []string
 	if p.Permits != "" {
-		raw = append(raw, permits.KeyOf(p.Permits))
-		mems = append(mems, Mem{Key: "permits " + p.Permits, Server: -1})
+		raw = append(raw, permits.KeyOf(p.Permits), claims.KeyOf(queueName))
+		mems = append(mems, Mem{Key: "permits " + p.Permits, Server: -1},
+			Mem{Key: "claims " + queueName, Server: -1, Per: max(items, 1)})
 	}
 	var stray []string
 	for _, s := range d.srvs {
@@ -397,12 +405,24 @@ const maxExamples = 5
 // each violation by the windows of the faults that ran.
 func evaluate(p *Plan, wl *workload, events []*Event, t0 time.Time, res *Result) {
 	ws := Windows(p, events)
-	for _, k := range p.resources() {
-		rep := wl.res[k].Check()
+	stale := wl.checkCompletions()
+	for _, k := range append(p.resources(), wl.itemKeys()...) {
+		r := wl.res[k]
+		if r == nil {
+			wl.mu.Lock()
+			r = wl.items[k]
+			wl.mu.Unlock()
+		}
+		rep := r.Check()
 		wl.mu.Lock()
 		acqs := slices.Clone(wl.acqs[k])
 		wl.mu.Unlock()
 		vs := append(rep.Violations, safety.CheckOrder(acqs)...)
+		for _, s := range stale {
+			if s.key == k {
+				vs = append(vs, s.v)
+			}
+		}
 		broken, excused := safety.Classify(vs, ws)
 		for _, v := range broken {
 			f := finding(k, v, t0)
@@ -478,13 +498,17 @@ func (r *Result) Summary() string {
 		if !r.MemOK {
 			verdict = "FAILED"
 		}
-		fmt.Fprintf(&b, "  MEM %s (bound %d B per key per server):", verdict, r.MemBound)
+		fmt.Fprintf(&b, "  MEM %s (bound %d B per key, or per queue item, per server):", verdict, r.MemBound)
 		for _, m := range r.Mem {
+			if m.Per > 1 {
+				fmt.Fprintf(&b, " %q %d B for %d items;", m.Key, m.Bytes, m.Per)
+				continue
+			}
 			fmt.Fprintf(&b, " %q %d B;", m.Key, m.Bytes)
 		}
 		b.WriteString("\n")
 		for _, m := range r.Mem {
-			if m.Bytes > int64(r.MemBound) {
+			if m.Bytes > m.bound() {
 				fmt.Fprintf(&b, "    key %q on server %d: %s\n", m.Key, m.Server, strings.Join(m.Names, ", "))
 			}
 		}

@@ -17,6 +17,7 @@ import (
 	"github.com/valkey-io/valkey-go"
 
 	"github.com/dlockgo/dlock"
+	"github.com/dlockgo/dlock/claims"
 	"github.com/dlockgo/dlock/election"
 	"github.com/dlockgo/dlock/fence"
 	"github.com/dlockgo/dlock/internal/redistest"
@@ -50,9 +51,13 @@ type workload struct {
 	workers []*worker
 	wg      sync.WaitGroup
 
-	mu   sync.Mutex
-	acqs map[string][]safety.Acquisition
-	errs []string // of the harness
+	mu          sync.Mutex
+	acqs        map[string][]safety.Acquisition
+	items       map[string]*safety.Resource // of the work queue's items, by resource name (see claimItem)
+	completions []completion                // of claims
+	errs        []string                    // of the harness
+
+	itemsAdded, itemsDone atomic.Int64
 
 	dos, grants, acqErrs, writes, refused, reads, pauses, pausedRefused atomic.Int64
 }
@@ -62,6 +67,7 @@ type worker struct {
 	plan  Worker
 	lk    dlock.Locker
 	sem   *permits.Semaphore // on the single strategy's server; nil on a quorum
+	queue *claims.Queue      // likewise
 	close func()
 	rng   *rand.Rand
 	pause atomic.Int64 // the next operation is a holder pause this long past its TTL
@@ -144,7 +150,11 @@ func newWorkload(t *testing.T, p *Plan, cfg Config, addrs []string) *workload {
 		}
 		wk := &worker{n: i, plan: w, lk: lk, close: closeFn}
 		if one != nil && p.Permits != "" {
-			if wk.sem, err = permits.New(one, permits.WithTTL(p.TTL)); err != nil {
+			wk.sem, err = permits.New(one, permits.WithTTL(p.TTL))
+			if err == nil {
+				wk.queue, err = claims.New(one, queueName, claims.WithTTL(p.TTL), claims.WithKeepDone(keepDone))
+			}
+			if err != nil {
 				closeFn()
 				wl.close()
 				t.Fatalf("nemesis: worker %d: %v", i, err)
@@ -255,9 +265,15 @@ func (wl *workload) do(ctx context.Context, wk *worker) {
 		wl.campaign(ctx, wk, key, office)
 		return
 	}
-	if wk.sem != nil && wk.rng.IntN(5) == 0 {
-		wl.permit(ctx, wk)
-		return
+	if wk.sem != nil {
+		switch wk.rng.IntN(5) {
+		case 0:
+			wl.permit(ctx, wk)
+			return
+		case 1:
+			wl.claimItem(ctx, wk)
+			return
+		}
 	}
 	res := wl.res[key]
 	hold := wl.p.hold(wk.rng)
