@@ -78,11 +78,7 @@ func electMain(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "dlock elect: %v\n", err)
 		return exitUsage
 	}
-	if flagSet(fs, "ttl") || cfg.TTL == 0 {
-		cfg.TTL = *ttl // the quorum's sit-out must agree with it, as for run
-	} else {
-		*ttl = cfg.TTL
-	}
+	agreeTTL(fs, &cfg, ttl)
 	r := &runner{
 		key: election.KeyPrefix + *name, ttl: *ttl, wait: *wait, grace: *grace, argv: argv,
 		verbose: *verbose, stderr: stderr, office: *name, value: *value,

@@ -101,13 +101,7 @@ func runMain(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "dlock run: --permits needs the single strategy, not %s: a majority of servers capping at N grants more than N (docs/permits.md)\n", cfg.Strategy)
 		return exitUsage
 	}
-	if flagSet(fs, "ttl") || cfg.TTL == 0 {
-		// The quorum strategy refuses leases longer than its lost-data
-		// sit-out, which is the Config's TTL: the two must agree.
-		cfg.TTL = *ttl
-	} else {
-		*ttl = cfg.TTL
-	}
+	agreeTTL(fs, &cfg, ttl)
 	r := &runner{
 		key: *key, ttl: *ttl, wait: *wait, grace: *grace, argv: argv,
 		verbose: *verbose, stderr: stderr, metadata: *meta, permits: *nperm,
@@ -117,6 +111,18 @@ func runMain(args []string, stdout, stderr io.Writer) int {
 		r.logf("servers from %s: %s", r.origin, describe(cfg))
 	}
 	return r.run(cfg)
+}
+
+// agreeTTL makes the lease TTL and the Config's one: --ttl when given
+// (or when the servers' URL sets none), else the URL's. The quorum
+// strategy refuses leases longer than its lost-data sit-out, which is the
+// Config's TTL, so the two must agree.
+func agreeTTL(fs *flag.FlagSet, cfg *dlock.Config, ttl *time.Duration) {
+	if flagSet(fs, "ttl") || cfg.TTL == 0 {
+		cfg.TTL = *ttl
+	} else {
+		*ttl = cfg.TTL
+	}
 }
 
 type runner struct {

@@ -62,6 +62,7 @@ func (wl *workload) item(id string) (key string, res *safety.Resource) {
 func (wl *workload) claimItem(ctx context.Context, wk *worker) {
 	octx, cancel := context.WithTimeout(ctx, wl.opTimeout())
 	defer cancel()
+	u := wl.drawUse(wk)
 	wl.dos.Add(1)
 	wk.seq++
 	if err := wk.queue.Add(octx, fmt.Sprintf("w%d-%d", wk.n, wk.seq)); err != nil {
@@ -80,15 +81,7 @@ func (wl *workload) claimItem(ctx context.Context, wk *worker) {
 	l := c.Lease()
 	key, res := wl.item(c.ID())
 	res.Granted(l)
-	hold := wl.p.hold(wk.rng)
-	begin := time.Now()
-	hodl(res, l, begin.Add(hold/2))
-	_ = wl.write(res, l, wk)
-	hodl(res, l, begin.Add(hold))
-	if _, _, err := res.Read(context.Background()); err == nil {
-		wl.reads.Add(1)
-	}
-	res.Released(l)
+	wl.use(res, l, wk, u)
 	fctx, fcancel := context.WithTimeout(context.Background(), wl.opTimeout())
 	call := time.Now()
 	if wk.rng.IntN(4) == 0 {

@@ -3,11 +3,9 @@ package nemesis
 import (
 	"context"
 	"fmt"
-	"slices"
 	"time"
 
 	"github.com/dlockgo/dlock/election"
-	"github.com/dlockgo/dlock/fence"
 )
 
 // term is a term of office as the safety checker sees a lease: its holder
@@ -29,12 +27,7 @@ func (t term) Owner() string { return t.owner }
 // pauses, compete with the campaigns.
 func (wl *workload) campaign(ctx context.Context, wk *worker, key, office string) {
 	res := wl.res[key]
-	hold := wl.p.hold(wk.rng)
-	at := []time.Duration{time.Duration(wk.rng.Int64N(int64(hold)))}
-	if wk.rng.IntN(2) == 0 {
-		at = append(at, time.Duration(wk.rng.Int64N(int64(hold))))
-		slices.Sort(at)
-	}
+	u := wl.drawUse(wk)
 	octx, cancel := context.WithTimeout(ctx, wl.opTimeout())
 	defer cancel()
 	wl.dos.Add(1)
@@ -47,34 +40,15 @@ func (wl *workload) campaign(ctx context.Context, wk *worker, key, office string
 	wk.seq++
 	t, err := e.Campaign(octx, fmt.Sprintf("w%d-%d", wk.n, wk.seq))
 	if err != nil {
-		wl.recordTerm(key, start, nil, time.Time{}, ctx.Err() != nil)
+		wl.recordGrant(key, start, "", 0, time.Time{}, ctx.Err() != nil)
 		return
 	}
 	granted := time.Now()
 	h := term{Term: t, owner: fmt.Sprintf("term-w%d-%d", wk.n, wk.seq)}
 	res.Granted(h)
-	begin := time.Now()
-	for _, d := range at {
-		hodl(res, h, begin.Add(d))
-		_ = wl.write(res, h, wk)
-	}
-	hodl(res, h, begin.Add(hold))
-	if _, _, err := res.Read(context.Background()); err == nil {
-		wl.reads.Add(1)
-	}
-	res.Released(h)
+	wl.use(res, h, wk, u)
 	rctx, rcancel := context.WithTimeout(context.Background(), wl.opTimeout())
 	_ = t.Resign(rctx)
 	rcancel()
-	wl.recordTerm(key, start, &h, granted, ctx.Err() != nil)
-}
-
-// recordTerm is record for a term.
-func (wl *workload) recordTerm(key string, start time.Time, t *term, at time.Time, stopped bool) {
-	var holder string
-	var token fence.Token
-	if t != nil {
-		holder, token = t.owner, t.Token()
-	}
-	wl.recordGrant(key, start, holder, token, at, stopped)
+	wl.recordGrant(key, start, h.owner, t.Token(), granted, ctx.Err() != nil)
 }

@@ -3,7 +3,6 @@ package nemesis
 import (
 	"context"
 	"fmt"
-	"slices"
 	"time"
 
 	"github.com/dlockgo/dlock/lease"
@@ -17,12 +16,7 @@ import (
 // accepted; and no slot is ever N or above, so that no more than N are
 // held at once.
 func (wl *workload) permit(ctx context.Context, wk *worker) {
-	hold := wl.p.hold(wk.rng)
-	at := []time.Duration{time.Duration(wk.rng.Int64N(int64(hold)))}
-	if wk.rng.IntN(2) == 0 {
-		at = append(at, time.Duration(wk.rng.Int64N(int64(hold))))
-		slices.Sort(at)
-	}
+	u := wl.drawUse(wk)
 	octx, cancel := context.WithTimeout(ctx, wl.opTimeout())
 	defer cancel()
 	wl.dos.Add(1)
@@ -45,16 +39,7 @@ func (wl *workload) permit(ctx context.Context, wk *worker) {
 	key := permitSlot(wl.p.Permits, slot)
 	res := wl.res[key]
 	res.Granted(l)
-	begin := time.Now()
-	for _, d := range at {
-		hodl(res, l, begin.Add(d))
-		_ = wl.write(res, l, wk)
-	}
-	hodl(res, l, begin.Add(hold))
-	if _, _, err := res.Read(context.Background()); err == nil {
-		wl.reads.Add(1)
-	}
-	res.Released(l)
+	wl.use(res, l, wk, u)
 	rctx, rcancel := context.WithTimeout(context.Background(), wl.opTimeout())
 	_ = l.Release(rctx)
 	rcancel()

@@ -2,13 +2,14 @@ package nemesis
 
 import (
 	"fmt"
-	"github.com/dlockgo/dlock/election"
 	"hash/fnv"
 	"math/rand/v2"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/dlockgo/dlock/election"
 
 	"github.com/dlockgo/dlock/internal/redistest"
 )

@@ -276,33 +276,52 @@ func (wl *workload) do(ctx context.Context, wk *worker) {
 		}
 	}
 	res := wl.res[key]
-	hold := wl.p.hold(wk.rng)
-	at := []time.Duration{time.Duration(wk.rng.Int64N(int64(hold)))}
-	if wk.rng.IntN(2) == 0 {
-		at = append(at, time.Duration(wk.rng.Int64N(int64(hold))))
-		slices.Sort(at)
-	}
+	u := wl.drawUse(wk)
 	octx, cancel := context.WithTimeout(ctx, wl.opTimeout())
 	defer cancel()
 	rec := &recorder{Locker: wk.lk, res: res}
 	start := time.Now()
 	wl.dos.Add(1)
 	_ = dlock.Do(octx, rec, key, func(context.Context, fence.Token) error {
-		// No look at the lease's context before a write: the fence is
-		// what is under test, and a holder can always be late.
-		begin := time.Now()
-		for _, d := range at {
-			hodl(res, rec.l, begin.Add(d))
-			wl.write(res, rec.l, wk)
-		}
-		hodl(res, rec.l, begin.Add(hold))
-		if _, _, err := res.Read(context.Background()); err == nil {
-			wl.reads.Add(1)
-		}
-		res.Released(rec.l)
+		wl.use(res, rec.l, wk, u)
 		return nil
 	})
 	wl.record(key, start, rec.l, rec.at, ctx.Err() != nil)
+}
+
+// use is how a holder uses its lease: how long it holds it, and when it
+// writes within that.
+type use struct {
+	hold time.Duration
+	at   []time.Duration // from the start of the hold, in order
+}
+
+// drawUse draws a use from wk's source: a hold, then one or two writes.
+func (wl *workload) drawUse(wk *worker) use {
+	u := use{hold: wl.p.hold(wk.rng)}
+	u.at = []time.Duration{time.Duration(wk.rng.Int64N(int64(u.hold)))}
+	if wk.rng.IntN(2) == 0 {
+		u.at = append(u.at, time.Duration(wk.rng.Int64N(int64(u.hold))))
+		slices.Sort(u.at)
+	}
+	return u
+}
+
+// use holds l for res as u says: writes with its token at u's moments,
+// without a look at the lease's context first (the fence is what is
+// under test, and a holder can always be late), reads, and records the
+// release; the caller then gives the lease up.
+func (wl *workload) use(res *safety.Resource, l safety.Lease, wk *worker, u use) {
+	begin := time.Now()
+	for _, d := range u.at {
+		hodl(res, l, begin.Add(d))
+		_ = wl.write(res, l, wk)
+	}
+	hodl(res, l, begin.Add(u.hold))
+	if _, _, err := res.Read(context.Background()); err == nil {
+		wl.reads.Add(1)
+	}
+	res.Released(l)
 }
 
 // hodl holds l until the given time, recording now and then that it
