@@ -273,10 +273,8 @@ func (a *attempt) try(ctx context.Context) (*Claim, time.Duration, error) {
 // from ctx (the caller's may have ended already), and draws a new owner:
 // the abandoned one is refused from then on.
 func (a *attempt) abandon(ctx context.Context) {
-	ctx, cancel := acquire.Detached(ctx, lease.ReleaseTimeout)
-	defer cancel()
 	keep := max(abandonKeep, 2*a.ttl).Milliseconds()
-	_, _ = a.q.n.Eval(ctx, abandonScript, a.q.keys[:], a.owner, strconv.FormatInt(keep, 10))
+	acquire.Cleanup(ctx, a.q.n, abandonScript, a.q.keys[:], a.owner, strconv.FormatInt(keep, 10))
 	a.owner = acquire.OwnerValue(acquire.NewOwner(), a.o.Metadata)
 }
 

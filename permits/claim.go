@@ -198,10 +198,8 @@ func (c *claim) takeHanded() *lease.Lease {
 // abandon gives up the claim whether or not it landed, on a context
 // detached from ctx: the caller's may have ended already.
 func (c *claim) abandon(ctx context.Context) {
-	ctx, cancel := acquire.Detached(ctx, lease.ReleaseTimeout)
-	defer cancel()
 	keep := max(abandonKeep, 2*c.ttl).Milliseconds()
-	_, _ = c.s.n.Eval(ctx, abandonScript, c.keys[:], c.args[0], strconv.FormatInt(keep, 10))
+	acquire.Cleanup(ctx, c.s.n, abandonScript, c.keys[:], c.args[0], strconv.FormatInt(keep, 10))
 	c.queue = false
 	c.drawOwner()
 }
@@ -213,18 +211,14 @@ func (c *claim) leave(ctx context.Context) {
 	if !c.queue && c.handed == 0 {
 		return
 	}
-	ctx, cancel := acquire.Detached(ctx, lease.ReleaseTimeout)
-	defer cancel()
-	_, _ = c.s.n.Eval(ctx, leaveScript, c.keys[:], c.args[0])
+	acquire.Cleanup(ctx, c.s.n, leaveScript, c.keys[:], c.args[0])
 	c.queue = false
 }
 
 // releaseDetached releases a granted permit the caller must not keep, on a
 // context detached from ctx: the caller's may have ended already.
 func (c *claim) releaseDetached(ctx context.Context) {
-	ctx, cancel := acquire.Detached(ctx, lease.ReleaseTimeout)
-	defer cancel()
-	_, _ = c.s.n.Eval(ctx, releaseScript, c.keys[:], c.held[:]...)
+	acquire.Cleanup(ctx, c.s.n, releaseScript, c.keys[:], c.held[:]...)
 }
 
 // Extend implements lease.Backend.

@@ -285,10 +285,8 @@ func replyError(err error) *node.ReplyError {
 // abandon gives up the claim whether or not it landed, on a context
 // detached from ctx: the caller's may have ended already.
 func (c *claim) abandon(ctx context.Context) {
-	ctx, cancel := acquire.Detached(ctx, lease.ReleaseTimeout)
-	defer cancel()
 	keep := max(abandonKeep, 2*c.ttl).Milliseconds()
-	_, _ = c.lk.n.Eval(ctx, abandonScript, c.keys[:], c.args[0], strconv.FormatInt(keep, 10))
+	acquire.Cleanup(ctx, c.lk.n, abandonScript, c.keys[:], c.args[0], strconv.FormatInt(keep, 10))
 	c.queue = false
 	c.drawOwner()
 }
@@ -300,18 +298,14 @@ func (c *claim) leave(ctx context.Context) {
 	if !c.queue {
 		return
 	}
-	ctx, cancel := acquire.Detached(ctx, lease.ReleaseTimeout)
-	defer cancel()
-	_, _ = c.lk.n.Eval(ctx, leaveScript, c.keys[:], c.args[0])
+	acquire.Cleanup(ctx, c.lk.n, leaveScript, c.keys[:], c.args[0])
 	c.queue = false
 }
 
 // releaseDetached releases a granted claim the caller must not keep, on a
 // context detached from ctx: the caller's may have ended already.
 func (c *claim) releaseDetached(ctx context.Context) {
-	ctx, cancel := acquire.Detached(ctx, lease.ReleaseTimeout)
-	defer cancel()
-	_, _ = c.lk.n.Eval(ctx, releaseScript, c.keys[:], c.held[:]...)
+	acquire.Cleanup(ctx, c.lk.n, releaseScript, c.keys[:], c.held[:]...)
 }
 
 // Extend implements lease.Backend.

@@ -14,12 +14,24 @@ import (
 
 	"github.com/dlockgo/dlock/internal/argerr"
 	"github.com/dlockgo/dlock/lease"
+	"github.com/dlockgo/dlock/node"
 )
 
 // Detached returns a context with ctx's values but not its end, bounded by
 // d: for the cleanup a call owes the servers after its caller gave up.
 func Detached(ctx context.Context, d time.Duration) (context.Context, context.CancelFunc) {
 	return context.WithTimeout(context.WithoutCancel(ctx), d)
+}
+
+// Cleanup runs s on n with keys and args on a context detached from ctx,
+// bounded by lease.ReleaseTimeout, and ignores the outcome: the cleanup a
+// call owes the server after its caller gave up or its exchange failed
+// (abandon a claim, leave a queue, release a grant that came too late),
+// whose loss the server's own expiry makes good.
+func Cleanup(ctx context.Context, n node.Node, s *node.Script, keys []string, args ...string) {
+	ctx, cancel := Detached(ctx, lease.ReleaseTimeout)
+	defer cancel()
+	_, _ = n.Eval(ctx, s, keys, args...)
 }
 
 // NewOwner returns a random value that identifies one lease on the servers.
