@@ -142,6 +142,24 @@ func (ls links) restore() {
 	}
 }
 
+// waitLinked waits until lk answers an Inspect of key again, after a cut.
+func waitLinked(t testing.TB, lk dlock.Locker, key string) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		_, err := lk.Inspect(ctx, key)
+		cancel()
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the link to the servers still fails 10s after the restore: %v", err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
 // cuttable returns a Locker that reaches e's servers through proxies, and
 // the proxies, to cut that process off.
 func (e *env) cuttable(t testing.TB, c lockerConf) (dlock.Locker, links) {

@@ -98,6 +98,10 @@ func TestObserveDeadLeader(t *testing.T) {
 			t.Fatalf("observed %+v; want B's token %d, above A's %d", l, b.Token(), a.Token())
 		}
 		links.restore()
+		// A client whose connection the cut broke may fail its first
+		// call after the restore; the Resign under test comes once the
+		// link answers again.
+		waitLinked(t, alk, election.KeyPrefix+name)
 		if err := a.Resign(ctx); !errors.Is(err, lease.ErrNotHeld) {
 			t.Fatalf("dead leader's Resign: %v; want ErrNotHeld", err)
 		}
