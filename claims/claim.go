@@ -305,7 +305,7 @@ func (b *backend) Release(ctx context.Context, l *lease.Lease) error {
 	var err error
 	op := c.op.Load()
 	if op == opComplete {
-		_, err = c.q.n.Eval(ctx, completeScript, c.q.keys[:], c.args[0], c.args[1], c.args[2], c.q.keepMs)
+		_, err = c.q.n.Eval(ctx, completeScript, c.q.keys[:], c.args[0], c.args[1], c.args[2], c.q.keepMs, c.q.idleMs)
 	} else {
 		_, err = c.q.n.Eval(ctx, retryScript, c.q.keys[:], c.args[:]...)
 	}

@@ -22,7 +22,8 @@
 // whose fate is unknown (its context ended, or the exchange failed) is
 // given up, its item returned, so a caller never holds an item it does not
 // know of. What the server keeps is bounded by the items in the queue, plus
-// a record per completed item that expires (WithKeepDone). The server must
+// two small records per completed item that expire (WithKeepDone,
+// WithIdleTTL). The server must
 // run with maxmemory-policy noeviction, and persist every write (AOF with
 // appendfsync always) if items must survive its restart.
 //
@@ -50,6 +51,10 @@ const DefaultTTL = 30 * time.Second
 // (see WithKeepDone).
 const DefaultKeepDone = time.Minute
 
+// DefaultIdleTTL is how long a completed item's token floor outlives its
+// Complete by default (see WithIdleTTL).
+const DefaultIdleTTL = 24 * time.Hour
+
 // MaxID is the longest item id Add accepts, in bytes.
 const MaxID = 512
 
@@ -63,6 +68,7 @@ type Option func(*config)
 type config struct {
 	ttl      time.Duration
 	keepDone time.Duration
+	idle     time.Duration
 }
 
 // WithTTL sets the lease of claims that do not set one with lease.WithTTL.
@@ -77,6 +83,16 @@ func WithTTL(ttl time.Duration) Option { return func(c *config) { c.ttl = ttl } 
 // The default is DefaultKeepDone; it must be at least a millisecond.
 func WithKeepDone(d time.Duration) Option { return func(c *config) { c.keepDone = d } }
 
+// WithIdleTTL sets how long a completed item's id keeps its fencing
+// token on the server, a record of some 60 bytes per id: an id added
+// again within that time has its tokens go on from where they stopped,
+// whatever the server's clock does. An id added again later starts afresh
+// from the server's clock in µs, so its tokens still rise as long as that
+// clock has not stepped back past the tokens handed out before. Queues
+// whose ids are never reused can make it short. Zero selects
+// DefaultIdleTTL; a negative d keeps the records for ever.
+func WithIdleTTL(d time.Duration) Option { return func(c *config) { c.idle = d } }
+
 // Queue is one named work queue on one server. It is safe for concurrent
 // use, holds no resources of its own, and does not own its Node.
 type Queue struct {
@@ -86,6 +102,7 @@ type Queue struct {
 	cfg    config
 	ttlMs  string
 	keepMs string
+	idleMs string // -1: for ever
 }
 
 // New returns the queue called name on n. Queues of the same name on the
@@ -112,7 +129,14 @@ func New(n node.Node, name string, opts ...Option) (*Queue, error) {
 	}
 	q := &Queue{n: n, name: name, cfg: cfg,
 		ttlMs:  strconv.FormatInt(cfg.ttl.Milliseconds(), 10),
-		keepMs: strconv.FormatInt(cfg.keepDone.Milliseconds(), 10)}
+		keepMs: strconv.FormatInt(cfg.keepDone.Milliseconds(), 10),
+		idleMs: "-1"}
+	switch {
+	case cfg.idle == 0:
+		q.idleMs = strconv.FormatInt(DefaultIdleTTL.Milliseconds(), 10)
+	case cfg.idle > 0:
+		q.idleMs = strconv.FormatInt(max(cfg.idle.Milliseconds(), 1), 10)
+	}
 	q.keys[0] = keyname.Claims(name)
 	return q, nil
 }

@@ -175,8 +175,8 @@ func TestFIFO(t *testing.T) {
 		require.NoError(t, err)
 		base := claims.Base(q)
 		for _, k := range keys {
-			if !strings.HasPrefix(k, base+":done:") {
-				t.Errorf("key %q left in an empty queue; want only done records", k)
+			if !strings.HasPrefix(k, base+":done:") && !strings.HasPrefix(k, base+":floor:") {
+				t.Errorf("key %q left in an empty queue; want only done records and token floors", k)
 			}
 		}
 	})
@@ -560,5 +560,66 @@ func TestTokenPast2To53(t *testing.T) {
 	}
 	if first, err := srv.Do("ZRANGE", claims.Base(q)+":pending", "0", "0"); err != nil || first != "x" {
 		t.Fatalf("front of the queue after the refusals: %q, %v; want x", first, err)
+	}
+}
+
+// TestTokenFloorAcrossReAdd: an id completed, then added again once its
+// done record lapsed, goes on from the token it was completed with, even
+// when the server's clock stepped back an hour in between: the token floor
+// the Complete left. With the floor kept for a millisecond only (the same
+// run, a lapsed floor), the token starts over from the stepped-back clock,
+// below the old one: the limit WithIdleTTL documents, and what shows this
+// test can fail.
+func TestTokenFloorAcrossReAdd(t *testing.T) {
+	for _, tt := range []struct {
+		name  string
+		idle  time.Duration
+		rises bool
+	}{
+		{"kept", 0, true},
+		{"kept for ever", -1, true},
+		{"lapsed", time.Millisecond, false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			srv, clock := redistest.StartClocked(t)
+			for _, client := range redistest.Clients {
+				t.Run(client, func(t *testing.T) {
+					clock.Reset()
+					q := newQueue(t, redistest.NodeFor(t, client, srv.Addr()), "floor-"+client,
+						claims.WithKeepDone(time.Millisecond), claims.WithIdleTTL(tt.idle))
+					ctx := t.Context()
+					require.NoError(t, q.Add(ctx, "job"))
+					first := claim(t, q)
+					require.NoError(t, first.Complete(ctx))
+					time.Sleep(20 * time.Millisecond) // the done record lapses; a millisecond floor too
+					// Reading the lapsed records deletes them: left alone, the step
+					// back would bring them back to life.
+					n, err := srv.Do("EXISTS", claims.Base(q)+":done:job", claims.Base(q)+":floor:job")
+					require.NoError(t, err)
+					if want := map[bool]string{true: "1", false: "0"}[tt.rises]; n != want {
+						t.Fatalf("done and floor records 20ms after the Complete: %s alive; want %s", n, want)
+					}
+					clock.Jump(-time.Hour)
+					require.NoError(t, q.Add(ctx, "job"))
+					again := claim(t, q)
+					if got := again.Token() > first.Token(); got != tt.rises {
+						t.Fatalf("token after a Complete, an hour's step back and a new Add: %d, first %d; rises %v, want %v",
+							again.Token(), first.Token(), got, tt.rises)
+					}
+					if n, err := srv.Do("EXISTS", claims.Base(q)+":floor:job"); err != nil || n != "0" {
+						t.Fatalf("floor record after the id was claimed again: EXISTS %q, %v; want it taken into the entry", n, err)
+					}
+					require.NoError(t, again.Complete(ctx))
+					pttl, err := srv.Do("PTTL", claims.Base(q)+":floor:job")
+					require.NoError(t, err)
+					switch ms, _ := strconv.ParseInt(pttl, 10, 64); {
+					case tt.idle == 0 && (ms <= 0 || ms > claims.DefaultIdleTTL.Milliseconds()):
+						t.Fatalf("floor record's PTTL %s; want it within the idle TTL %v", pttl, claims.DefaultIdleTTL)
+					case tt.idle < 0 && ms != -1:
+						t.Fatalf("floor record's PTTL %s; want -1, kept for ever", pttl)
+					}
+				})
+			}
+		})
 	}
 }

@@ -386,14 +386,14 @@ func (c *chaos) completed() int {
 }
 
 // wantOnlyRecords checks that q left only records that expire on srv:
-// done records and gone owners.
+// done records, token floors and gone owners.
 func wantOnlyRecords(t *testing.T, srv *redistest.Server, q *claims.Queue) {
 	t.Helper()
 	keys, err := srv.Keys()
 	require.NoError(t, err)
 	base := claims.Base(q)
 	for _, k := range keys {
-		if k == base+":gone" || len(k) > len(base+":done:") && k[:len(base+":done:")] == base+":done:" {
+		if k == base+":gone" || strings.HasPrefix(k, base+":done:") || strings.HasPrefix(k, base+":floor:") {
 			ttl, err := srv.Do("PTTL", k)
 			require.NoError(t, err)
 			if ms, _ := strconv.Atoi(ttl); ms <= 0 {

@@ -21,19 +21,23 @@ import (
 // What a queue keeps on the server must be bounded by its live items, or
 // expire: this test counts it.
 
-// queueKeys returns srv's keys, the done records counted apart.
-func queueKeys(t *testing.T, srv *redistest.Server, q *claims.Queue) (keys []string, done int) {
+// queueKeys returns srv's keys, the done records and token floors counted
+// apart.
+func queueKeys(t *testing.T, srv *redistest.Server, q *claims.Queue) (keys []string, done, floors int) {
 	t.Helper()
 	all, err := srv.Keys()
 	require.NoError(t, err)
 	for _, k := range all {
-		if strings.HasPrefix(k, claims.Base(q)+":done:") {
+		switch {
+		case strings.HasPrefix(k, claims.Base(q)+":done:"):
 			done++
-		} else {
+		case strings.HasPrefix(k, claims.Base(q)+":floor:"):
+			floors++
+		default:
 			keys = append(keys, k)
 		}
 	}
-	return keys, done
+	return keys, done, floors
 }
 
 // dataset returns the bytes srv's data takes: INFO's used_memory_dataset,
@@ -62,11 +66,12 @@ func hlen(t *testing.T, srv *redistest.Server, k string) int {
 // workers who return every 5th claim and let every 7th run out. Pending
 // items take one sorted set; claimed ones an entry each in the items hash,
 // :active and :owners, which go with them; completed items leave a done
-// record each, which expires after WithKeepDone; then nothing is left.
+// record and a token floor each, which expire after WithKeepDone and
+// WithIdleTTL; then nothing is left.
 func TestMemory(t *testing.T) {
 	forEachClient(t, func(t *testing.T, srv *redistest.Server, n node.Node) {
 		const items, workers, keep = 5000, 16, 2 * time.Second
-		q := newQueue(t, n, "mem", claims.WithKeepDone(keep))
+		q := newQueue(t, n, "mem", claims.WithKeepDone(keep), claims.WithIdleTTL(keep))
 		ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 		defer cancel()
 		base := claims.Base(q)
@@ -84,7 +89,7 @@ func TestMemory(t *testing.T) {
 		require.NoError(t, err)
 		pendingBytes, err := srv.MemoryUsage(base + ":pending")
 		require.NoError(t, err)
-		if keys, _ := queueKeys(t, srv, q); len(keys) != 1 || keys[0] != base+":pending" {
+		if keys, _, _ := queueKeys(t, srv, q); len(keys) != 1 || keys[0] != base+":pending" {
 			t.Fatalf("with %d items pending: keys %v; want only %s:pending", items, keys, base)
 		}
 
@@ -160,16 +165,20 @@ func TestMemory(t *testing.T) {
 		wg.Wait()
 		full, err := dataset(t, srv)
 		require.NoError(t, err)
-		keys, done := queueKeys(t, srv, q)
-		if len(keys) != 0 || done != items {
-			t.Fatalf("with every item completed: keys %v and %d done records; want only %d done records", keys, done, items)
+		keys, done, floors := queueKeys(t, srv, q)
+		if len(keys) != 0 || done != items || floors != items {
+			t.Fatalf("with every item completed: keys %v, %d done records and %d floors; want only %d of each record", keys, done, floors, items)
 		}
-		doneBytes, err := srv.MemoryUsage(base + ":done:order:0")
-		require.NoError(t, err)
-		pttl, err := srv.Do("PTTL", base+":done:order:0")
-		require.NoError(t, err)
-		if ms, _ := strconv.Atoi(pttl); ms <= 0 || ms > int(keep.Milliseconds()) {
-			t.Fatalf("a done record's PTTL %s; want it within %v", pttl, keep)
+		var doneBytes int64
+		for _, k := range []string{base + ":done:order:0", base + ":floor:order:0"} {
+			b, err := srv.MemoryUsage(k)
+			require.NoError(t, err)
+			doneBytes += b
+			pttl, err := srv.Do("PTTL", k)
+			require.NoError(t, err)
+			if ms, _ := strconv.Atoi(pttl); ms <= 0 || ms > int(keep.Milliseconds()) {
+				t.Fatalf("%s: PTTL %s; want it within %v", k, pttl, keep)
+			}
 		}
 		srv.WaitKeysGone(t, 10*time.Second+keep, func(string) bool { return true })
 		// The keys' bytes are freed at once; the tables that indexed them
@@ -184,8 +193,8 @@ func TestMemory(t *testing.T) {
 				break
 			}
 		}
-		t.Logf("MEMORY USAGE: %d bytes per pending item, %d per claimed item, %d per done record", pendingBytes/items, claimedBytes/items, doneBytes)
-		t.Logf("used_memory_dataset: %d bytes before; %d per pending item, %d per claimed item, %d per done record (%d claims in the churn); %d once they expired",
+		t.Logf("MEMORY USAGE: %d bytes per pending item, %d per claimed item, %d per completed item (done record and floor)", pendingBytes/items, claimedBytes/items, doneBytes)
+		t.Logf("used_memory_dataset: %d bytes before; %d per pending item, %d per claimed item, %d per completed item (%d claims in the churn); %d once they expired",
 			before, (pendingMem-before)/items, (claimedMem-before)/items, (full-before)/items, claimed.Load(), after)
 		if after-before > (peak-before)/4 {
 			t.Errorf("used_memory_dataset %d bytes above its start once every record expired; the queue took %d at its peak", after-before, peak-before)

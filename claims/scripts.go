@@ -36,8 +36,8 @@ var (
 	// claimScript: ARGV owner, TTL ms. Replies {id, token, count}, or the
 	// ms until the next lease ends (-1: none; -2: the owner was abandoned).
 	claimScript = node.NewScript(queueLua + claimLua)
-	// completeScript: ARGV id, owner, token, done record ms. Replies 1, or
-	// the error DLSTALE <token>.
+	// completeScript: ARGV id, owner, token, done record ms, token floor
+	// ms (-1: for ever). Replies 1, or the error DLSTALE <token>.
 	completeScript = node.NewScript(queueLua + completeLua)
 	// retryScript: ARGV id, owner, token. Replies 1, or the error DLSTALE
 	// <token>.

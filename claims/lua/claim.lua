@@ -23,9 +23,11 @@
 -- owner whose item ran out gets it back in :pending, and claims afresh.
 --
 -- The token rises by at least 1 at every claim of an item, whatever the
--- clock does; the floor at the clock in µs keeps it rising across a loss
--- of the server's latest writes, or after the item was completed and its
--- entry deleted, as long as the clock has not stepped back past the tokens
+-- clock does, and across a Complete and a new Add of the same id while
+-- the id's :floor:<id> lives (the idle TTL; the first claim takes it into
+-- the entry and deletes it). The floor at the clock in µs keeps it rising
+-- across a loss of the server's latest writes, or once the floor record
+-- lapsed, as long as the clock has not stepped back past the tokens
 -- handed out before. A counter past 2^53, which only a hand edit makes,
 -- is refused with DLTOKEN, the item left pending where it was.
 local t = redis.call('TIME')
@@ -64,12 +66,18 @@ if not head then
   return -1
 end
 local tok, n = item(redis.call('HGET', KEYS[1], head))
+local floor
+if not tok then
+  floor = KEYS[1] .. ':floor:' .. head
+  tok = redis.call('GET', floor)
+end
 local a = math.max(tonumber(tok or '0') + 1, us)
 if a >= 9007199254740992 then
   redis.call('ZADD', pending, popped[2], head) -- back where it was
   return redis.error_reply('DLTOKEN item ' .. head .. ': token ' .. tok .. ' is past 2^53')
 end
 n = (n or 0) + 1
+if floor then redis.call('DEL', floor) end
 redis.call('HSET', KEYS[1], head, string.format('%.0f', a) .. ' ' .. string.format('%d', n) .. ' ' .. ARGV[1])
 redis.call('HSET', owners, ARGV[1], head)
 redis.call('ZADD', active, ends, head)

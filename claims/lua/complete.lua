@@ -5,6 +5,7 @@
 -- ARGV[2]  owner
 -- ARGV[3]  token
 -- ARGV[4]  how long the done record lives, ms
+-- ARGV[5]  how long the token floor lives, ms; -1: for ever
 --
 -- Only the item's latest claim completes it: owner and token must be its
 -- entry's. Whether the lease has run out does not matter: while no newer
@@ -12,7 +13,9 @@
 -- ran out and that went back to :pending unclaimed is taken out of it. The
 -- done record, :done:<id> holding the token, makes a complete run again
 -- (a client re-sent it after its reply was lost) reply 1 again, and keeps
--- add from putting the item back while it lives.
+-- add from putting the item back while it lives. The token floor,
+-- :floor:<id>, keeps the id's tokens rising should it be added again
+-- later (claim.lua).
 --
 -- Replies 1, or the error DLSTALE <token>: the item's latest token (above
 -- ARGV[3] when the item was claimed again since), the token it was
@@ -35,4 +38,9 @@ else
   redis.call('ZREM', KEYS[1] .. ':pending', ARGV[1])
 end
 redis.call('SET', done, tok, 'PX', ARGV[4])
+if ARGV[5] == '-1' then
+  redis.call('SET', KEYS[1] .. ':floor:' .. ARGV[1], tok)
+else
+  redis.call('SET', KEYS[1] .. ':floor:' .. ARGV[1], tok, 'PX', ARGV[5])
+end
 return 1

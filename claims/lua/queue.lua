@@ -13,6 +13,8 @@
 --   :gone      sorted set of abandoned owners, scored by the server ms
 --              until which a late claim of theirs is refused
 --   :done:<id> the token an item was completed with, expiring
+--   :floor:<id> the same token, kept longer (the idle TTL): the floor of
+--              the id's next token, should it be added again
 --   :ready     channel: an item became pending
 --
 -- Numbers: µs since 1970 are about 1.7e15, exact in a Lua double (below
