@@ -14,16 +14,21 @@ import (
 )
 
 // queueName is the work queue of the single strategy's workers. Each
-// claimItem adds an item of its own, with an id never used before: the
-// tokens of an id rise by one claim to the next, and an id completed,
-// then added again, would start over from the server's clock, which a
-// clock step back may put below the tokens handed out before (claims'
-// documented limit).
+// claimItem adds one of queueIDs ids, drawn at random: an id is completed
+// and added again many times in a run, and its tokens must go on rising
+// across each Complete and Add, whatever the clock does (the token floor
+// a Complete leaves; see claims.WithIdleTTL).
 const queueName = "jobs"
 
-// keepDone is how long a completed item's record lives: short, so that
+// queueIDs is how many item ids the workers share. MEM bounds the queue by
+// them: each has at most an entry and a place in the queue's sets, or its
+// done record and token floor.
+const queueIDs = 8
+
+// keepDone is how long a completed item's record lives, keeping Add from
+// putting it back: short, so that an id comes back to the queue soon, and
 // the records of a run are gone by the time MEM is measured.
-const keepDone = 2 * time.Second
+const keepDone = 200 * time.Millisecond
 
 // completion is one Complete of a claim, as its worker saw it.
 type completion struct {
@@ -52,8 +57,9 @@ func (wl *workload) item(id string) (key string, res *safety.Resource) {
 	return key, res
 }
 
-// claimItem adds a new item, claims the next pending one (FIFO: most
-// often an item another worker added), holds it as a lock is held (a
+// claimItem adds an item (one of queueIDs: an id already in the queue,
+// or completed moments ago, is not added again), claims the next pending
+// one (FIFO: most often an item another worker added), holds it as a lock is held (a
 // write through the item's fence, a read), and completes it, or, one time
 // in four, hands it back with Retry. Each item is a resource checked as a
 // lock key is; and every Complete the server accepted must carry the
@@ -64,11 +70,9 @@ func (wl *workload) claimItem(ctx context.Context, wk *worker) {
 	defer cancel()
 	u := wl.drawUse(wk)
 	wl.dos.Add(1)
-	wk.seq++
-	if err := wk.queue.Add(octx, fmt.Sprintf("w%d-%d", wk.n, wk.seq)); err != nil {
+	if err := wk.queue.Add(octx, fmt.Sprintf("job-%d", wk.rng.IntN(queueIDs))); err != nil {
 		return // the server is away; the claim would fail the same way
 	}
-	wl.itemsAdded.Add(1)
 	start := time.Now()
 	c, err := wk.queue.Claim(octx, lease.WithAutoRenew())
 	if err != nil {
@@ -80,6 +84,10 @@ func (wl *workload) claimItem(ctx context.Context, wk *worker) {
 	granted := time.Now()
 	l := c.Lease()
 	key, res := wl.item(c.ID())
+	wl.itemClaims.Add(1)
+	if wl.completedBefore(c.ID()) {
+		wl.itemsReAdded.Add(1)
+	}
 	res.Granted(l)
 	wl.use(res, l, wk, u)
 	fctx, fcancel := context.WithTimeout(context.Background(), wl.opTimeout())
@@ -97,6 +105,18 @@ func (wl *workload) claimItem(ctx context.Context, wk *worker) {
 	}
 	fcancel()
 	wl.recordGrant(key, start, l.Owner(), c.Token(), granted, ctx.Err() != nil)
+}
+
+// completedBefore reports whether a Complete of id was accepted.
+func (wl *workload) completedBefore(id string) bool {
+	wl.mu.Lock()
+	defer wl.mu.Unlock()
+	for _, c := range wl.completions {
+		if c.id == id && c.accepted {
+			return true
+		}
+	}
+	return false
 }
 
 // itemKeys lists the queue's item resources, sorted.

@@ -29,11 +29,11 @@
 // of two permits of a semaphore (package permits) on the same server and
 // hold it as a lock; each permit's slot is a resource of its own, checked
 // as a lock key is (permit). One call in five, they add an item to a work
-// queue (package claims) and claim the next one, hold it as a lock, and
-// complete it or hand it back; each item is a resource checked as a lock
-// key is, and a Complete the server accepted after a newer claim of its
-// item was granted is a FENCE violation (claimItem). MEM bounds a queue
-// by the items left in it.
+// queue (package claims), one of 8 ids completed and added again all run
+// long, and claim the next one, hold it as a lock, and complete it or hand
+// it back; each item is a resource checked as a lock key is, and a
+// Complete the server accepted after a newer claim of its item was granted
+// is a FENCE violation (claimItem). MEM bounds a queue by its ids.
 //
 // The faults (see Kind) are planned up front from the seed alone (NewPlan),
 // so a seed replays its schedule; the interleaving of the workers is the

@@ -90,7 +90,7 @@ type Mem struct {
 	Server int      `json:"server"`
 	Names  []string `json:"names,omitempty"`
 	// Per is how many units of MemBound the entry may take: 1 for a lock
-	// key or a semaphore, the items left in it for a work queue (0: 1).
+	// key or a semaphore, the ids a work queue was given (0: 1).
 	Per int `json:"per,omitempty"`
 }
 
@@ -189,7 +189,7 @@ func Run(t *testing.T, cfg Config) *Result {
 	res.LiveBound = LiveBound(p).String()
 	if !cfg.SkipMem {
 		res.MemChecked = true
-		res.Mem, res.MemOK = memory(p, d, int(wl.itemsAdded.Load()-wl.itemsDone.Load()))
+		res.Mem, res.MemOK = memory(p, d)
 	}
 	wl.mu.Lock()
 	harness = append(harness, wl.errs...)
@@ -273,10 +273,10 @@ func live(p *Plan, cfg Config, d *deployment, healed time.Time) ([]Probe, bool) 
 
 // memory polls, for up to memWait, the memory every lock key's server keys
 // use on each server, until it is within MemBound everywhere.
-func memory(p *Plan, d *deployment, items int) ([]Mem, bool) {
+func memory(p *Plan, d *deployment) ([]Mem, bool) {
 	deadline := time.Now().Add(memWait)
 	for {
-		mems, err := measure(p, d, items)
+		mems, err := measure(p, d)
 		ok := err == nil
 		for _, m := range mems {
 			ok = ok && m.Bytes <= m.bound()
@@ -291,7 +291,7 @@ func memory(p *Plan, d *deployment, items int) ([]Mem, bool) {
 	}
 }
 
-func measure(p *Plan, d *deployment, items int) ([]Mem, error) {
+func measure(p *Plan, d *deployment) ([]Mem, error) {
 	// The lockers' warm-up locks are keys too, bounded as any other; they
 	// are reported as one, by the largest.
 	keys := slices.Clone(p.Keys)
@@ -308,7 +308,7 @@ func measure(p *Plan, d *deployment, items int) ([]Mem, error) {
 	if p.Permits != "" {
 		raw = append(raw, permits.KeyOf(p.Permits), claims.KeyOf(queueName))
 		mems = append(mems, Mem{Key: "permits " + p.Permits, Server: -1},
-			Mem{Key: "claims " + queueName, Server: -1, Per: max(items, 1)})
+			Mem{Key: "claims " + queueName, Server: -1, Per: queueIDs})
 	}
 	var stray []string
 	for _, s := range d.srvs {
@@ -462,6 +462,9 @@ func (r *Result) Summary() string {
 	c := r.Counts
 	fmt.Fprintf(&b, "  %d Do, %d grants, %d acquisitions failed or timed out, %d writes (%d refused by the fence), %d reads, %d holder pauses (%d late writes refused)\n",
 		c.Dos, c.Grants, c.AcquireErrors, c.Writes, c.WritesRefused, c.Reads, c.Pauses, c.PausedRefused)
+	if c.ItemClaims > 0 {
+		fmt.Fprintf(&b, "  %d item claims (%d of an id completed before and added again), %d completions\n", c.ItemClaims, c.ItemsReAdded, c.ItemsDone)
+	}
 	for _, prop := range []safety.Property{safety.MutualExclusion, safety.Order, safety.Fencing} {
 		fmt.Fprintf(&b, "  %s: %d broken, %d excused by the labels\n", prop, r.BrokenBy(prop), r.Excused[string(prop)])
 		shown := 0

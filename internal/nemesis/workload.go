@@ -41,6 +41,9 @@ type Counts struct {
 	Reads         int64 `json:"reads"`
 	Pauses        int64 `json:"holder_pauses"`  // holder pauses that got their lease
 	PausedRefused int64 `json:"paused_refused"` // paused holders' late writes the fence refused
+	ItemClaims    int64 `json:"item_claims"`    // of the work queue's items
+	ItemsReAdded  int64 `json:"items_readded"`  // claims of an id completed before, then added again
+	ItemsDone     int64 `json:"items_done"`     // Completes the server accepted
 }
 
 // workload is the workers of one run and what they recorded.
@@ -57,9 +60,8 @@ type workload struct {
 	completions []completion                // of claims
 	errs        []string                    // of the harness
 
-	itemsAdded, itemsDone atomic.Int64
-
 	dos, grants, acqErrs, writes, refused, reads, pauses, pausedRefused atomic.Int64
+	itemClaims, itemsReAdded, itemsDone                                 atomic.Int64
 }
 
 type worker struct {
@@ -396,7 +398,8 @@ func (wl *workload) recordGrant(key string, start time.Time, holder string, toke
 func (wl *workload) counts() Counts {
 	return Counts{Dos: wl.dos.Load(), Grants: wl.grants.Load(), AcquireErrors: wl.acqErrs.Load(),
 		Writes: wl.writes.Load(), WritesRefused: wl.refused.Load(), Reads: wl.reads.Load(),
-		Pauses: wl.pauses.Load(), PausedRefused: wl.pausedRefused.Load()}
+		Pauses: wl.pauses.Load(), PausedRefused: wl.pausedRefused.Load(),
+		ItemClaims: wl.itemClaims.Load(), ItemsReAdded: wl.itemsReAdded.Load(), ItemsDone: wl.itemsDone.Load()}
 }
 
 // sleep sleeps d, or until ctx ends.
