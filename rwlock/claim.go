@@ -1,0 +1,239 @@
+package rwlock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/dlockgo/dlock/fence"
+	"github.com/dlockgo/dlock/internal/acquire"
+	"github.com/dlockgo/dlock/lease"
+	"github.com/dlockgo/dlock/node"
+)
+
+// kind tells a writer's claim from a reader's, as the scripts get it.
+type kind string
+
+const (
+	writer kind = "w"
+	reader kind = "r"
+)
+
+// strategy names this package in the leases it grants.
+const strategy = "rwlock"
+
+// claim is one acquisition: its attempts, and then the lease.Backend of
+// the lease it was granted. The Lease serialises the Backend calls, and
+// no attempt runs once it exists.
+type claim struct {
+	lk   *Locker
+	key  string
+	kind kind
+	o    lease.Options
+	ttl  time.Duration // o.TTL in whole milliseconds, as the server gets it
+	keys [1]string     // the lock's hash
+	// The claim script's arguments: owner, kind, TTL ms, the hash's
+	// lifetime ms and, for a blocking acquire, the ticket's lifetime ms.
+	args  [5]string
+	nargs int       // 4, or 5 to join the queue when refused
+	held  [3]string // once granted: owner, kind, token, as extend and release send them
+	queue bool      // a refusal put the owner in the queue, and no grant or leave took it out since
+}
+
+// refusal is the server's error reply to a claim: the script refused, or
+// the server would not run it, and nothing was written. It is the one
+// failure of an attempt that a blocking acquire does not retry.
+type refusal struct{ err error }
+
+func (r *refusal) Error() string { return r.err.Error() }
+func (r *refusal) Unwrap() error { return r.err }
+
+// errLate is the cause of a claim granted after its validity had run out
+// on the way: it has been released again.
+var errLate = errors.New("rwlock: granted after its validity ran out on the way")
+
+func (lk *Locker) newClaim(key string, k kind, o lease.Options) *claim {
+	c := &claim{lk: lk, key: key, kind: k, o: o, nargs: 4, keys: [1]string{KeyOf(key)}}
+	ms := o.TTL.Milliseconds()
+	c.ttl = time.Duration(ms) * time.Millisecond
+	c.args[1] = string(k)
+	if o.TTL == lk.cfg.ttl {
+		c.args[2], c.args[3] = lk.ttlMs, lk.keepMs
+	} else {
+		c.args[2], c.args[3] = strconv.FormatInt(ms, 10), lk.keep(c.ttl)
+	}
+	c.drawOwner()
+	return c
+}
+
+// drawOwner gives the claim a new random owner: at first, and after its
+// owner was abandoned, which the claim script refuses from then on.
+func (c *claim) drawOwner() {
+	c.args[0] = acquire.OwnerValue(acquire.NewOwner(), c.o.Metadata)
+}
+
+func (c *claim) what() string {
+	if c.kind == writer {
+		return "write lock"
+	}
+	return "read lease"
+}
+
+// again is try for a blocking acquire, which retries every failure but
+// the server's refusal: a grant that came too late to be used is one more
+// attempt that found the lock taken.
+func (c *claim) again(ctx context.Context) (*lease.Lease, time.Duration, error) {
+	l, hint, err := c.try(ctx)
+	var r *refusal
+	switch {
+	case err == nil, errors.Is(err, lease.ErrTaken):
+		return l, hint, err
+	case errors.Is(err, errLate):
+		return nil, 0, fmt.Errorf("%w (%w)", lease.ErrTaken, err)
+	case errors.As(err, &r):
+		return nil, 0, err
+	}
+	// A lost connection or a timeout (the claim abandoned): worth another
+	// attempt.
+	return nil, 0, acquire.Retryable(err)
+}
+
+// try runs the claim script once. On lease.ErrTaken, hint is how long
+// until the lease in the way may end. A grant whose validity ran out
+// before its reply arrived is released again and reported as an error
+// matching lease.ErrExpired.
+func (c *claim) try(ctx context.Context) (*lease.Lease, time.Duration, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, 0, acquire.CtxErr(ctx, err)
+	}
+	lk := c.lk
+	t1 := time.Now()
+	r, err := lk.n.Eval(ctx, claimScript, c.keys[:], c.args[:c.nargs]...)
+	if err != nil {
+		var re *node.ReplyError
+		if !errors.As(err, &re) {
+			// The claim may have landed with its reply lost, or may still
+			// be on its way.
+			c.abandon(ctx)
+			return nil, 0, fmt.Errorf("rwlock: %s %q on %s: %w", c.what(), c.key, lk.n, acquire.CtxErr(ctx, err))
+		}
+		return nil, 0, &refusal{fmt.Errorf("rwlock: %s %q on %s: %w", c.what(), c.key, lk.n, acquire.CtxErr(ctx, err))}
+	}
+	if len(r) == 2 {
+		c.queue = r.Int(1) > 0
+		return nil, time.Duration(r.Int(0)) * time.Millisecond,
+			fmt.Errorf("rwlock: %s %q: %w", c.what(), c.key, lease.ErrTaken)
+	}
+	if len(r) != 1 {
+		c.abandon(ctx)
+		return nil, 0, fmt.Errorf("rwlock: %s %q on %s: a reply of %d values", c.what(), c.key, lk.n, len(r))
+	}
+	c.queue = false
+	token := fence.Token(r.Int(0))
+	c.held = [3]string{c.args[0], c.args[1], token.String()}
+	if err := ctx.Err(); err != nil {
+		// Not every client cuts a call short when ctx ends; a caller that
+		// gave up must not be left holding a lease it does not know of.
+		c.releaseDetached(ctx)
+		return nil, 0, fmt.Errorf("rwlock: %s %q on %s: %w", c.what(), c.key, lk.n, acquire.CtxErr(ctx, err))
+	}
+	until := t1.Add(c.ttl - acquire.Drift(c.ttl, lk.cfg.drift))
+	if !time.Now().Before(until) {
+		c.releaseDetached(ctx)
+		return nil, 0, fmt.Errorf("rwlock: %s %q: %w: %w", c.what(), c.key, errLate, lease.ErrExpired)
+	}
+	return lease.New(c, lease.Grant{
+		Key: c.key, Owner: c.args[0], Token: token, TTL: c.o.TTL, Until: until,
+		Strategy: strategy, AutoRenew: c.o.AutoRenew, Metadata: c.o.Metadata,
+	}), 0, nil
+}
+
+// abandon gives up the claim whether or not it landed, on a context
+// detached from ctx: the caller's may have ended already.
+func (c *claim) abandon(ctx context.Context) {
+	keep := max(abandonKeep, 2*c.ttl).Milliseconds()
+	acquire.Cleanup(ctx, c.lk.n, abandonScript, c.keys[:], c.args[0], strconv.FormatInt(keep, 10))
+	c.queue = false
+	c.drawOwner()
+}
+
+// leave gives up the claim's place in the queue, if it has one, on a
+// context detached from ctx: the caller's may have ended already. A ticket
+// whose leave is lost expires by its deadline.
+func (c *claim) leave(ctx context.Context) {
+	if !c.queue {
+		return
+	}
+	acquire.Cleanup(ctx, c.lk.n, leaveScript, c.keys[:], c.args[0])
+	c.queue = false
+}
+
+// releaseDetached releases a granted lease the caller must not keep, on a
+// context detached from ctx: the caller's may have ended already.
+func (c *claim) releaseDetached(ctx context.Context) {
+	acquire.Cleanup(ctx, c.lk.n, releaseScript, c.keys[:], c.held[:]...)
+}
+
+// Extend implements lease.Backend.
+func (c *claim) Extend(ctx context.Context, l *lease.Lease, ttl time.Duration) (time.Time, error) {
+	ms := ttl.Milliseconds()
+	if ms <= 0 {
+		return time.Time{}, &lease.ArgError{Arg: "ttl", Value: ttl, Rule: "must be at least 1ms"}
+	}
+	ttl = time.Duration(ms) * time.Millisecond
+	t1 := time.Now()
+	_, err := c.lk.n.Eval(ctx, extendScript, c.keys[:], c.held[0], c.held[1], c.held[2],
+		strconv.FormatInt(ms, 10), c.lk.keep(ttl))
+	if err != nil {
+		return time.Time{}, c.refused(ctx, "extend", l, err)
+	}
+	return t1.Add(ttl - acquire.Drift(ttl, c.lk.cfg.drift)), nil
+}
+
+// Release implements lease.Backend. The server refuses a reader's release
+// run again after it succeeded (its reply lost, the client sent it again)
+// as it refuses one of a reader whose lease ended and was dropped; while
+// l is still valid by the local clock, the server's lease cannot have
+// ended, so the refusal, with the counter still at l's token, is of the
+// release run again, and the release succeeded.
+func (c *claim) Release(ctx context.Context, l *lease.Lease) error {
+	r, err := c.lk.n.Eval(ctx, releaseScript, c.keys[:], c.held[:]...)
+	if err != nil {
+		if h, ok := staleCounter(err); ok && c.kind == reader && h == l.Token() && l.TTL() > 0 {
+			return nil
+		}
+		return c.refused(ctx, "release", l, err)
+	}
+	if r.Int(0) != 1 {
+		return fmt.Errorf("rwlock: release %q: %w: it had expired", l.Key(), lease.ErrNotHeld)
+	}
+	return nil
+}
+
+// staleCounter returns the counter a DLSTALE reply carries.
+func staleCounter(err error) (fence.Token, bool) {
+	var re *node.ReplyError
+	if !errors.As(err, &re) || !strings.HasPrefix(re.Msg, "DLSTALE ") {
+		return 0, false
+	}
+	h, _ := strconv.ParseUint(strings.TrimPrefix(re.Msg, "DLSTALE "), 10, 64)
+	return fence.Token(h), true
+}
+
+// refused maps a DLSTALE reply to an error matching lease.ErrNotHeld, and
+// also fence.ErrStale when a writer has been granted the key since l's
+// grant; other errors keep their context error recognisable.
+func (c *claim) refused(ctx context.Context, op string, l *lease.Lease, err error) error {
+	h, ok := staleCounter(err)
+	if !ok {
+		return fmt.Errorf("rwlock: %s %q on %s: %w", op, l.Key(), c.lk.n, acquire.CtxErr(ctx, err))
+	}
+	if h > l.Token() {
+		return fmt.Errorf("rwlock: %s %q: %w: %w", op, l.Key(), lease.ErrNotHeld,
+			&fence.StaleError{Resource: l.Key(), Token: l.Token(), Highest: h})
+	}
+	return fmt.Errorf("rwlock: %s %q: %w: it expired or was released", op, l.Key(), lease.ErrNotHeld)
+}

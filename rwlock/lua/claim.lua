@@ -1,0 +1,108 @@
+-- claim: take the lock for a writer or a reader, or say how long until it
+-- may come free.
+--
+-- KEYS[1]  the lock's hash (see state.lua)
+-- ARGV[1]  owner
+-- ARGV[2]  'w' for a writer, 'r' for a reader
+-- ARGV[3]  TTL, ms
+-- ARGV[4]  the hash's lifetime, ms: the TTL plus the idle TTL ('0': for ever)
+-- ARGV[5]  for a blocking waiter, how long its ticket lasts, ms (absent for
+--          a try)
+--
+-- Replies the token, a plain integer, when granted, and {ms until the
+-- lease in the way may end (0: unknown), place in the queue (1: its head;
+-- 0: not queued)} when refused.
+--
+-- A claim by an owner that holds the lock replies its token, and its lease
+-- then runs a TTL from now: the claim ran again (a client re-sent it after
+-- its reply was lost). An owner recorded in P:gone (see abandon.lua) until
+-- a time still ahead is refused: its claim is a late one, abandoned.
+--
+-- First come, first served, in one queue for both kinds. A writer is
+-- granted when no lease is live, neither a writer's nor a reader's, and
+-- nobody waits ahead of it. A reader is granted when no writer's lease is
+-- live and no writer waits ahead of it: the readers at the head of the
+-- queue enter together, and a reader that arrives after a waiting writer
+-- waits behind it. A claim without a ticket stands behind every waiter
+-- (a writer's try is refused while anyone waits, a reader's while a
+-- writer waits). A refused waiter joins the queue at its tail (or
+-- refreshes its ticket's deadline, keeping its place).
+--
+-- A writer's token is max(attempts + 1, server time in µs), written to
+-- attempts. A reader's is attempts as it stands: the token of the writer
+-- granted last, whose lease has ended since, readers and writers being
+-- exclusive; when the hash has no counter (never written, or expired after
+-- its idle TTL), the reader starts it at the server's time in µs, above
+-- every earlier token while that clock has not stepped back past them.
+local owner, kind, ttl = ARGV[1], ARGV[2], tonumber(ARGV[3])
+if kind == 'w' then
+  if writer == owner then
+    redis.call('HSET', P, 'until', fmt(now + ttl))
+    keep(ARGV[4])
+    return attempts
+  end
+else
+  local u = redis.call('ZSCORE', R, owner)
+  if u and tonumber(u) > now then
+    redis.call('ZADD', R, fmt(now + ttl), owner)
+    hold(ttl)
+    keep(ARGV[4])
+    return attempts
+  end
+end
+if st[5] then
+  if tonumber(st[5]) > now then
+    local g = redis.call('ZSCORE', P .. ':gone', owner)
+    if g and tonumber(g) > now then return {hint(), 0} end
+  else
+    redis.call('HDEL', P, 'gone')
+  end
+end
+local pruned = prune()
+local place = redis.call('ZSCORE', Q, owner)
+local ok = false
+if not writer then
+  if kind == 'w' then
+    if readers() == 0 then
+      local head = redis.call('ZRANGE', Q, 0, 0)[1]
+      ok = not head or head == owner
+    end
+  else
+    local first = redis.call('ZRANGE', QW, 0, 0, 'WITHSCORES')
+    ok = not first[2] or place and tonumber(first[2]) > tonumber(place)
+  end
+end
+if ok then
+  if place then dequeue(owner) end
+  if kind == 'w' then
+    attempts = math.max(attempts + 1, us)
+    redis.call('HSET', P, 'attempts', fmt(attempts), 'owner', owner, 'until', fmt(now + ttl))
+  else
+    readers()
+    if attempts == 0 then
+      attempts = us
+      redis.call('HSET', P, 'attempts', fmt(attempts))
+    end
+    redis.call('ZADD', R, fmt(now + ttl), owner)
+    hold(ttl)
+  end
+  keep(ARGV[4])
+  -- A ticket that lapsed may have held up the waiters behind it.
+  if pruned > 0 then wake() end
+  return attempts
+end
+if pruned > 0 then wake() end
+if not ARGV[5] then return {hint(), 0} end
+local life = tonumber(ARGV[5])
+if not place then
+  local last = redis.call('ZRANGE', Q, -1, -1, 'WITHSCORES')
+  place = tonumber(last[2] or '0') + 1
+  redis.call('ZADD', Q, place, owner)
+  if kind == 'w' then redis.call('ZADD', QW, place, owner) end
+end
+redis.call('ZADD', QD, fmt(now + life), owner)
+for _, k in ipairs({Q, QD, QW}) do
+  local p = redis.call('PTTL', k)
+  if p ~= -2 and p < life then redis.call('PEXPIRE', k, life) end
+end
+return {hint(), redis.call('ZRANK', Q, owner) + 1}

@@ -1,0 +1,211 @@
+// Package rwlock is a fair, fenced read-write lock on one Redis or Valkey
+// server: many readers at once, or one writer, per key.
+//
+// Every holder, reader or writer, holds a *lease.Lease, as the single
+// strategy's: its TTL is judged by the server's clock alone, so the lease
+// of a holder that crashed ends by itself; it can be extended, renewed in
+// the background (lease.WithAutoRenew) and released, and its Done channel
+// closes when it ends.
+//
+// Waiting is first come, first served, readers and writers in one queue
+// per key. A writer enters when nobody holds the lock and nobody waits
+// ahead of it; a reader enters when no writer holds it and no writer
+// waits ahead of it. So the readers at the head of the queue enter
+// together, a reader that arrives after a waiting writer waits behind it
+// (writers are not starved), and the readers waiting behind a writer enter
+// as soon as it is done (neither are readers). TryAcquire and
+// TryAcquireShared never overtake a waiter. A waiter that died holds the
+// queue up for at most its ticket's lifetime, max(2 s, 3 × Retry.Max),
+// once nothing else does. Waiters wake on a message the server publishes
+// when the lock frees up, else when the lease in their way ends, else
+// after a delay from the retry policy.
+//
+// # Tokens
+//
+// Each key has one fencing counter, set at every writer's grant to
+// max(counter + 1, the server's clock in µs): a writer's token is the
+// counter's new value, strictly above every token handed out before it.
+// Readers do not move the counter: a reader's token is its value at the
+// reader's grant, which is the token of the last writer granted before the
+// reader entered (that writer's lease had ended by then: readers and
+// writers exclude each other). A resource that keeps the highest token it
+// has seen (fence.Guard, fence.Store) thus admits a reader's token while
+// the data it reads is the latest written, and refuses it once a newer
+// writer has written with its larger token: a reader paused past its lease
+// cannot act on a view a newer write has replaced. Readers of one term
+// share a token; tokens tell terms apart, not readers. A reader that finds
+// no counter (the key never written, or its hash expired after the idle
+// TTL) starts it at the server's clock in µs, above every earlier token
+// while that clock has not stepped back past them.
+//
+// Every transition is one Lua script (in lua/, embedded), safe to run
+// twice as a client that re-sends a command after a lost reply runs it. A
+// claim whose fate is unknown (its context ended, or the exchange failed)
+// is given up and its owner refused for a while, so a caller never holds a
+// lease it does not know of. What the server keeps for a key is bounded by
+// its live holders and waiters, or expires; the hash with the counter
+// outlives the key's last lease by the idle TTL (WithIdleTTL). The server
+// must run with maxmemory-policy noeviction.
+//
+// There is no quorum form yet: docs/rwlock.md says what one would need,
+// with the keys, the scripts and what each fault does.
+package rwlock
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/dlockgo/dlock/fence"
+	"github.com/dlockgo/dlock/internal/acquire"
+	"github.com/dlockgo/dlock/internal/keyname"
+	"github.com/dlockgo/dlock/lease"
+	"github.com/dlockgo/dlock/node"
+)
+
+// DefaultTTL is a lease's TTL when neither New nor the acquire sets one.
+const DefaultTTL = 30 * time.Second
+
+// DefaultIdleTTL is how long a key's hash, with its fencing counter,
+// outlives the last lease on the key by default (see WithIdleTTL).
+const DefaultIdleTTL = 24 * time.Hour
+
+// Option configures a Locker; pass options to New.
+type Option func(*config)
+
+type config struct {
+	ttl   time.Duration
+	idle  time.Duration // < 0: for ever
+	retry lease.Retry
+	drift float64
+}
+
+// WithTTL sets the TTL of leases whose acquire does not set one with
+// lease.WithTTL. The default is DefaultTTL.
+func WithTTL(ttl time.Duration) Option { return func(c *config) { c.ttl = ttl } }
+
+// WithIdleTTL sets how long a key's hash, which keeps the key's fencing
+// counter between leases, outlives the latest lease granted or extended on
+// it: between d and 1.5 × (TTL + d). A key used again later starts its
+// counter afresh from the server's clock in µs, so its tokens still rise
+// as long as that clock does not step back past the tokens issued before.
+// Zero selects DefaultIdleTTL (a day); a negative d keeps every hash for
+// ever, one per key ever locked.
+func WithIdleTTL(d time.Duration) Option { return func(c *config) { c.idle = d } }
+
+// WithRetry sets how Acquire and AcquireShared pace their attempts by
+// default; lease.WithRetry overrides it per acquisition. The default is
+// lease.DefaultRetry.
+func WithRetry(r lease.Retry) Option { return func(c *config) { c.retry = r } }
+
+// WithDriftFactor sets the share of the TTL the client sets aside for its
+// clock running slower than the server's, in [0, 0.5); the default is
+// 0.01. 2 ms, the granularity of the server's expiry, are always added.
+func WithDriftFactor(f float64) Option { return func(c *config) { c.drift = f } }
+
+// Locker grants read and write leases on keys of one server. Its
+// Acquire, TryAcquire, Inspect and Close make it a dlock.Locker whose
+// leases are the writers'. It is safe for concurrent use.
+type Locker struct {
+	n      node.Node
+	cfg    config
+	ttlMs  string // cfg.ttl in ms, formatted once
+	keepMs string // keep(cfg.ttl), formatted once
+}
+
+// New returns a Locker that keeps its locks on n. It returns an
+// *lease.ArgError when n is nil or an option is out of range. The Locker
+// does not own n: Close leaves it open.
+func New(n node.Node, opts ...Option) (*Locker, error) {
+	if n == nil {
+		return nil, &lease.ArgError{Arg: "node", Value: n, Rule: "must not be nil"}
+	}
+	cfg := config{ttl: DefaultTTL, drift: acquire.DefaultDriftFactor}
+	for _, o := range opts {
+		if o != nil {
+			o(&cfg)
+		}
+	}
+	if cfg.idle == 0 {
+		cfg.idle = DefaultIdleTTL
+	}
+	if err := acquire.CheckDriftFactor(cfg.drift); err != nil {
+		return nil, err
+	}
+	if err := acquire.CheckTTL(cfg.ttl, cfg.drift); err != nil {
+		return nil, err
+	}
+	if err := cfg.retry.Check(); err != nil {
+		return nil, err
+	}
+	lk := &Locker{n: n, cfg: cfg, ttlMs: strconv.FormatInt(cfg.ttl.Milliseconds(), 10)}
+	lk.keepMs = lk.keep(cfg.ttl)
+	return lk, nil
+}
+
+// keep returns how long, in ms, a key's hash is kept after a grant or
+// extension for ttl: ttl plus the idle TTL, or "0" to keep it for ever.
+func (lk *Locker) keep(ttl time.Duration) string {
+	if lk.cfg.idle < 0 {
+		return "0"
+	}
+	return strconv.FormatInt((ttl + lk.cfg.idle).Milliseconds(), 10)
+}
+
+// Close does nothing: a Locker holds no resources of its own between
+// calls, and neither releases leases still held nor closes its Node.
+func (lk *Locker) Close() error { return nil }
+
+// KeyOf returns the server key of the lock on key: its hash, with the
+// fencing counter and the writer. Every other key of the lock is that key
+// followed by ":" and a suffix, and shares its cluster hash tag, so that a
+// look at what a lock keeps on a server (MEMORY USAGE, SCAN) finds it all.
+func KeyOf(key string) string { return keyname.RWLock(key) }
+
+// options checks an acquire's arguments and returns its options.
+func (lk *Locker) options(ctx context.Context, key string, opts []lease.Option) (lease.Options, error) {
+	o, changed, err := acquire.Options(ctx, key, lease.Options{TTL: lk.cfg.ttl, Retry: lk.cfg.retry}, opts)
+	if err == nil && changed {
+		err = acquire.CheckTTL(o.TTL, lk.cfg.drift)
+	}
+	return o, err
+}
+
+// Inspect reports who holds the lock on key as the server sees it now. A
+// writer holding it is the Info's owner, with its token and time left.
+// While readers hold it, Held is true and Owner, Metadata and TTL are
+// those of the reader whose lease ends last (the time until the lock
+// could come free, unless readers extend); Token is the readers' token.
+// Otherwise Token is the counter, 0 if none. It changes nothing on the
+// server.
+func (lk *Locker) Inspect(ctx context.Context, key string) (lease.Info, error) {
+	if err := acquire.CheckContext(ctx); err != nil {
+		return lease.Info{}, err
+	}
+	if err := acquire.CheckKey(key); err != nil {
+		return lease.Info{}, err
+	}
+	r, err := lk.n.Eval(ctx, inspectScript, []string{KeyOf(key)})
+	if err != nil {
+		return lease.Info{}, fmt.Errorf("rwlock: inspect %q on %s: %w", key, lk.n, acquire.CtxErr(ctx, err))
+	}
+	if len(r) != 6 {
+		return lease.Info{}, fmt.Errorf("rwlock: inspect %q on %s: a reply of %d values", key, lk.n, len(r))
+	}
+	tok, err := strconv.ParseUint(r.Str(0), 10, 64)
+	if err != nil {
+		return lease.Info{}, fmt.Errorf("rwlock: inspect %q on %s: attempts %q: %w", key, lk.n, r.Str(0), err)
+	}
+	info := lease.Info{Key: key, Token: fence.Token(tok), Quorum: 1}
+	switch {
+	case r.Str(1) != "" && r.Int(2) > 0:
+		info.Held, info.Owner, info.TTL = true, r.Str(1), time.Duration(r.Int(2))*time.Millisecond
+	case r.Int(3) > 0 && r.Str(4) != "":
+		info.Held, info.Owner, info.TTL = true, r.Str(4), time.Duration(r.Int(5))*time.Millisecond
+	}
+	info.Metadata = acquire.Metadata(info.Owner)
+	info.Nodes = []lease.NodeInfo{{Node: lk.n.String(), Owner: info.Owner,
+		Metadata: info.Metadata, TTL: info.TTL, Counter: info.Token}}
+	return info, nil
+}
