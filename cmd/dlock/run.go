@@ -20,6 +20,7 @@ import (
 	"github.com/dlockgo/dlock/fence"
 	"github.com/dlockgo/dlock/lease"
 	"github.com/dlockgo/dlock/permits"
+	"github.com/dlockgo/dlock/rwlock"
 )
 
 const runUsage = `Usage: dlock run [flags] --key KEY -- CMD [ARGS...]
@@ -36,6 +37,14 @@ run at once across hosts. CMD also gets DLOCK_SLOT, the permit's slot
 (0..N-1); DLOCK_TOKEN is then the permit's token, to fence per slot with
 the key KEY#SLOT.
 
+With --shared, KEY names a read-write lock (single strategy only) and CMD
+runs while it holds a read lock of it, beside any other readers; with
+--exclusive, while it holds its write lock, alone. Readers queue behind a
+waiting writer and writers behind waiting readers, first come, first
+served. The read-write lock of KEY is another lock than run's plain lock
+of KEY: readers and their writers must all use these two flags. A
+reader's DLOCK_TOKEN is the token of the last writer before it.
+
 If the lease is lost (a renewal refused: someone else holds the lock; or
 the servers unreachable until its validity ran out), dlock sends SIGTERM
 to CMD's process group, SIGKILL after --grace, and exits 76. SIGINT,
@@ -51,6 +60,8 @@ Examples:
   DLOCK_URL=redlock://r1,r2,r3,r4,r5 dlock run --key rotate -- sh -c 'rotate --fence "$DLOCK_TOKEN"'
   dlock run --config /etc/dlock.conf --key cleanup -- ./cleanup   # url=... or addrs=... lines
   dlock run --permits 3 --key exporter -- ./export.sh   # at most 3 exports at once
+  dlock run --shared --key catalog -- ./read-catalog.sh      # many readers at once
+  dlock run --exclusive --key catalog -- ./rebuild-catalog.sh   # one writer, no readers
 
 Flags:
 `
@@ -67,6 +78,8 @@ func runMain(args []string, stdout, stderr io.Writer) int {
 		verbose = fs.Bool("v", false, "report acquisition and release on stderr")
 		meta    = fs.String("metadata", defaultMetadata(), "stored with the lock for dlock inspect to show; empty for none (at most 512 bytes)")
 		nperm   = fs.Int("permits", 0, "hold one of N permits of KEY rather than its lock (single strategy); 0: the lock")
+		shared  = fs.Bool("shared", false, "hold a read lock of the read-write lock KEY, beside other readers (single strategy)")
+		excl    = fs.Bool("exclusive", false, "hold the write lock of the read-write lock KEY, the writer to --shared readers (single strategy)")
 	)
 	conn.register(fs)
 	fs.Usage = func() {
@@ -91,6 +104,9 @@ func runMain(args []string, stdout, stderr io.Writer) int {
 	case *nperm < 0 || *nperm > permits.MaxPermits:
 		fmt.Fprintf(stderr, "dlock run: --permits must be from 1 to %d (0: the lock itself)\n", permits.MaxPermits)
 		return exitUsage
+	case *shared && *excl, (*shared || *excl) && *nperm > 0:
+		fmt.Fprintln(stderr, "dlock run: --shared, --exclusive and --permits exclude each other")
+		return exitUsage
 	}
 	cfg, source, err := conn.resolve(os.Getenv)
 	if err != nil {
@@ -101,10 +117,21 @@ func runMain(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "dlock run: --permits needs the single strategy, not %s: a majority of servers capping at N grants more than N (docs/permits.md)\n", cfg.Strategy)
 		return exitUsage
 	}
+	if (*shared || *excl) && cfg.Strategy != "" && cfg.Strategy != dlock.StrategySingle {
+		fmt.Fprintf(stderr, "dlock run: --shared and --exclusive need the single strategy, not %s: the read-write lock has no quorum form (docs/rwlock.md)\n", cfg.Strategy)
+		return exitUsage
+	}
+	rw := rwNone
+	switch {
+	case *shared:
+		rw = rwRead
+	case *excl:
+		rw = rwWrite
+	}
 	agreeTTL(fs, &cfg, ttl)
 	r := &runner{
 		key: *key, ttl: *ttl, wait: *wait, grace: *grace, argv: argv,
-		verbose: *verbose, stderr: stderr, metadata: *meta, permits: *nperm,
+		verbose: *verbose, stderr: stderr, metadata: *meta, permits: *nperm, rw: rw,
 		origin: origin(source, os.Getenv),
 	}
 	if r.verbose {
@@ -133,10 +160,20 @@ type runner struct {
 	stderr           io.Writer
 	metadata         string
 	permits          int    // hold one of this many permits of key; 0: its lock
+	rw               rwSide // hold a side of the read-write lock key rather than its lock
 	office, value    string // campaign for this office (dlock elect) rather than lock key
 	origin           string // where the servers came from
 	name             string // the command, for messages: "run" or "elect"
 }
+
+// rwSide is which side of a read-write lock run holds, if any.
+type rwSide int
+
+const (
+	rwNone  rwSide = iota // the plain lock
+	rwRead                // --shared
+	rwWrite               // --exclusive
+)
 
 // holding is what CMD runs under: a lease (run), or a term (elect).
 type holding interface {
@@ -239,6 +276,17 @@ func (r *runner) acquire(ctx context.Context, cfg dlock.Config) (holding, dlock.
 		}
 		wait = func(ctx context.Context, key string, opts ...lease.Option) (*lease.Lease, error) {
 			return sem.Acquire(ctx, key, r.permits, opts...)
+		}
+	}
+	if r.rw != rwNone {
+		n, _ := dlock.SingleNode(locker) // the strategy was checked
+		rl, err := rwlock.New(n, rwlock.WithTTL(r.ttl))
+		if err != nil {
+			return nil, locker, r.failed(ctx, "open", err)
+		}
+		try, wait = rl.TryAcquire, rl.Acquire
+		if r.rw == rwRead {
+			try, wait = rl.TryAcquireShared, rl.AcquireShared
 		}
 	}
 	var ls *lease.Lease

@@ -379,3 +379,74 @@ func TestRunPermits(t *testing.T) {
 		}
 	}
 }
+
+// TestRunShared: --shared readers of one key hold it together (each waits
+// until all have started, which it could not if they excluded one
+// another), carry the token of the writer before them, and keep an
+// --exclusive writer out; a writer keeps a reader out. The flags need the
+// single strategy and exclude each other and --permits.
+func TestRunShared(t *testing.T) {
+	t.Parallel()
+	srvs := redistest.StartN(t, 3)
+	url := urlOf(srvs[0])
+	dir := t.TempDir()
+	log := filepath.Join(dir, "log")
+
+	w := runBin(t, nil, "run", "--url", url, "--exclusive", "--key", "catalog", "--", "sh", "-c", `echo "$DLOCK_TOKEN" > `+filepath.Join(dir, "writer"))
+	require.Equal(t, 0, w.code, "writer: %v", w)
+	wtok, err := os.ReadFile(filepath.Join(dir, "writer"))
+	require.NoError(t, err)
+
+	const readers = 3
+	gate := filepath.Join(dir, "go")
+	cmds := make([]*exec.Cmd, readers)
+	for i := range cmds {
+		cmds[i] = command(nil, "run", "--url", url, "--shared", "--key", "catalog", "--", "sh", "-c",
+			fmt.Sprintf(`echo "start $DLOCK_TOKEN" >> %s; while [ ! -e %s ]; do sleep 0.02; done`, log, gate))
+		require.NoError(t, cmds[i].Start())
+	}
+	waitFor(t, "every reader holding at once", func() bool {
+		b, _ := os.ReadFile(log)
+		return strings.Count(string(b), "start ") == readers
+	})
+	if r := runBin(t, nil, "run", "--url", url, "--exclusive", "--key", "catalog", "--wait", "0", "--", "true"); r.code != exitTaken {
+		t.Errorf("writer while %d readers hold: %v; want exit %d", readers, r, exitTaken)
+	}
+	require.NoError(t, os.WriteFile(gate, nil, 0o644))
+	for i, c := range cmds {
+		if err := c.Wait(); err != nil {
+			t.Errorf("reader %d: %v", i, err)
+		}
+	}
+	b, err := os.ReadFile(log)
+	require.NoError(t, err)
+	for _, l := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		if tok := strings.TrimPrefix(l, "start "); tok != strings.TrimSpace(string(wtok)) {
+			t.Errorf("a reader's DLOCK_TOKEN %s; want the writer's before it, %s", tok, wtok)
+		}
+	}
+
+	gate2 := filepath.Join(dir, "go2")
+	holder := command(nil, "run", "--url", url, "--exclusive", "--key", "catalog", "--", "sh", "-c",
+		fmt.Sprintf(`touch %s; while [ ! -e %s ]; do sleep 0.02; done`, filepath.Join(dir, "writing"), gate2))
+	require.NoError(t, holder.Start())
+	waitFor(t, "the writer holding", func() bool { _, err := os.Stat(filepath.Join(dir, "writing")); return err == nil })
+	if r := runBin(t, nil, "run", "--url", url, "--shared", "--key", "catalog", "--wait", "0", "--", "true"); r.code != exitTaken {
+		t.Errorf("reader while a writer holds: %v; want exit %d", r, exitTaken)
+	}
+	require.NoError(t, os.WriteFile(gate2, nil, 0o644))
+	require.NoError(t, holder.Wait())
+
+	for _, tc := range []struct {
+		args []string
+		name string
+	}{
+		{[]string{"run", "--url", urlOf(srvs...), "--shared", "--key", "q", "--", "true"}, "--shared"},
+		{[]string{"run", "--url", url, "--shared", "--exclusive", "--key", "q", "--", "true"}, "--exclusive"},
+		{[]string{"run", "--url", url, "--shared", "--permits", "2", "--key", "q", "--", "true"}, "--permits"},
+	} {
+		if r := runBin(t, nil, tc.args...); r.code != exitUsage || !strings.Contains(r.stderr, tc.name) {
+			t.Errorf("%v: got %v; want exit %d naming %s", tc.args, r, exitUsage, tc.name)
+		}
+	}
+}
