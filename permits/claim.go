@@ -219,6 +219,7 @@ func (c *claim) leave(ctx context.Context) {
 // context detached from ctx: the caller's may have ended already.
 func (c *claim) releaseDetached(ctx context.Context) {
 	acquire.Cleanup(ctx, c.s.n, releaseScript, c.keys[:], c.held[:]...)
+	c.drawOwner() // as single's releaseDetached does, for the same reason
 }
 
 // Extend implements lease.Backend.

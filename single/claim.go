@@ -303,9 +303,14 @@ func (c *claim) leave(ctx context.Context) {
 }
 
 // releaseDetached releases a granted claim the caller must not keep, on a
-// context detached from ctx: the caller's may have ended already.
+// context detached from ctx: the caller's may have ended already. The
+// claim goes on under a new owner: a release whose reply did not come may
+// still be on its way, and were the next attempt, under the same owner,
+// to find the lock still its own, it would be granted the same token (see
+// claim.lua), which that late release would then free.
 func (c *claim) releaseDetached(ctx context.Context) {
 	acquire.Cleanup(ctx, c.lk.n, releaseScript, c.keys[:], c.held[:]...)
+	c.drawOwner()
 }
 
 // Extend implements lease.Backend.
