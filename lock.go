@@ -53,6 +53,22 @@ type Locker interface {
 	Close() error
 }
 
+// MultiLocker grants one lease on several keys at once, all or nothing:
+// either every key is held, each with a fencing token of its own (see
+// lease.Lease.Keys and TokenOf), or none is, and a failed call leaves no
+// key held. Extend, Release, auto-renewal and Done act on the whole set. A
+// key held this way excludes a lease on that key alone, and the other way
+// round. Keys must be distinct: a repeat is a bad argument.
+type MultiLocker interface {
+	// AcquireAll waits until every key is granted, or ctx ends, as Acquire
+	// does for one; callers asking for overlapping sets, in any order,
+	// neither deadlock nor starve (the strategy's docs say how).
+	AcquireAll(ctx context.Context, keys []string, opts ...lease.Option) (*lease.Lease, error)
+	// TryAcquireAll makes exactly one attempt; it returns an error
+	// matching ErrTaken when any key is held by someone else.
+	TryAcquireAll(ctx context.Context, keys []string, opts ...lease.Option) (*lease.Lease, error)
+}
+
 // The errors every strategy returns, to be matched with errors.Is.
 var (
 	ErrTaken    = lease.ErrTaken    // held by someone else

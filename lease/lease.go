@@ -36,9 +36,12 @@ type Backend interface {
 
 // Grant is what a strategy learned when it acquired a lock.
 type Grant struct {
-	Key   string
-	Owner string        // the value that identifies this lease on the servers
-	Token fence.Token   // 0 when the strategy hands out no token
+	Key   string      // for a lease on several keys, the first (Set[0].Key)
+	Owner string      // the value that identifies this lease on the servers
+	Token fence.Token // 0 when the strategy hands out no token; Key's own
+	// Set is every key of a lease held on several keys at once, with its
+	// token, in the order they were asked for; nil for a lease on one key.
+	Set   []Held
 	TTL   time.Duration // the TTL asked for; renewal asks for it again
 	Until time.Time     // local monotonic end of validity, drift taken off
 
@@ -51,6 +54,12 @@ type Grant struct {
 	// its ticket, is. New then extends it to TTL at once, in the
 	// background, as a renewal: the lease is valid meanwhile, until Until.
 	Short bool
+}
+
+// Held is one key of a lease and the fencing token it was granted with.
+type Held struct {
+	Key   string
+	Token fence.Token
 }
 
 // ReleaseTimeout bounds the cleanup a lease does on a context of its own:
@@ -97,8 +106,35 @@ func New(b Backend, g Grant) *Lease {
 	return l
 }
 
-// Key returns the lock's key.
+// Key returns the lock's key; for a lease on several keys, the first one
+// asked for (see Keys).
 func (l *Lease) Key() string { return l.g.Key }
+
+// Keys returns every key the lease holds, with its token, in the order
+// they were asked for: one for a lease on one key. The slice is the
+// caller's own.
+func (l *Lease) Keys() []Held {
+	if l.g.Set == nil {
+		return []Held{{Key: l.g.Key, Token: l.g.Token}}
+	}
+	return append([]Held(nil), l.g.Set...)
+}
+
+// TokenOf returns the fencing token the lease holds key with, and whether
+// it holds key at all: a lease on several keys has one token per key,
+// each ordered with every other lease's on that key, and a write to the
+// resource of key must carry key's.
+func (l *Lease) TokenOf(key string) (fence.Token, bool) {
+	if l.g.Set == nil {
+		return l.g.Token, key == l.g.Key
+	}
+	for _, h := range l.g.Set {
+		if h.Key == key {
+			return h.Token, true
+		}
+	}
+	return 0, false
+}
 
 // Owner returns the value that identifies this lease on the servers: 32
 // random hex digits, then a space and the metadata when WithMetadata set
@@ -109,7 +145,8 @@ func (l *Lease) Owner() string { return l.g.Owner }
 func (l *Lease) Metadata() string { return l.g.Metadata }
 
 // Token returns the lease's fencing token, or 0 when its strategy hands out
-// none (see Fenced). Tokens of one key strictly increase from lease to lease.
+// none (see Fenced); for a lease on several keys, the first key's (see
+// TokenOf). Tokens of one key strictly increase from lease to lease.
 func (l *Lease) Token() fence.Token { return l.g.Token }
 
 // Fenced reports whether the lease carries a fencing token.
