@@ -27,6 +27,16 @@ var (
 	leaveLua string
 	//go:embed lua/inspect.lua
 	inspectLua string
+	//go:embed lua/claim_all.lua
+	claimAllLua string
+	//go:embed lua/extend_all.lua
+	extendAllLua string
+	//go:embed lua/release_all.lua
+	releaseAllLua string
+	//go:embed lua/abandon_all.lua
+	abandonAllLua string
+	//go:embed lua/leave_all.lua
+	leaveAllLua string
 )
 
 var (
@@ -49,6 +59,23 @@ var (
 	leaveScript = node.NewScript(keepLua + handoffLua + leaveLua)
 	// inspectScript: KEYS the hash. Replies {owner, attempts, ms left}.
 	inspectScript = node.NewScript(inspectLua)
+
+	// The same for a set of keys (AcquireAll), KEYS being the hashes.
+	// claimAllScript: ARGV owner, TTL ms, the hashes' lifetime ms, and for
+	// a blocking waiter its tickets' lifetime ms. Replies the tokens, or
+	// {-1, ms the longest holder has left, 1 when queued}.
+	claimAllScript = node.NewScript(keepLua + claimAllLua)
+	// extendAllScript: ARGV owner, TTL ms, the hashes' lifetime ms, the
+	// tokens. Replies 1, or the error DLSTALE <attempts>.
+	extendAllScript = node.NewScript(keepLua + extendAllLua)
+	// releaseAllScript: ARGV owner, the tokens. Replies 1, 0 when a lease
+	// had expired, or the error DLSTALE <attempts>.
+	releaseAllScript = node.NewScript(keepLua + handoffLua + releaseAllLua)
+	// abandonAllScript: ARGV owner, ms to remember it. Replies how many
+	// keys it freed.
+	abandonAllScript = node.NewScript(keepLua + handoffLua + abandonAllLua)
+	// leaveAllScript: ARGV owner. Replies how many keys it acted on.
+	leaveAllScript = node.NewScript(keepLua + handoffLua + leaveAllLua)
 )
 
 // abandonKeep is how long an abandoned owner is remembered, at least

@@ -1,5 +1,5 @@
 -- free(t, now, attempts, exp, waiting): the lock's owner gives the lock in
--- KEYS[1] up, with the hash's attempts, exp and waiting fields as read.
+-- K (see keep.lua) up, with the hash's attempts, exp and waiting fields as read.
 -- (t is TIME's reply, now the same in ms.)
 -- Nobody waiting: the lock is free. Else it goes at once to the first
 -- waiter whose ticket is still live, skipping and dropping the others
@@ -18,12 +18,12 @@
 -- again. The hash's freed field keeps the token of the lease given up by
 -- the latest handoff, so that a release run again is known (release.lua).
 local function free(t, now, attempts, exp, waiting)
-  local ch = KEYS[1] .. ':released'
+  local ch = K .. ':released'
   if not waiting then
-    redis.call('HDEL', KEYS[1], 'owner', 'until')
+    redis.call('HDEL', K, 'owner', 'until')
     return
   end
-  local q, qx = KEYS[1] .. ':q', KEYS[1] .. ':qx'
+  local q, qx = K .. ':q', K .. ':qx'
   local n = tonumber(waiting)
   local a = math.max(tonumber(attempts or '0') + 1, tonumber(t[1]) * 1000000 + tonumber(t[2]))
   while a < 9007199254740992 do
@@ -40,13 +40,13 @@ local function free(t, now, attempts, exp, waiting)
       local token = string.format('%.0f', a)
       local e, ms = keep(now, exp, life)
       if n > 0 then
-        redis.call('HSET', KEYS[1], 'attempts', token, 'owner', head, 'until', upto, 'freed', attempts or '0', 'waiting', n)
+        redis.call('HSET', K, 'attempts', token, 'owner', head, 'until', upto, 'freed', attempts or '0', 'waiting', n)
       else
-        redis.call('HSET', KEYS[1], 'attempts', token, 'owner', head, 'until', upto, 'freed', attempts or '0')
-        redis.call('HDEL', KEYS[1], 'waiting')
+        redis.call('HSET', K, 'attempts', token, 'owner', head, 'until', upto, 'freed', attempts or '0')
+        redis.call('HDEL', K, 'waiting')
       end
       if e then
-        redis.call('HSET', KEYS[1], 'exp', e)
+        redis.call('HSET', K, 'exp', e)
         expire(e, ms)
       end
       redis.call('PUBLISH', ch, string.sub(head, 1, 32) .. ' ' .. token)
@@ -56,10 +56,10 @@ local function free(t, now, attempts, exp, waiting)
   -- Nobody left to hand the lock to (or a token past 2^53, which the next
   -- claim reports).
   if n > 0 then
-    redis.call('HDEL', KEYS[1], 'owner', 'until')
-    redis.call('HSET', KEYS[1], 'waiting', n)
+    redis.call('HDEL', K, 'owner', 'until')
+    redis.call('HSET', K, 'waiting', n)
   else
-    redis.call('HDEL', KEYS[1], 'owner', 'until', 'waiting')
+    redis.call('HDEL', K, 'owner', 'until', 'waiting')
   end
   redis.call('PUBLISH', ch, '')
 end

@@ -1,5 +1,9 @@
+-- K is the lock's hash the helpers below act on: KEYS[1], or, in a script
+-- on several locks (claim_all.lua and the rest), each of KEYS in turn.
+local K = KEYS[1]
+
 -- keep(now, exp, life) and expire(exp, ms): keep the lock's hash
--- (KEYS[1]) for at least life ms from now (a string; '0': for ever),
+-- (K) for at least life ms from now (a string; '0': for ever),
 -- moving its expiry only when it must. exp is the hash's exp field: the
 -- expiry last set, server ms, or 'inf' after a PERSIST. A hash whose
 -- expiry is due before now + life gets now + 1.5 × life, so that the next
@@ -23,8 +27,8 @@ local function keep(now, exp, life)
 end
 local function expire(exp, ms)
   if exp == 'inf' then
-    redis.call('PERSIST', KEYS[1])
+    redis.call('PERSIST', K)
   elseif exp then
-    redis.call('PEXPIRE', KEYS[1], ms)
+    redis.call('PEXPIRE', K, ms)
   end
 end

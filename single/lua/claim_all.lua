@@ -1,0 +1,156 @@
+-- claim_all: take the locks of every key in KEYS for one owner, all of them
+-- or none.
+--
+-- KEYS     the locks' hashes, each in claim.lua's layout: a lock held here
+--          is held against claim.lua's callers too, and the other way round
+-- ARGV[1]  owner
+-- ARGV[2]  TTL, ms
+-- ARGV[3]  each hash's lifetime, ms ('0': for ever; see keep.lua)
+-- ARGV[4]  for a blocking waiter, how long its tickets last, ms (absent for
+--          TryAcquireAll)
+--
+-- Replies {token, ...}, one per key in KEYS' order, when claimed; and
+-- {-1, ms the longest holder has left, 1 when queued else 0} when refused.
+--
+-- A key is free to this owner when nobody holds it (or its lease ran out),
+-- and its queue is empty or has this owner at its head; or when this owner
+-- holds it with time left: its own claim run again (a client re-sent it),
+-- or a key a release handed to it as a waiter (see handoff.lua). Only when
+-- every key is free does the script write: each key not already this
+-- owner's gets a new token, max(attempts + 1, server µs), as claim.lua
+-- gives; a key already its own keeps its token; every lease runs a TTL
+-- from now.
+--
+-- Otherwise a waiter's tickets stand in the queue of every key it does not
+-- hold ('deadline TTL lifetime', as claim.lua writes them, so a release
+-- hands a key over to it the same way), all joined in this one script: the
+-- queues order the waiters of overlapping sets alike, so the one ahead in
+-- one queue is ahead in every queue they share, and no two waiters wait
+-- for each other. A waiter missing from one of its queues (a ticket that
+-- lapsed there) leaves them all and joins them all again at the back, to
+-- keep that order. A key handed to a waiter that cannot take the rest yet
+-- stays its own until that handed lease ends (its TTL or its ticket's
+-- deadline); the script does not run it on.
+--
+-- An owner recorded in any key's :gone (see abandon_all.lua) is refused.
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local us = tonumber(t[1]) * 1000000 + tonumber(t[2])
+local n = #KEYS
+local rs, own, heads = {}, {}, {}
+local left, blocked = 0, false
+for i = 1, n do
+  local k = KEYS[i]
+  local r = redis.call('HMGET', k, 'owner', 'until', 'attempts', 'waiting', 'gone', 'exp')
+  rs[i] = r
+  local l = 0
+  if r[1] and r[2] then l = tonumber(r[2]) - now end
+  if l > 0 and r[1] == ARGV[1] then
+    own[i] = true
+  elseif l > 0 then
+    blocked = true
+    if l > left then left = l end
+  end
+  if r[5] then
+    if tonumber(r[5]) > now then
+      local g = redis.call('ZSCORE', k .. ':gone', ARGV[1])
+      if g and tonumber(g) > now then return {-1, left, 0} end
+    end
+  end
+  if not own[i] and l <= 0 and tonumber(r[4] or '0') > 0 then
+    -- Drop the dead heads of the queue, as claim.lua does; the first live
+    -- one is the key's next holder.
+    local q, qx = k .. ':q', k .. ':qx'
+    local waiting = tonumber(r[4])
+    local head = redis.call('ZRANGE', q, 0, 0)[1]
+    while head and head ~= ARGV[1] and tonumber(string.match(redis.call('HGET', qx, head) or '0', '^%d+') or '0') <= now do
+      redis.call('ZREM', q, head)
+      redis.call('HDEL', qx, head)
+      waiting = waiting - 1
+      head = redis.call('ZRANGE', q, 0, 0)[1]
+    end
+    if not head then waiting = 0 end
+    if waiting ~= tonumber(r[4]) then
+      if waiting > 0 then redis.call('HSET', k, 'waiting', waiting) else redis.call('HDEL', k, 'waiting') end
+      r[4] = tostring(waiting)
+    end
+    heads[i] = head
+    if head and head ~= ARGV[1] then blocked = true end
+  end
+end
+
+if not blocked then
+  local toks = {}
+  for i = 1, n do
+    if own[i] then
+      toks[i] = tonumber(rs[i][3])
+    else
+      local a = math.max(tonumber(rs[i][3] or '0') + 1, us)
+      if a >= 9007199254740992 then
+        return redis.error_reply('DLTOKEN attempts of ' .. KEYS[i] .. ' ' .. (rs[i][3] or '0') .. ' is past 2^53')
+      end
+      toks[i] = a
+    end
+  end
+  local upto = string.format('%.0f', now + tonumber(ARGV[2]))
+  for i = 1, n do
+    K = KEYS[i]
+    local r = rs[i]
+    if heads[i] == ARGV[1] then
+      redis.call('ZREM', K .. ':q', ARGV[1])
+      redis.call('HDEL', K .. ':qx', ARGV[1])
+      local w = tonumber(r[4]) - 1
+      if w > 0 then redis.call('HSET', K, 'waiting', w) else redis.call('HDEL', K, 'waiting') end
+    end
+    local exp, ms = keep(now, r[6], ARGV[3])
+    redis.call('HSET', K, 'attempts', string.format('%.0f', toks[i]), 'owner', ARGV[1], 'until', upto)
+    if exp then
+      redis.call('HSET', K, 'exp', exp)
+      expire(exp, ms)
+    end
+  end
+  return toks
+end
+
+if not ARGV[4] then return {-1, left, 0} end
+-- Queue on every key not held by this owner: refresh the tickets where they
+-- all stand, else leave every queue and join every one at the back.
+local whole = true
+for i = 1, n do
+  if not own[i] and not redis.call('ZSCORE', KEYS[i] .. ':q', ARGV[1]) then
+    whole = false
+    break
+  end
+end
+local ticket = string.format('%.0f', now + tonumber(ARGV[4])) .. ' ' .. ARGV[2] .. ' ' .. ARGV[3]
+for i = 1, n do
+  K = KEYS[i]
+  local q, qx = K .. ':q', K .. ':qx'
+  local r = rs[i]
+  local waiting = tonumber(r[4] or '0')
+  if not whole and redis.call('ZREM', q, ARGV[1]) == 1 then
+    redis.call('HDEL', qx, ARGV[1])
+    waiting = waiting - 1
+  end
+  if not own[i] then
+    if not whole then
+      local last = redis.call('ZRANGE', q, -1, -1, 'WITHSCORES')
+      redis.call('ZADD', q, tonumber(last[2] or '0') + 1, ARGV[1])
+      waiting = redis.call('ZCARD', q)
+    end
+    redis.call('HSET', qx, ARGV[1], ticket)
+    if redis.call('PTTL', q) < tonumber(ARGV[4]) then
+      redis.call('PEXPIRE', q, ARGV[4])
+      redis.call('PEXPIRE', qx, ARGV[4])
+    end
+  end
+  if waiting ~= tonumber(r[4] or '0') then
+    if waiting > 0 then redis.call('HSET', K, 'waiting', waiting) else redis.call('HDEL', K, 'waiting') end
+    local exp, ms = keep(now, r[6], ARGV[3])
+    if exp then
+      redis.call('HSET', K, 'exp', exp)
+      expire(exp, ms)
+    end
+  end
+end
+return {-1, left, 1}

@@ -1,0 +1,364 @@
+package single
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/dlockgo/dlock/fence"
+	"github.com/dlockgo/dlock/internal/acquire"
+	"github.com/dlockgo/dlock/lease"
+	"github.com/dlockgo/dlock/node"
+)
+
+// MaxKeys is the most keys AcquireAll and TryAcquireAll take at once.
+const MaxKeys = 64
+
+// TryAcquireAll makes one attempt at the locks of every key in keys, all
+// or none: it returns one lease holding them all, with a token per key
+// (lease.Lease.Keys, TokenOf), or an error matching lease.ErrTaken when any
+// key is held by someone else or has waiters queued for it, having taken
+// none. Every key is a lock as Acquire's: held in a set, it is held against
+// Acquire of that key alone, and the other way round. The keys must be
+// distinct, and on a Redis Cluster in one slot (give them one hash tag,
+// {like}this); otherwise the error matches node.ErrCrossSlot. It returns
+// an *lease.ArgError for no keys, more than MaxKeys, a repeat or a bad key
+// or option. As for TryAcquire, a claim whose outcome is unknown is given
+// up before it returns.
+func (lk *Locker) TryAcquireAll(ctx context.Context, keys []string, opts ...lease.Option) (*lease.Lease, error) {
+	ob := acquire.Start(lk.cfg.observer, strategy, firstKey(keys))
+	return ob.End(lk.tryAcquireAll(ctx, keys, opts))
+}
+
+func (lk *Locker) tryAcquireAll(ctx context.Context, keys []string, opts []lease.Option) (*lease.Lease, error) {
+	c, err := lk.newSetClaim(ctx, keys, opts)
+	if err != nil {
+		return nil, err
+	}
+	l, _, err := c.try(ctx)
+	return l, err
+}
+
+// AcquireAll waits until it holds the locks of every key in keys, or ctx
+// ends, with TryAcquireAll's rules. A waiter for a set queues, first come,
+// first served, on every key of it at once, in one script: waiters of
+// overlapping sets are then in the same order in every queue they share,
+// so none waits for another that waits for it, whatever order the keys
+// were given in, and a set is served when each of its keys is free and
+// the set's waiter is at the head of each queue. While it waits for the
+// rest, a key handed to it by a release stays its own until that lease
+// ends (its TTL or its ticket's deadline), and its other keys wait on it:
+// the cost of a set is that a free key may wait for a busy one. When ctx
+// ends first, the error matches ctx.Err(), and no lock or place in a queue
+// of this call is left on the server.
+func (lk *Locker) AcquireAll(ctx context.Context, keys []string, opts ...lease.Option) (*lease.Lease, error) {
+	ob := acquire.Start(lk.cfg.observer, strategy, firstKey(keys))
+	return ob.End(lk.acquireAll(ctx, keys, opts))
+}
+
+func (lk *Locker) acquireAll(ctx context.Context, keys []string, opts []lease.Option) (*lease.Lease, error) {
+	c, err := lk.newSetClaim(ctx, keys, opts)
+	if err != nil {
+		return nil, err
+	}
+	life := acquire.TicketLife(c.o.Retry)
+	c.args = append(c.args, strconv.FormatInt(life.Milliseconds(), 10))
+	var (
+		wake       *setWake
+		subscribed bool
+	)
+	l, err := acquire.Wait(ctx, c.o.Retry, func(ctx context.Context) (*lease.Lease, acquire.Turn, error) {
+		l, hint, err := c.again(ctx)
+		if err != nil && acquire.Again(err) && !subscribed && ctx.Err() == nil {
+			// Subscribed, then one more attempt at once, as Acquire does.
+			subscribed = true
+			sctx, cancel := context.WithTimeout(ctx, life/2)
+			wake = lk.subscribeAll(sctx, c.hashes)
+			cancel()
+			l, hint, err = c.again(ctx)
+		}
+		t := acquire.Turn{Hint: hint}
+		if wake != nil {
+			t.Wake = wake.c
+		}
+		return l, t, err
+	})
+	if wake != nil {
+		wake.stop()
+	}
+	if err != nil && c.queued {
+		acquire.Cleanup(ctx, lk.n, leaveAllScript, c.hashes, c.args[0])
+	}
+	return l, err
+}
+
+func firstKey(keys []string) string {
+	if len(keys) == 0 {
+		return ""
+	}
+	return keys[0]
+}
+
+// setClaim is one acquisition of a set, and then the lease.Backend of the
+// lease it was granted.
+type setClaim struct {
+	lk     *Locker
+	keys   []string // as the caller gave them
+	hashes []string // each key's hash, in the same order
+	o      lease.Options
+	ttl    time.Duration // o.TTL in whole milliseconds
+	// The claim script's arguments: owner, TTL ms, the hashes' lifetime
+	// ms, and for AcquireAll the tickets' lifetime ms.
+	args   []string
+	queued bool // a refusal left tickets on the server
+	// Once granted: the owner and each key's token, as extend and release
+	// send them.
+	owner  string
+	tokens []string
+}
+
+func (lk *Locker) newSetClaim(ctx context.Context, keys []string, opts []lease.Option) (*setClaim, error) {
+	if err := acquire.CheckContext(ctx); err != nil {
+		return nil, err
+	}
+	switch {
+	case len(keys) == 0:
+		return nil, &lease.ArgError{Arg: "keys", Value: keys, Rule: "must hold at least one key"}
+	case len(keys) > MaxKeys:
+		return nil, &lease.ArgError{Arg: "keys", Value: len(keys), Rule: fmt.Sprintf("must hold at most %d keys (single.MaxKeys)", MaxKeys)}
+	}
+	seen := make(map[string]int, len(keys))
+	for i, k := range keys {
+		if err := acquire.CheckKey(k); err != nil {
+			var ae *lease.ArgError
+			if errors.As(err, &ae) {
+				return nil, &lease.ArgError{Arg: "keys[" + strconv.Itoa(i) + "]", Value: k, Rule: ae.Rule}
+			}
+			return nil, err
+		}
+		if j, ok := seen[k]; ok {
+			return nil, &lease.ArgError{Arg: "keys[" + strconv.Itoa(i) + "]", Value: k, Rule: "must not repeat keys[" + strconv.Itoa(j) + "]"}
+		}
+		seen[k] = i
+	}
+	o, err := lk.options(ctx, keys[0], opts)
+	if err != nil {
+		return nil, err
+	}
+	c := &setClaim{lk: lk, keys: keys, o: o, hashes: make([]string, len(keys))}
+	for i, k := range keys {
+		c.hashes[i] = hashKey(k)
+	}
+	ms := o.TTL.Milliseconds()
+	c.ttl = time.Duration(ms) * time.Millisecond
+	c.args = []string{acquire.OwnerValue(acquire.NewOwner(), o.Metadata), strconv.FormatInt(ms, 10), lk.keep(c.ttl)}
+	return c, nil
+}
+
+// again is try for a blocking acquire: every failure but the server's
+// refusal is worth another attempt.
+func (c *setClaim) again(ctx context.Context) (*lease.Lease, time.Duration, error) {
+	l, hint, err := c.try(ctx)
+	var (
+		r  *refusal
+		re *node.ReplyError
+	)
+	switch {
+	case err == nil, errors.Is(err, lease.ErrTaken):
+		return l, hint, err
+	case errors.Is(err, errLate):
+		return nil, 0, fmt.Errorf("%w (%w)", lease.ErrTaken, err)
+	case errors.As(err, &r), errors.As(err, &re) && !errors.Is(err, errMigrating):
+		return nil, 0, err
+	}
+	return nil, 0, acquire.Retryable(err)
+}
+
+// try runs the set's claim script once, as claim.try does for one key.
+func (c *setClaim) try(ctx context.Context) (*lease.Lease, time.Duration, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, 0, acquire.CtxErr(ctx, err)
+	}
+	lk := c.lk
+	t1 := time.Now()
+	var (
+		r     node.Reply
+		err   error
+		lost  error
+		acked int
+	)
+	if lk.cfg.replicas > 0 {
+		var res []node.Result
+		res, acked, lost = lk.n.Pipeline(ctx,
+			[]node.Call{{Script: claimAllScript, Keys: c.hashes, Args: c.args}},
+			node.Wait{Replicas: lk.cfg.replicas, Timeout: lk.cfg.replicaTimeout})
+		if lost == nil {
+			if len(res) != 1 {
+				lost = fmt.Errorf("single: claim of %d keys on %s: %d results for 1 call", len(c.keys), lk.n, len(res))
+			} else {
+				r, err = res[0].Reply, res[0].Err
+			}
+		}
+	} else {
+		r, err = lk.n.Eval(ctx, claimAllScript, c.hashes, c.args...)
+	}
+	if err != nil && replyError(err) == nil {
+		lost, err = err, nil
+	}
+	if lost != nil {
+		c.abandon(ctx)
+		return nil, 0, fmt.Errorf("single: claim of %q on %s: %w", c.keys, lk.n, acquire.CtxErr(ctx, lost))
+	}
+	if err != nil {
+		if re := replyError(err); strings.Contains(re.Msg, "non local key") {
+			return nil, 0, fmt.Errorf("single: claim of %q on %s: %w: %w", c.keys, lk.n, errMigrating, err)
+		}
+		return nil, 0, &refusal{fmt.Errorf("single: claim of %q on %s: %w", c.keys, lk.n, acquire.CtxErr(ctx, err))}
+	}
+	if len(r) > 0 && r.Int(0) == -1 {
+		c.queued = r.Int(2) == 1
+		return nil, time.Duration(r.Int(1)) * time.Millisecond, fmt.Errorf("single: %q: %w", c.keys, lease.ErrTaken)
+	}
+	if len(r) != len(c.keys) {
+		return nil, 0, &refusal{fmt.Errorf("single: claim of %q on %s: %d tokens for %d keys", c.keys, lk.n, len(r), len(c.keys))}
+	}
+	c.queued = false
+	c.owner = c.args[0]
+	c.tokens = make([]string, len(r))
+	set := make([]lease.Held, len(r))
+	for i := range r {
+		set[i] = lease.Held{Key: c.keys[i], Token: fence.Token(r.Int(i))}
+		c.tokens[i] = strconv.FormatInt(r.Int(i), 10)
+	}
+	if err := ctx.Err(); err != nil {
+		c.releaseDetached(ctx)
+		return nil, 0, fmt.Errorf("single: claim of %q on %s: %w", c.keys, lk.n, acquire.CtxErr(ctx, err))
+	}
+	if acked < lk.cfg.replicas {
+		c.releaseDetached(ctx)
+		return nil, 0, &ReplicaError{Key: c.keys[0], Acked: acked, Wanted: lk.cfg.replicas}
+	}
+	until := t1.Add(c.ttl - acquire.Drift(c.ttl, lk.cfg.drift))
+	if !time.Now().Before(until) {
+		c.releaseDetached(ctx)
+		return nil, 0, fmt.Errorf("single: locks on %q: %w: %w", c.keys, errLate, lease.ErrExpired)
+	}
+	return lease.New(c, lease.Grant{
+		Key: c.keys[0], Owner: c.owner, Token: set[0].Token, Set: set, TTL: c.o.TTL, Until: until,
+		Strategy: strategy, Observer: lk.cfg.observer, AutoRenew: c.o.AutoRenew, Metadata: c.o.Metadata,
+	}), 0, nil
+}
+
+// abandon gives up a claim whose outcome is unknown, on every key, and
+// goes on under a new owner (see claim.abandon).
+func (c *setClaim) abandon(ctx context.Context) {
+	keep := max(abandonKeep, 2*c.ttl).Milliseconds()
+	acquire.Cleanup(ctx, c.lk.n, abandonAllScript, c.hashes, c.args[0], strconv.FormatInt(keep, 10))
+	c.queued = false
+	c.args[0] = acquire.OwnerValue(acquire.NewOwner(), c.o.Metadata)
+}
+
+// releaseDetached releases a granted set the caller must not keep, and
+// goes on under a new owner (see claim.releaseDetached).
+func (c *setClaim) releaseDetached(ctx context.Context) {
+	acquire.Cleanup(ctx, c.lk.n, releaseAllScript, c.hashes, append([]string{c.owner}, c.tokens...)...)
+	c.args[0] = acquire.OwnerValue(acquire.NewOwner(), c.o.Metadata)
+}
+
+// Extend implements lease.Backend: the whole set, or none of it.
+func (c *setClaim) Extend(ctx context.Context, l *lease.Lease, ttl time.Duration) (time.Time, error) {
+	ms := ttl.Milliseconds()
+	if ms <= 0 {
+		return time.Time{}, &lease.ArgError{Arg: "ttl", Value: ttl, Rule: "must be at least 1ms"}
+	}
+	ttl = time.Duration(ms) * time.Millisecond
+	args := append([]string{c.owner, strconv.FormatInt(ms, 10), c.lk.keep(ttl)}, c.tokens...)
+	t1 := time.Now()
+	if _, err := c.lk.n.Eval(ctx, extendAllScript, c.hashes, args...); err != nil {
+		return time.Time{}, c.refused(ctx, "extend", l, err)
+	}
+	return t1.Add(ttl - acquire.Drift(ttl, c.lk.cfg.drift)), nil
+}
+
+// Release implements lease.Backend: every key of the set.
+func (c *setClaim) Release(ctx context.Context, l *lease.Lease) error {
+	r, err := c.lk.n.Eval(ctx, releaseAllScript, c.hashes, append([]string{c.owner}, c.tokens...)...)
+	if err != nil {
+		return c.refused(ctx, "release", l, err)
+	}
+	if r.Int(0) != 1 {
+		return fmt.Errorf("single: release of %q: %w: a lease had expired", c.keys, lease.ErrNotHeld)
+	}
+	return nil
+}
+
+// refused maps a DLSTALE reply to an error matching lease.ErrNotHeld, and
+// also fence.ErrStale when a key was claimed again since the set's claim.
+func (c *setClaim) refused(ctx context.Context, op string, l *lease.Lease, err error) error {
+	var re *node.ReplyError
+	if !errors.As(err, &re) || !strings.HasPrefix(re.Msg, "DLSTALE ") {
+		return fmt.Errorf("single: %s of %q on %s: %w", op, c.keys, c.lk.n, acquire.CtxErr(ctx, err))
+	}
+	h, _ := strconv.ParseUint(strings.TrimPrefix(re.Msg, "DLSTALE "), 10, 64)
+	for _, k := range l.Keys() {
+		if fence.Token(h) > k.Token {
+			return fmt.Errorf("single: %s of %q: %w: %w", op, c.keys, lease.ErrNotHeld,
+				&fence.StaleError{Resource: k.Key, Token: k.Token, Highest: fence.Token(h)})
+		}
+	}
+	return fmt.Errorf("single: %s of %q: %w: it expired or was released", op, c.keys, lease.ErrNotHeld)
+}
+
+// setWake merges the release channels of a set's keys into one: a message
+// on any of them calls for an attempt. Its goroutines end with stop.
+type setWake struct {
+	c     chan string
+	done  chan struct{}
+	stops []func()
+	wg    sync.WaitGroup
+}
+
+// subscribeAll subscribes to every hash's release channel; nil when not
+// one subscription could be made (the wait then polls).
+func (lk *Locker) subscribeAll(ctx context.Context, hashes []string) *setWake {
+	w := &setWake{c: make(chan string, 1), done: make(chan struct{})}
+	for _, h := range hashes {
+		msgs, stop, err := lk.n.Subscribe(ctx, h+":released")
+		if err != nil {
+			continue
+		}
+		w.stops = append(w.stops, stop)
+		w.wg.Go(func() {
+			for {
+				select {
+				case <-w.done:
+					return
+				case _, ok := <-msgs:
+					if !ok {
+						return
+					}
+					select {
+					case w.c <- "":
+					default: // one signal pending is enough
+					}
+				}
+			}
+		})
+	}
+	if len(w.stops) == 0 {
+		return nil
+	}
+	return w
+}
+
+func (w *setWake) stop() {
+	close(w.done)
+	for _, s := range w.stops {
+		s()
+	}
+	w.wg.Wait()
+}
