@@ -1,0 +1,43 @@
+package dlock_test
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/dlockgo/dlock"
+	"github.com/dlockgo/dlock/internal/redistest"
+	"github.com/dlockgo/dlock/lease"
+)
+
+// TestOpenMulti: what Open returns is a MultiLocker; over the single
+// strategy it holds a set whole, and a key of it against a lock on that
+// key alone; over the quorum it says the strategy cannot.
+func TestOpenMulti(t *testing.T) {
+	srvs := redistest.StartN(t, 3)
+	ctx := t.Context()
+	one, err := dlock.Open(ctx, dlock.Config{Addrs: []string{srvs[0].Addr()}})
+	require.NoError(t, err)
+	defer one.Close()
+	m, ok := one.(dlock.MultiLocker)
+	require.True(t, ok, "Open's Locker is a MultiLocker")
+	set, err := m.TryAcquireAll(ctx, []string{"in", "out"})
+	require.NoError(t, err)
+	if _, err := one.TryAcquire(ctx, "out"); !errors.Is(err, lease.ErrTaken) {
+		t.Fatalf("TryAcquire(out) under the set: %v; want ErrTaken", err)
+	}
+	require.NoError(t, set.Release(ctx))
+
+	var addrs []string
+	for _, s := range srvs {
+		addrs = append(addrs, s.Addr())
+	}
+	q, err := dlock.Open(ctx, dlock.Config{Strategy: dlock.StrategyQuorum, Addrs: addrs, TTL: 5 * time.Second, DurableNodes: true})
+	require.NoError(t, err)
+	defer q.Close()
+	if _, err := q.(dlock.MultiLocker).TryAcquireAll(ctx, []string{"in", "out"}); !errors.Is(err, dlock.ErrNoMulti) {
+		t.Fatalf("TryAcquireAll on the quorum: %v; want ErrNoMulti", err)
+	}
+}
