@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -24,6 +25,7 @@ import (
 )
 
 const runUsage = `Usage: dlock run [flags] --key KEY -- CMD [ARGS...]
+       dlock run [flags] --keys KEY1,KEY2,... -- CMD [ARGS...]
 
 Runs CMD while holding the lock on KEY, like flock(1) across hosts. The
 lease is renewed at a third of --ttl while CMD runs, and released when CMD
@@ -36,6 +38,12 @@ With --permits N, KEY names a semaphore of N permits instead of a lock
 run at once across hosts. CMD also gets DLOCK_SLOT, the permit's slot
 (0..N-1); DLOCK_TOKEN is then the permit's token, to fence per slot with
 the key KEY#SLOT.
+
+With --keys, CMD runs while dlock holds the locks of every key listed, all
+taken at once or none: two runs asking for overlapping keys, in any
+order, neither deadlock nor both hold a key. CMD gets DLOCK_KEYS (the keys)
+and DLOCK_TOKENS (each key's token, in the same order, comma-separated);
+DLOCK_KEY and DLOCK_TOKEN are the first key's.
 
 With --shared, KEY names a read-write lock (single strategy only) and CMD
 runs while it holds a read lock of it, beside any other readers; with
@@ -60,6 +68,7 @@ Examples:
   DLOCK_URL=redlock://r1,r2,r3,r4,r5 dlock run --key rotate -- sh -c 'rotate --fence "$DLOCK_TOKEN"'
   dlock run --config /etc/dlock.conf --key cleanup -- ./cleanup   # url=... or addrs=... lines
   dlock run --permits 3 --key exporter -- ./export.sh   # at most 3 exports at once
+  dlock run --keys acct:17,acct:42 -- ./transfer.sh 17 42   # both accounts, or wait
   dlock run --shared --key catalog -- ./read-catalog.sh      # many readers at once
   dlock run --exclusive --key catalog -- ./rebuild-catalog.sh   # one writer, no readers
 
@@ -71,7 +80,8 @@ func runMain(args []string, stdout, stderr io.Writer) int {
 	fs.SetOutput(stderr)
 	var (
 		conn    connFlags
-		key     = fs.String("key", "", "the lock's key (required)")
+		key     = fs.String("key", "", "the lock's key (this or --keys is required)")
+		keyList = fs.String("keys", "", "comma-separated keys whose locks to hold all at once, all or none, instead of --key")
 		ttl     = fs.Duration("ttl", 30*time.Second, "lease TTL, renewed at a third of it; when --ttl is not given, the URL's ?ttl= if it has one")
 		wait    = fs.Duration("wait", time.Minute, "how long to wait for the lock; 0: one attempt")
 		grace   = fs.Duration("grace", 10*time.Second, "after a lost lease, time between SIGTERM and SIGKILL to CMD")
@@ -91,9 +101,19 @@ func runMain(args []string, stdout, stderr io.Writer) int {
 		return code
 	}
 	argv := fs.Args()
+	var keys []string
+	if *keyList != "" {
+		keys = strings.Split(*keyList, ",")
+	}
 	switch {
-	case *key == "":
-		fmt.Fprintln(stderr, "dlock run: --key is required (dlock run --help)")
+	case *key == "" && keys == nil:
+		fmt.Fprintln(stderr, "dlock run: --key or --keys is required (dlock run --help)")
+		return exitUsage
+	case *key != "" && keys != nil:
+		fmt.Fprintln(stderr, "dlock run: --key and --keys exclude each other")
+		return exitUsage
+	case keys != nil && (*nperm > 0 || *shared || *excl):
+		fmt.Fprintln(stderr, "dlock run: --keys excludes --permits, --shared and --exclusive")
 		return exitUsage
 	case len(argv) == 0:
 		fmt.Fprintln(stderr, "dlock run: no command given: dlock run --key KEY -- CMD [ARGS...]")
@@ -129,8 +149,11 @@ func runMain(args []string, stdout, stderr io.Writer) int {
 		rw = rwWrite
 	}
 	agreeTTL(fs, &cfg, ttl)
+	if keys != nil {
+		*key = *keyList
+	}
 	r := &runner{
-		key: *key, ttl: *ttl, wait: *wait, grace: *grace, argv: argv,
+		key: *key, keys: keys, ttl: *ttl, wait: *wait, grace: *grace, argv: argv,
 		verbose: *verbose, stderr: stderr, metadata: *meta, permits: *nperm, rw: rw,
 		origin: origin(source, os.Getenv),
 	}
@@ -159,11 +182,12 @@ type runner struct {
 	verbose          bool
 	stderr           io.Writer
 	metadata         string
-	permits          int    // hold one of this many permits of key; 0: its lock
-	rw               rwSide // hold a side of the read-write lock key rather than its lock
-	office, value    string // campaign for this office (dlock elect) rather than lock key
-	origin           string // where the servers came from
-	name             string // the command, for messages: "run" or "elect"
+	permits          int      // hold one of this many permits of key; 0: its lock
+	rw               rwSide   // hold a side of the read-write lock key rather than its lock
+	keys             []string // hold the locks of all of these at once (key is them, joined)
+	office, value    string   // campaign for this office (dlock elect) rather than lock key
+	origin           string   // where the servers came from
+	name             string   // the command, for messages: "run" or "elect"
 }
 
 // rwSide is which side of a read-write lock run holds, if any.
@@ -289,6 +313,18 @@ func (r *runner) acquire(ctx context.Context, cfg dlock.Config) (holding, dlock.
 			try, wait = rl.TryAcquireShared, rl.AcquireShared
 		}
 	}
+	if r.keys != nil {
+		m, ok := locker.(dlock.MultiLocker)
+		if !ok {
+			return nil, locker, r.failed(ctx, "acquire", dlock.ErrNoMulti)
+		}
+		try = func(ctx context.Context, _ string, opts ...lease.Option) (*lease.Lease, error) {
+			return m.TryAcquireAll(ctx, r.keys, opts...)
+		}
+		wait = func(ctx context.Context, _ string, opts ...lease.Option) (*lease.Lease, error) {
+			return m.AcquireAll(ctx, r.keys, opts...)
+		}
+	}
 	var ls *lease.Lease
 	if r.wait == 0 {
 		ls, err = try(ctx, r.key, opts...)
@@ -354,7 +390,7 @@ func (r *runner) failed(ctx context.Context, op string, err error) int {
 // not hide.
 func acquireExitCode(err error) int {
 	switch {
-	case errors.Is(err, dlock.ErrInvalid):
+	case errors.Is(err, dlock.ErrInvalid), errors.Is(err, dlock.ErrNoMulti):
 		return exitUsage
 	case errors.Is(err, dlock.ErrTaken):
 		return exitTaken
@@ -370,6 +406,14 @@ func (r *runner) supervise(ls holding, sigs <-chan os.Signal) int {
 	cmd := exec.Command(r.argv[0], r.argv[1:]...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
 	cmd.Env = append(os.Environ(), "DLOCK_KEY="+r.key, "DLOCK_TOKEN="+ls.Token().String())
+	if l, ok := ls.(*lease.Lease); ok && r.keys != nil {
+		held := l.Keys()
+		toks := make([]string, len(held))
+		for i, h := range held {
+			toks[i] = h.Token.String()
+		}
+		cmd.Env = append(cmd.Env, "DLOCK_KEY="+r.keys[0], "DLOCK_KEYS="+strings.Join(r.keys, ","), "DLOCK_TOKENS="+strings.Join(toks, ","))
+	}
 	if l, ok := ls.(*lease.Lease); ok && r.permits > 0 {
 		cmd.Env = append(cmd.Env, "DLOCK_SLOT="+strconv.Itoa(permits.Slot(l)))
 	}

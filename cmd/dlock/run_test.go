@@ -450,3 +450,80 @@ func TestRunShared(t *testing.T) {
 		}
 	}
 }
+
+// TestRunKeys: --keys holds every key at once. Two runs over {a, b} and
+// {b, a} never run together (each writes while it holds both, and the log
+// shows no start between another's start and end), a lock on b alone is
+// refused while a run holds the set, CMD gets each key's token, and the
+// flag's rules are checked.
+func TestRunKeys(t *testing.T) {
+	t.Parallel()
+	srvs := redistest.StartN(t, 3)
+	url := urlOf(srvs[0])
+	dir := t.TempDir()
+	log := filepath.Join(dir, "log")
+	const runs = 6
+	var wg sync.WaitGroup
+	results := make([]result, runs)
+	for i := range runs {
+		keys := "acct:1,acct:2"
+		if i%2 == 1 {
+			keys = "acct:2,acct:1"
+		}
+		wg.Go(func() {
+			results[i] = runBin(t, nil, "run", "--url", url, "--keys", keys, "--wait", "30s", "--",
+				"sh", "-c", fmt.Sprintf(`echo "start $DLOCK_KEYS $DLOCK_TOKENS" >> %s; sleep 0.2; echo "end" >> %s`, log, log))
+		})
+	}
+	wg.Wait()
+	for i, r := range results {
+		if r.code != 0 {
+			t.Errorf("run %d: %v", i, r)
+		}
+	}
+	b, err := os.ReadFile(log)
+	require.NoError(t, err)
+	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	if len(lines) != 2*runs {
+		t.Fatalf("got %d lines; want %d:\n%s", len(lines), 2*runs, b)
+	}
+	for i, l := range lines {
+		want := "start"
+		if i%2 == 1 {
+			want = "end"
+		}
+		if !strings.HasPrefix(l, want) {
+			t.Fatalf("line %d: %q; want %s (runs over shared keys overlapped):\n%s", i+1, l, want, b)
+		}
+		if want == "start" {
+			f := strings.Fields(l)
+			if len(f) != 3 || len(strings.Split(f[2], ",")) != 2 || strings.Contains(f[2], ",,") {
+				t.Fatalf("line %d: %q; want the keys and a token per key", i+1, l)
+			}
+		}
+	}
+
+	gate := filepath.Join(dir, "go")
+	holder := command(nil, "run", "--url", url, "--keys", "x,y", "--", "sh", "-c",
+		fmt.Sprintf(`touch %s; while [ ! -e %s ]; do sleep 0.02; done`, filepath.Join(dir, "holding"), gate))
+	require.NoError(t, holder.Start())
+	waitFor(t, "the set held", func() bool { _, err := os.Stat(filepath.Join(dir, "holding")); return err == nil })
+	if r := runBin(t, nil, "run", "--url", url, "--key", "y", "--wait", "0", "--", "true"); r.code != exitTaken {
+		t.Errorf("--key y while a run holds x,y: %v; want exit %d", r, exitTaken)
+	}
+	require.NoError(t, os.WriteFile(gate, nil, 0o644))
+	require.NoError(t, holder.Wait())
+
+	for _, tc := range []struct {
+		args []string
+		name string
+	}{
+		{[]string{"run", "--url", url, "--keys", "a,a", "--", "true"}, "keys[1]"},
+		{[]string{"run", "--url", url, "--key", "a", "--keys", "b,c", "--", "true"}, "--keys"},
+		{[]string{"run", "--url", url, "--keys", "b,c", "--shared", "--", "true"}, "--keys"},
+	} {
+		if r := runBin(t, nil, tc.args...); r.code != exitUsage || !strings.Contains(r.stderr, tc.name) {
+			t.Errorf("%v: got %v; want exit %d naming %s", tc.args, r, exitUsage, tc.name)
+		}
+	}
+}
