@@ -56,8 +56,16 @@ func (n *valkeyNode) String() string {
 }
 
 func (n *valkeyNode) Eval(ctx context.Context, s *node.Script, keys []string, args ...string) (node.Reply, error) {
+	if len(keys) > 1 && n.c.Mode() == valkey.ClientModeCluster && !sameSlot(n.c, []node.Call{{Keys: keys}}) {
+		return nil, errCrossSlotKeys
+	}
 	return valkeyEval(ctx, n.c, s, keys, args)
 }
+
+// errCrossSlotKeys is what a cluster replies to a script whose keys are in
+// different slots; valkey-go would panic building such a command, so the
+// Node answers for the server.
+var errCrossSlotKeys = &node.ReplyError{Msg: "CROSSSLOT Keys in request don't hash to the same slot"}
 
 type doer interface {
 	B() valkey.Builder
@@ -113,6 +121,13 @@ func eval(c doer, s *node.Script, keys, args []string) valkey.Completed {
 }
 
 func (n *valkeyNode) Pipeline(ctx context.Context, calls []node.Call, wait node.Wait) (results []node.Result, acked int, err error) {
+	if n.c.Mode() == valkey.ClientModeCluster {
+		for _, c := range calls {
+			if len(c.Keys) > 1 && !sameSlot(n.c, []node.Call{c}) {
+				return nil, 0, errCrossSlotKeys
+			}
+		}
+	}
 	if wait.Replicas <= 0 {
 		return valkeyPipeline(ctx, n.c, &n.cached, calls, wait)
 	}
