@@ -41,6 +41,10 @@ type claim struct {
 	life   time.Duration
 	sent   time.Time
 	handed fence.Token
+	// part says the claim is one key of a set taken key by key (see
+	// setClaim.tryOrdered): its lease tells the Observer nothing, the
+	// set's does.
+	part bool
 }
 
 // errMigrating marks a claim refused because the lock's cluster slot is
@@ -223,9 +227,13 @@ func (c *claim) try(ctx context.Context) (*lease.Lease, time.Duration, error) {
 }
 
 func (c *claim) lease(token fence.Token, until time.Time, short bool) *lease.Lease {
+	ob := c.lk.cfg.observer
+	if c.part {
+		ob = nil
+	}
 	return lease.New(c, lease.Grant{
 		Key: c.key, Owner: c.args[0], Token: token, TTL: c.o.TTL, Until: until,
-		Strategy: strategy, Observer: c.lk.cfg.observer, AutoRenew: c.o.AutoRenew,
+		Strategy: strategy, Observer: ob, AutoRenew: c.o.AutoRenew,
 		Metadata: c.o.Metadata, Short: short,
 	})
 }

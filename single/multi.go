@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -119,6 +120,9 @@ type setClaim struct {
 	// send them.
 	owner  string
 	tokens []string
+	// ordered: the keys span cluster slots, so no one script can claim
+	// them; each attempt takes them one by one (tryOrdered).
+	ordered bool
 }
 
 func (lk *Locker) newSetClaim(ctx context.Context, keys []string, opts []lease.Option) (*setClaim, error) {
@@ -183,6 +187,9 @@ func (c *setClaim) try(ctx context.Context) (*lease.Lease, time.Duration, error)
 	if err := ctx.Err(); err != nil {
 		return nil, 0, acquire.CtxErr(ctx, err)
 	}
+	if c.ordered {
+		return c.tryOrdered(ctx)
+	}
 	lk := c.lk
 	t1 := time.Now()
 	var (
@@ -214,6 +221,11 @@ func (c *setClaim) try(ctx context.Context) (*lease.Lease, time.Duration, error)
 		return nil, 0, fmt.Errorf("single: claim of %q on %s: %w", c.keys, lk.n, acquire.CtxErr(ctx, lost))
 	}
 	if err != nil {
+		if re := replyError(err); strings.HasPrefix(re.Msg, "CROSSSLOT") {
+			// A cluster whose slots the keys span: the script ran nowhere.
+			c.ordered = true
+			return c.tryOrdered(ctx)
+		}
 		if re := replyError(err); strings.Contains(re.Msg, "non local key") {
 			return nil, 0, fmt.Errorf("single: claim of %q on %s: %w: %w", c.keys, lk.n, errMigrating, err)
 		}
@@ -251,6 +263,90 @@ func (c *setClaim) try(ctx context.Context) (*lease.Lease, time.Duration, error)
 		Key: c.keys[0], Owner: c.owner, Token: set[0].Token, Set: set, TTL: c.o.TTL, Until: until,
 		Strategy: strategy, Observer: lk.cfg.observer, AutoRenew: c.o.AutoRenew, Metadata: c.o.Metadata,
 	}), 0, nil
+}
+
+// tryOrdered takes the keys one by one, in the order of their names, each
+// with a single claim that does not wait, and gives back the ones it took
+// as soon as one is refused or fails: all of them or none, at the cost of
+// a moment in which the first keys were held and the set was not. It
+// never holds a key while it waits for another, so sets over shared keys
+// cannot wait for each other; the wait for a set (AcquireAll) is then
+// retries on the keys' releases, not a place in their queues.
+func (c *setClaim) tryOrdered(ctx context.Context) (*lease.Lease, time.Duration, error) {
+	order := make([]int, len(c.keys))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortFunc(order, func(a, b int) int { return strings.Compare(c.keys[a], c.keys[b]) })
+	po := c.o
+	po.AutoRenew = false
+	parts := make([]*lease.Lease, len(c.keys))
+	rollback := func() {
+		for _, p := range parts {
+			if p != nil {
+				rctx, cancel := acquire.Detached(ctx, lease.ReleaseTimeout)
+				_ = p.Release(rctx)
+				cancel()
+			}
+		}
+	}
+	for _, i := range order {
+		pc := c.lk.newClaim(c.keys[i], po)
+		pc.part = true
+		l, hint, err := pc.try(ctx)
+		if err != nil {
+			rollback()
+			return nil, hint, err
+		}
+		parts[i] = l
+	}
+	set := make([]lease.Held, len(parts))
+	until := time.Time{}
+	for i, p := range parts {
+		set[i] = lease.Held{Key: c.keys[i], Token: p.Token()}
+		if u := time.Now().Add(p.TTL()); until.IsZero() || u.Before(until) {
+			until = u
+		}
+	}
+	return lease.New(&orderedSet{keys: c.keys, parts: parts}, lease.Grant{
+		Key: c.keys[0], Owner: c.args[0], Token: set[0].Token, Set: set, TTL: c.o.TTL, Until: until,
+		Strategy: strategy, Observer: c.lk.cfg.observer, AutoRenew: c.o.AutoRenew, Metadata: c.o.Metadata,
+	}), 0, nil
+}
+
+// orderedSet is the lease.Backend of a set taken key by key: each key's
+// own lease, extended and released one after the other.
+type orderedSet struct {
+	keys  []string
+	parts []*lease.Lease
+}
+
+// Extend implements lease.Backend: every key's lease, in turn. A key that
+// refuses loses the set; the keys extended before it stay so until their
+// release or expiry.
+func (s *orderedSet) Extend(ctx context.Context, _ *lease.Lease, ttl time.Duration) (time.Time, error) {
+	var until time.Time
+	for _, p := range s.parts {
+		if err := p.Extend(ctx, ttl); err != nil {
+			return time.Time{}, err
+		}
+		if u := time.Now().Add(p.TTL()); until.IsZero() || u.Before(until) {
+			until = u
+		}
+	}
+	return until, nil
+}
+
+// Release implements lease.Backend: every key's lease, whatever the
+// others' outcome; the first error is returned.
+func (s *orderedSet) Release(ctx context.Context, _ *lease.Lease) error {
+	var first error
+	for _, p := range s.parts {
+		if err := p.Release(ctx); err != nil && first == nil {
+			first = err
+		}
+	}
+	return first
 }
 
 // abandon gives up a claim whose outcome is unknown, on every key, and
