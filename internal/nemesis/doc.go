@@ -25,16 +25,16 @@
 // single.New and single.New with WithReplicas(1, 100ms) on the same keys.
 // The same workers also lead: on the key of an election's office, three
 // calls in four campaign through package election and hold a term instead
-// of a plain lock (campaign). Single workers, one call in six, take one
+// of a plain lock (campaign). Single workers, one call in seven, take one
 // of two permits of a semaphore (package permits) on the same server and
 // hold it as a lock; each permit's slot is a resource of its own, checked
-// as a lock key is (permit). One call in six, they add an item to a work
+// as a lock key is (permit). One call in seven, they add an item to a work
 // queue (package claims), one of 8 ids completed and added again all run
 // long, and claim the next one, hold it as a lock, and complete it or hand
 // it back; each item is a resource checked as a lock key is, and a
 // Complete the server accepted after a newer claim of its item was granted
-// is a FENCE violation (claimItem). MEM bounds a queue by its ids. One
-// call in six, they take a side of the read-write lock "rw" (package
+// is a FENCE violation (claimItem). MEM bounds a queue by its ids. Two
+// calls in seven, they take a side of the read-write lock "rw" (package
 // rwlock) on the same server, renewed in the background: a writer one
 // time in three, held as a lock (fenced writes to the lock's register, a
 // read), else a reader, which reads the register while it holds. The
