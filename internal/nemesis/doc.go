@@ -25,15 +25,31 @@
 // single.New and single.New with WithReplicas(1, 100ms) on the same keys.
 // The same workers also lead: on the key of an election's office, three
 // calls in four campaign through package election and hold a term instead
-// of a plain lock (campaign). Single workers, one call in five, take one
+// of a plain lock (campaign). Single workers, one call in seven, take one
 // of two permits of a semaphore (package permits) on the same server and
 // hold it as a lock; each permit's slot is a resource of its own, checked
-// as a lock key is (permit). One call in five, they add an item to a work
+// as a lock key is (permit). One call in seven, they add an item to a work
 // queue (package claims), one of 8 ids completed and added again all run
 // long, and claim the next one, hold it as a lock, and complete it or hand
 // it back; each item is a resource checked as a lock key is, and a
 // Complete the server accepted after a newer claim of its item was granted
-// is a FENCE violation (claimItem). MEM bounds a queue by its ids.
+// is a FENCE violation (claimItem). MEM bounds a queue by its ids. Two
+// calls in seven, they take a side of the read-write lock "rw" (package
+// rwlock) on the same server, renewed in the background: a writer one
+// time in three, held as a lock (fenced writes to the lock's register, a
+// read), else a reader, which reads the register while it holds. The
+// writers are checked as a lock key is; every hold, reader's or writer's,
+// with safety.CheckShared (ME: no writer's interval overlaps another
+// holder's); the readers' tokens with safety.CheckSharedOrder (ORDER: a
+// reader's is no older than any token granted before it began, a writer's
+// above every reader's granted before it began). After a loss of the
+// latest grants, readers carry the counter the server kept until the next
+// writer (docs/rwlock.md), so a window of their own suspends their ORDER
+// from the loss to that writer's grant; the writers' ORDER keeps the
+// single strategy's windows. A valid reader's read of a register written
+// under a newer token than its own is counted (what a fence would refuse);
+// its cause is an overlap or a token out of order, which ME and ORDER
+// judge. MEM bounds the lock's keys as a lock key's.
 //
 // The faults (see Kind) are planned up front from the seed alone (NewPlan),
 // so a seed replays its schedule; the interleaving of the workers is the

@@ -183,7 +183,11 @@ type Plan struct {
 	// of the single strategy also take (see permit); empty on a quorum.
 	Permits  string
 	PermitsN int
-	Workers  []Worker
+	// RWLock names a read-write lock (package rwlock) that the workers of
+	// the single strategy also take, as readers or writers (see
+	// workload.rwlock); empty on a quorum.
+	RWLock  string
+	Workers []Worker
 	// LongHolds is the share, in percent, of Do calls that hold their
 	// lease long (longHold, across renewals) rather than briefly
 	// (shortHold): a restart loses a lock only while someone holds it.
@@ -244,6 +248,7 @@ func NewPlan(seed int64, strategy string, duration time.Duration, bias Bias) *Pl
 	p.Keys = slices.Clone(keyShapes)
 	if strategy == Single {
 		p.Permits, p.PermitsN = "pool", 2
+		p.RWLock = "rw"
 	}
 	p.LongHolds = 50
 	switch bias {

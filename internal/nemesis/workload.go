@@ -28,6 +28,7 @@ import (
 	"github.com/dlockgo/dlock/node/valkeygo"
 	"github.com/dlockgo/dlock/permits"
 	"github.com/dlockgo/dlock/redlock"
+	"github.com/dlockgo/dlock/rwlock"
 	"github.com/dlockgo/dlock/single"
 )
 
@@ -39,11 +40,14 @@ type Counts struct {
 	Writes        int64 `json:"writes"`
 	WritesRefused int64 `json:"writes_refused"` // by the fence
 	Reads         int64 `json:"reads"`
-	Pauses        int64 `json:"holder_pauses"`  // holder pauses that got their lease
-	PausedRefused int64 `json:"paused_refused"` // paused holders' late writes the fence refused
-	ItemClaims    int64 `json:"item_claims"`    // of the work queue's items
-	ItemsReAdded  int64 `json:"items_readded"`  // claims of an id completed before, then added again
-	ItemsDone     int64 `json:"items_done"`     // Completes the server accepted
+	Pauses        int64 `json:"holder_pauses"`    // holder pauses that got their lease
+	PausedRefused int64 `json:"paused_refused"`   // paused holders' late writes the fence refused
+	ItemClaims    int64 `json:"item_claims"`      // of the work queue's items
+	ItemsReAdded  int64 `json:"items_readded"`    // claims of an id completed before, then added again
+	ItemsDone     int64 `json:"items_done"`       // Completes the server accepted
+	RWWriters     int64 `json:"rw_writer_grants"` // of the read-write lock
+	RWReaders     int64 `json:"rw_reader_grants"`
+	RWReadsBehind int64 `json:"rw_reads_behind"` // valid readers' reads of a register written under a newer token
 }
 
 // workload is the workers of one run and what they recorded.
@@ -58,10 +62,13 @@ type workload struct {
 	acqs        map[string][]safety.Acquisition
 	items       map[string]*safety.Resource // of the work queue's items, by resource name (see claimItem)
 	completions []completion                // of claims
+	rwRes       *safety.Resource            // the read-write lock's register, written by its writers
+	rwReaders   *safety.Resource            // the read-write lock's readers' holds, and nothing else
 	errs        []string                    // of the harness
 
 	dos, grants, acqErrs, writes, refused, reads, pauses, pausedRefused atomic.Int64
 	itemClaims, itemsReAdded, itemsDone                                 atomic.Int64
+	rwWriterGrants, rwReaderGrants, rwReadsBehind                       atomic.Int64
 }
 
 type worker struct {
@@ -70,6 +77,7 @@ type worker struct {
 	lk    dlock.Locker
 	sem   *permits.Semaphore // on the single strategy's server; nil on a quorum
 	queue *claims.Queue      // likewise
+	rw    *rwlock.Locker     // likewise
 	close func()
 	rng   *rand.Rand
 	pause atomic.Int64 // the next operation is a holder pause this long past its TTL
@@ -144,6 +152,14 @@ func newWorkload(t *testing.T, p *Plan, cfg Config, addrs []string) *workload {
 			wl.res[k] = safety.NewResource(k)
 		}
 	}
+	if p.RWLock != "" {
+		var opts []safety.Option
+		if cfg.Unfenced {
+			opts = append(opts, safety.Unfenced())
+		}
+		wl.rwRes = safety.NewResource(rwKey(p.RWLock), opts...)
+		wl.rwReaders = safety.NewResource(rwReadersKey(p.RWLock))
+	}
 	for i, w := range p.Workers {
 		lk, one, closeFn, err := newLocker(p, cfg, w, addrs)
 		if err != nil {
@@ -155,6 +171,9 @@ func newWorkload(t *testing.T, p *Plan, cfg Config, addrs []string) *workload {
 			wk.sem, err = permits.New(one, permits.WithTTL(p.TTL))
 			if err == nil {
 				wk.queue, err = claims.New(one, queueName, claims.WithTTL(p.TTL), claims.WithKeepDone(keepDone))
+			}
+			if err == nil && p.RWLock != "" {
+				wk.rw, err = rwlock.New(one, rwlock.WithTTL(p.TTL))
 			}
 			if err != nil {
 				closeFn()
@@ -268,13 +287,21 @@ func (wl *workload) do(ctx context.Context, wk *worker) {
 		return
 	}
 	if wk.sem != nil {
-		switch wk.rng.IntN(5) {
+		// Two calls in seven for the read-write lock: one lock, where an
+		// overlap needs a reader and a writer at once, and the faults'
+		// windows excuse a good part of a run.
+		switch wk.rng.IntN(7) {
 		case 0:
 			wl.permit(ctx, wk)
 			return
 		case 1:
 			wl.claimItem(ctx, wk)
 			return
+		case 2, 3:
+			if wk.rw != nil {
+				wl.rwlock(ctx, wk)
+				return
+			}
 		}
 	}
 	res := wl.res[key]
@@ -399,7 +426,8 @@ func (wl *workload) counts() Counts {
 	return Counts{Dos: wl.dos.Load(), Grants: wl.grants.Load(), AcquireErrors: wl.acqErrs.Load(),
 		Writes: wl.writes.Load(), WritesRefused: wl.refused.Load(), Reads: wl.reads.Load(),
 		Pauses: wl.pauses.Load(), PausedRefused: wl.pausedRefused.Load(),
-		ItemClaims: wl.itemClaims.Load(), ItemsReAdded: wl.itemsReAdded.Load(), ItemsDone: wl.itemsDone.Load()}
+		ItemClaims: wl.itemClaims.Load(), ItemsReAdded: wl.itemsReAdded.Load(), ItemsDone: wl.itemsDone.Load(),
+		RWWriters: wl.rwWriterGrants.Load(), RWReaders: wl.rwReaderGrants.Load(), RWReadsBehind: wl.rwReadsBehind.Load()}
 }
 
 // sleep sleeps d, or until ctx ends.

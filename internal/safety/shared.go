@@ -48,3 +48,77 @@ func kindOf(h Hold) string {
 	}
 	return "exclusive"
 }
+
+// Holds returns the leases of h as holds of a read-write lock, Shared as
+// given, each over the interval Check gives it: from its first grant to
+// the latest end of validity seen, or its release if that came first. A
+// Resource that records only the readers' grants, renewals and releases
+// thus yields their holds, and one that records the writers' theirs.
+func (h History) Holds(shared bool) []Hold {
+	ivs := leases(h)
+	out := make([]Hold, len(ivs))
+	for i, iv := range ivs {
+		out[i] = Hold{Holder: iv.holder, Shared: shared, At: iv.from, Until: iv.to}
+	}
+	return out
+}
+
+// CheckSharedOrder returns the Order violations of the readers' tokens of
+// one read-write lock, whose writers' tokens among themselves are
+// CheckOrder's: every reader that started after another acquisition,
+// writer's or reader's, was granted, and got a smaller token than that
+// one (a reader's token is the last writer's, and does not go back); and
+// every writer that started after a reader was granted, and got a token
+// not larger than the reader's. Each is dated by the grant of the
+// acquisition whose token is too small.
+func CheckSharedOrder(writers, readers []Acquisition) []Violation {
+	type acq struct {
+		Acquisition
+		shared bool
+	}
+	var all []acq
+	for _, a := range writers {
+		if !a.Granted.IsZero() {
+			all = append(all, acq{a, false})
+		}
+	}
+	for _, a := range readers {
+		if !a.Granted.IsZero() {
+			all = append(all, acq{a, true})
+		}
+	}
+	byGrant := slices.Clone(all)
+	slices.SortStableFunc(byGrant, func(a, b acq) int { return a.Granted.Compare(b.Granted) })
+	byStart := slices.Clone(all)
+	slices.SortStableFunc(byStart, func(a, b acq) int { return a.Start.Compare(b.Start) })
+
+	var out []Violation
+	// best, bestReader: indexes in byGrant of the largest token granted
+	// before the current start, of anyone and of a reader.
+	best, bestReader, i := -1, -1, 0
+	for _, b := range byStart {
+		for ; i < len(byGrant) && byGrant[i].Granted.Before(b.Start); i++ {
+			if best < 0 || byGrant[i].Token > byGrant[best].Token {
+				best = i
+			}
+			if byGrant[i].shared && (bestReader < 0 || byGrant[i].Token > byGrant[bestReader].Token) {
+				bestReader = i
+			}
+		}
+		var a acq
+		switch {
+		case b.shared && best >= 0 && b.Token < byGrant[best].Token:
+			a = byGrant[best]
+		case !b.shared && bestReader >= 0 && b.Token <= byGrant[bestReader].Token:
+			a = byGrant[bestReader]
+		default:
+			continue
+		}
+		out = append(out, Violation{Property: Order, At: b.Granted, Detail: fmt.Sprintf(
+			"token order: %s (%s) started at %s, after %s (%s) was granted token %s at %s, and got token %s",
+			b.Holder, kindOf(Hold{Shared: b.shared}), stamp(b.Start), a.Holder, kindOf(Hold{Shared: a.shared}),
+			a.Token, stamp(a.Granted), b.Token)})
+	}
+	slices.SortStableFunc(out, func(a, b Violation) int { return a.At.Compare(b.At) })
+	return out
+}

@@ -1,6 +1,10 @@
 package safety
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/dlockgo/dlock/fence"
+)
 
 func TestCheckShared(t *testing.T) {
 	r := func(holder string, from, until int) Hold { return Hold{holder, true, at(from), at(until)} }
@@ -29,6 +33,64 @@ func TestCheckShared(t *testing.T) {
 			if v.Property != MutualExclusion || !v.At.Equal(at(tc.want[i])) {
 				t.Errorf("%s: violation %d = %v; want ME at %d ms", tc.name, i, v, tc.want[i])
 			}
+		}
+	}
+}
+
+func TestCheckSharedOrder(t *testing.T) {
+	// acq: asked for at start ms, granted at granted ms (-1: not granted)
+	// with token.
+	acq := func(holder string, start, granted int, token uint64) Acquisition {
+		a := Acquisition{Holder: holder, Start: at(start), Token: fence.Token(token)}
+		if granted >= 0 {
+			a.Granted = at(granted)
+		}
+		return a
+	}
+	for _, tc := range []struct {
+		name             string
+		writers, readers []Acquisition
+		want             []int // the dates, in ms, of the violations expected
+	}{
+		{"none", nil, nil, nil},
+		{"readers share the last writer's", []Acquisition{acq("w1", 0, 1, 10), acq("w2", 20, 21, 11)},
+			[]Acquisition{acq("r1", 5, 6, 10), acq("r2", 7, 8, 10), acq("r3", 22, 30, 11)}, nil},
+		{"a reader before any writer", []Acquisition{acq("w", 5, 6, 11)}, []Acquisition{acq("r", 0, 1, 10)}, nil},
+		{"a reader behind the last writer", []Acquisition{acq("w1", 0, 1, 10), acq("w2", 2, 3, 11)},
+			[]Acquisition{acq("r", 5, 6, 10)}, []int{6}},
+		{"a reader behind another reader", nil, []Acquisition{acq("r1", 0, 1, 10), acq("r2", 5, 6, 9)}, []int{6}},
+		{"a writer at a reader's token", []Acquisition{acq("w", 5, 6, 10)}, []Acquisition{acq("r", 0, 1, 10)}, []int{6}},
+		{"a writer below a reader's token", []Acquisition{acq("w", 5, 6, 9)}, []Acquisition{acq("r", 0, 1, 10)}, []int{6}},
+		{"concurrent asks are not ordered", []Acquisition{acq("w", 0, 6, 12)}, []Acquisition{acq("r", 1, 2, 10)}, nil},
+		{"not granted", []Acquisition{acq("w", 0, 1, 10)}, []Acquisition{acq("r", 5, -1, 0)}, nil},
+		{"writers among themselves are CheckOrder's", []Acquisition{acq("w1", 0, 1, 10), acq("w2", 5, 6, 9)}, nil, nil},
+	} {
+		vs := CheckSharedOrder(tc.writers, tc.readers)
+		if len(vs) != len(tc.want) {
+			t.Errorf("%s: %v; want %d violations", tc.name, vs, len(tc.want))
+			continue
+		}
+		for i, v := range vs {
+			if v.Property != Order || !v.At.Equal(at(tc.want[i])) {
+				t.Errorf("%s: violation %d = %v; want ORDER at %d ms", tc.name, i, v, tc.want[i])
+			}
+		}
+	}
+}
+
+func TestHolds(t *testing.T) {
+	h := History{
+		Grants:   []Grant{{Holder: "a", At: at(0), Until: at(10)}, {Holder: "a", At: at(8), Until: at(18)}, {Holder: "b", At: at(20), Until: at(30)}},
+		Releases: []Release{{Holder: "a", At: at(15)}},
+	}
+	got := h.Holds(true)
+	want := []Hold{{"a", true, at(0), at(15)}, {"b", true, at(20), at(30)}}
+	if len(got) != len(want) {
+		t.Fatalf("Holds = %v; want %v", got, want)
+	}
+	for i := range want {
+		if got[i].Holder != want[i].Holder || got[i].Shared != want[i].Shared || !got[i].At.Equal(want[i].At) || !got[i].Until.Equal(want[i].Until) {
+			t.Errorf("hold %d = %v; want %v", i, got[i], want[i])
 		}
 	}
 }
