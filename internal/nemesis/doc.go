@@ -23,6 +23,10 @@
 // under test), read, give it up. Quorum workers use redlock.New with
 // tokens and the lost-data guard on; single workers alternate between
 // single.New and single.New with WithReplicas(1, 100ms) on the same keys.
+// One call in six, a worker whose Locker is a dlock.MultiLocker holds two
+// of the lock keys at once (AcquireAll, the pair in a random order) and
+// uses each as a lock's holder does, with that key's token: each key's
+// history mixes set leases with single ones, judged as one (lockSet).
 // The same workers also lead: on the key of an election's office, three
 // calls in four campaign through package election and hold a term instead
 // of a plain lock (campaign). Single workers, one call in seven, take one

@@ -484,6 +484,9 @@ func (r *Result) Summary() string {
 	if c.RWWriters+c.RWReaders > 0 {
 		fmt.Fprintf(&b, "  read-write lock: %d writer grants, %d reader grants (%d reads by a valid reader of a register written under a newer token)\n", c.RWWriters, c.RWReaders, c.RWReadsBehind)
 	}
+	if c.SetGrants > 0 {
+		fmt.Fprintf(&b, "  %d sets of two lock keys held at once (AcquireAll), each key checked with the key's other leases\n", c.SetGrants)
+	}
 	for _, prop := range []safety.Property{safety.MutualExclusion, safety.Order, safety.Fencing} {
 		fmt.Fprintf(&b, "  %s: %d broken, %d excused by the labels\n", prop, r.BrokenBy(prop), r.Excused[string(prop)])
 		shown := 0

@@ -48,6 +48,7 @@ type Counts struct {
 	RWWriters     int64 `json:"rw_writer_grants"` // of the read-write lock
 	RWReaders     int64 `json:"rw_reader_grants"`
 	RWReadsBehind int64 `json:"rw_reads_behind"` // valid readers' reads of a register written under a newer token
+	SetGrants     int64 `json:"set_grants"`      // AcquireAll of two lock keys (each also counted in grants)
 }
 
 // workload is the workers of one run and what they recorded.
@@ -69,6 +70,7 @@ type workload struct {
 	dos, grants, acqErrs, writes, refused, reads, pauses, pausedRefused atomic.Int64
 	itemClaims, itemsReAdded, itemsDone                                 atomic.Int64
 	rwWriterGrants, rwReaderGrants, rwReadsBehind                       atomic.Int64
+	setGrants                                                           atomic.Int64
 }
 
 type worker struct {
@@ -286,6 +288,11 @@ func (wl *workload) do(ctx context.Context, wk *worker) {
 		wl.campaign(ctx, wk, key, office)
 		return
 	}
+	if m, ok := wk.lk.(dlock.MultiLocker); ok && wk.rng.IntN(6) == 0 {
+		// One call in six holds two lock keys at once.
+		wl.lockSet(ctx, wk, m)
+		return
+	}
 	if wk.sem != nil {
 		// Two calls in seven for the read-write lock: one lock, where an
 		// overlap needs a reader and a writer at once, and the faults'
@@ -427,7 +434,8 @@ func (wl *workload) counts() Counts {
 		Writes: wl.writes.Load(), WritesRefused: wl.refused.Load(), Reads: wl.reads.Load(),
 		Pauses: wl.pauses.Load(), PausedRefused: wl.pausedRefused.Load(),
 		ItemClaims: wl.itemClaims.Load(), ItemsReAdded: wl.itemsReAdded.Load(), ItemsDone: wl.itemsDone.Load(),
-		RWWriters: wl.rwWriterGrants.Load(), RWReaders: wl.rwReaderGrants.Load(), RWReadsBehind: wl.rwReadsBehind.Load()}
+		RWWriters: wl.rwWriterGrants.Load(), RWReaders: wl.rwReaderGrants.Load(), RWReadsBehind: wl.rwReadsBehind.Load(),
+		SetGrants: wl.setGrants.Load()}
 }
 
 // sleep sleeps d, or until ctx ends.
