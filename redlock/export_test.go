@@ -60,7 +60,7 @@ func LateVotes(ctx context.Context, lk *Locker, key string) ([]NodeAnswer, int, 
 		if err != nil {
 			return nil, 0, err
 		}
-		answers[i] = lk.parseVote(i, r).answer
+		answers[i] = lk.parseVote(i, r, 0).answer
 		if r, err := n.Eval(ctx, queued, ks.script[2:3], waiter); err != nil {
 			return nil, 0, err
 		} else if len(r) > 0 && r[0].Kind != node.Nil {
