@@ -19,7 +19,9 @@ var ErrNotRepaired = errNotRepaired
 // would let it run unchecked.
 func Scripts() []*node.Script {
 	return []*node.Script{acquireScript, acquireTokenScript, acquireGuardedScript.First(),
-		acquireTokenGuardedScript.First(), commitScript, repairScript, extendScript, releaseScript, leaveScript}
+		acquireTokenGuardedScript.First(), commitScript, repairScript, extendScript, releaseScript, leaveScript,
+		acquireSetScript, acquireSetTokenScript, acquireSetGuardedScript.First(), acquireSetTokenGuardedScript.First(),
+		commitSetScript, extendSetScript, releaseSetScript, leaveSetScript}
 }
 
 // GhostVote runs, on n, the release of owner that a failed attempt sends
