@@ -119,9 +119,9 @@ func (lk *Locker) acquireAll(ctx context.Context, keys []string, opts []lease.Op
 		if wakers == nil && ctx.Err() == nil {
 			// A release of any key may free the set: the waiter listens
 			// on each, and is woken as the earliest waiter of that key.
-			for _, key := range keys {
+			for j, key := range keys {
 				lk.enlist(key, w)
-				wakers = append(wakers, lk.subscribe(newKeySet(key).channel, o.TTL, wake, func() { lk.wakeFirst(key) }))
+				wakers = append(wakers, lk.subscribe(ls.channels[j], o.TTL, wake, func() { lk.wakeFirst(key) }))
 			}
 		}
 		if errors.Is(err, lease.ErrTaken) {
