@@ -368,16 +368,16 @@ func TestAcquireAllLease(t *testing.T) {
 		l, err := lk.TryAcquireAll(ctx, keys, lease.WithTTL(time.Second))
 		require.NoError(t, err)
 		require.NoError(t, l.Extend(ctx, 8*time.Second))
-		rows := pttls()
-		if len(rows) < lk.Quorum() {
-			t.Errorf("the set held on %d nodes; want a majority", len(rows))
-		}
-		for _, row := range rows {
-			for j, ms := range row {
-				if ms <= time.Second.Milliseconds() {
-					t.Errorf("%s's PTTL after Extend(8s): %d ms; want above 1s on every node that holds the set (%v)", keys[j], ms, row)
-				}
+		// Extend returns on a majority; the other nodes follow in the
+		// background.
+		extended := 0
+		for _, row := range pttls() {
+			if !slices.ContainsFunc(row, func(ms int64) bool { return ms <= time.Second.Milliseconds() }) {
+				extended++
 			}
+		}
+		if extended < lk.Quorum() {
+			t.Errorf("the set extended on %d nodes; want a majority", extended)
 		}
 		require.NoError(t, l.Release(ctx))
 		select {
