@@ -174,7 +174,7 @@ func checkKeys(keys []string) error {
 			return &lease.ArgError{Arg: arg, Value: key, Rule: "must not be empty"}
 		}
 		if j, ok := seen[key]; ok {
-			return &lease.ArgError{Arg: arg, Value: key, Rule: fmt.Sprintf("must differ from every other key (repeats keys[%d])", j)}
+			return &lease.ArgError{Arg: arg, Value: key, Rule: "must not repeat keys[" + strconv.Itoa(j) + "]"}
 		}
 		seen[key] = i
 	}
