@@ -5,11 +5,13 @@ import (
 	"errors"
 
 	"github.com/dlockgo/dlock/lease"
+	"github.com/dlockgo/dlock/redlock"
 	"github.com/dlockgo/dlock/single"
 )
 
 var (
 	_ MultiLocker = (*single.Locker)(nil)
+	_ MultiLocker = (*redlock.Locker)(nil)
 	_ MultiLocker = (*opened)(nil)
 )
 

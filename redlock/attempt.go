@@ -32,7 +32,8 @@ import (
 // which is also when the mark is set, by the same worker.
 type ballot struct {
 	lk     *Locker
-	ks     *keySet
+	ks     *keySet  // the lock; nil for a lease on several (set)
+	set    *lockSet // the locks of a lease on several; nil for one
 	o      lease.Options
 	w      *waiter // nil for TryAcquire, which never joins the queue
 	owner  string
@@ -48,6 +49,11 @@ type ballot struct {
 	unsureBuf  [8]atomic.Bool
 	voterBuf   [8]int
 	commitArgs [3]string
+
+	// For a set: phase 1's args, and by node the counters phase 1 read
+	// for the locks after the first (v.counter is the first's).
+	setArgs  []string
+	counters [][]int64
 }
 
 func (lk *Locker) newBallot(ks *keySet, o lease.Options, w *waiter) *ballot {
@@ -63,6 +69,32 @@ func (lk *Locker) newBallot(ks *keySet, o lease.Options, w *waiter) *ballot {
 		b.args[2], b.args[3], b.args[4] = w.id, w.score, w.life
 	}
 	return b
+}
+
+// newSetBallot returns the ballot of one attempt at the locks of ls.
+func (lk *Locker) newSetBallot(ls *lockSet, o lease.Options, w *waiter) *ballot {
+	b := lk.newBallot(nil, o, w)
+	b.set = ls
+	b.setArgs = append(b.args[:], strconv.Itoa(len(ls.ks)))
+	b.counters = make([][]int64, len(lk.nodes))
+	return b
+}
+
+// name names what the ballot locks, in errors and events: its key, or
+// the keys of a set joined by commas.
+func (b *ballot) name() string {
+	if b.set != nil {
+		return b.set.name
+	}
+	return b.ks.key
+}
+
+// more returns how many locks past the first the ballot votes for.
+func (b *ballot) more() int {
+	if b.set != nil {
+		return len(b.set.ks) - 1
+	}
+	return 0
 }
 
 // note records what answer a says of its vote's call (see unsure).
@@ -81,7 +113,21 @@ func (lk *Locker) attempt(ctx context.Context, ks *keySet, o lease.Options, w *w
 	if err := ctx.Err(); err != nil {
 		return nil, 0, err
 	}
-	b := lk.newBallot(ks, o, w)
+	return lk.run(ctx, lk.newBallot(ks, o, w))
+}
+
+// attemptSet is attempt for the locks of ls, all or none: each node votes
+// for the whole set in one script, and each lock gets a token of its own.
+func (lk *Locker) attemptSet(ctx context.Context, ls *lockSet, o lease.Options, w *waiter) (*lease.Lease, time.Duration, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, 0, err
+	}
+	return lk.run(ctx, lk.newSetBallot(ls, o, w))
+}
+
+// run is the attempt of b (see attempt).
+func (lk *Locker) run(ctx context.Context, b *ballot) (*lease.Lease, time.Duration, error) {
+	o := b.o
 	b.phase1(ctx)
 	q := lk.Quorum()
 	c, _ := tally(b.votes)
@@ -92,11 +138,27 @@ func (lk *Locker) attempt(ctx context.Context, ks *keySet, o lease.Options, w *w
 	var (
 		token    int64
 		tokenArg string
+		tokens   []int64 // a set's, by lock
 	)
 	if !lk.cfg.noTokens {
-		var voters []int
-		token, voters = b.token()
-		tokenArg = strconv.FormatInt(token, 10)
+		var (
+			voters []int
+			req    request
+		)
+		if b.set == nil {
+			token, voters = b.token()
+			tokenArg = strconv.FormatInt(token, 10)
+			b.commitArgs = [3]string{b.owner, tokenArg, lk.keep(b.o.TTL)}
+			req = request{script: commitScript, keys: b.ks.commit[:], args: b.commitArgs[:]}
+		} else {
+			tokens, voters = b.tokens()
+			args := make([]string, 2, 2+len(tokens))
+			args[0], args[1] = b.owner, lk.keep(b.o.TTL)
+			for _, t := range tokens {
+				args = append(args, strconv.FormatInt(t, 10))
+			}
+			req = request{script: commitSetScript, keys: b.set.commit, args: args}
+		}
 		// A commit that outlasts the validity left after phase 1 could
 		// only end in a lease with none: it is not waited for past that.
 		el := time.Since(b.t1)
@@ -104,7 +166,7 @@ func (lk *Locker) attempt(ctx context.Context, ks *keySet, o lease.Options, w *w
 		if left <= 0 {
 			return b.fail(ctx, "acquire", c, lk.phase1Answers(b.votes), noValidity(el, o.TTL))
 		}
-		if answers, got := b.commit(ctx, tokenArg, min(lk.nodeTimeout(o.TTL), left), voters); got < q {
+		if answers, got := b.commit(ctx, req, min(lk.nodeTimeout(o.TTL), left), voters); got < q {
 			if el = time.Since(b.t1); acquire.Validity(o.TTL, el, drift) <= 0 {
 				return b.fail(ctx, "acquire", c, lk.phase1Answers(b.votes), noValidity(el, o.TTL))
 			}
@@ -115,6 +177,9 @@ func (lk *Locker) attempt(ctx context.Context, ks *keySet, o lease.Options, w *w
 	validity := acquire.Validity(o.TTL, t2.Sub(b.t1), drift)
 	if validity <= 0 {
 		return b.fail(ctx, "acquire", c, lk.phase1Answers(b.votes), noValidity(t2.Sub(b.t1), o.TTL))
+	}
+	if b.set != nil {
+		return b.grantSet(tokens, t2.Add(validity)), 0, nil
 	}
 	return b.grant(token, tokenArg, t2.Add(validity)), 0, nil
 }
@@ -127,13 +192,19 @@ func (lk *Locker) attempt(ctx context.Context, ks *keySet, o lease.Options, w *w
 func (b *ballot) phase1(ctx context.Context) {
 	lk, n, q := b.lk, len(b.lk.nodes), b.lk.Quorum()
 	tokens := !lk.cfg.noTokens
+	more := b.more()
 	var rp *repairs
 	if lk.repairs() {
-		rp = lk.newRepairs()
+		rp = lk.newRepairs(more)
+	}
+	var req request
+	if b.set == nil {
+		req = request{script: acquireScriptFor(tokens, lk.cfg.guard), keys: b.ks.acquire(tokens), args: b.args[:]}
+	} else {
+		req = request{script: acquireSetScriptFor(tokens, lk.cfg.guard), keys: b.set.vote, args: b.setArgs}
 	}
 	b.t1 = time.Now()
-	r := lk.fanout(ctx, lk.all(), lk.nodeTimeout(b.o.TTL),
-		request{script: acquireScriptFor(tokens, lk.cfg.guard), keys: b.ks.acquire(tokens), args: b.args[:]},
+	r := lk.fanout(ctx, lk.all(), lk.nodeTimeout(b.o.TTL), req,
 		func(a result) {
 			b.note(a)
 			if rp != nil {
@@ -142,7 +213,7 @@ func (b *ballot) phase1(ctx context.Context) {
 			// The lease may have ended before this "yes" came in.
 			if a.err == nil && a.reply.Int(0) == statusSet {
 				if l := b.l.Load(); l != nil && l.Err() != nil {
-					lk.wg.Go(func() { lk.releaseOne(ctx, a.i, b.ks, b.owner, b.o.TTL) })
+					lk.wg.Go(func() { b.undo(ctx, a.i) })
 				}
 			}
 		})
@@ -159,9 +230,16 @@ func (b *ballot) phase1(ctx context.Context) {
 				rp.add(a)
 			}
 		}
-		b.votes[a.i] = lk.readVote(a)
+		b.votes[a.i] = lk.readVote(a, more)
+		if more > 0 && tokens && b.votes[a.i].read {
+			cs := make([]int64, more)
+			for j := range cs {
+				cs[j] = a.reply.Int(7 + j)
+			}
+			b.counters[a.i] = cs
+		}
 		if lk.cfg.observer != nil {
-			lk.observeVote(b.ks.key, &b.votes[a.i], a.rtt)
+			lk.observeVote(b.name(), &b.votes[a.i], a.rtt)
 		}
 	}
 }
@@ -188,6 +266,40 @@ func (b *ballot) token() (int64, []int) {
 	return tokenFor(maxCounter, times), voters
 }
 
+// tokens is token for a set: each lock's token, by the same rule from the
+// counters read for that lock, and the voters that commit them all.
+func (b *ballot) tokens() ([]int64, []int) {
+	var times []int64
+	voters := b.voterBuf[:0]
+	tokens := make([]int64, len(b.set.ks))
+	for i := range b.votes {
+		if b.votes[i].read {
+			tokens[0] = max(tokens[0], b.votes[i].counter)
+			for j, c := range b.counters[i] {
+				tokens[j+1] = max(tokens[j+1], c)
+			}
+		}
+		if b.votes[i].counts() {
+			voters = append(voters, i)
+			times = append(times, b.votes[i].now)
+		}
+	}
+	for j, c := range tokens {
+		tokens[j] = tokenFor(c, times)
+	}
+	return tokens, voters
+}
+
+// undo releases the ballot's owner on node i, where a vote of its set the
+// lock(s) after its lease ended.
+func (b *ballot) undo(ctx context.Context, i int) {
+	if b.set == nil {
+		b.lk.releaseOne(ctx, i, b.ks, b.owner, b.o.TTL)
+		return
+	}
+	b.lk.releaseSetOne(ctx, i, b.set, b.owner, b.o.TTL)
+}
+
 // fail releases the ballot's owner wherever its vote may have set the
 // lock: it did, or its answer was not read. It waits only where it did,
 // and so the node is alive: a node that failed, timed out or was not
@@ -203,8 +315,13 @@ func (b *ballot) fail(ctx context.Context, op string, got int, answers []NodeAns
 			await[i] = b.votes[i].set
 		}
 	}
-	b.lk.releaseAll(b.ks, releasing{owner: b.owner, unsure: b.unsure, ttl: b.o.TTL}, idx, len(idx), await)
-	return nil, holdHint(b.votes), newQuorumError(op, b.ks.key, got, b.lk.Quorum(), answers, reason)
+	rel := releasing{owner: b.owner, unsure: b.unsure, ttl: b.o.TTL}
+	if b.set == nil {
+		b.lk.releaseAll(b.ks, rel, idx, len(idx), await)
+	} else {
+		b.lk.releaseSet(b.set, rel, idx, len(idx), await)
+	}
+	return nil, holdHint(b.votes), newQuorumError(op, b.name(), got, b.lk.Quorum(), answers, reason)
 }
 
 // grant hands out the ballot's lease, valid until until, with token,
@@ -229,21 +346,54 @@ func (b *ballot) grant(token int64, tokenArg string, until time.Time) *lease.Lea
 	return l
 }
 
+// grantSet hands out the lease of a set ballot, valid until until, with
+// each lock's token (nil without tokens).
+func (b *ballot) grantSet(tokens []int64, until time.Time) *lease.Lease {
+	be := &backend{lk: b.lk, set: b.set, ttl: b.o.TTL, unsure: b.unsure}
+	if b.w != nil {
+		be.waiter = b.w.id
+	}
+	set := make([]lease.Held, len(b.set.ks))
+	for j, ks := range b.set.ks {
+		set[j].Key = ks.key
+	}
+	if tokens != nil {
+		be.tokens = make([]string, len(tokens))
+		for j, t := range tokens {
+			be.tokens[j] = strconv.FormatInt(t, 10)
+			set[j].Token = fence.Token(t)
+		}
+	}
+	l := lease.New(be, lease.Grant{
+		Key:       set[0].Key,
+		Owner:     b.owner,
+		Token:     set[0].Token,
+		Set:       set,
+		TTL:       b.o.TTL,
+		Until:     until,
+		Strategy:  strategy,
+		Observer:  b.lk.cfg.observer,
+		AutoRenew: b.o.AutoRenew,
+		Metadata:  b.o.Metadata,
+	})
+	b.l.Store(l)
+	return l
+}
+
 // noValidity is the reason of an attempt that took elapsed of a ttl lease
 // and left it no validity.
 func noValidity(elapsed, ttl time.Duration) error {
 	return fmt.Errorf("%w: took %v of a %v TTL", ErrNoValidity, elapsed, ttl)
 }
 
-// commit is phase 2: the token, spelt tokenArg, on the voters, until a
-// majority committed or cannot. The counters are kept the idle TTL past
+// commit is phase 2: req, the commit of the token (or a set's tokens), on
+// the voters, until a majority committed or cannot. The counters are kept the idle TTL past
 // the lease. It returns how many committed and, when that is short of a
 // majority, every node's answer.
-func (b *ballot) commit(ctx context.Context, tokenArg string, timeout time.Duration, voters []int) ([]NodeAnswer, int) {
+func (b *ballot) commit(ctx context.Context, req request, timeout time.Duration, voters []int) ([]NodeAnswer, int) {
 	lk := b.lk
 	q := lk.Quorum()
-	b.commitArgs = [3]string{b.owner, tokenArg, lk.keep(b.o.TTL)}
-	r := lk.fanout(ctx, voters, timeout, request{script: commitScript, keys: b.ks.commit[:], args: b.commitArgs[:]}, nil)
+	r := lk.fanout(ctx, voters, timeout, req, nil)
 	// The voters' answers, by node, are copied out only on a failure: a
 	// buffer on the stack for up to 8 nodes.
 	var buf [8]NodeAnswer

@@ -19,10 +19,23 @@ type backend struct {
 	waiter string        // the Acquire whose ticket the lease's release takes off the queue; empty for TryAcquire
 	unsure []atomic.Bool // the attempt's (see ballot)
 	token  string        // the lease's token, as the commit sent it; empty without tokens
+
+	set    *lockSet // the locks of a lease on several; nil for one (ks)
+	tokens []string // a set's tokens by lock, as the commit sent them; nil without tokens
+}
+
+// name names the lease's lock(s) in errors: its key, or the keys of a set
+// joined by commas.
+func (b *backend) name() string {
+	if b.set != nil {
+		return b.set.name
+	}
+	return b.ks.key
 }
 
 // Extend sets the lock's expiry to ttl on every node where the lease still
-// holds it; a node where it expired is not revived. It needs a majority
+// holds it (for a set, every lock of it: a node that lost one counts as
+// refusing); a node where it expired is not revived. It needs a majority
 // within the validity measured from the moment the request was sent.
 // Extension counts every node where this owner holds the lock, whatever its
 // epoch: holding the lock there is a fact, and a node that lost its data
@@ -39,8 +52,16 @@ func (b *backend) Extend(ctx context.Context, l *lease.Lease, ttl time.Duration)
 	q := lk.Quorum()
 	n := len(lk.nodes)
 	t1 := time.Now()
-	r := lk.fanout(ctx, lk.all(), lk.nodeTimeout(ttl), request{script: extendScript, keys: b.ks.extend(!lk.cfg.noTokens),
-		args: []string{l.Owner(), strconv.FormatInt(ttl.Milliseconds(), 10), lk.keep(ttl)}}, nil)
+	req := request{script: extendScript, args: []string{l.Owner(), strconv.FormatInt(ttl.Milliseconds(), 10), lk.keep(ttl), "1"}}
+	if b.set == nil {
+		req.keys, req.args = b.ks.extend(!lk.cfg.noTokens), req.args[:3]
+	} else {
+		req.script, req.keys = extendSetScript, b.set.extend
+		if !lk.cfg.noTokens {
+			req.args[3] = "2"
+		}
+	}
+	r := lk.fanout(ctx, lk.all(), lk.nodeTimeout(ttl), req, nil)
 	answers := make([]NodeAnswer, n)
 	for i := range answers {
 		answers[i] = NodeAnswer{Node: lk.names[i], Kind: KindNotAwaited}
@@ -60,11 +81,11 @@ func (b *backend) Extend(ctx context.Context, l *lease.Lease, ttl time.Duration)
 	r.abandon()
 	t2 := time.Now()
 	if got < q {
-		return time.Time{}, newQuorumError("extend", l.Key(), got, q, answers, nil)
+		return time.Time{}, newQuorumError("extend", b.name(), got, q, answers, nil)
 	}
 	validity := acquire.Validity(ttl, t2.Sub(t1), acquire.Drift(ttl, lk.cfg.drift))
 	if validity <= 0 {
-		return time.Time{}, newQuorumError("extend", l.Key(), got, q, answers,
+		return time.Time{}, newQuorumError("extend", b.name(), got, q, answers,
 			noValidity(t2.Sub(t1), ttl))
 	}
 	return t2.Add(validity), nil
@@ -89,11 +110,19 @@ func (b *backend) Release(ctx context.Context, l *lease.Lease) error {
 		// servers: one found gone with its counter still at the token was
 		// released by this very release, run again by the client. Past
 		// that, it may have expired, which is no release.
-		rel.token = b.token
+		rel.token, rel.tokens = b.token, b.tokens
 	}
-	answers, released := lk.releaseAll(b.ks, rel, nil, lk.Quorum(), nil)
+	var (
+		answers  []NodeAnswer
+		released int
+	)
+	if b.set == nil {
+		answers, released = lk.releaseAll(b.ks, rel, nil, lk.Quorum(), nil)
+	} else {
+		answers, released = lk.releaseSet(b.set, rel, nil, lk.Quorum(), nil)
+	}
 	if released > 0 {
 		return nil
 	}
-	return newQuorumError("release", l.Key(), 0, lk.Quorum(), answers, nil)
+	return newQuorumError("release", b.name(), 0, lk.Quorum(), answers, nil)
 }

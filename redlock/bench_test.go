@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/dlockgo/dlock/internal/redistest"
+	"github.com/dlockgo/dlock/lease"
 	"github.com/dlockgo/dlock/node"
 	"github.com/dlockgo/dlock/redlock"
 )
@@ -103,5 +104,53 @@ func BenchmarkTryAcquireReleaseParallel(b *testing.B) {
 			}
 		})
 		b.ReportMetric(float64(failed.Load())/float64(b.N), "failed/op")
+	})
+}
+
+// BenchmarkAcquireAll holds four keys at once, one holder at a time: "set"
+// is one AcquireAll of the four and its Release, "sequential" four
+// Acquires one after the other and their four Releases. An op is the four
+// keys held and let go; sets/s is ops per second.
+//
+//	go test -run '^$' -bench AcquireAll -count 5 ./redlock/
+func BenchmarkAcquireAll(b *testing.B) {
+	keys := []string{"bench-set-a", "bench-set-b", "bench-set-c", "bench-set-d"}
+	benchQuorum(b, func(b *testing.B, lk *redlock.Locker) {
+		ctx := context.Background()
+		l, err := lk.AcquireAll(ctx, keys) // load the set's scripts
+		require.NoError(b, err, "warm-up AcquireAll")
+		require.NoError(b, l.Release(ctx), "warm-up Release")
+		b.Run("set", func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				l, err := lk.AcquireAll(ctx, keys)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if err := l.Release(ctx); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "sets/s")
+		})
+		b.Run("sequential", func(b *testing.B) {
+			b.ReportAllocs()
+			held := make([]*lease.Lease, len(keys))
+			for b.Loop() {
+				for j, key := range keys {
+					l, err := lk.Acquire(ctx, key)
+					if err != nil {
+						b.Fatal(err)
+					}
+					held[j] = l
+				}
+				for _, l := range held {
+					if err := l.Release(ctx); err != nil {
+						b.Fatal(err)
+					}
+				}
+			}
+			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "sets/s")
+		})
 	})
 }

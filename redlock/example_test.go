@@ -96,3 +96,61 @@ func ExampleNew() {
 	// taken: true, 0 of 2 votes needed
 	// one node down, next token larger: true
 }
+
+// A transfer between two accounts locks both at once, all or nothing, on a
+// quorum of three servers. Each key carries a fencing token of its own,
+// for the writes to that account; a lock on one account alone is refused
+// while the set is held.
+func ExampleLocker_AcquireAll() {
+	var nodes []node.Node
+	for range 3 {
+		addr, stop, err := redisproc.Start()
+		if err != nil {
+			log.Fatal(err)
+		}
+		defer stop()
+		client, err := valkey.NewClient(valkey.ClientOption{InitAddress: []string{addr}, DisableCache: true})
+		if err != nil {
+			log.Fatal(err)
+		}
+		defer client.Close()
+		n := valkeygo.New(client)
+		defer n.Close()
+		nodes = append(nodes, n)
+	}
+	// Fresh servers without persistence: WithDurableNodes only to keep
+	// the example short (see ExampleNew).
+	locker, err := redlock.New(nodes, redlock.WithDurableNodes())
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer locker.Close()
+	ctx := context.Background()
+
+	l, err := locker.AcquireAll(ctx, []string{"account:7", "account:3"})
+	if err != nil {
+		log.Fatal(err)
+	}
+	for _, h := range l.Keys() {
+		fmt.Println("holding", h.Key, "fenced:", h.Token > 0)
+	}
+	_, err = locker.TryAcquire(ctx, "account:3")
+	fmt.Println("account:3 alone taken:", errors.Is(err, lease.ErrTaken))
+	if err := l.Release(ctx); err != nil {
+		log.Fatal(err)
+	}
+	one, err := locker.TryAcquire(ctx, "account:3")
+	if err != nil {
+		log.Fatal(err)
+	}
+	t3, _ := l.TokenOf("account:3")
+	fmt.Println("after release, account:3 token larger:", one.Token() > t3)
+	if err := one.Release(ctx); err != nil {
+		log.Fatal(err)
+	}
+	// Output:
+	// holding account:7 fenced: true
+	// holding account:3 fenced: true
+	// account:3 alone taken: true
+	// after release, account:3 token larger: true
+}

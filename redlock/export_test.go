@@ -19,7 +19,9 @@ var ErrNotRepaired = errNotRepaired
 // would let it run unchecked.
 func Scripts() []*node.Script {
 	return []*node.Script{acquireScript, acquireTokenScript, acquireGuardedScript.First(),
-		acquireTokenGuardedScript.First(), commitScript, repairScript, extendScript, releaseScript, leaveScript}
+		acquireTokenGuardedScript.First(), commitScript, repairScript, extendScript, releaseScript, leaveScript,
+		acquireSetScript, acquireSetTokenScript, acquireSetGuardedScript.First(), acquireSetTokenGuardedScript.First(),
+		commitSetScript, extendSetScript, releaseSetScript, leaveSetScript}
 }
 
 // GhostVote runs, on n, the release of owner that a failed attempt sends
@@ -60,7 +62,7 @@ func LateVotes(ctx context.Context, lk *Locker, key string) ([]NodeAnswer, int, 
 		if err != nil {
 			return nil, 0, err
 		}
-		answers[i] = lk.parseVote(i, r).answer
+		answers[i] = lk.parseVote(i, r, 0).answer
 		if r, err := n.Eval(ctx, queued, ks.script[2:3], waiter); err != nil {
 			return nil, 0, err
 		} else if len(r) > 0 && r[0].Kind != node.Nil {

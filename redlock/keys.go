@@ -74,3 +74,44 @@ const (
 )
 
 var repairKeys = []string{epochKey, floorKey, highKey, repairedKey}
+
+// lockSet holds the keys of a lease on several locks, in the order the
+// set scripts take them (lua/*_set.lua).
+type lockSet struct {
+	name string // the keys joined by commas, for errors and events
+	ks   []*keySet
+	// vote is phase 1's keys: the first lock's as a single lock's vote
+	// takes them (keySet.acquire), then lock, gone, queue, queue
+	// deadlines and fence counter of each other lock.
+	vote    []string
+	commit  []string // floor, high, then each lock's lock and fence counter
+	extend  []string // each lock's lock, and with tokens its fence counter
+	release []string // each lock's keySet.release
+	leave   []string // each lock's keySet.release but the fence counter
+	// The arguments that name each lock's channel: release's, its tokens
+	// between them (see releaseArgs), and leave's.
+	channels []string
+}
+
+func newLockSet(keys []string, tokens bool) *lockSet {
+	k := len(keys)
+	ls := &lockSet{name: strings.Join(keys, ","), ks: make([]*keySet, k), channels: make([]string, k)}
+	for j, key := range keys {
+		ls.ks[j] = newKeySet(key)
+		ls.channels[j] = ls.ks[j].channel
+	}
+	ls.vote = append(make([]string, 0, 9+5*(k-1)), ls.ks[0].acquire(tokens)...)
+	ls.commit = append(make([]string, 0, 2+2*k), floorKey, highKey)
+	ls.release = make([]string, 0, 5*k)
+	ls.leave = make([]string, 0, 4*k)
+	for j, ks := range ls.ks {
+		if j > 0 {
+			ls.vote = append(ls.vote, ks.script[0], ks.script[1], ks.script[2], ks.script[3], ks.script[5])
+		}
+		ls.commit = append(ls.commit, ks.script[0], ks.script[5])
+		ls.extend = append(ls.extend, ks.extend(tokens)...)
+		ls.release = append(ls.release, ks.release[:]...)
+		ls.leave = append(ls.leave, ks.release[:4]...)
+	}
+	return ls
+}

@@ -55,6 +55,7 @@ type releasing struct {
 	unsure  []atomic.Bool // by node, where the owner's vote may still land (see ballot); nil: nowhere
 	waiter  string        // the Acquire the lease was granted to, whose ticket goes; empty for none
 	token   string        // the lease's token: its release is idempotent; empty for a failed attempt's
+	tokens  []string      // for a set, the token of each lock, as token; nil for a failed attempt's
 	ttl     time.Duration // the lease's TTL, which bounds the release's calls
 	publish bool          // wake the next waiter
 }
@@ -73,6 +74,49 @@ func (lk *Locker) releaseAll(ks *keySet, rel releasing, idx []int, need int, awa
 	if rel.publish {
 		ch = ks.channel
 	}
+	// args and unsureArgs share one allocation.
+	args := []string{rel.owner, ch, "0", rel.waiter, rel.token, rel.owner, ch, lk.args.gone, rel.waiter, rel.token}
+	req := request{script: releaseScript, keys: ks.release[:], args: args[:5:5]}
+	if rel.unsure != nil {
+		req.unsure = rel.unsure
+		req.unsureArgs = args[5:]
+	}
+	return lk.releaseRound(req, rel.ttl, idx, need, await)
+}
+
+// releaseSet is releaseAll for the locks of a set.
+func (lk *Locker) releaseSet(ls *lockSet, rel releasing, idx []int, need int, await []bool) (answers []NodeAnswer, released int) {
+	pub := ""
+	if rel.publish {
+		pub = "1"
+	}
+	args := releaseSetArgs(ls, rel.owner, pub, "0", rel.waiter, rel.tokens)
+	req := request{script: releaseSetScript, keys: ls.release, args: args}
+	if rel.unsure != nil {
+		req.unsure = rel.unsure
+		req.unsureArgs = releaseSetArgs(ls, rel.owner, pub, lk.args.gone, rel.waiter, rel.tokens)
+	}
+	return lk.releaseRound(req, rel.ttl, idx, need, await)
+}
+
+// releaseSetArgs returns the arguments of releaseSetScript; tokens is nil
+// for none.
+func releaseSetArgs(ls *lockSet, owner, publish, remember, waiter string, tokens []string) []string {
+	args := make([]string, 0, 4+2*len(ls.ks))
+	args = append(args, owner, publish, remember, waiter)
+	for j, ch := range ls.channels {
+		t := ""
+		if tokens != nil {
+			t = tokens[j]
+		}
+		args = append(args, ch, t)
+	}
+	return args
+}
+
+// releaseRound sends req, a release, as releaseAll does; the calls are
+// bounded for leases of ttl.
+func (lk *Locker) releaseRound(req request, ttl time.Duration, idx []int, need int, await []bool) (answers []NodeAnswer, released int) {
 	if idx == nil {
 		idx = lk.all()
 	}
@@ -90,16 +134,9 @@ func (lk *Locker) releaseAll(ks *keySet, rel releasing, idx []int, need int, awa
 	if len(idx) == 0 {
 		return slices.Clone(ans), 0
 	}
-	// args and unsureArgs share one allocation.
-	args := []string{rel.owner, ch, "0", rel.waiter, rel.token, rel.owner, ch, lk.args.gone, rel.waiter, rel.token}
-	req := request{script: releaseScript, keys: ks.release[:], args: args[:5:5]}
-	if rel.unsure != nil {
-		req.unsure = rel.unsure
-		req.unsureArgs = args[5:]
-	}
 	// Background, not context.WithoutCancel(ctx): a round reads only its
 	// context's cancellation, and this saves an allocation.
-	r := lk.fanout(context.Background(), idx, lk.cleanupTimeout(rel.ttl), req, nil)
+	r := lk.fanout(context.Background(), idx, lk.cleanupTimeout(ttl), req, nil)
 	waiting := 0
 	for _, i := range idx {
 		if await == nil || await[i] {
@@ -131,4 +168,13 @@ func (lk *Locker) releaseOne(ctx context.Context, i int, ks *keySet, owner strin
 	lk.busy[i].Add(1)
 	defer lk.busy[i].Add(-1)
 	_, _ = lk.nodes[i].Eval(ctx, releaseScript, ks.release[:], owner, "", "0", "", "")
+}
+
+// releaseSetOne is releaseOne for the locks of a set.
+func (lk *Locker) releaseSetOne(ctx context.Context, i int, ls *lockSet, owner string, ttl time.Duration) {
+	ctx, cancel := acquire.Detached(ctx, lk.cleanupTimeout(ttl))
+	defer cancel()
+	lk.busy[i].Add(1)
+	defer lk.busy[i].Add(-1)
+	_, _ = lk.nodes[i].Eval(ctx, releaseSetScript, ls.release, releaseSetArgs(ls, owner, "", "0", "", nil)...)
 }

@@ -38,6 +38,7 @@ type repairs struct {
 	lk    *Locker
 	mu    sync.Mutex
 	left  int
+	more  int // counters in each answer past a single lock's (see parseVote)
 	votes []vote
 }
 
@@ -46,8 +47,8 @@ type repairs struct {
 // counters, so it repairs none).
 func (lk *Locker) repairs() bool { return lk.cfg.guard && !lk.cfg.noTokens }
 
-func (lk *Locker) newRepairs() *repairs {
-	return &repairs{lk: lk, left: len(lk.nodes), votes: make([]vote, len(lk.nodes))}
+func (lk *Locker) newRepairs(more int) *repairs {
+	return &repairs{lk: lk, left: len(lk.nodes), more: more, votes: make([]vote, len(lk.nodes))}
 }
 
 // add records one node's phase 1 answer, exactly once per node, whether
@@ -56,7 +57,7 @@ func (lk *Locker) newRepairs() *repairs {
 func (rp *repairs) add(a result) {
 	var v vote
 	if a.err == nil {
-		v = rp.lk.parseVote(a.i, a.reply)
+		v = rp.lk.parseVote(a.i, a.reply, rp.more)
 	}
 	rp.mu.Lock()
 	rp.votes[a.i] = v

@@ -46,6 +46,21 @@ var (
 	releaseLua string
 	//go:embed lua/leave.lua
 	leaveLua string
+
+	//go:embed lua/vote_set.lua
+	voteSetLua string
+	//go:embed lua/reply_set.lua
+	replySetLua string
+	//go:embed lua/reply_set_token.lua
+	replySetTokenLua string
+	//go:embed lua/commit_set.lua
+	commitSetLua string
+	//go:embed lua/extend_set.lua
+	extendSetLua string
+	//go:embed lua/release_set.lua
+	releaseSetLua string
+	//go:embed lua/leave_set.lua
+	leaveSetLua string
 )
 
 // phase1 returns the vote script with an epoch step and a reply.
@@ -100,4 +115,55 @@ var (
 	// leaveScript: KEYS the first four of keySet.release; ARGV waiter,
 	// channel. Replies 1.
 	leaveScript = node.NewScript(leaveLua)
+)
+
+// phase1Set returns the set's vote script with an epoch step and a reply.
+func phase1Set(epochStep, reply string) string {
+	return epochLua + epochStep + reply + voteSetLua
+}
+
+// The phase 1 scripts of a lease on several locks, as the single lock's
+// (above). KEYS: lockSet.vote; ARGV: those of the single lock's, then the
+// number of locks.
+var (
+	acquireSetScript      = node.NewScript(phase1Set(epochOffLua, replySetLua))
+	acquireSetTokenScript = node.NewScript(phase1Set(epochOffLua, replySetTokenLua))
+
+	acquireSetGuardedScript = node.NewScriptAfter(
+		node.NewScript(phase1Set(epochCheckLua, replySetLua)),
+		phase1Set(epochTrustLua, replySetLua))
+	acquireSetTokenGuardedScript = node.NewScriptAfter(
+		node.NewScript(phase1Set(epochCheckLua, replySetTokenLua)),
+		phase1Set(epochTrustLua, replySetTokenLua))
+)
+
+// acquireSetScriptFor returns the set's phase 1 script of a Locker with or
+// without tokens and the guard.
+func acquireSetScriptFor(tokens, guard bool) *node.Script {
+	switch {
+	case tokens && guard:
+		return acquireSetTokenGuardedScript
+	case tokens:
+		return acquireSetTokenScript
+	case guard:
+		return acquireSetGuardedScript
+	}
+	return acquireSetScript
+}
+
+var (
+	// commitSetScript: KEYS lockSet.commit; ARGV owner, the counters'
+	// lifetime ms, each lock's token. Replies as commitScript, for the
+	// whole set.
+	commitSetScript = node.NewScript(commitSetLua)
+	// extendSetScript: KEYS lockSet.extend; ARGV owner, TTL ms, the
+	// counters' lifetime ms, keys per lock. Replies 1 or 0.
+	extendSetScript = node.NewScript(extendSetLua)
+	// releaseSetScript: KEYS lockSet.release; ARGV owner, '1' to publish,
+	// ms to remember the owner, waiter, then each lock's channel and
+	// token. Replies 1 or 0.
+	releaseSetScript = node.NewScript(releaseSetLua)
+	// leaveSetScript: KEYS lockSet.leave; ARGV waiter, each lock's
+	// channel. Replies 1.
+	leaveSetScript = node.NewScript(leaveSetLua)
 )

@@ -42,20 +42,24 @@ func tally(votes []vote) (counted, held int) {
 	return counted, held
 }
 
-// readVote parses one node's phase 1 answer.
-func (lk *Locker) readVote(a result) vote {
+// readVote parses one node's phase 1 answer, which carries more counters
+// than a single lock's (see parseVote).
+func (lk *Locker) readVote(a result, more int) vote {
 	if a.err != nil {
 		return vote{answered: true, answer: answerOf(lk.names[a.i], a)}
 	}
-	return lk.parseVote(a.i, a.reply)
+	return lk.parseVote(a.i, a.reply, more)
 }
 
 // errBadReply is the error of a phase 1 reply of an unexpected shape. It
 // names no value: replies carry tokens.
 var errBadReply = errors.New("redlock: unexpected acquire reply")
 
-// parseVote parses the reply of node i to phase 1.
-func (lk *Locker) parseVote(i int, r node.Reply) vote {
+// parseVote parses the reply of node i to phase 1. With tokens, a vote
+// for several locks carries, after a single lock's seven values (those of
+// its first lock), the counters of the more locks after the first (see
+// lua/reply_set_token.lua); v.counter is the first lock's.
+func (lk *Locker) parseVote(i int, r node.Reply, more int) vote {
 	name := lk.names[i]
 	v := vote{answered: true}
 	if r.Int(0) == statusGone {
@@ -66,7 +70,7 @@ func (lk *Locker) parseVote(i int, r node.Reply) vote {
 	}
 	want := 4
 	if !lk.cfg.noTokens {
-		want = 7
+		want = 7 + more
 	}
 	epoch := r.Str(3)
 	var (
@@ -76,8 +80,13 @@ func (lk *Locker) parseVote(i int, r node.Reply) vote {
 	if lk.cfg.guard {
 		e, err = epochTime(epoch)
 	}
-	if err == nil && want == 7 {
+	if err == nil && want >= 7 {
 		v.high, err = strconv.ParseInt(r.Str(5), 10, 64)
+	}
+	for j := 7; err == nil && j < min(want, len(r)); j++ {
+		if r[j].Kind != node.Int {
+			err = errBadReply
+		}
 	}
 	if len(r) != want || err != nil {
 		v.answer = NodeAnswer{Node: name, Kind: KindError,
