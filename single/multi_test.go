@@ -168,7 +168,8 @@ func TestAcquireAllStale(t *testing.T) {
 // TestAcquireAllWaits: sets and single leases over overlapping keys, the
 // sets asking in opposite orders, all waiting: every call is served within
 // the test's bound (no deadlock), and on every key no two holders' leases
-// overlap, checked by internal/safety.
+// overlap, checked by internal/safety; what is left on the server then
+// expires.
 func TestAcquireAllWaits(t *testing.T) {
 	forEachClient(t, func(t *testing.T, srv *redistest.Server, n node.Node) {
 		lk := newLocker(t, n, single.WithTTL(2*time.Second))
@@ -222,12 +223,23 @@ func TestAcquireAllWaits(t *testing.T) {
 				t.Errorf("key %s: %v", k, r)
 			}
 		}
+		// Bounded state: once every call was served, what is left is each
+		// key's hash (its counter), set to expire after the idle TTL, and
+		// records of given-up owners, which expire too; no queue.
 		left, err := srv.Keys()
 		require.NoError(t, err)
 		for _, k := range left {
 			if strings.HasSuffix(k, ":q") || strings.HasSuffix(k, ":qx") {
 				t.Errorf("queue key %s left after every call was served", k)
 			}
+			pttl, err := srv.Do("PTTL", k)
+			require.NoError(t, err)
+			if ms, _ := strconv.ParseInt(pttl, 10, 64); ms <= 0 {
+				t.Errorf("%s: PTTL %s; want every key left to expire", k, pttl)
+			}
+		}
+		if len(left) > 2*len(keys) {
+			t.Errorf("keys left: %v; want at most a hash and a gone record per key", left)
 		}
 	})
 }
