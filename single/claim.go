@@ -120,11 +120,15 @@ func (c *claim) setToken(t fence.Token) {
 	c.held = [2]string{c.args[0], c.ids.String()[n:]}
 }
 
-// again is try for a blocking acquire, which retries every failure but
-// the server's refusal: a grant that came too late to be used is one more
-// attempt that found the lock taken.
+// again is try for a blocking acquire (see againOf).
 func (c *claim) again(ctx context.Context) (*lease.Lease, time.Duration, error) {
-	l, hint, err := c.try(ctx)
+	return againOf(c.try(ctx))
+}
+
+// againOf reads an attempt's outcome for a blocking acquire, which retries
+// every failure but the server's refusal: a grant that came too late to be
+// used is one more attempt that found the lock taken.
+func againOf(l *lease.Lease, hint time.Duration, err error) (*lease.Lease, time.Duration, error) {
 	var (
 		r  *refusal
 		re *node.ReplyError
@@ -145,25 +149,14 @@ func (c *claim) again(ctx context.Context) (*lease.Lease, time.Duration, error) 
 	return nil, 0, acquire.Retryable(err)
 }
 
-// try runs the claim script once. On lease.ErrTaken, hint is how long the
-// holder has left. A grant whose validity ran out before its reply arrived
-// is released again and reported as an error matching lease.ErrExpired.
-func (c *claim) try(ctx context.Context) (*lease.Lease, time.Duration, error) {
-	if err := ctx.Err(); err != nil {
-		return nil, 0, acquire.CtxErr(ctx, err)
-	}
-	lk := c.lk
-	t1 := time.Now()
-	var (
-		r     node.Reply
-		err   error // the server's error reply to the claim itself
-		lost  error // the exchange failed: the claim may have run
-		acked int
-	)
+// exchange runs a claim script, followed by WAIT when the Locker asks for
+// replicas. It returns the script's reply, the server's error reply to
+// the script itself (nothing was written), or lost when the exchange
+// failed and the script may have run; and how many replicas acknowledged.
+func (lk *Locker) exchange(ctx context.Context, s *node.Script, keys, args []string) (r node.Reply, acked int, err, lost error) {
 	if lk.cfg.replicas > 0 {
 		var res []node.Result
-		res, acked, lost = lk.n.Pipeline(ctx,
-			[]node.Call{{Script: claimScript, Keys: c.keys[:], Args: c.args[:c.nargs]}},
+		res, acked, lost = lk.n.Pipeline(ctx, []node.Call{{Script: s, Keys: keys, Args: args}},
 			node.Wait{Replicas: lk.cfg.replicas, Timeout: lk.cfg.replicaTimeout})
 		if lost == nil {
 			if len(res) != 1 {
@@ -173,14 +166,24 @@ func (c *claim) try(ctx context.Context) (*lease.Lease, time.Duration, error) {
 			}
 		}
 	} else {
-		r, err = lk.n.Eval(ctx, claimScript, c.keys[:], c.args[:c.nargs]...)
+		r, err = lk.n.Eval(ctx, s, keys, args...)
 	}
-	var re *node.ReplyError
-	if err != nil {
-		if re = replyError(err); re == nil {
-			lost, err = err, nil
-		}
+	if err != nil && replyError(err) == nil {
+		lost, err = err, nil
 	}
+	return r, acked, err, lost
+}
+
+// try runs the claim script once. On lease.ErrTaken, hint is how long the
+// holder has left. A grant whose validity ran out before its reply arrived
+// is released again and reported as an error matching lease.ErrExpired.
+func (c *claim) try(ctx context.Context) (*lease.Lease, time.Duration, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, 0, acquire.CtxErr(ctx, err)
+	}
+	lk := c.lk
+	t1 := time.Now()
+	r, acked, err, lost := lk.exchange(ctx, claimScript, c.keys[:], c.args[:c.nargs])
 	if lost != nil {
 		// The claim may have landed with its reply lost, or may still be
 		// on its way. That includes a pipeline whose WAIT failed, even
@@ -189,7 +192,7 @@ func (c *claim) try(ctx context.Context) (*lease.Lease, time.Duration, error) {
 		return nil, 0, fmt.Errorf("single: claim %q on %s: %w", c.key, lk.n, acquire.CtxErr(ctx, lost))
 	}
 	if err != nil {
-		if strings.Contains(re.Msg, "non local key") {
+		if re := replyError(err); strings.Contains(re.Msg, "non local key") {
 			// The lock's slot is migrating between cluster masters and
 			// its hash is still on the source, which refuses the
 			// script's look at :gone, a key it does not have. The script
@@ -352,14 +355,23 @@ func (c *claim) Release(ctx context.Context, l *lease.Lease) error {
 // also fence.ErrStale when the key has been claimed again since l's claim;
 // other errors keep their context error recognisable.
 func (c *claim) refused(ctx context.Context, op string, l *lease.Lease, err error) error {
+	return refusedErr(ctx, c.lk.n, fmt.Sprintf("%s %q", op, l.Key()), l, err)
+}
+
+// refusedErr is refused for a lease on one key or several (what names the
+// call): a DLSTALE reply above the token of one of l's keys is a
+// *fence.StaleError for that key.
+func refusedErr(ctx context.Context, n node.Node, what string, l *lease.Lease, err error) error {
 	var re *node.ReplyError
 	if !errors.As(err, &re) || !strings.HasPrefix(re.Msg, "DLSTALE ") {
-		return fmt.Errorf("single: %s %q on %s: %w", op, l.Key(), c.lk.n, acquire.CtxErr(ctx, err))
+		return fmt.Errorf("single: %s on %s: %w", what, n, acquire.CtxErr(ctx, err))
 	}
 	h, _ := strconv.ParseUint(strings.TrimPrefix(re.Msg, "DLSTALE "), 10, 64)
-	if fence.Token(h) > l.Token() {
-		return fmt.Errorf("single: %s %q: %w: %w", op, l.Key(), lease.ErrNotHeld,
-			&fence.StaleError{Resource: l.Key(), Token: l.Token(), Highest: fence.Token(h)})
+	for _, k := range l.Keys() {
+		if fence.Token(h) > k.Token {
+			return fmt.Errorf("single: %s: %w: %w", what, lease.ErrNotHeld,
+				&fence.StaleError{Resource: k.Key, Token: k.Token, Highest: fence.Token(h)})
+		}
 	}
-	return fmt.Errorf("single: %s %q: %w: it expired or was released", op, l.Key(), lease.ErrNotHeld)
+	return fmt.Errorf("single: %s: %w: it expired or was released", what, lease.ErrNotHeld)
 }

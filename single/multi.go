@@ -13,7 +13,6 @@ import (
 	"github.com/dlockgo/dlock/fence"
 	"github.com/dlockgo/dlock/internal/acquire"
 	"github.com/dlockgo/dlock/lease"
-	"github.com/dlockgo/dlock/node"
 )
 
 // MaxKeys is the most keys AcquireAll and TryAcquireAll take at once.
@@ -163,23 +162,9 @@ func (lk *Locker) newSetClaim(ctx context.Context, keys []string, opts []lease.O
 	return c, nil
 }
 
-// again is try for a blocking acquire: every failure but the server's
-// refusal is worth another attempt.
+// again is try for a blocking acquire (see againOf).
 func (c *setClaim) again(ctx context.Context) (*lease.Lease, time.Duration, error) {
-	l, hint, err := c.try(ctx)
-	var (
-		r  *refusal
-		re *node.ReplyError
-	)
-	switch {
-	case err == nil, errors.Is(err, lease.ErrTaken):
-		return l, hint, err
-	case errors.Is(err, errLate):
-		return nil, 0, fmt.Errorf("%w (%w)", lease.ErrTaken, err)
-	case errors.As(err, &r), errors.As(err, &re) && !errors.Is(err, errMigrating):
-		return nil, 0, err
-	}
-	return nil, 0, acquire.Retryable(err)
+	return againOf(c.try(ctx))
 }
 
 // try runs the set's claim script once, as claim.try does for one key.
@@ -192,30 +177,7 @@ func (c *setClaim) try(ctx context.Context) (*lease.Lease, time.Duration, error)
 	}
 	lk := c.lk
 	t1 := time.Now()
-	var (
-		r     node.Reply
-		err   error
-		lost  error
-		acked int
-	)
-	if lk.cfg.replicas > 0 {
-		var res []node.Result
-		res, acked, lost = lk.n.Pipeline(ctx,
-			[]node.Call{{Script: claimAllScript, Keys: c.hashes, Args: c.args}},
-			node.Wait{Replicas: lk.cfg.replicas, Timeout: lk.cfg.replicaTimeout})
-		if lost == nil {
-			if len(res) != 1 {
-				lost = fmt.Errorf("single: claim of %d keys on %s: %d results for 1 call", len(c.keys), lk.n, len(res))
-			} else {
-				r, err = res[0].Reply, res[0].Err
-			}
-		}
-	} else {
-		r, err = lk.n.Eval(ctx, claimAllScript, c.hashes, c.args...)
-	}
-	if err != nil && replyError(err) == nil {
-		lost, err = err, nil
-	}
+	r, acked, err, lost := lk.exchange(ctx, claimAllScript, c.hashes, c.args)
 	if lost != nil {
 		c.abandon(ctx)
 		return nil, 0, fmt.Errorf("single: claim of %q on %s: %w", c.keys, lk.n, acquire.CtxErr(ctx, lost))
@@ -392,21 +354,9 @@ func (c *setClaim) Release(ctx context.Context, l *lease.Lease) error {
 	return nil
 }
 
-// refused maps a DLSTALE reply to an error matching lease.ErrNotHeld, and
-// also fence.ErrStale when a key was claimed again since the set's claim.
+// refused is claim.refused for the set.
 func (c *setClaim) refused(ctx context.Context, op string, l *lease.Lease, err error) error {
-	var re *node.ReplyError
-	if !errors.As(err, &re) || !strings.HasPrefix(re.Msg, "DLSTALE ") {
-		return fmt.Errorf("single: %s of %q on %s: %w", op, c.keys, c.lk.n, acquire.CtxErr(ctx, err))
-	}
-	h, _ := strconv.ParseUint(strings.TrimPrefix(re.Msg, "DLSTALE "), 10, 64)
-	for _, k := range l.Keys() {
-		if fence.Token(h) > k.Token {
-			return fmt.Errorf("single: %s of %q: %w: %w", op, c.keys, lease.ErrNotHeld,
-				&fence.StaleError{Resource: k.Key, Token: k.Token, Highest: fence.Token(h)})
-		}
-	}
-	return fmt.Errorf("single: %s of %q: %w: it expired or was released", op, c.keys, lease.ErrNotHeld)
+	return refusedErr(ctx, c.lk.n, fmt.Sprintf("%s of %q", op, c.keys), l, err)
 }
 
 // setWake merges the release channels of a set's keys into one: a message

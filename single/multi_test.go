@@ -194,16 +194,16 @@ func TestAcquireAllWaits(t *testing.T) {
 						return
 					}
 					for _, h := range l.Keys() {
-						res[h.Key].Granted(keyLease{l, h})
+						res[h.Key].Granted(safety.Part(l, h.Token))
 					}
 					for _, h := range l.Keys() {
-						if err := res[h.Key].Write(ctx, keyLease{l, h}, fmt.Sprintf("%d-%d", w, i)); err != nil {
+						if err := res[h.Key].Write(ctx, safety.Part(l, h.Token), fmt.Sprintf("%d-%d", w, i)); err != nil {
 							t.Errorf("caller %d: write to %s: %v", w, h.Key, err)
 						}
 					}
 					time.Sleep(time.Duration(w%3) * time.Millisecond)
 					for _, h := range l.Keys() {
-						res[h.Key].Released(keyLease{l, h})
+						res[h.Key].Released(safety.Part(l, h.Token))
 					}
 					if err := l.Release(ctx); err != nil {
 						t.Errorf("caller %d: release: %v", w, err)
@@ -269,12 +269,3 @@ func TestAcquireAllGivesUp(t *testing.T) {
 		require.NoError(t, held.Release(ctx))
 	})
 }
-
-// keyLease is one key of a set's lease, as internal/safety sees a lease:
-// its token is the key's.
-type keyLease struct {
-	*lease.Lease
-	h lease.Held
-}
-
-func (k keyLease) Token() fence.Token { return k.h.Token }

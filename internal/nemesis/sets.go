@@ -7,7 +7,6 @@ import (
 
 	"github.com/dlockgo/dlock"
 	"github.com/dlockgo/dlock/election"
-	"github.com/dlockgo/dlock/fence"
 	"github.com/dlockgo/dlock/internal/safety"
 	"github.com/dlockgo/dlock/lease"
 )
@@ -56,7 +55,7 @@ func (wl *workload) lockSet(ctx context.Context, wk *worker, m dlock.MultiLocker
 		parts := make([]safety.Lease, len(held))
 		ress := make([]*safety.Resource, len(held))
 		for i, h := range held {
-			parts[i], ress[i] = keyLease{l, h.Token}, wl.res[h.Key]
+			parts[i], ress[i] = safety.Part(l, h.Token), wl.res[h.Key]
 			ress[i].Granted(parts[i])
 		}
 		begin := time.Now()
@@ -94,12 +93,3 @@ func hodlAll(ress []*safety.Resource, parts []safety.Lease, until time.Time) {
 		}
 	}
 }
-
-// keyLease is one key of a set's lease as internal/safety sees a lease:
-// its token is that key's.
-type keyLease struct {
-	*lease.Lease
-	tok fence.Token
-}
-
-func (k keyLease) Token() fence.Token { return k.tok }

@@ -29,6 +29,18 @@ type Lease interface {
 	TTL() time.Duration
 }
 
+// Part is one key of a lease held on several keys at once (see
+// lease.Lease.Keys), as a Resource sees a lease: l's owner and validity,
+// with that key's token.
+func Part(l Lease, token fence.Token) Lease { return part{l, token} }
+
+type part struct {
+	Lease
+	token fence.Token
+}
+
+func (p part) Token() fence.Token { return p.token }
+
 // Grant is one lease as its holder saw it: held from At, valid until Until
 // by the holder's own clock.
 type Grant struct {
