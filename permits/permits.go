@@ -125,13 +125,7 @@ func New(n node.Node, opts ...Option) (*Semaphore, error) {
 	if cfg.idle == 0 {
 		cfg.idle = DefaultIdleTTL
 	}
-	if err := acquire.CheckDriftFactor(cfg.drift); err != nil {
-		return nil, err
-	}
-	if err := acquire.CheckTTL(cfg.ttl, cfg.drift); err != nil {
-		return nil, err
-	}
-	if err := cfg.retry.Check(); err != nil {
+	if err := acquire.CheckLease(cfg.ttl, cfg.drift, cfg.retry); err != nil {
 		return nil, err
 	}
 	s := &Semaphore{n: n, cfg: cfg, ttlMs: strconv.FormatInt(cfg.ttl.Milliseconds(), 10)}
@@ -141,12 +135,7 @@ func New(n node.Node, opts ...Option) (*Semaphore, error) {
 
 // keep returns how long, in ms, a name's hash is kept after a grant or
 // extension for ttl: ttl plus the idle TTL, or "0" to keep it for ever.
-func (s *Semaphore) keep(ttl time.Duration) string {
-	if s.cfg.idle < 0 {
-		return "0"
-	}
-	return strconv.FormatInt((ttl + s.cfg.idle).Milliseconds(), 10)
-}
+func (s *Semaphore) keep(ttl time.Duration) string { return acquire.KeepMs(ttl, s.cfg.idle) }
 
 // Close does nothing: a Semaphore holds no resources of its own between
 // calls, and neither releases permits still held nor closes its Node.

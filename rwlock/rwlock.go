@@ -130,13 +130,7 @@ func New(n node.Node, opts ...Option) (*Locker, error) {
 	if cfg.idle == 0 {
 		cfg.idle = DefaultIdleTTL
 	}
-	if err := acquire.CheckDriftFactor(cfg.drift); err != nil {
-		return nil, err
-	}
-	if err := acquire.CheckTTL(cfg.ttl, cfg.drift); err != nil {
-		return nil, err
-	}
-	if err := cfg.retry.Check(); err != nil {
+	if err := acquire.CheckLease(cfg.ttl, cfg.drift, cfg.retry); err != nil {
 		return nil, err
 	}
 	lk := &Locker{n: n, cfg: cfg, ttlMs: strconv.FormatInt(cfg.ttl.Milliseconds(), 10)}
@@ -146,12 +140,7 @@ func New(n node.Node, opts ...Option) (*Locker, error) {
 
 // keep returns how long, in ms, a key's hash is kept after a grant or
 // extension for ttl: ttl plus the idle TTL, or "0" to keep it for ever.
-func (lk *Locker) keep(ttl time.Duration) string {
-	if lk.cfg.idle < 0 {
-		return "0"
-	}
-	return strconv.FormatInt((ttl + lk.cfg.idle).Milliseconds(), 10)
-}
+func (lk *Locker) keep(ttl time.Duration) string { return acquire.KeepMs(ttl, lk.cfg.idle) }
 
 // Close does nothing: a Locker holds no resources of its own between
 // calls, and neither releases leases still held nor closes its Node.

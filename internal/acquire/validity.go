@@ -2,9 +2,11 @@ package acquire
 
 import (
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/dlockgo/dlock/internal/argerr"
+	"github.com/dlockgo/dlock/lease"
 )
 
 // DefaultDriftFactor is the share of the TTL set aside for clock drift
@@ -47,4 +49,27 @@ func CheckDriftFactor(f float64) error {
 		return &argerr.Error{Arg: "drift factor", Value: f, Rule: "must be in [0, 0.5)"}
 	}
 	return nil
+}
+
+// CheckLease checks the lease settings a Locker on one server takes from
+// its options (single, permits, rwlock): the drift factor, the TTL with
+// it, and the retry policy, returning the first *lease.ArgError.
+func CheckLease(ttl time.Duration, drift float64, r lease.Retry) error {
+	if err := CheckDriftFactor(drift); err != nil {
+		return err
+	}
+	if err := CheckTTL(ttl, drift); err != nil {
+		return err
+	}
+	return r.Check()
+}
+
+// KeepMs returns how long, in ms, a key's hash is kept after a grant or an
+// extension for ttl: ttl plus the idle TTL, or "0" (the scripts' word for
+// ever) when idle is negative.
+func KeepMs(ttl, idle time.Duration) string {
+	if idle < 0 {
+		return "0"
+	}
+	return strconv.FormatInt((ttl + idle).Milliseconds(), 10)
 }
