@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -319,15 +318,14 @@ func (b *backend) Release(ctx context.Context, l *lease.Lease) error {
 // also fence.ErrStale when the item has been claimed again since this
 // claim; other errors keep their context error recognisable.
 func (c *Claim) refused(ctx context.Context, op string, err error) error {
-	var re *node.ReplyError
-	if !errors.As(err, &re) || !strings.HasPrefix(re.Msg, "DLSTALE ") {
+	h, ok := acquire.StaleCounter(err)
+	if !ok {
 		return fmt.Errorf("claims: %s %q on %s: %w", op, c.id, c.q.n, acquire.CtxErr(ctx, err))
 	}
-	h, _ := strconv.ParseUint(strings.TrimPrefix(re.Msg, "DLSTALE "), 10, 64)
 	switch {
-	case fence.Token(h) > c.token:
+	case h > c.token:
 		return fmt.Errorf("claims: %s %q: %w: %w", op, c.id, lease.ErrNotHeld,
-			&fence.StaleError{Resource: c.id, Token: c.token, Highest: fence.Token(h)})
+			&fence.StaleError{Resource: c.id, Token: c.token, Highest: h})
 	case h == 0:
 		return fmt.Errorf("claims: %s %q: %w: the item is not in the queue", op, c.id, lease.ErrNotHeld)
 	}

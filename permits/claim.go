@@ -246,7 +246,7 @@ func (c *claim) Extend(ctx context.Context, l *lease.Lease, ttl time.Duration) (
 func (c *claim) Release(ctx context.Context, l *lease.Lease) error {
 	r, err := c.s.n.Eval(ctx, releaseScript, c.keys[:], c.held[:]...)
 	if err != nil {
-		if l.TTL() > 0 && isStale(err) {
+		if _, stale := acquire.StaleCounter(err); stale && l.TTL() > 0 {
 			return nil
 		}
 		return c.refused(ctx, "release", l, err)
@@ -257,23 +257,9 @@ func (c *claim) Release(ctx context.Context, l *lease.Lease) error {
 	return nil
 }
 
-func isStale(err error) bool {
-	var re *node.ReplyError
-	return errors.As(err, &re) && strings.HasPrefix(re.Msg, "DLSTALE ")
-}
-
 // refused maps a DLSTALE reply to an error matching lease.ErrNotHeld, and
 // also fence.ErrStale when the permit's slot has been granted again since;
 // other errors keep their context error recognisable.
 func (c *claim) refused(ctx context.Context, op string, l *lease.Lease, err error) error {
-	var re *node.ReplyError
-	if !errors.As(err, &re) || !strings.HasPrefix(re.Msg, "DLSTALE ") {
-		return fmt.Errorf("permits: %s %q on %s: %w", op, l.Key(), c.s.n, acquire.CtxErr(ctx, err))
-	}
-	h, _ := strconv.ParseUint(strings.TrimPrefix(re.Msg, "DLSTALE "), 10, 64)
-	if fence.Token(h) > l.Token() {
-		return fmt.Errorf("permits: %s %q: %w: %w", op, l.Key(), lease.ErrNotHeld,
-			&fence.StaleError{Resource: l.Key(), Token: l.Token(), Highest: fence.Token(h)})
-	}
-	return fmt.Errorf("permits: %s %q: %w: it expired or was released", op, l.Key(), lease.ErrNotHeld)
+	return acquire.Refused(ctx, "permits", fmt.Sprintf("%s %q", op, l.Key()), c.s.n, l, err)
 }

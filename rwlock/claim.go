@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/dlockgo/dlock/fence"
@@ -203,7 +202,7 @@ func (c *claim) Extend(ctx context.Context, l *lease.Lease, ttl time.Duration) (
 func (c *claim) Release(ctx context.Context, l *lease.Lease) error {
 	r, err := c.lk.n.Eval(ctx, releaseScript, c.keys[:], c.held[:]...)
 	if err != nil {
-		if h, ok := staleCounter(err); ok && c.kind == reader && h == l.Token() && l.TTL() > 0 {
+		if h, ok := acquire.StaleCounter(err); ok && c.kind == reader && h == l.Token() && l.TTL() > 0 {
 			return nil
 		}
 		return c.refused(ctx, "release", l, err)
@@ -214,27 +213,9 @@ func (c *claim) Release(ctx context.Context, l *lease.Lease) error {
 	return nil
 }
 
-// staleCounter returns the counter a DLSTALE reply carries.
-func staleCounter(err error) (fence.Token, bool) {
-	var re *node.ReplyError
-	if !errors.As(err, &re) || !strings.HasPrefix(re.Msg, "DLSTALE ") {
-		return 0, false
-	}
-	h, _ := strconv.ParseUint(strings.TrimPrefix(re.Msg, "DLSTALE "), 10, 64)
-	return fence.Token(h), true
-}
-
 // refused maps a DLSTALE reply to an error matching lease.ErrNotHeld, and
 // also fence.ErrStale when a writer has been granted the key since l's
 // grant; other errors keep their context error recognisable.
 func (c *claim) refused(ctx context.Context, op string, l *lease.Lease, err error) error {
-	h, ok := staleCounter(err)
-	if !ok {
-		return fmt.Errorf("rwlock: %s %q on %s: %w", op, l.Key(), c.lk.n, acquire.CtxErr(ctx, err))
-	}
-	if h > l.Token() {
-		return fmt.Errorf("rwlock: %s %q: %w: %w", op, l.Key(), lease.ErrNotHeld,
-			&fence.StaleError{Resource: l.Key(), Token: l.Token(), Highest: h})
-	}
-	return fmt.Errorf("rwlock: %s %q: %w: it expired or was released", op, l.Key(), lease.ErrNotHeld)
+	return acquire.Refused(ctx, "rwlock", fmt.Sprintf("%s %q", op, l.Key()), c.lk.n, l, err)
 }

@@ -355,23 +355,5 @@ func (c *claim) Release(ctx context.Context, l *lease.Lease) error {
 // also fence.ErrStale when the key has been claimed again since l's claim;
 // other errors keep their context error recognisable.
 func (c *claim) refused(ctx context.Context, op string, l *lease.Lease, err error) error {
-	return refusedErr(ctx, c.lk.n, fmt.Sprintf("%s %q", op, l.Key()), l, err)
-}
-
-// refusedErr is refused for a lease on one key or several (what names the
-// call): a DLSTALE reply above the token of one of l's keys is a
-// *fence.StaleError for that key.
-func refusedErr(ctx context.Context, n node.Node, what string, l *lease.Lease, err error) error {
-	var re *node.ReplyError
-	if !errors.As(err, &re) || !strings.HasPrefix(re.Msg, "DLSTALE ") {
-		return fmt.Errorf("single: %s on %s: %w", what, n, acquire.CtxErr(ctx, err))
-	}
-	h, _ := strconv.ParseUint(strings.TrimPrefix(re.Msg, "DLSTALE "), 10, 64)
-	for _, k := range l.Keys() {
-		if fence.Token(h) > k.Token {
-			return fmt.Errorf("single: %s: %w: %w", what, lease.ErrNotHeld,
-				&fence.StaleError{Resource: k.Key, Token: k.Token, Highest: fence.Token(h)})
-		}
-	}
-	return fmt.Errorf("single: %s: %w: it expired or was released", what, lease.ErrNotHeld)
+	return acquire.Refused(ctx, "single", fmt.Sprintf("%s %q", op, l.Key()), c.lk.n, l, err)
 }

@@ -356,7 +356,7 @@ func (c *setClaim) Release(ctx context.Context, l *lease.Lease) error {
 
 // refused is claim.refused for the set.
 func (c *setClaim) refused(ctx context.Context, op string, l *lease.Lease, err error) error {
-	return refusedErr(ctx, c.lk.n, fmt.Sprintf("%s of %q", op, c.keys), l, err)
+	return acquire.Refused(ctx, "single", fmt.Sprintf("%s of %q", op, c.keys), c.lk.n, l, err)
 }
 
 // setWake merges the release channels of a set's keys into one: a message
