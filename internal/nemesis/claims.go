@@ -34,6 +34,7 @@ const keepDone = 200 * time.Millisecond
 type completion struct {
 	id       string
 	token    fence.Token
+	granted  time.Time // when the claim it completes was granted
 	call     time.Time // when Complete was called
 	accepted bool
 }
@@ -100,7 +101,7 @@ func (wl *workload) claimItem(ctx context.Context, wk *worker) {
 			wl.itemsDone.Add(1)
 		}
 		wl.mu.Lock()
-		wl.completions = append(wl.completions, completion{id: c.ID(), token: c.Token(), call: call, accepted: err == nil})
+		wl.completions = append(wl.completions, completion{id: c.ID(), token: c.Token(), granted: granted, call: call, accepted: err == nil})
 		wl.mu.Unlock()
 	}
 	fcancel()
@@ -132,9 +133,14 @@ func (wl *workload) itemKeys() []string {
 }
 
 // checkCompletions finds the Completes the server accepted although a
-// newer claim of their item had been granted before they were called:
-// completions by a stale holder. Each is a Fencing violation dated by
-// that newer grant.
+// claim of their item with a larger token had been granted before they
+// were called: completions by a stale holder. Each is a Fencing violation
+// dated, as safety.Violation says, by the later of the two grants: the
+// larger token's, when a holder paused past its lease completes late; the
+// completing claim's own, when the larger token was granted first and
+// then lost (a master's data lost near a clock fault hands out a smaller
+// one afterwards), so that the fault that explains it is the one that
+// dates it.
 func (wl *workload) checkCompletions() []keyed {
 	wl.mu.Lock()
 	defer wl.mu.Unlock()
@@ -146,8 +152,9 @@ func (wl *workload) checkCompletions() []keyed {
 		key := "claims:" + queueName + "/" + c.id
 		for _, a := range wl.acqs[key] {
 			if a.Holder != "" && a.Token > c.token && a.Granted.Before(c.call) {
-				out = append(out, keyed{key, safety.Violation{Property: safety.Fencing, At: a.Granted,
-					Detail: fmt.Sprintf("Complete of %s with token %v accepted after token %v was granted", c.id, c.token, a.Token)}})
+				out = append(out, keyed{key, safety.Violation{Property: safety.Fencing, At: later(a.Granted, c.granted),
+					Detail: fmt.Sprintf("Complete of %s with token %v (granted %s) accepted after token %v was granted (%s)",
+						c.id, c.token, c.granted.Format(stampLayout), a.Token, a.Granted.Format(stampLayout))}})
 				break
 			}
 		}
@@ -159,4 +166,15 @@ func (wl *workload) checkCompletions() []keyed {
 type keyed struct {
 	key string
 	v   safety.Violation
+}
+
+// stampLayout is how the checks' details print a moment, as safety's do.
+const stampLayout = "15:04:05.000000"
+
+// later returns the later of a and b.
+func later(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
 }
