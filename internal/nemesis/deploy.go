@@ -251,6 +251,10 @@ type Event struct {
 	Err string
 	// Note says what a kill-aof dropped.
 	Note string
+	// Moved (Failover) is when the clients' address moved to the promoted
+	// replica: from then on every grant is the new master's, whatever the
+	// old one's restart and sync take.
+	Moved time.Time
 }
 
 // LostData reports whether the event lost a single master's latest
@@ -283,8 +287,14 @@ func (e *Event) String() string {
 }
 
 // lockWait bounds how long a fault waits for a server another fault is
-// acting on.
-const lockWait = 5 * time.Second
+// acting on: short, since a fault that runs late would open its windows
+// where the schedule meant none (a storm's kill run in the calm after it);
+// it is skipped instead. syncWait bounds a failover's wait for the
+// replica to be in sync.
+const (
+	lockWait = 1500 * time.Millisecond
+	syncWait = 2 * time.Second
+)
 
 // apply runs f on the deployment and records it in e. It returns when the
 // fault has ended and healed itself.
@@ -300,8 +310,12 @@ func (d *deployment) apply(f Fault, e *Event, pauses pauser) {
 	case KillEmpty, KillRDB, KillAOF:
 		var wg sync.WaitGroup
 		var mu sync.Mutex
-		e.Roles = make([]string, len(f.Targets))
-		for i, n := range f.Targets {
+		targets := f.Targets
+		if f.Replica {
+			targets = []int{1 - d.currentMaster()}
+		}
+		e.Roles = make([]string, len(targets))
+		for i, n := range targets {
 			if i > 0 {
 				time.Sleep(f.Stagger)
 			}
@@ -447,7 +461,9 @@ func (d *deployment) failover(f Fault, e *Event) {
 	}
 	defer r.unlock()
 	// A replica still syncing (after its own restart) would come up empty.
-	if err := r.WaitSynced(ctx); err != nil {
+	sctx, scancel := context.WithTimeout(context.Background(), syncWait)
+	defer scancel()
+	if err := r.WaitSynced(sctx); err != nil {
 		e.Skipped = "replica not in sync"
 		return
 	}
@@ -462,6 +478,7 @@ func (d *deployment) failover(f Fault, e *Event) {
 	d.mu.Lock()
 	d.master = r.n
 	d.mu.Unlock()
+	e.Moved = time.Now()
 	time.Sleep(f.For)
 	m.SetReplicaOf(r.Server, d.links[1].Addr())
 	if err := m.StartAgain(); err != nil {
@@ -497,4 +514,28 @@ func (d *deployment) heal() error {
 		errs = append(errs, d.srvs[1-d.currentMaster()].WaitSynced(ctx))
 	}
 	return errors.Join(errs...)
+}
+
+// version names the server program and version the deployment runs, as
+// the first server reports it: "valkey 8.0.1", "redis 7.0.15".
+func (d *deployment) version() string {
+	info, err := d.srvs[0].Do("INFO", "server")
+	if err != nil {
+		return "unknown (" + err.Error() + ")"
+	}
+	fields := map[string]string{}
+	for _, line := range strings.Split(info, "\n") {
+		if k, v, ok := strings.Cut(strings.TrimSpace(line), ":"); ok {
+			fields[k] = v
+		}
+	}
+	name := fields["server_name"] // Valkey's; Redis 7.0 has none
+	if name == "" {
+		name = "redis"
+	}
+	v := fields[name+"_version"]
+	if v == "" {
+		v = fields["redis_version"]
+	}
+	return name + " " + v
 }

@@ -2,6 +2,7 @@ package nemesis
 
 import (
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/dlockgo/dlock/internal/safety"
@@ -32,7 +33,7 @@ func Windows(p *Plan, events []*Event) []safety.Window {
 			// can a lease judged by one server's clock.
 			ws = append(ws, safety.Window{Property: safety.MutualExclusion, From: e.Start, To: e.End.Add(linger), Why: why})
 		case p.Strategy == Single && e.LostData():
-			ws = append(ws, safety.Window{Property: safety.MutualExclusion, From: e.Start, To: e.End.Add(linger), Why: why})
+			ws = append(ws, safety.Window{Property: safety.MutualExclusion, From: e.Start, To: lossEnd(e).Add(linger), Why: why})
 		}
 	}
 	if p.Strategy != Single {
@@ -53,10 +54,10 @@ func Windows(p *Plan, events []*Event) []safety.Window {
 				continue
 			}
 			reach := c.Jump + time.Second
-			if e.Start.After(c.End.Add(reach)) || c.Start.After(e.End.Add(reach)) {
+			if e.Start.After(c.End.Add(reach)) || c.Start.After(lossEnd(e).Add(reach)) {
 				continue
 			}
-			to := e.End
+			to := lossEnd(e)
 			if c.End.After(to) {
 				to = c.End
 			}
@@ -69,15 +70,69 @@ func Windows(p *Plan, events []*Event) []safety.Window {
 	return ws
 }
 
-// suspects returns the faults whose reach (start to end plus Linger)
-// holds t: where to look for a violation's cause.
+// lossEnd is when a fault that lost a single master's data stopped
+// losing it: a kill's restart, or, for a failover, the moment the clients
+// moved to the promoted replica (the old master's restart and sync after
+// that are a replica's).
+func lossEnd(e *Event) time.Time {
+	if !e.Moved.IsZero() {
+		return e.Moved
+	}
+	return e.End
+}
+
+// suspects returns the faults whose reach holds t: where to look for a
+// violation's cause. A fault reaches from its start to its end plus
+// Linger, and a clock fault a jump and a second further (the single
+// token's floor; see Windows).
 func suspects(p *Plan, events []*Event, t time.Time) []string {
 	var out []string
 	for _, e := range events {
-		if e.Start.IsZero() || t.Before(e.Start) || t.After(e.End.Add(Linger(p))) {
+		reach := e.End.Add(Linger(p))
+		if e.Kind == ClockForward || e.Kind == ClockBack {
+			reach = reach.Add(e.Jump + time.Second)
+		}
+		if e.Start.IsZero() || t.Before(e.Start) || t.After(reach) {
 			continue
 		}
 		out = append(out, e.String())
 	}
 	return out
+}
+
+// Judged returns the share of [from, to] that no window of prop covers:
+// how much of a run a property was held to.
+func Judged(ws []safety.Window, prop safety.Property, from, to time.Time) float64 {
+	type span struct{ a, b time.Time }
+	var spans []span
+	for _, w := range ws {
+		if w.Property != prop || w.To.Before(from) || w.From.After(to) {
+			continue
+		}
+		a, b := w.From, w.To
+		if a.Before(from) {
+			a = from
+		}
+		if b.After(to) {
+			b = to
+		}
+		spans = append(spans, span{a, b})
+	}
+	slices.SortFunc(spans, func(x, y span) int { return x.a.Compare(y.a) })
+	var covered time.Duration
+	var end time.Time
+	for _, s := range spans {
+		if s.a.Before(end) {
+			s.a = end
+		}
+		if s.b.After(s.a) {
+			covered += s.b.Sub(s.a)
+			end = s.b
+		}
+	}
+	total := to.Sub(from)
+	if total <= 0 {
+		return 1
+	}
+	return 1 - float64(covered)/float64(total)
 }

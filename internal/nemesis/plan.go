@@ -92,6 +92,10 @@ type Fault struct {
 	Stream string
 	// Lose is how much of its AOF's tail a KillAOF drops.
 	Lose time.Duration
+	// Replica (single, kills): the target is whichever server is the
+	// replica when the fault runs, not Targets; a kill of the master it
+	// may still meet (roles swap in a failover) is recorded as one.
+	Replica bool
 }
 
 func (f Fault) String() string {
@@ -102,7 +106,11 @@ func (f Fault) String() string {
 		fmt.Fprintf(&b, " worker %d", f.Worker)
 	case Failover:
 	default:
-		fmt.Fprintf(&b, " %v", f.Targets)
+		if f.Replica {
+			b.WriteString(" [replica]")
+		} else {
+			fmt.Fprintf(&b, " %v", f.Targets)
+		}
 	}
 	if f.Stagger > 0 {
 		fmt.Fprintf(&b, " stagger %v", f.Stagger)
@@ -193,6 +201,9 @@ type Plan struct {
 	// (shortHold): a restart loses a lock only while someone holds it.
 	LongHolds int
 	Faults    []Fault
+	// Storms are the stretches of the random mix in which faults that
+	// suspend a promise run (see Calm); none under a Bias.
+	Storms []Span
 }
 
 // The hold times of a Do call.
@@ -296,22 +307,86 @@ func NewPlan(seed int64, strategy string, duration time.Duration, bias Bias) *Pl
 	return p
 }
 
-// meanGap is the mean time between two faults' starts.
-const meanGap = 500 * time.Millisecond
+// A fault phase of the random mix alternates storms, where every fault of
+// the mix runs, with calm stretches, where only the faults that suspend
+// no promise of the strategy do (Calm): a violation is excused only in a
+// window of a fault that suspends its property, so a schedule that is all
+// storm would judge little. A storm lasts stormLen, a calm stretch
+// calmLen, and a storm's faults end by its end plus stormSpill, so that
+// their windows close early in the calm.
+var (
+	stormLen   = [2]time.Duration{3 * time.Second, 4500 * time.Millisecond}
+	calmLen    = [2]time.Duration{11 * time.Second, 17 * time.Second}
+	stormSpill = 300 * time.Millisecond
+)
+
+// The mean time between two faults' starts, in a storm and in a calm
+// stretch.
+const (
+	stormGap = 400 * time.Millisecond
+	calmGap  = 700 * time.Millisecond
+)
+
+// Calm reports whether a fault of kind k suspends no promise of strategy
+// (the package doc's table): on the quorum, all but the clock faults; on
+// the single strategy, the faults that lose no master's data and leave
+// clocks alone (kills of the replica, see Fault.Replica, are calm).
+func Calm(strategy string, k Kind) bool {
+	switch k {
+	case ClockForward, ClockBack:
+		return false
+	case KillEmpty, KillRDB, KillAOF, Failover:
+		return strategy == Quorum
+	}
+	return true
+}
+
+// Span is a stretch of the fault phase, from its start.
+type Span struct{ From, To time.Duration }
 
 func between(rng *rand.Rand, lo, hi time.Duration) time.Duration {
 	return lo + time.Duration(rng.Int64N(int64(hi-lo)+1))
 }
 
-func randomFaults(rng *rand.Rand, p *Plan, servers int) []Fault {
-	type weighted struct {
-		k Kind
-		w int
+type weighted struct {
+	k Kind
+	w int
+}
+
+// draw picks a kind from mix by weight.
+func draw(rng *rand.Rand, mix []weighted) Kind {
+	total := 0
+	for _, m := range mix {
+		total += m.w
 	}
+	n := rng.IntN(total)
+	for _, m := range mix {
+		if n < m.w {
+			return m.k
+		}
+		n -= m.w
+	}
+	return mix[len(mix)-1].k
+}
+
+// randomFaults plans the random mix: storms and calm stretches in turn
+// (p.Storms), from the first storm at 0.5-1 s to the end of p.Duration.
+func randomFaults(rng *rand.Rand, p *Plan, servers int) []Fault {
 	mix := []weighted{{KillEmpty, 2}, {KillRDB, 5}, {KillAOF, 4}, {Snapshot, 5}, {Pause, 3},
 		{ClockForward, 1}, {ClockBack, 1}, {Latency, 2}, {Timeout, 2}, {ResetPeer, 2}, {HolderPause, 2}}
 	if p.Strategy == Single {
 		mix = append(mix, weighted{Failover, 2})
+	}
+	var calm []weighted
+	for _, m := range mix {
+		if Calm(p.Strategy, m.k) {
+			calm = append(calm, m)
+		}
+	}
+	if p.Strategy == Single {
+		// The replica's restarts: promised through, and the only kills a
+		// calm stretch of the single strategy has.
+		calm = append(calm, weighted{KillRDB, 3})
 	}
 	var rdb, aof []int
 	for i, a := range p.AOF {
@@ -321,104 +396,134 @@ func randomFaults(rng *rand.Rand, p *Plan, servers int) []Fault {
 			rdb = append(rdb, i)
 		}
 	}
-	total := 0
-	for _, m := range mix {
-		total += m.w
-	}
 	var out []Fault
 	var clockFree time.Duration // clock faults never overlap: one offset at a time
-	for at := between(rng, 500*time.Millisecond, time.Second); at < p.Duration; at += time.Duration(rng.ExpFloat64() * float64(meanGap)) {
-		n := rng.IntN(total)
-		var k Kind
-		for _, m := range mix {
-			if n < m.w {
-				k = m.k
-				break
-			}
-			n -= m.w
+	for from := between(rng, 500*time.Millisecond, time.Second); from < p.Duration; {
+		// A short run (the suite's) has one storm, an eighth of it long.
+		storm := Span{From: from, To: min(from+min(between(rng, stormLen[0], stormLen[1]), p.Duration/8), p.Duration)}
+		p.Storms = append(p.Storms, storm)
+		calmTo := min(storm.To+between(rng, calmLen[0], calmLen[1]), p.Duration)
+		if p.Duration-calmTo < stormLen[0]+calmLen[0] {
+			// No room for a storm and the calm it needs: calm to the end.
+			calmTo = p.Duration
 		}
-		f := Fault{Kind: k, At: at}
-		switch k {
-		case KillEmpty, KillRDB, KillAOF:
-			pool := rdb
-			switch k {
-			case KillEmpty:
-				pool = make([]int, servers)
-				for i := range pool {
-					pool[i] = i
+		for _, phase := range []struct {
+			span Span
+			mix  []weighted
+			gap  time.Duration
+			calm bool
+		}{{storm, mix, stormGap, false}, {Span{storm.To, calmTo}, calm, calmGap, true}} {
+			for at := phase.span.From; ; at += time.Duration(rng.ExpFloat64() * float64(phase.gap)) {
+				if at >= phase.span.To {
+					break
 				}
-			case KillAOF:
-				pool = aof
-			}
-			if len(pool) == 0 {
-				continue
-			}
-			count := 1
-			if p.Strategy == Quorum {
-				// A majority losing a lock at once is what a restore
-				// must survive: give it a fair share.
-				switch r := rng.IntN(10); {
-				case r >= 5:
-					count = 3
-				case r >= 2:
-					count = 2
+				k := draw(rng, phase.mix)
+				replica := phase.calm && p.Strategy == Single && k == KillRDB
+				if replica {
+					// Whichever server is the replica then, restarted
+					// from its own files, RDB or AOF.
+					k = KillEmpty
 				}
-			}
-			f.Targets = pick(rng, pool, count)
-			f.Stagger = between(rng, 0, 150*time.Millisecond)
-			// Mostly a quick restart, as a supervisor does; now and
-			// then a longer outage.
-			f.For = between(rng, 50*time.Millisecond, 400*time.Millisecond)
-			if rng.IntN(10) < 3 {
-				f.For = between(rng, 400*time.Millisecond, 2*time.Second)
-			}
-			if k == KillAOF {
-				f.Lose = between(rng, time.Second, 2*time.Second)
-			}
-		case Snapshot:
-			f.Targets = []int{rng.IntN(servers)}
-		case Pause:
-			f.Targets = []int{rng.IntN(servers)}
-			f.For = between(rng, 200*time.Millisecond, 3*time.Second)
-		case ClockForward, ClockBack:
-			if f.At < clockFree {
-				f.At = clockFree
-			}
-			f.Targets = []int{rng.IntN(servers)}
-			f.Jump = time.Duration(1000+rng.IntN(4001)) * time.Millisecond
-			f.For = between(rng, 200*time.Millisecond, 3*time.Second)
-			clockFree = f.At + f.For + 200*time.Millisecond
-		case Latency, Timeout, ResetPeer:
-			f.Targets = []int{rng.IntN(servers)} // single: link 0 clients', 1 replication
-			f.For = between(rng, 200*time.Millisecond, 3*time.Second)
-			f.Stream = "downstream"
-			if rng.IntN(10) < 3 {
-				f.Stream = "upstream"
-			}
-			switch k {
-			case Latency:
-				f.Latency = time.Duration(20+rng.IntN(281)) * time.Millisecond
-				f.Jitter = time.Duration(rng.Int64N(int64(f.Latency)/2 + 1)).Round(time.Millisecond)
-			case Timeout:
-				if rng.IntN(2) == 0 {
-					f.Delay = time.Duration(100+rng.IntN(901)) * time.Millisecond
+				f, ok := newFault(rng, p, k, at, servers, rdb, aof, &clockFree)
+				if !ok || f.At >= phase.span.To {
+					continue
 				}
-			case ResetPeer:
-				f.Delay = time.Duration(rng.IntN(201)) * time.Millisecond
+				if replica {
+					f.Kind, f.Replica, f.Targets = KillRDB, true, nil
+				}
+				if end := phase.span.To + stormSpill; !phase.calm && f.At+f.For > end {
+					// A storm's faults end with it, so that their windows
+					// close early in the calm stretch after it.
+					f.For = max(end-f.At, 50*time.Millisecond)
+				}
+				out = append(out, f)
 			}
-		case Failover:
-			f.For = between(rng, 200*time.Millisecond, 1500*time.Millisecond)
-		case HolderPause:
-			f.Worker = rng.IntN(len(p.Workers))
-			f.For = between(rng, 200*time.Millisecond, 1500*time.Millisecond)
 		}
-		if f.At >= p.Duration {
-			continue
-		}
-		out = append(out, f)
+		from = calmTo
 	}
 	slices.SortStableFunc(out, func(a, b Fault) int { return int(a.At - b.At) })
 	return out
+}
+
+// newFault draws the rest of a fault of kind k at at; false when the
+// deployment has no server for it.
+func newFault(rng *rand.Rand, p *Plan, k Kind, at time.Duration, servers int, rdb, aof []int, clockFree *time.Duration) (Fault, bool) {
+	f := Fault{Kind: k, At: at}
+	switch k {
+	case KillEmpty, KillRDB, KillAOF:
+		pool := rdb
+		switch k {
+		case KillEmpty:
+			pool = make([]int, servers)
+			for i := range pool {
+				pool[i] = i
+			}
+		case KillAOF:
+			pool = aof
+		}
+		if len(pool) == 0 {
+			return f, false
+		}
+		count := 1
+		if p.Strategy == Quorum {
+			// A majority losing a lock at once is what a restore
+			// must survive: give it a fair share.
+			switch r := rng.IntN(10); {
+			case r >= 5:
+				count = 3
+			case r >= 2:
+				count = 2
+			}
+		}
+		f.Targets = pick(rng, pool, count)
+		f.Stagger = between(rng, 0, 150*time.Millisecond)
+		// Mostly a quick restart, as a supervisor does; now and
+		// then a longer outage.
+		f.For = between(rng, 50*time.Millisecond, 400*time.Millisecond)
+		if rng.IntN(10) < 3 {
+			f.For = between(rng, 400*time.Millisecond, 2*time.Second)
+		}
+		if k == KillAOF {
+			f.Lose = between(rng, time.Second, 2*time.Second)
+		}
+	case Snapshot:
+		f.Targets = []int{rng.IntN(servers)}
+	case Pause:
+		f.Targets = []int{rng.IntN(servers)}
+		f.For = between(rng, 200*time.Millisecond, 3*time.Second)
+	case ClockForward, ClockBack:
+		if f.At < *clockFree {
+			f.At = *clockFree
+		}
+		f.Targets = []int{rng.IntN(servers)}
+		f.Jump = time.Duration(1000+rng.IntN(4001)) * time.Millisecond
+		f.For = between(rng, 200*time.Millisecond, 3*time.Second)
+		*clockFree = f.At + f.For + 200*time.Millisecond
+	case Latency, Timeout, ResetPeer:
+		f.Targets = []int{rng.IntN(servers)} // single: link 0 clients', 1 replication
+		f.For = between(rng, 200*time.Millisecond, 3*time.Second)
+		f.Stream = "downstream"
+		if rng.IntN(10) < 3 {
+			f.Stream = "upstream"
+		}
+		switch k {
+		case Latency:
+			f.Latency = time.Duration(20+rng.IntN(281)) * time.Millisecond
+			f.Jitter = time.Duration(rng.Int64N(int64(f.Latency)/2 + 1)).Round(time.Millisecond)
+		case Timeout:
+			if rng.IntN(2) == 0 {
+				f.Delay = time.Duration(100+rng.IntN(901)) * time.Millisecond
+			}
+		case ResetPeer:
+			f.Delay = time.Duration(rng.IntN(201)) * time.Millisecond
+		}
+	case Failover:
+		f.For = between(rng, 200*time.Millisecond, 1500*time.Millisecond)
+	case HolderPause:
+		f.Worker = rng.IntN(len(p.Workers))
+		f.For = between(rng, 200*time.Millisecond, 1500*time.Millisecond)
+	}
+	return f, f.At < p.Duration
 }
 
 // pick returns n distinct elements of pool (all of them when n is larger).

@@ -2,6 +2,7 @@ package nemesis
 
 import (
 	"reflect"
+	"slices"
 	"testing"
 	"time"
 
@@ -28,9 +29,27 @@ func TestPlanRules(t *testing.T) {
 	for seed := range int64(200) {
 		for _, s := range []string{Quorum, Single} {
 			p := NewPlan(seed, s, time.Minute, NoBias)
-			var clockEnd time.Duration
+			var clockEnd, stormy time.Duration
+			for _, st := range p.Storms {
+				stormy += st.To - st.From
+			}
+			if stormy > p.Duration*35/100 {
+				t.Fatalf("seed %d %s: storms take %v of %v; want at most 35%%", seed, s, stormy, p.Duration)
+			}
+			inStorm := func(f Fault) bool {
+				return slices.ContainsFunc(p.Storms, func(st Span) bool { return f.At >= st.From && f.At < st.To })
+			}
 			for i, f := range p.Faults {
 				kinds[f.Kind] = true
+				if !inStorm(f) && !Calm(s, f.Kind) && !f.Replica {
+					t.Fatalf("seed %d %s: %v suspends a promise outside every storm %v", seed, s, f, p.Storms)
+				}
+				if f.Replica && (s != Single || inStorm(f) || f.Kind != KillRDB) {
+					t.Fatalf("seed %d %s: %v: a replica's restart belongs to a calm stretch of the single strategy", seed, s, f)
+				}
+				if st := slices.IndexFunc(p.Storms, func(st Span) bool { return f.At >= st.From && f.At < st.To }); st >= 0 && f.At+f.For > p.Storms[st].To+stormSpill {
+					t.Fatalf("seed %d %s: %v outlasts its storm %v", seed, s, f, p.Storms[st])
+				}
 				if f.N != i || f.At < 0 || f.At >= p.Duration {
 					t.Fatalf("seed %d %s: fault %v out of place or time", seed, s, f)
 				}
@@ -47,7 +66,7 @@ func TestPlanRules(t *testing.T) {
 						t.Fatalf("seed %d %s: jump %v out of 1-5 s", seed, s, f.Jump)
 					}
 				case KillRDB, KillAOF:
-					for _, n := range f.Targets {
+					for _, n := range f.Targets { // none for a replica's restart
 						if p.AOF[n] != (f.Kind == KillAOF) {
 							t.Fatalf("seed %d %s: %v hits server %d, whose mode (aof %t) it cannot restore", seed, s, f, n, p.AOF[n])
 						}
@@ -60,7 +79,7 @@ func TestPlanRules(t *testing.T) {
 						t.Fatalf("seed %d: failover planned for the quorum", seed)
 					}
 				case Pause, Latency, Timeout, ResetPeer:
-					if f.For < 200*time.Millisecond || f.For > 3*time.Second {
+					if f.For > 3*time.Second || !inStorm(f) && f.For < 200*time.Millisecond {
 						t.Fatalf("seed %d %s: %v lasts %v; want 0.2-3 s", seed, s, f, f.For)
 					}
 				}
@@ -182,5 +201,47 @@ func TestReaderWindows(t *testing.T) {
 	}
 	if ws[1].Property != safety.Order || !ws[1].From.Equal(sec(8)) || ws[1].To.Before(before) {
 		t.Errorf("after the failover, no writer since: %v; want ORDER from 8 s to now", ws[1])
+	}
+}
+
+// The schedule leaves every property judged most of the time: with each
+// fault run as planned and every kill of the single strategy, but the
+// replica's restarts, taken to hit the master (the most it can suspend),
+// the windows cover well under half of the run, in the short mode and in
+// a soak alike. The run itself measures the share on the faults as they
+// ran (Result.Judged; TestNemesis holds it to MinJudged).
+func TestPlanJudges(t *testing.T) {
+	for _, d := range []time.Duration{shortDuration, 10 * time.Minute} {
+		for _, s := range []string{Quorum, Single} {
+			worst := map[safety.Property]float64{}
+			for seed := range int64(100) {
+				p := NewPlan(seed, s, d, NoBias)
+				var events []*Event
+				for _, f := range p.Faults {
+					e := &Event{Fault: f, Start: base.Add(f.At), End: base.Add(f.At + f.For + time.Duration(len(f.Targets))*f.Stagger)}
+					if s == Single {
+						e.Roles = []string{"master"}
+						if f.Replica {
+							e.Roles = []string{"replica"}
+						}
+					}
+					events = append(events, e)
+				}
+				ws := Windows(p, events)
+				for _, prop := range Properties {
+					j := Judged(ws, prop, base, base.Add(d))
+					if w, ok := worst[prop]; !ok || j < w {
+						worst[prop] = j
+					}
+				}
+			}
+			for _, prop := range Properties {
+				if worst[prop] < 0.55 {
+					t.Errorf("%s, %v runs: %s judged in as little as %.0f%% of a planned run; want 55%% or more", s, d, prop, 100*worst[prop])
+				}
+			}
+			t.Logf("%s, %v runs: least judged share over 100 seeds: ME %.0f%%, ORDER %.0f%%, FENCE %.0f%%", s, d,
+				100*worst[safety.MutualExclusion], 100*worst[safety.Order], 100*worst[safety.Fencing])
+		}
 	}
 }

@@ -18,6 +18,7 @@ import (
 // strategies, with everything Result holds.
 type Soak struct {
 	Seed     int64     `json:"seed"`
+	Server   string    `json:"server"`
 	Duration string    `json:"duration"`
 	Commit   string    `json:"commit"`
 	Finished time.Time `json:"finished"`
@@ -28,26 +29,27 @@ type Soak struct {
 
 // Pass reports whether r kept every promise and bound it was held to.
 func (r *Result) Pass() bool {
-	return len(r.Broken) == 0 && r.LiveOK && (!r.MemChecked || r.MemOK) && len(r.Errors) == 0
+	return len(r.Broken) == 0 && r.LiveOK && (!r.MemChecked || r.MemOK) && len(r.Errors) == 0 && len(r.Underjudged()) == 0
 }
 
-// writeReport writes soak.md and soak.json to dir.
-func writeReport(dir string, seed int64, d time.Duration, results []*Result) error {
+// writeReport writes NAME.md and NAME.json to dir.
+func writeReport(dir, name string, seed int64, d time.Duration, results []*Result) error {
 	results = slices.Clone(results)
 	slices.SortFunc(results, func(a, b *Result) int { return strings.Compare(a.Strategy, b.Strategy) })
 	s := Soak{Seed: seed, Duration: d.String(), Commit: commit(), Finished: time.Now().UTC().Round(time.Second),
 		Machine: fmt.Sprintf("%d cores, %s", runtime.NumCPU(), runtime.Version()), Pass: len(results) > 0, Results: results}
 	for _, r := range results {
 		s.Pass = s.Pass && r.Pass()
+		s.Server = r.Server
 	}
 	js, err := json.MarshalIndent(s, "", "  ")
 	if err != nil {
 		return err
 	}
-	if err := os.WriteFile(filepath.Join(dir, "soak.json"), append(js, '\n'), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, name+".json"), append(js, '\n'), 0o644); err != nil {
 		return err
 	}
-	return os.WriteFile(filepath.Join(dir, "soak.md"), []byte(s.Markdown()), 0o644)
+	return os.WriteFile(filepath.Join(dir, name+".md"), []byte(s.Markdown()), 0o644)
 }
 
 // commit names the checked-out commit, marked dirty when the tree has
@@ -72,13 +74,13 @@ func (s Soak) Markdown() string {
 		"`internal/nemesis` (see its package doc for the fault mix and the promise\n" +
 		"labels) against both strategies at once, on real `redis-server` processes\n" +
 		"configured as deployments run them, and writes this file and\n" +
-		"[soak.json](soak.json).\n\n")
-	verdict := "**pass**: no promise broken, LIVE and MEM within their bounds"
+		"the JSON file of the same name beside it.\n\n")
+	verdict := fmt.Sprintf("**pass**: no promise broken, every property judged in at least %.0f%% of the run, LIVE and MEM within their bounds", 100*MinJudged)
 	if !s.Pass {
 		verdict = "**FAIL**: see below"
 	}
-	fmt.Fprintf(&b, "- seed **%d**, %s of faults per strategy, commit `%s`, finished %s on %s\n- verdict: %s\n\n",
-		s.Seed, s.Duration, s.Commit, s.Finished.Format(time.RFC3339), s.Machine, verdict)
+	fmt.Fprintf(&b, "- server **%s**, seed **%d**, %s of faults per strategy, commit `%s`, finished %s on %s\n- verdict: %s\n\n",
+		s.Server, s.Seed, s.Duration, s.Commit, s.Finished.Format(time.RFC3339), s.Machine, verdict)
 	for _, r := range s.Results {
 		fmt.Fprintf(&b, "- replay %s: `%s`\n", r.Strategy, r.Replay)
 	}
@@ -112,10 +114,20 @@ func (s Soak) Markdown() string {
 	}
 
 	b.WriteString("\n## Violations\n\n**broken**: outside every window of a fault that suspends the promise; " +
-		"**excused**: inside one (the labels).\n\n| strategy | property | broken | excused |\n|---|---|--:|--:|\n")
+		"**excused**: inside one (the labels); **judged**: the share of the fault phase that no such window " +
+		fmt.Sprintf("covers, in which the promise was held to (at least %.0f%%).\n\n", 100*MinJudged) +
+		"| strategy | property | broken | excused | judged |\n|---|---|--:|--:|--:|\n")
 	for _, r := range s.Results {
-		for _, p := range []safety.Property{safety.MutualExclusion, safety.Order, safety.Fencing} {
-			fmt.Fprintf(&b, "| %s | %s | %d | %d |\n", r.Strategy, p, r.BrokenBy(p), r.Excused[string(p)])
+		for _, k := range r.judgedKeys() {
+			broken, excused := "–", "–"
+			if k != ReadersOrder {
+				broken, excused = fmt.Sprint(r.BrokenBy(safety.Property(k))), fmt.Sprint(r.Excused[k])
+			}
+			judged := fmt.Sprintf("%.0f%%", 100*r.Judged[k])
+			if r.Judged[k] < MinJudged {
+				judged += " **too little**"
+			}
+			fmt.Fprintf(&b, "| %s | %s | %s | %s | %s |\n", r.Strategy, k, broken, excused, judged)
 		}
 	}
 	for _, r := range s.Results {

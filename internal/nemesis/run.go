@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -34,6 +35,10 @@ type Config struct {
 	GuardOff bool
 	// Unfenced makes the protected resources accept every write.
 	Unfenced bool
+	// EarlyGrant makes the single strategy's Lockers grant a lock in its
+	// holder's last 50 ms (see earlyGrant): a broken lock.
+	EarlyGrant bool
+	earlySwaps *atomic.Int64 // the claims EarlyGrant changed
 	// SkipMem leaves the memory check out.
 	SkipMem bool
 	// Replay is the command that runs this configuration again, for the
@@ -100,25 +105,33 @@ func (m Mem) bound() int64 { return MemBound * int64(max(m.Per, 1)) }
 
 // Result is what a run found.
 type Result struct {
-	Strategy   string         `json:"strategy"`
-	Seed       int64          `json:"seed"`
-	Duration   string         `json:"duration"`
-	Wall       string         `json:"wall"`
-	Replay     string         `json:"replay"`
-	Faults     map[Kind]int   `json:"faults"`  // ran, by kind
-	Skipped    map[Kind]int   `json:"skipped"` // did not run (server busy)
-	Counts     Counts         `json:"operations"`
-	Broken     []Finding      `json:"broken"`           // promises broken
-	Excused    map[string]int `json:"excused"`          // violations the labels excuse, by property
-	ExcusedEx  []Finding      `json:"excused_examples"` // a few of them
-	Live       []Probe        `json:"live"`
-	LiveBound  string         `json:"live_bound"`
-	LiveOK     bool           `json:"live_ok"`
-	Mem        []Mem          `json:"memory_per_key"`
-	MemBound   int            `json:"memory_bound"`
-	MemChecked bool           `json:"memory_checked"`
-	MemOK      bool           `json:"memory_ok"`
-	Errors     []string       `json:"errors,omitempty"` // of the harness
+	Server   string         `json:"server"` // program and version, as the servers report them
+	Strategy string         `json:"strategy"`
+	Seed     int64          `json:"seed"`
+	Duration string         `json:"duration"`
+	Wall     string         `json:"wall"`
+	Replay   string         `json:"replay"`
+	Faults   map[Kind]int   `json:"faults"`  // ran, by kind
+	Skipped  map[Kind]int   `json:"skipped"` // did not run (server busy)
+	Counts   Counts         `json:"operations"`
+	Broken   []Finding      `json:"broken"`  // promises broken
+	Excused  map[string]int `json:"excused"` // violations the labels excuse, by property
+	// Judged is, by property, the share of the fault phase in which no
+	// window suspended it: how much of the run the promise was held to.
+	// ReadersOrder is the read-write lock's readers' ORDER, whose windows
+	// are their own (see readerWindows).
+	Judged     map[string]float64 `json:"judged"`
+	ExcusedEx  []Finding          `json:"excused_examples"` // a few of them
+	Live       []Probe            `json:"live"`
+	LiveBound  string             `json:"live_bound"`
+	LiveOK     bool               `json:"live_ok"`
+	Mem        []Mem              `json:"memory_per_key"`
+	MemBound   int                `json:"memory_bound"`
+	MemChecked bool               `json:"memory_checked"`
+	MemOK      bool               `json:"memory_ok"`
+	Errors     []string           `json:"errors,omitempty"` // of the harness
+	// EarlyClaims counts the claims Config.EarlyGrant ran broken.
+	EarlyClaims int64 `json:"early_claims,omitempty"`
 	// Schedule is every fault as it ran, from the start of the fault
 	// phase.
 	Schedule []string `json:"schedule"`
@@ -144,6 +157,7 @@ func (r *Result) BrokenBy(prop safety.Property) int {
 func Run(t *testing.T, cfg Config) *Result {
 	t.Helper()
 	began := time.Now()
+	cfg.earlySwaps = new(atomic.Int64)
 	p := NewPlan(cfg.Seed, cfg.Strategy, cfg.Duration, cfg.Bias)
 	t.Logf("nemesis %s seed %d: %d servers (aof %v), ttl %v, node timeout %v, keys %q, workers %v",
 		p.Strategy, p.Seed, len(p.AOF), p.AOF, p.TTL, p.NodeTimeout, p.Keys, p.Workers)
@@ -171,8 +185,8 @@ func Run(t *testing.T, cfg Config) *Result {
 	healed := time.Now()
 	t.Logf("faults over and healed %.1fs after the fault phase began", healed.Sub(t0).Seconds())
 
-	res := &Result{Strategy: p.Strategy, Seed: p.Seed, Duration: p.Duration.String(), Replay: cfg.Replay,
-		Faults: map[Kind]int{}, Skipped: map[Kind]int{}, Excused: map[string]int{},
+	res := &Result{Strategy: p.Strategy, Server: d.version(), Seed: p.Seed, Duration: p.Duration.String(), Replay: cfg.Replay,
+		Faults: map[Kind]int{}, Skipped: map[Kind]int{}, Excused: map[string]int{}, Judged: map[string]float64{},
 		Counts: wl.counts(), MemBound: MemBound, Events: events, Plan: p}
 	for _, e := range events {
 		res.Schedule = append(res.Schedule, fmt.Sprintf("ran +%.3fs..+%.3fs: %s", e.Start.Sub(t0).Seconds(), e.End.Sub(t0).Seconds(), e))
@@ -196,6 +210,7 @@ func Run(t *testing.T, cfg Config) *Result {
 	harness = append(harness, wl.errs...)
 	wl.mu.Unlock()
 	res.Errors = harness
+	res.EarlyClaims = cfg.earlySwaps.Load()
 	evaluate(p, wl, events, t0, res)
 	res.Wall = time.Since(began).Round(100 * time.Millisecond).String()
 	return res
@@ -406,13 +421,18 @@ func keyMemory(c *redis.Client, keys, raw []string) (per []int64, names [][]stri
 	}
 }
 
-// maxExamples bounds the excused violations a Result keeps as examples.
-const maxExamples = 5
+// maxExamples bounds the excused violations of each property a Result
+// keeps as examples.
+const maxExamples = 3
 
 // evaluate checks every key's history and acquisitions, and classifies
 // each violation by the windows of the faults that ran.
 func evaluate(p *Plan, wl *workload, events []*Event, t0 time.Time, res *Result) {
 	ws := Windows(p, events)
+	end := t0.Add(p.Duration)
+	for _, prop := range Properties {
+		res.Judged[string(prop)] = Judged(ws, prop, t0, end)
+	}
 	classify := func(k string, vs []safety.Violation, ws []safety.Window) {
 		broken, excused := safety.Classify(vs, ws)
 		for _, v := range broken {
@@ -424,7 +444,7 @@ func evaluate(p *Plan, wl *workload, events []*Event, t0 time.Time, res *Result)
 		}
 		for _, x := range excused {
 			res.Excused[string(x.Property)]++
-			if len(res.ExcusedEx) < maxExamples {
+			if res.Excused[string(x.Property)] <= maxExamples {
 				f := finding(k, x.Violation, t0)
 				f.ExcusedBy = x.By.Why
 				res.ExcusedEx = append(res.ExcusedEx, f)
@@ -455,7 +475,44 @@ func evaluate(p *Plan, wl *workload, events []*Event, t0 time.Time, res *Result)
 		vs, readerVs, readerWs := wl.rwViolations(events, ws)
 		classify(rwKey(p.RWLock), vs, ws)
 		classify(rwKey(p.RWLock), readerVs, readerWs)
+		res.Judged[ReadersOrder] = Judged(readerWs, safety.Order, t0, end)
 	}
+}
+
+// Properties are the promises judged on every key, in the order reports
+// show them.
+var Properties = []safety.Property{safety.MutualExclusion, safety.Order, safety.Fencing}
+
+// ReadersOrder names, in Result.Judged, the read-write lock's readers'
+// ORDER.
+const ReadersOrder = "ORDER (rw readers)"
+
+// MinJudged is the least share of a run in which every property must be
+// judged: a schedule whose windows excuse more is not a test of it.
+const MinJudged = 0.5
+
+// judgedKeys lists r.Judged's keys in report order.
+func (r *Result) judgedKeys() []string {
+	var ks []string
+	for _, p := range Properties {
+		ks = append(ks, string(p))
+	}
+	if _, ok := r.Judged[ReadersOrder]; ok {
+		ks = append(ks, ReadersOrder)
+	}
+	return ks
+}
+
+// Underjudged lists the properties judged in less than MinJudged of the
+// run, with their shares.
+func (r *Result) Underjudged() []string {
+	var out []string
+	for _, k := range r.judgedKeys() {
+		if j, ok := r.Judged[k]; ok && j < MinJudged {
+			out = append(out, fmt.Sprintf("%s judged in %.0f%% of the run", k, 100*j))
+		}
+	}
+	return out
 }
 
 func finding(key string, v safety.Violation, t0 time.Time) Finding {
@@ -471,7 +528,7 @@ func finding(key string, v safety.Violation, t0 time.Time) Finding {
 // how to replay it.
 func (r *Result) Summary() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "nemesis %s seed %d: %s of faults (%s wall): %s\n", r.Strategy, r.Seed, r.Duration, r.Wall, faultCounts(r.Faults))
+	fmt.Fprintf(&b, "nemesis %s on %s, seed %d: %s of faults (%s wall): %s\n", r.Strategy, r.Server, r.Seed, r.Duration, r.Wall, faultCounts(r.Faults))
 	if len(r.Skipped) > 0 {
 		fmt.Fprintf(&b, "  skipped (server busy): %s\n", faultCounts(r.Skipped))
 	}
@@ -487,8 +544,8 @@ func (r *Result) Summary() string {
 	if c.SetGrants > 0 {
 		fmt.Fprintf(&b, "  %d sets of two lock keys held at once (AcquireAll), each key checked with the key's other leases\n", c.SetGrants)
 	}
-	for _, prop := range []safety.Property{safety.MutualExclusion, safety.Order, safety.Fencing} {
-		fmt.Fprintf(&b, "  %s: %d broken, %d excused by the labels\n", prop, r.BrokenBy(prop), r.Excused[string(prop)])
+	for _, prop := range Properties {
+		fmt.Fprintf(&b, "  %s: %d broken, %d excused by the labels; judged in %.0f%% of the run\n", prop, r.BrokenBy(prop), r.Excused[string(prop)], 100*r.Judged[string(prop)])
 		shown := 0
 		for _, f := range r.Broken {
 			if f.Property != string(prop) {
@@ -502,7 +559,19 @@ func (r *Result) Summary() string {
 			for _, s := range f.Suspects {
 				fmt.Fprintf(&b, "      near %s\n", s)
 			}
+			if len(f.Suspects) == 0 {
+				b.WriteString("      near no fault\n")
+			}
 		}
+		for _, f := range r.ExcusedEx {
+			if f.Property == string(prop) {
+				fmt.Fprintf(&b, "    excused, e.g. %s key %q: %s\n      by %s\n", f.At, f.Key, f.Detail, f.ExcusedBy)
+				break
+			}
+		}
+	}
+	if j, ok := r.Judged[ReadersOrder]; ok {
+		fmt.Fprintf(&b, "  %s judged in %.0f%% of the run\n", ReadersOrder, 100*j)
 	}
 	verdict := "ok"
 	if !r.LiveOK {

@@ -116,6 +116,12 @@ func newLocker(p *Plan, cfg Config, w Worker, addrs []string) (dlock.Locker, nod
 	}
 	var lk dlock.Locker
 	var err error
+	if cfg.EarlyGrant && w.Locker != QuorumLocker {
+		if nodes[0], err = newEarlyGrant(nodes[0], cfg.earlySwaps); err != nil {
+			closeAll()
+			return nil, nil, nil, err
+		}
+	}
 	switch w.Locker {
 	case QuorumLocker:
 		opts := []redlock.Option{redlock.WithTTL(p.TTL), redlock.WithNodeTimeout(p.NodeTimeout)}
