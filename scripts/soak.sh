@@ -1,21 +1,31 @@
 #!/usr/bin/env bash
 # The randomized nemesis (internal/nemesis) in long mode: both strategies
-# under overlapping faults for DURATION (default 30m), then LIVE and MEM,
-# writing docs/results/soak.md and docs/results/soak.json.
+# at once, every primitive (locks, sets, election, and on the single
+# server permits, the work queue and the read-write lock), under storms
+# of faults and calm stretches for DURATION (default 60m) each, then LIVE
+# and MEM, writing docs/results/NAME.md and NAME.json. The servers are
+# DLOCK_SERVER's (redis-server when unset); NAME defaults to soak-redis,
+# or soak-valkey for a valkey-server.
 #
-#   ./scripts/soak.sh              # 30 minutes, a random seed (printed)
+#   ./scripts/soak.sh              # 60 minutes on redis-server, a random seed (printed)
 #   DURATION=2m SEED=42 ./scripts/soak.sh
+#   DLOCK_SERVER=../shared/valkey/8.0.1/valkey-server ./scripts/soak.sh
 #   RACE=1 ./scripts/soak.sh       # with the race detector (slower)
 #
-# It exits non-zero when a promise was broken or a bound missed; the report
-# is written either way.
+# It exits non-zero when a promise was broken, a property was judged in
+# less than half of the run, or a bound was missed; the report is written
+# either way.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-duration="${DURATION:-30m}"
+duration="${DURATION:-60m}"
 seed="${SEED:-0}"
+server="${DLOCK_SERVER:-redis-server}"
+kind=redis
+case "$(basename "$server")" in valkey*) kind=valkey ;; esac
+name="${NAME:-soak-$kind}"
 race=()
 [ -n "${RACE:-}" ] && race=(-race)
 
-go test "${race[@]}" -count=1 -timeout 0 -v -run 'TestNemesis$' ./internal/nemesis \
-  -args -nemesis.duration "$duration" -nemesis.seed "$seed" -nemesis.report "$PWD/docs/results"
+DLOCK_SERVER="$server" go test "${race[@]}" -count=1 -timeout 0 -v -run 'TestNemesis$' ./internal/nemesis \
+  -args -nemesis.duration "$duration" -nemesis.seed "$seed" -nemesis.report "$PWD/docs/results" -nemesis.name "$name"

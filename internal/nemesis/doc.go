@@ -138,9 +138,10 @@
 //
 //	go test ./internal/nemesis -count=1 -run 'TestNemesis$/quorum$' -args -nemesis.seed=N
 //
-// The long mode is scripts/soak.sh (30 minutes by default), which adds
-// -nemesis.duration and -nemesis.report DIR and writes DIR/soak.md and
-// DIR/soak.json.
+// The long mode is scripts/soak.sh (60 minutes by default, on the server
+// program DLOCK_SERVER names), which adds -nemesis.duration,
+// -nemesis.report DIR and -nemesis.name NAME and writes DIR/NAME.md and
+// DIR/NAME.json.
 //
 // TestNemesisCatches shows the nemesis can fail: with the lost-data guard
 // off (WithDurableNodes on servers that are not durable) and a schedule
