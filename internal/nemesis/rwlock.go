@@ -47,11 +47,15 @@ func rwReadersKey(name string) string { return "rwlock:" + name + " (readers)" }
 // overlaps another holder's (ME, safety.CheckShared), and a reader's token
 // is no older than any token granted before it began, a writer's above
 // every reader's granted before it began (ORDER, safety.CheckSharedOrder).
+// One writer in rwPaused is paused past its lease instead
+// (rwPausedWriter).
 func (wl *workload) rwlock(ctx context.Context, wk *worker) {
 	paused := rwPaused
 	if wl.p.Bias == UnraisedReaders {
 		for _, w := range wl.workers {
-			rwhook.UnraiseReaders(w.rw)
+			if w.rw != nil {
+				rwhook.UnraiseReaders(w.rw)
+			}
 		}
 		paused = 1
 	}
