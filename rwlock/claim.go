@@ -110,7 +110,11 @@ func (c *claim) try(ctx context.Context) (*lease.Lease, time.Duration, error) {
 	}
 	lk := c.lk
 	t1 := time.Now()
-	r, err := lk.n.Eval(ctx, claimScript, c.keys[:], c.args[:c.nargs]...)
+	script := claimScript
+	if lk.unraised.Load() {
+		script = claimUnraisedScript
+	}
+	r, err := lk.n.Eval(ctx, script, c.keys[:], c.args[:c.nargs]...)
 	if err != nil {
 		var re *node.ReplyError
 		if !errors.As(err, &re) {

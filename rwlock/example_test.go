@@ -17,8 +17,9 @@ import (
 )
 
 // Readers of a document share its lock; a writer waits for them and then
-// holds it alone. Readers carry the token of the last writer, so a
-// resource that fences by token refuses a reader's late act once a newer
+// holds it alone. The readers after a writer share a token above that
+// writer's, so a resource that fences by token refuses the writer's late
+// act once they have shown it theirs, and a reader's late act once a newer
 // writer has written.
 func ExampleLocker() {
 	addr, stop, err := redisproc.Start()
@@ -57,7 +58,7 @@ func ExampleLocker() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	fmt.Println("two readers, with the writer's token:", a.Token() == w.Token() && b.Token() == w.Token())
+	fmt.Println("two readers, one token above the writer's:", a.Token() == b.Token() && a.Token() > w.Token())
 	_, err = lk.TryAcquire(ctx, "doc")
 	fmt.Println("a writer meanwhile is taken:", errors.Is(err, lease.ErrTaken))
 
@@ -93,7 +94,7 @@ func ExampleLocker() {
 	fmt.Println("a late reader's write refused:", errors.Is(err, fence.ErrStale))
 	_ = w2.Release(ctx)
 	// Output:
-	// two readers, with the writer's token: true
+	// two readers, one token above the writer's: true
 	// a writer meanwhile is taken: true
 	// a new reader waits behind the writer
 	// a late reader's write refused: true

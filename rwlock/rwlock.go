@@ -25,18 +25,19 @@
 // Each key has one fencing counter, set at every writer's grant to
 // max(counter + 1, the server's clock in µs): a writer's token is the
 // counter's new value, strictly above every token handed out before it.
-// Readers do not move the counter: a reader's token is its value at the
-// reader's grant, which is the token of the last writer granted before the
-// reader entered (that writer's lease had ended by then: readers and
-// writers exclude each other). A resource that keeps the highest token it
-// has seen (fence.Guard, fence.Store) thus admits a reader's token while
-// the data it reads is the latest written, and refuses it once a newer
-// writer has written with its larger token: a reader paused past its lease
-// cannot act on a view a newer write has replaced. Readers of one term
-// share a token; tokens tell terms apart, not readers. A reader that finds
-// no counter (the key never written, or its hash expired after the idle
-// TTL) starts it at the server's clock in µs, above every earlier token
-// while that clock has not stepped back past them.
+// The first reader after a writer raises the counter the same way, and
+// the readers after it share that token until the next writer: the
+// readers' token is above every writer's granted before them, and below
+// every writer's granted after. A resource that keeps the highest token
+// it has seen (fence.Guard, fence.Store) thus refuses a reader's act once
+// a newer writer has written (a reader paused past its lease cannot act on
+// a view a newer write has replaced), and refuses the late write of the
+// writer before the readers once they have shown it their token (a writer
+// paused past its lease cannot write under the readers' feet). Tokens
+// tell terms apart, not the readers of one term. A reader that finds no
+// counter (the key never written, or its hash expired after the idle TTL)
+// starts it at the server's clock in µs, above every earlier token while
+// that clock has not stepped back past them.
 //
 // Every transition is one Lua script (in lua/, embedded), safe to run
 // twice as a client that re-sends a command after a lost reply runs it. A
@@ -55,6 +56,7 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	"github.com/dlockgo/dlock/fence"
@@ -112,6 +114,10 @@ type Locker struct {
 	cfg    config
 	ttlMs  string // cfg.ttl in ms, formatted once
 	keepMs string // keep(cfg.ttl), formatted once
+	// unraised: readers claim with claimUnraisedScript. Only a test sets
+	// it, through internal/rwhook, to show a checker the gap the raise
+	// closes.
+	unraised atomic.Bool
 }
 
 // New returns a Locker that keeps its locks on n. It returns an

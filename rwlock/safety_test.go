@@ -22,8 +22,8 @@ import (
 // recorded from its grant to the end of its validity by the holder's own
 // clock, or to its release when that came first; no writer's interval may
 // overlap any other holder's. Writers' tokens rise in the order of their
-// grants, and each reader's token is that of the writer granted last
-// before it.
+// grants, and each reader's token is above that of the writer granted last
+// before it, and shared with the readers since that writer.
 func TestHistory(t *testing.T) {
 	forEachClient(t, func(t *testing.T, srv *redistest.Server, n node.Node) {
 		lk := newLocker(t, n)
@@ -112,30 +112,35 @@ type tokenAt struct {
 }
 
 // checkTokens checks the tokens of grants, each seen at a time between
-// its grant and its release: writers' strictly rise in the order of their
-// grants, and a reader's is the token of the writer granted last before
-// it. Holds of a writer and any other holder do not overlap (TestHistory
-// checks that first), so those times order them as the server did.
+// its grant and its release: every token is at least the one before it,
+// writers' strictly above every earlier token, and the readers after a
+// writer share one token, strictly above that writer's. Holds of a writer
+// and any other holder do not overlap (TestHistory checks that first), so
+// those times order them as the server did.
 func checkTokens(t *testing.T, toks []tokenAt) {
 	t.Helper()
 	toks = slices.Clone(toks)
 	slices.SortFunc(toks, func(a, b tokenAt) int { return a.at.Compare(b.at) })
-	var last fence.Token // the last writer's token, 0 before any
+	var last, readers fence.Token // the latest token, and the readers' since the last writer (0: none yet)
 	for _, k := range toks {
 		switch {
 		case !k.shared && k.token <= last:
 			t.Fatalf("writer token %d granted after %d; want strictly rising", k.token, last)
 		case !k.shared:
-			last = k.token
-		case last != 0 && k.token != last:
-			t.Fatalf("reader token %d; want the last writer's %d", k.token, last)
+			last, readers = k.token, 0
+		case readers == 0 && k.token <= last:
+			t.Fatalf("first reader's token %d after token %d; want above it", k.token, last)
+		case readers == 0:
+			last, readers = k.token, k.token
+		case k.token != readers:
+			t.Fatalf("reader token %d; want the readers' %d since the last writer", k.token, readers)
 		}
 	}
 }
 
-// TestTokens: writers' tokens strictly rise; a reader's is the last
-// writer's; a reader paused past a newer writer's grant is refused by the
-// fence once that writer wrote.
+// TestTokens: writers' tokens strictly rise; the readers after a writer
+// share a token above it; a reader paused past a newer writer's grant is
+// refused by the fence once that writer wrote.
 func TestTokens(t *testing.T) {
 	forEachClient(t, func(t *testing.T, srv *redistest.Server, n node.Node) {
 		lk := newLocker(t, n)
@@ -150,7 +155,7 @@ func TestTokens(t *testing.T) {
 		}
 		require.NoError(t, r.Release(ctx))
 		last := r.Token()
-		var lastWriter fence.Token
+		readers := r.Token() // the readers' token since the last writer; 0 after a writer
 		for i := range 60 {
 			if i%3 == 0 {
 				w, err := lk.Acquire(ctx, key)
@@ -158,14 +163,19 @@ func TestTokens(t *testing.T) {
 				if w.Token() <= last {
 					t.Fatalf("writer %d: token %d after %d; want strictly rising", i, w.Token(), last)
 				}
-				last, lastWriter = w.Token(), w.Token()
+				last, readers = w.Token(), 0
 				require.NoError(t, w.Release(ctx))
 				continue
 			}
 			r, err := lk.AcquireShared(ctx, key)
 			require.NoError(t, err)
-			if r.Token() != lastWriter {
-				t.Fatalf("reader %d: token %d; want the last writer's %d", i, r.Token(), lastWriter)
+			switch {
+			case readers == 0 && r.Token() <= last:
+				t.Fatalf("reader %d, the first after a writer: token %d; want above the writer's %d", i, r.Token(), last)
+			case readers == 0:
+				last, readers = r.Token(), r.Token()
+			case r.Token() != readers:
+				t.Fatalf("reader %d: token %d; want the readers' %d, shared", i, r.Token(), readers)
 			}
 			require.NoError(t, r.Release(ctx))
 		}

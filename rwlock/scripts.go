@@ -2,8 +2,10 @@ package rwlock
 
 import (
 	_ "embed"
+	"strings"
 	"time"
 
+	"github.com/dlockgo/dlock/internal/rwhook"
 	"github.com/dlockgo/dlock/node"
 )
 
@@ -33,6 +35,9 @@ var (
 	// ticket's lifetime ms. Replies the token, or {ms until the lease in
 	// the way may end, place in the queue}.
 	claimScript = node.NewScript(stateLua + claimLua)
+	// claimUnraisedScript is claimScript under the rule before readers
+	// raised the counter: for internal/rwhook only (see unraised).
+	claimUnraisedScript = node.NewScript(stateLua + unraised(claimLua))
 	// extendScript: KEYS the hash; ARGV owner, kind, token, TTL ms, the
 	// hash's lifetime ms. Replies 1, or the error DLSTALE <attempts>.
 	extendScript = node.NewScript(stateLua + extendLua)
@@ -57,3 +62,19 @@ var (
 // key one TTL of availability (for a reader's claim, of the writers'),
 // never a second holder.
 const abandonKeep = 10 * time.Second
+
+// unraised returns the claim script with its raise switched off: readers
+// share the counter as a writer left it, the rule this package had before,
+// under which a writer paused past its lease carries the readers' token.
+// It exists so that the checkers that must find that gap can be shown to.
+func unraised(claim string) string {
+	const on, off = "local raise = true\n", "local raise = false\n"
+	if strings.Count(claim, on) != 1 {
+		panic("rwlock: claim.lua has no single " + strings.TrimSpace(on))
+	}
+	return strings.Replace(claim, on, off, 1)
+}
+
+func init() {
+	rwhook.UnraiseReaders = func(locker any) { locker.(*Locker).unraised.Store(true) }
+}

@@ -50,8 +50,8 @@ runs while it holds a read lock of it, beside any other readers; with
 --exclusive, while it holds its write lock, alone. Readers queue behind a
 waiting writer and writers behind waiting readers, first come, first
 served. The read-write lock of KEY is another lock than run's plain lock
-of KEY: readers and their writers must all use these two flags. A
-reader's DLOCK_TOKEN is the token of the last writer before it.
+of KEY: readers and their writers must all use these two flags. The
+readers after a writer share a DLOCK_TOKEN above that writer's.
 
 If the lease is lost (a renewal refused: someone else holds the lock; or
 the servers unreachable until its validity ran out), dlock sends SIGTERM

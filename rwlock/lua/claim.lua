@@ -29,11 +29,19 @@
 -- refreshes its ticket's deadline, keeping its place).
 --
 -- A writer's token is max(attempts + 1, server time in µs), written to
--- attempts. A reader's is attempts as it stands: the token of the writer
--- granted last, whose lease has ended since, readers and writers being
--- exclusive; when the hash has no counter (never written, or expired after
--- its idle TTL), the reader starts it at the server's time in µs, above
--- every earlier token while that clock has not stepped back past them.
+-- attempts. So is the first reader's after a writer (rtoken, the readers'
+-- last token, differs from attempts: a writer was granted since), and
+-- that of a reader that finds no counter (never written, or expired after
+-- its idle TTL). Any other reader shares attempts as it stands, the token
+-- of the readers before it. The readers' token is thus above every
+-- writer's granted before them, so that a fence they have shown it to
+-- refuses a late write of the writer before them, whose lease ended
+-- (paused past it) or who released with a write still on its way; and the
+-- next writer's is above theirs. Readers with no writer between them
+-- share a token: nothing is written that a fence must tell apart.
+-- raise: false only in the test hook of scripts.go that restores the rule
+-- before readers raised the counter, for the checkers to show the gap.
+local raise = true
 local owner, kind, ttl = ARGV[1], ARGV[2], tonumber(ARGV[3])
 if kind == 'w' then
   if writer == owner then
@@ -79,9 +87,9 @@ if ok then
     redis.call('HSET', P, 'attempts', fmt(attempts), 'owner', owner, 'until', fmt(now + ttl))
   else
     readers()
-    if attempts == 0 then
-      attempts = us
-      redis.call('HSET', P, 'attempts', fmt(attempts))
+    if attempts == 0 or raise and st[6] ~= fmt(attempts) then
+      attempts = math.max(attempts + 1, us)
+      redis.call('HSET', P, 'attempts', fmt(attempts), 'rtoken', fmt(attempts))
     end
     redis.call('ZADD', R, fmt(now + ttl), owner)
     hold(ttl)
