@@ -50,10 +50,15 @@
 // latest grants, readers carry the counter the server kept until the next
 // writer (docs/rwlock.md), so a window of their own suspends their ORDER
 // from the loss to that writer's grant; the writers' ORDER keeps the
-// single strategy's windows. A valid reader's read of a register written
-// under a newer token than its own is counted (what a fence would refuse);
-// its cause is an overlap or a token out of order, which ME and ORDER
-// judge. MEM bounds the lock's keys as a lock key's.
+// single strategy's windows. One writer in four is paused past its lease
+// and then writes: the first reader after a writer raises the counter,
+// so a late write the register accepted after a reader was granted with
+// a token not above it is a FENCE violation (rwLateWrites). A valid
+// reader's read of a register written under a newer token than its own
+// (what a fence would refuse) is sorted by the fault that explains it:
+// BEHIND:clock, BEHIND:lost-grant, BEHIND:kept-counter (rwBehindClasses,
+// docs/trade.md); one no fault explains is a FENCE violation. MEM bounds
+// the lock's keys as a lock key's.
 //
 // The faults (see Kind) are planned up front from the seed alone (NewPlan),
 // so a seed replays its schedule; the interleaving of the workers is the

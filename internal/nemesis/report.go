@@ -131,6 +131,12 @@ func (s Soak) Markdown() string {
 		}
 	}
 	for _, r := range s.Results {
+		if c := r.Counts; c.RWWriters+c.RWReaders > 0 {
+			fmt.Fprintf(&b, "\n%s, read-write lock: %d writer grants, %d reader grants; %d reads by a valid reader of the register written under a newer token, "+
+				"each explained by a fault (docs/trade.md, reads behind): %s.\n", r.Strategy, c.RWWriters, c.RWReaders, c.RWReadsBehind, r.behindClasses())
+		}
+	}
+	for _, r := range s.Results {
 		if len(r.Broken) == 0 {
 			continue
 		}

@@ -491,6 +491,16 @@ const ReadersOrder = "ORDER (rw readers)"
 // judged: a schedule whose windows excuse more is not a test of it.
 const MinJudged = 0.5
 
+// behindClasses says how many of the read-write lock's reads behind
+// each class holds (see rwBehindClasses); the rest are FENCE findings.
+func (r *Result) behindClasses() string {
+	var parts []string
+	for _, c := range behindKinds {
+		parts = append(parts, fmt.Sprintf("%d %s", r.Excused[string(c)], strings.TrimPrefix(string(c), "BEHIND:")))
+	}
+	return strings.Join(parts, ", ")
+}
+
 // judgedKeys lists r.Judged's keys in report order.
 func (r *Result) judgedKeys() []string {
 	var ks []string
@@ -539,7 +549,8 @@ func (r *Result) Summary() string {
 		fmt.Fprintf(&b, "  %d item claims (%d of an id completed before and added again), %d completions\n", c.ItemClaims, c.ItemsReAdded, c.ItemsDone)
 	}
 	if c.RWWriters+c.RWReaders > 0 {
-		fmt.Fprintf(&b, "  read-write lock: %d writer grants, %d reader grants (%d reads by a valid reader of a register written under a newer token)\n", c.RWWriters, c.RWReaders, c.RWReadsBehind)
+		fmt.Fprintf(&b, "  read-write lock: %d writer grants, %d reader grants (%d reads by a valid reader of a register written under a newer token: %s)\n",
+			c.RWWriters, c.RWReaders, c.RWReadsBehind, r.behindClasses())
 	}
 	if c.SetGrants > 0 {
 		fmt.Fprintf(&b, "  %d sets of two lock keys held at once (AcquireAll), each key checked with the key's other leases\n", c.SetGrants)

@@ -171,13 +171,6 @@ type readBehind struct {
 	seen    fence.Token // the register's
 }
 
-// rwBehind keeps each workload's reads behind until rwViolations judges
-// them.
-var rwBehind = struct {
-	sync.Mutex
-	m map[*workload][]readBehind
-}{m: map[*workload][]readBehind{}}
-
 // rwRead reads the read-write lock's register for the reader holding l,
 // granted at granted: the read itself is checked with the writers' (the
 // register linearizable); a fence that keeps the highest token it has
@@ -195,9 +188,9 @@ func (wl *workload) rwRead(l *lease.Lease, granted time.Time) {
 	wl.reads.Add(1)
 	if l.Token() < t && l.TTL() > 0 {
 		wl.rwReadsBehind.Add(1)
-		rwBehind.Lock()
-		rwBehind.m[wl] = append(rwBehind.m[wl], readBehind{reader: l.Owner(), token: l.Token(), granted: granted, at: call, seen: t})
-		rwBehind.Unlock()
+		wl.mu.Lock()
+		wl.behind = append(wl.behind, readBehind{reader: l.Owner(), token: l.Token(), granted: granted, at: call, seen: t})
+		wl.mu.Unlock()
 	}
 }
 
@@ -305,16 +298,18 @@ const (
 	behindKeptCounter safety.Property = "BEHIND:kept-counter"
 )
 
+// behindKinds are the classes, in the order reports show them.
+var behindKinds = []safety.Property{behindClock, behindLostGrant, behindKeptCounter}
+
 // rwBehindClasses sorts the valid readers' reads behind into their classes:
 // one violation each, of the class's property and dated by the writer's
 // grant (behindClock, behindLostGrant) or the reader's (behindKeptCounter),
 // with the windows that excuse them; or FENCE, with none, when no class
 // fits. kept are the readers' windows.
 func (wl *workload) rwBehindClasses(events []*Event, writers []safety.Acquisition, kept []safety.Window) ([]safety.Violation, []safety.Window) {
-	rwBehind.Lock()
-	rbs := rwBehind.m[wl]
-	delete(rwBehind.m, wl)
-	rwBehind.Unlock()
+	wl.mu.Lock()
+	rbs := slices.Clone(wl.behind)
+	wl.mu.Unlock()
 	var ws []safety.Window
 	linger := Linger(wl.p)
 	for _, e := range events {

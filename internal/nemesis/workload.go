@@ -65,6 +65,7 @@ type workload struct {
 	completions []completion                // of claims
 	rwRes       *safety.Resource            // the read-write lock's register, written by its writers
 	rwReaders   *safety.Resource            // the read-write lock's readers' holds, and nothing else
+	behind      []readBehind                // valid readers' reads of a register written under a newer token
 	errs        []string                    // of the harness
 
 	dos, grants, acqErrs, writes, refused, reads, pauses, pausedRefused atomic.Int64
