@@ -676,3 +676,26 @@ func (s *Server) UsedMemory() (int64, error) {
 	}
 	return strconv.ParseInt(v, 10, 64)
 }
+
+// Build is the server software a Server runs, as INFO server names it.
+type Build struct {
+	Name    string // "redis" or "valkey"
+	Version string // the release of that software, "7.0.15" or "8.0.1"
+}
+
+// Build asks the server which software it runs: Valkey says so in
+// server_name and gives its own release in valkey_version (its
+// redis_version is the Redis release it is compatible with, 7.2.4 on
+// 7.2.7 and 8.0.1); Redis has no server_name. Tests that depend on the
+// server ask it this, rather than read the environment that chose it.
+func (s *Server) Build() Build {
+	s.t.Helper()
+	out, err := s.Do("INFO", "server")
+	if err != nil {
+		s.t.Fatalf("redistest: INFO server on %s: %v", s.Addr(), err)
+	}
+	if field(out, "server_name") == "valkey" {
+		return Build{Name: "valkey", Version: field(out, "valkey_version")}
+	}
+	return Build{Name: "redis", Version: field(out, "redis_version")}
+}
