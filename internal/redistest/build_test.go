@@ -31,3 +31,29 @@ func TestBuild(t *testing.T) {
 		t.Fatalf("Build() = %+v; the binary says %q", b, strings.TrimSpace(string(out)))
 	}
 }
+
+// TestInfoServerFields: the INFO server fields the library and the harness
+// read (run_id and uptime_in_seconds by redlock's lost-data guard,
+// process_id by the readiness check) are there on every server; the mode
+// field is the one that differs: Valkey 8 renamed redis_mode to
+// server_mode.
+func TestInfoServerFields(t *testing.T) {
+	srv := redistest.Start(t)
+	b := srv.Build()
+	for _, f := range []string{"run_id", "uptime_in_seconds", "process_id", "redis_version"} {
+		v, err := srv.Info(f)
+		require.NoError(t, err)
+		if v == "" {
+			t.Errorf("INFO has no %s on %+v", f, b)
+		}
+	}
+	mode, renamed := "redis_mode", "server_mode"
+	if b.Name == "valkey" && !strings.HasPrefix(b.Version, "7.") {
+		mode, renamed = renamed, mode
+	}
+	for f, want := range map[string]string{mode: "standalone", renamed: ""} {
+		if v, err := srv.Info(f); err != nil || v != want {
+			t.Errorf("INFO %s = %q, %v on %+v; want %q", f, v, err, b, want)
+		}
+	}
+}
