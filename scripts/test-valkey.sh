@@ -2,9 +2,12 @@
 # The suite's parts that depend on the server, run again on Valkey: on
 # 8.0.1 the strategies (single, redlock), the primitives (election,
 # permits, claims, rwlock), the root package (Open, OpenURL, TLS, Sentinel,
-# Cluster), the node adapters and the nemesis in its short mode; on 7.2.7
-# the strategies. The builds are those of ../shared/valkey beside the
-# repository (see its README); a missing one fails the run.
+# Cluster), the node adapters, the nemesis in its short mode and the test
+# harness itself (servers, replicas, Sentinel, Cluster, the clock shim);
+# on 7.2.7 the strategies, the harness's tests of what the server says it
+# is (TestBuild, TestInfoServerFields) and the clock shim's (TestClock*).
+# The builds are those of ../shared/valkey beside the repository (see its
+# README); a missing one fails the run.
 #
 # Without the race detector: scripts/test.sh runs the same Go code under it
 # on Redis, and what differs here is the server. The two versions run at
@@ -26,6 +29,9 @@ for v in 8.0.1 7.2.7; do
   bins+=("$(cd "$shared/$v" && pwd)/valkey-server")
 done
 v8=${bins[0]} v7=${bins[1]}
+# --check: only that the builds are there (scripts/test.sh asks first, so
+# that a missing one is said at once, not after the Redis suite).
+[ "${1:-}" = --check ] && exit 0
 
 log=$(mktemp -d)
 trap 'rm -rf "$log"' EXIT
@@ -43,9 +49,10 @@ run() { # name server packages...
   [ "$status" = ok ]
 }
 
-run valkey-8.0.1 "$v8" ./single ./redlock ./election ./permits ./claims ./rwlock . ./node/... ./internal/nemesis &
+run valkey-8.0.1 "$v8" ./single ./redlock ./election ./permits ./claims ./rwlock . ./node/... ./internal/nemesis ./internal/redistest &
 p8=$!
-run valkey-7.2.7 "$v7" ./single ./redlock &
+run valkey-7.2.7 "$v7" ./single ./redlock &&
+  run valkey-7.2.7-info "$v7" -run 'TestBuild|TestInfoServerFields|TestClock' ./internal/redistest &
 p7=$!
 rc=0
 wait $p8 || rc=1
