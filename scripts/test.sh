@@ -2,7 +2,8 @@
 # The whole test suite, as the README promises: installs what the tests need
 # on a fresh Debian machine (redis-server, redis-cli, gcc, staticcheck), then
 # vets, runs staticcheck and runs every test with the race detector against
-# real redis-server processes.
+# real redis-server processes; meanwhile scripts/test-valkey.sh runs the
+# server-dependent packages again on Valkey 8.0 and 7.2.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -16,6 +17,17 @@ if [ ${#need[@]} -gt 0 ]; then
   $sudo apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
 fi
+
+# Valkey, from ../shared/valkey beside the repository: alongside the Redis
+# checks below rather than after them, since its tests mostly wait on
+# servers and clocks (it would add some 6 minutes at the end). It runs in a
+# process group of its own, ended with its servers if this script stops
+# early; its output and result come at the end.
+./scripts/test-valkey.sh --check
+valkey_log=$(mktemp)
+setsid ./scripts/test-valkey.sh >"$valkey_log" 2>&1 &
+valkey_pid=$!
+trap 'kill -- -"$valkey_pid" 2>/dev/null || true; rm -f "$valkey_log"' EXIT
 
 # observe/otelmetric is a module of its own (it keeps OpenTelemetry out of
 # dlock's dependencies), so ./... from the root does not reach it.
@@ -47,3 +59,8 @@ for m in "${modules[@]}" bench; do (cd "$m" && "$staticcheck" ./...); done
 # allocation counts (their files are built with !race).
 for m in "${modules[@]}"; do (cd "$m" && go test -count=1 -timeout 5m -run 'Allocs' ./...); done
 for m in "${modules[@]}"; do (cd "$m" && go test -race -count=1 -timeout 15m ./...); done
+
+valkey_rc=0
+wait "$valkey_pid" || valkey_rc=$?
+cat "$valkey_log"
+exit "$valkey_rc"

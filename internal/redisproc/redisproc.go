@@ -2,6 +2,10 @@
 // redis-server needs: a free loopback port, and a readiness check. The
 // test servers (internal/redistest), the demo (cmd/dlock) and the
 // benchmarks (bench) share it.
+//
+// The tests' server binary is chosen in one place, ServerPath: the
+// DLOCK_SERVER environment variable, redis-server on PATH when unset, so
+// that one suite runs on Redis and on Valkey.
 package redisproc
 
 import (
@@ -12,11 +16,56 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
 )
+
+// ServerEnv names the environment variable that holds the server binary
+// the tests run: an absolute path (a Valkey build, say) or a name looked
+// up on PATH. Unset or empty means redis-server.
+const ServerEnv = "DLOCK_SERVER"
+
+// ServerPath returns the server binary to run, from ServerEnv. A relative
+// path with a slash is refused: each package's tests run in their own
+// folder, so it would name a different file in every package.
+func ServerPath() (string, error) {
+	bin := os.Getenv(ServerEnv)
+	if bin == "" {
+		bin = "redis-server"
+	}
+	if strings.Contains(bin, "/") && !filepath.IsAbs(bin) {
+		return "", fmt.Errorf("redisproc: %s=%s is a relative path; give an absolute one (tests run in their package's folder)", ServerEnv, bin)
+	}
+	path, err := exec.LookPath(bin)
+	if err != nil {
+		return "", fmt.Errorf("redisproc: server binary %s=%q: %w (./scripts/test.sh installs redis-server)", ServerEnv, bin, err)
+	}
+	return path, nil
+}
+
+// CLIPath returns the command-line client that goes with ServerPath's
+// server: the file beside it whose name has "cli" for "server"
+// (redis-server: redis-cli on PATH; /x/valkey-server: /x/valkey-cli), so
+// that a cluster is joined by the cli of the same release.
+func CLIPath() (string, error) {
+	server, err := ServerPath()
+	if err != nil {
+		return "", err
+	}
+	dir, name := filepath.Split(server)
+	if !strings.Contains(name, "server") {
+		return "", fmt.Errorf("redisproc: no cli goes with server %s: its name has no \"server\" to replace", server)
+	}
+	cli := filepath.Join(dir, strings.Replace(name, "server", "cli", 1))
+	if _, err := os.Stat(cli); err != nil {
+		return "", fmt.Errorf("redisproc: the cli beside server %s: %w", server, err)
+	}
+	return cli, nil
+}
 
 // FreePort returns a loopback port that was free a moment ago. Another
 // process may take it before the caller binds it; callers retry on a bind
@@ -137,17 +186,21 @@ func send(c net.Conn, args ...string) error {
 	return err
 }
 
-// Start runs a throwaway redis-server without persistence on a free
+// Start runs a throwaway server (ServerPath) without persistence on a free
 // loopback port, for examples and tools that have no testing.TB, and
 // returns once it answers PING. stop kills it and waits for it to end.
 // Extra config directives in args ("--appendonly", "yes") come after the
 // defaults, so they override them.
 func Start(args ...string) (addr string, stop func(), err error) {
+	bin, err := ServerPath()
+	if err != nil {
+		return "", nil, err
+	}
 	port, err := FreePort()
 	if err != nil {
 		return "", nil, err
 	}
-	cmd := exec.Command("redis-server", append([]string{"--port", strconv.Itoa(port), "--bind", "127.0.0.1",
+	cmd := exec.Command(bin, append([]string{"--port", strconv.Itoa(port), "--bind", "127.0.0.1",
 		"--save", "", "--appendonly", "no"}, args...)...)
 	if err := cmd.Start(); err != nil {
 		return "", nil, err
@@ -165,5 +218,5 @@ func Start(args ...string) (addr string, stop func(), err error) {
 		}
 	}
 	stop()
-	return "", nil, fmt.Errorf("redisproc: redis-server on %s did not answer PING within 5s", addr)
+	return "", nil, fmt.Errorf("redisproc: %s on %s did not answer PING within 5s", bin, addr)
 }

@@ -46,7 +46,9 @@ func TestServerPID(t *testing.T) {
 		t.Fatalf("ServerPID with the password = %d, %v; want %d", pid, err, srv.Pid())
 	}
 
-	other := exec.Command("redis-server", "--port", strconv.Itoa(srv.Port()), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no")
+	bin, err := redisproc.ServerPath()
+	require.NoError(t, err)
+	other := exec.Command(bin, "--port", strconv.Itoa(srv.Port()), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no")
 	require.NoError(t, other.Start())
 	defer func() {
 		_ = other.Process.Kill()

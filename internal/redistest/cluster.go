@@ -32,8 +32,9 @@ type Cluster struct {
 	ids     []string
 }
 
-// StartCluster starts masters (at least 3) redis-servers with
-// cluster-enabled, joins them with redis-cli --cluster create, and returns
+// StartCluster starts masters (at least 3) servers with cluster-enabled,
+// joins them with the cli beside the server (redisproc.CLIPath) --cluster
+// create, and returns
 // once every node reports cluster_state:ok and knows every other. Slots are
 // spread evenly, as redis-cli does. opts apply to every server.
 func StartCluster(t testing.TB, masters int, opts ...Option) *Cluster {
@@ -41,9 +42,9 @@ func StartCluster(t testing.TB, masters int, opts ...Option) *Cluster {
 	if masters < 3 {
 		t.Fatalf("redistest: a cluster needs at least 3 masters, got %d", masters)
 	}
-	cli, err := exec.LookPath("redis-cli")
+	cli, err := redisproc.CLIPath()
 	if err != nil {
-		t.Fatalf("redistest: redis-cli is needed to create a cluster: %v", err)
+		t.Fatalf("redistest: a cli is needed to create a cluster: %v", err)
 	}
 	c := &Cluster{t: t}
 	for range masters {
@@ -68,7 +69,7 @@ func StartCluster(t testing.TB, masters int, opts ...Option) *Cluster {
 	args := append(c.Addrs(), "--cluster-replicas", "0", "--cluster-yes")
 	out, err := exec.CommandContext(ctx, cli, append([]string{"--cluster", "create"}, args...)...).CombinedOutput()
 	if err != nil {
-		t.Fatalf("redistest: redis-cli --cluster create: %v\n%s", err, out)
+		t.Fatalf("redistest: %s --cluster create: %v\n%s", cli, err, out)
 	}
 	c.waitFor("cluster_state:ok on every node", func() bool {
 		for _, s := range c.servers {

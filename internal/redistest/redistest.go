@@ -1,4 +1,5 @@
-// Package redistest starts real redis-server processes for tests: one per
+// Package redistest starts real server processes for tests (redis-server,
+// or the binary DLOCK_SERVER names: see redisproc.ServerPath): one per
 // call, on a free loopback port, in its own temporary directory, stopped by
 // pid when the test ends (passed or failed).
 //
@@ -96,12 +97,13 @@ func WithAuth(user, password string) Option {
 	return func(c *config) { c.user, c.password = user, password }
 }
 
-// Server is one redis-server process owned by a test. Its methods fail the
+// Server is one server process owned by a test. Its methods fail the
 // test (t.Fatal) on errors the test cannot sensibly handle, and must then be
 // called from the test's goroutine; Do and WaitSynced return errors instead.
 type Server struct {
 	t    testing.TB
 	cfg  config
+	bin  string // the server binary, from redisproc.ServerPath
 	dir  string
 	port int
 
@@ -112,19 +114,19 @@ type Server struct {
 	stopped bool
 }
 
-// Start starts one redis-server and returns once it answers PING. The
+// Start starts one server and returns once it answers PING. The
 // process is killed when the test and its subtests end.
 func Start(t testing.TB, opts ...Option) *Server {
 	t.Helper()
-	if _, err := exec.LookPath("redis-server"); err != nil {
-		t.Fatal("redistest: redis-server is not on PATH; ./scripts/test.sh installs it")
+	bin, err := redisproc.ServerPath()
+	if err != nil {
+		t.Fatal(err)
 	}
-	s := &Server{t: t, dir: t.TempDir()}
+	s := &Server{t: t, bin: bin, dir: t.TempDir()}
 	for _, o := range opts {
 		o(&s.cfg)
 	}
 	t.Cleanup(s.cleanup)
-	var err error
 	for range 5 {
 		s.port, err = redisproc.FreePort()
 		if err != nil {
@@ -138,7 +140,7 @@ func Start(t testing.TB, opts ...Option) *Server {
 			break
 		}
 	}
-	t.Fatalf("redistest: start redis-server: %v", err)
+	t.Fatalf("redistest: start %s: %v", bin, err)
 	return nil
 }
 
@@ -491,7 +493,7 @@ func (s *Server) start() error {
 	}
 	logPath := filepath.Join(s.dir, "redis.log")
 	logStart := fileSize(logPath)
-	cmd := exec.Command("redis-server", s.args()...)
+	cmd := exec.Command(s.bin, s.args()...)
 	cmd.Dir = s.dir
 	cmd.Env = append(os.Environ(), s.cfg.env...)
 	if err := cmd.Start(); err != nil {
@@ -520,7 +522,7 @@ func (s *Server) start() error {
 			if strings.Contains(log, "Address already in use") {
 				return fmt.Errorf("%w: %s", errBind, log)
 			}
-			return fmt.Errorf("redis-server exited: %s", log)
+			return fmt.Errorf("%s exited: %s", s.bin, log)
 		case <-time.After(10 * time.Millisecond):
 		}
 		if time.Now().After(deadline) {
@@ -673,4 +675,27 @@ func (s *Server) UsedMemory() (int64, error) {
 		return 0, err
 	}
 	return strconv.ParseInt(v, 10, 64)
+}
+
+// Build is the server software a Server runs, as INFO server names it.
+type Build struct {
+	Name    string // "redis" or "valkey"
+	Version string // the release of that software, "7.0.15" or "8.0.1"
+}
+
+// Build asks the server which software it runs: Valkey says so in
+// server_name and gives its own release in valkey_version (its
+// redis_version is the Redis release it is compatible with, 7.2.4 on
+// 7.2.7 and 8.0.1); Redis has no server_name. Tests that depend on the
+// server ask it this, rather than read the environment that chose it.
+func (s *Server) Build() Build {
+	s.t.Helper()
+	out, err := s.Do("INFO", "server")
+	if err != nil {
+		s.t.Fatalf("redistest: INFO server on %s: %v", s.Addr(), err)
+	}
+	if field(out, "server_name") == "valkey" {
+		return Build{Name: "valkey", Version: field(out, "valkey_version")}
+	}
+	return Build{Name: "redis", Version: field(out, "redis_version")}
 }

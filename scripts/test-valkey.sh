@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# The suite's parts that depend on the server, run again on Valkey: on
+# 8.0.1 the strategies (single, redlock), the primitives (election,
+# permits, claims, rwlock), the root package (Open, OpenURL, TLS, Sentinel,
+# Cluster), the node adapters, the nemesis in its short mode and the test
+# harness itself (servers, replicas, Sentinel, Cluster, the clock shim);
+# on 7.2.7 the strategies, the harness's tests of what the server says it
+# is (TestBuild, TestInfoServerFields) and the clock shim's (TestClock*).
+# The builds are those of ../shared/valkey beside the repository (see its
+# README); a missing one fails the run.
+#
+# Without the race detector: scripts/test.sh runs the same Go code under it
+# on Redis, and what differs here is the server. The two versions run at
+# the same time: the tests wait on servers and clocks far more than they
+# compute, so they overlap well on two cores.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+shared=../shared/valkey
+bins=()
+for v in 8.0.1 7.2.7; do
+  for b in valkey-server valkey-cli; do
+    if [ ! -x "$shared/$v/$b" ]; then
+      echo "test-valkey: $shared/$v/$b is missing: the Valkey builds belong in ../shared/valkey beside the repository (see its README)" >&2
+      exit 1
+    fi
+  done
+  # Absolute, since each package's tests run in their own folder.
+  bins+=("$(cd "$shared/$v" && pwd)/valkey-server")
+done
+v8=${bins[0]} v7=${bins[1]}
+# --check: only that the builds are there (scripts/test.sh asks first, so
+# that a missing one is said at once, not after the Redis suite).
+[ "${1:-}" = --check ] && exit 0
+
+log=$(mktemp -d)
+trap 'rm -rf "$log"' EXIT
+
+run() { # name server packages...
+  local name=$1 bin=$2 start=$SECONDS
+  shift 2
+  if DLOCK_SERVER=$bin go test -count=1 -timeout 15m "$@" >"$log/$name" 2>&1; then
+    status=ok
+  else
+    status=FAIL
+  fi
+  sed "s/^/[$name] /" "$log/$name"
+  echo "[$name] $status in $((SECONDS - start))s"
+  [ "$status" = ok ]
+}
+
+run valkey-8.0.1 "$v8" ./single ./redlock ./election ./permits ./claims ./rwlock . ./node/... ./internal/nemesis ./internal/redistest &
+p8=$!
+run valkey-7.2.7 "$v7" ./single ./redlock &&
+  run valkey-7.2.7-info "$v7" -run 'TestBuild|TestInfoServerFields|TestClock' ./internal/redistest &
+p7=$!
+rc=0
+wait $p8 || rc=1
+wait $p7 || rc=1
+exit $rc
