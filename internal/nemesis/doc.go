@@ -46,11 +46,9 @@
 // with safety.CheckShared (ME: no writer's interval overlaps another
 // holder's); the readers' tokens with safety.CheckSharedOrder (ORDER: a
 // reader's is no older than any token granted before it began, a writer's
-// above every reader's granted before it began). After a loss of the
-// latest grants, readers carry the counter the server kept until the next
-// writer (docs/rwlock.md), so a window of their own suspends their ORDER
-// from the loss to that writer's grant; the writers' ORDER keeps the
-// single strategy's windows. One writer in four is paused past its lease
+// above every reader's granted before it began). The first reader on a
+// new server process raises the counter (docs/rwlock.md), so the readers'
+// ORDER keeps the single strategy's windows, as the writers' does. One writer in four is paused past its lease
 // and then writes: the first reader after a writer raises the counter,
 // so a late write the register accepted after a reader was granted with
 // a token not above it is a FENCE violation (rwLateWrites). A valid

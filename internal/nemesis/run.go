@@ -327,7 +327,7 @@ func measure(p *Plan, d *deployment) ([]Mem, error) {
 			Mem{Key: "claims " + queueName, Server: -1, Per: queueIDs})
 	}
 	// The read-write lock's keys, bounded as a lock's are: once its leases
-	// and tickets have ended, its hash (the counter; ~104 B, see
+	// and tickets have ended, its hash (the counter; ~168 B, see
 	// rwlock/memory_test.go) is all it keeps.
 	if p.RWLock != "" {
 		raw = append(raw, rwlock.KeyOf(p.RWLock))

@@ -216,7 +216,7 @@ func (wl *workload) rwViolations(events []*Event, ws []safety.Window) (vs, reade
 	writers, readers := wl.acqs[rwKey(name)], wl.acqs[rwReadersKey(name)]
 	wl.mu.Unlock()
 	vs = append(vs, safety.CheckOrder(writers)...)
-	kept := readerWindows(events, writers)
+	kept := readerWindows(ws)
 	readerWs = slices.Concat(ws, kept)
 	for _, w := range kept {
 		w.Property = safety.Fencing
@@ -292,9 +292,10 @@ const (
 	// failover): the reader's grant was lost with them.
 	behindLostGrant safety.Property = "BEHIND:lost-grant"
 	// behindKeptCounter: the reader was granted within a readers' window
-	// (readerWindows): it carries the counter the server kept, below the
-	// token of a writer granted before the loss, whose write the register
-	// holds.
+	// (readerWindows, a loss near a clock fault): the counter its first
+	// reader raised on the new server process, floored at a clock the
+	// fault put behind, is below the token of a writer granted before the
+	// loss, whose write the register holds.
 	behindKeptCounter safety.Property = "BEHIND:kept-counter"
 )
 
@@ -362,33 +363,20 @@ func (wl *workload) rwBehindClasses(events []*Event, writers []safety.Acquisitio
 }
 
 // readerWindows are the stretches in which the readers' tokens are not
-// promised to keep their order: from a loss of the latest grants (a
-// master's restart, a failover) until the first writer granted after it.
-// Readers granted on the server that lost them carry the counter it kept,
-// the last writer it knows, which may be older than a lost writer's token
-// (docs/rwlock.md, failure cases): a fence then refuses their acts, the
-// safe side. That first writer's own token is promised above them all: a
-// window ends just before its grant.
-func readerWindows(events []*Event, writers []safety.Acquisition) []safety.Window {
-	var ws []safety.Window
-	for _, e := range events {
-		if e.Skipped != "" || e.Start.IsZero() || !e.LostData() {
-			continue
+// promised to keep their order: the single strategy's ORDER windows, a
+// loss of the master's latest grants near a clock fault (Windows). The
+// first reader on a new server process raises the counter, floored at
+// its clock (docs/rwlock.md), so after a restart or a failover the
+// readers' token is above a lost writer's under the same clock condition
+// as the writers' own; a kept counter is not carried past a loss.
+func readerWindows(ws []safety.Window) []safety.Window {
+	var out []safety.Window
+	for _, w := range ws {
+		if w.Property == safety.Order {
+			out = append(out, w)
 		}
-		var next time.Time // the first writer granted after the loss, or none
-		for _, a := range writers {
-			if !a.Granted.IsZero() && a.Granted.After(e.End) && (next.IsZero() || a.Granted.Before(next)) {
-				next = a.Granted
-			}
-		}
-		to := next.Add(-time.Nanosecond)
-		if next.IsZero() {
-			to = time.Now()
-		}
-		ws = append(ws, safety.Window{Property: safety.Order, From: e.Start, To: to,
-			Why: fmt.Sprintf("%s: readers carry the kept counter until the next writer", e.Fault.String())})
 	}
-	return ws
+	return out
 }
 
 // rwStamp formats a time as safety's findings do.

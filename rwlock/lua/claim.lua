@@ -38,7 +38,12 @@
 -- refuses a late write of the writer before them, whose lease ended
 -- (paused past it) or who released with a write still on its way; and the
 -- next writer's is above theirs. Readers with no writer between them
--- share a token: nothing is written that a fence must tell apart.
+-- share a token: nothing is written that a fence must tell apart. A
+-- reader on another server process than the readers' last raise (rrun:
+-- the server restarted from a snapshot or an AOF, or a replica took over)
+-- raises too: the writers granted since may have been lost with the old
+-- process, and a counter floored at the clock is above their tokens under
+-- the same clock condition as single's, where the kept one is not.
 -- raise: false only in the test hook of scripts.go that restores the rule
 -- before readers raised the counter, for the checkers to show the gap.
 local raise = true
@@ -87,9 +92,10 @@ if ok then
     redis.call('HSET', P, 'attempts', fmt(attempts), 'owner', owner, 'until', fmt(now + ttl))
   else
     readers()
-    if attempts == 0 or raise and st[6] ~= fmt(attempts) then
+    local run = string.match(redis.call('INFO', 'server'), 'run_id:(%x+)')
+    if attempts == 0 or raise and (st[6] ~= fmt(attempts) or st[7] ~= run) then
       attempts = math.max(attempts + 1, us)
-      redis.call('HSET', P, 'attempts', fmt(attempts), 'rtoken', fmt(attempts))
+      redis.call('HSET', P, 'attempts', fmt(attempts), 'rtoken', fmt(attempts), 'rrun', run)
     end
     redis.call('ZADD', R, fmt(now + ttl), owner)
     hold(ttl)

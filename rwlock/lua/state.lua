@@ -7,6 +7,9 @@
 --             token is its value at the reader's grant
 --   rtoken    the counter's value when readers last took it: while the two
 --             are equal no writer was granted since, and readers share it
+--   rrun      the run_id of the server process in which readers last
+--             raised the counter: a reader on another process (the server
+--             restarted, or a replica took over) raises it again
 --   owner     the writer's owner value; absent when no writer held it since
 --             the last writer's release (an expired writer's stays, unused)
 --   until     the end of the writer's lease, server ms
@@ -37,7 +40,7 @@ local R, Q, QD, QW = P .. ':r', P .. ':q', P .. ':qd', P .. ':qw'
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local us = tonumber(t[1]) * 1000000 + tonumber(t[2])
-local st = redis.call('HMGET', P, 'attempts', 'owner', 'until', 'exp', 'gone', 'rtoken')
+local st = redis.call('HMGET', P, 'attempts', 'owner', 'until', 'exp', 'gone', 'rtoken', 'rrun')
 local attempts = tonumber(st[1] or '0')
 local exp = st[4]
 -- writer: the live writer's owner value, or nil.
