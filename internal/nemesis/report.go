@@ -14,7 +14,7 @@ import (
 	"github.com/dlockgo/dlock/internal/safety"
 )
 
-// Soak is what scripts/soak.sh writes to soak.json: one run of both
+// Soak is what scripts/soak.sh writes to NAME.json: one run of both
 // strategies, with everything Result holds.
 type Soak struct {
 	Seed     int64     `json:"seed"`
@@ -66,7 +66,7 @@ func commit() string {
 	return c
 }
 
-// Markdown renders the soak as docs/results/soak.md.
+// Markdown renders the soak as docs/results/NAME.md.
 func (s Soak) Markdown() string {
 	var b strings.Builder
 	b.WriteString("# Nemesis soak\n\n")
@@ -143,7 +143,7 @@ func (s Soak) Markdown() string {
 		fmt.Fprintf(&b, "\n### %s: promises broken\n\n", r.Strategy)
 		for i, f := range r.Broken {
 			if i == 20 {
-				fmt.Fprintf(&b, "- … %d more in soak.json\n", len(r.Broken)-20)
+				fmt.Fprintf(&b, "- … %d more in the JSON file\n", len(r.Broken)-20)
 				break
 			}
 			fmt.Fprintf(&b, "- %s %s, key %q: %s\n", f.At, f.Property, f.Key, f.Detail)
