@@ -100,6 +100,28 @@ func (c *claim) again(ctx context.Context) (*lease.Lease, time.Duration, error) 
 	return nil, 0, acquire.Retryable(err)
 }
 
+// claimReply is what claim.lua answered: a grant of token, or a refusal
+// with how long until the lease in the way may end and whether the claim
+// waits in the queue.
+type claimReply struct {
+	granted bool
+	token   fence.Token
+	left    time.Duration
+	queued  bool
+}
+
+// readClaim reads the reply of claim.lua: a grant's token, alone, or a
+// refusal's {left ms, place in the queue (0 for none)}.
+func readClaim(r node.Reply) (claimReply, error) {
+	switch len(r) {
+	case 2:
+		return claimReply{left: time.Duration(r.Int(0)) * time.Millisecond, queued: r.Int(1) > 0}, nil
+	case 1:
+		return claimReply{granted: true, token: fence.Token(r.Int(0))}, nil
+	}
+	return claimReply{}, fmt.Errorf("a reply of %d values", len(r))
+}
+
 // try runs the claim script once. On lease.ErrTaken, hint is how long
 // until the lease in the way may end. A grant whose validity ran out
 // before its reply arrived is released again and reported as an error
@@ -121,17 +143,17 @@ func (c *claim) try(ctx context.Context) (*lease.Lease, time.Duration, error) {
 		}
 		return nil, 0, &refusal{fmt.Errorf("rwlock: %s %q on %s: %w", c.what(), c.key, lk.n, acquire.CtxErr(ctx, err))}
 	}
-	if len(r) == 2 {
-		c.queue = r.Int(1) > 0
-		return nil, time.Duration(r.Int(0)) * time.Millisecond,
-			fmt.Errorf("rwlock: %s %q: %w", c.what(), c.key, lease.ErrTaken)
-	}
-	if len(r) != 1 {
+	cr, err := readClaim(r)
+	if err != nil {
 		c.abandon(ctx)
-		return nil, 0, fmt.Errorf("rwlock: %s %q on %s: a reply of %d values", c.what(), c.key, lk.n, len(r))
+		return nil, 0, fmt.Errorf("rwlock: %s %q on %s: %w", c.what(), c.key, lk.n, err)
+	}
+	if !cr.granted {
+		c.queue = cr.queued
+		return nil, cr.left, fmt.Errorf("rwlock: %s %q: %w", c.what(), c.key, lease.ErrTaken)
 	}
 	c.queue = false
-	token := fence.Token(r.Int(0))
+	token := cr.token
 	c.held = [3]string{c.args[0], c.args[1], token.String()}
 	if err := ctx.Err(); err != nil {
 		// Not every client cuts a call short when ctx ends; a caller that

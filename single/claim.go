@@ -202,14 +202,19 @@ func (c *claim) try(ctx context.Context) (*lease.Lease, time.Duration, error) {
 		}
 		return nil, 0, &refusal{fmt.Errorf("single: claim %q on %s: %w", c.key, lk.n, acquire.CtxErr(ctx, err))}
 	}
-	if len(r) != 1 {
-		c.pos = int(r.Int(1))
+	cr, err := readClaim(r)
+	if err != nil {
+		c.abandon(ctx)
+		return nil, 0, fmt.Errorf("single: claim %q on %s: %w", c.key, lk.n, err)
+	}
+	if !cr.granted {
+		c.pos = cr.pos
 		c.queue = c.pos > 0
 		c.sent = t1
-		return nil, time.Duration(r.Int(0)) * time.Millisecond, lease.ErrTaken
+		return nil, cr.left, lease.ErrTaken
 	}
 	c.queue = false
-	token := fence.Token(r.Int(0))
+	token := cr.token
 	c.setToken(token)
 	if err := ctx.Err(); err != nil {
 		// Not every client cuts a call short when ctx ends; a caller that
@@ -227,6 +232,25 @@ func (c *claim) try(ctx context.Context) (*lease.Lease, time.Duration, error) {
 		return nil, 0, fmt.Errorf("single: lock on %q: %w: %w", c.key, errLate, lease.ErrExpired)
 	}
 	return c.lease(token, until, false), 0, nil
+}
+
+// claimReply is what claim.lua answered: a grant of token, or a refusal
+// with how long the holder has left and the claim's place in the queue (0
+// for none).
+type claimReply struct {
+	granted bool
+	token   fence.Token
+	left    time.Duration
+	pos     int
+}
+
+// readClaim reads the reply of claim.lua: the token of a grant, alone, or
+// a refusal's {left ms, place}.
+func readClaim(r node.Reply) (claimReply, error) {
+	if len(r) != 1 {
+		return claimReply{left: time.Duration(r.Int(0)) * time.Millisecond, pos: int(r.Int(1))}, nil
+	}
+	return claimReply{granted: true, token: fence.Token(r.Int(0))}, nil
 }
 
 func (c *claim) lease(token fence.Token, until time.Time, short bool) *lease.Lease {
