@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -246,11 +247,22 @@ type claimReply struct {
 
 // readClaim reads the reply of claim.lua: the token of a grant, alone, or
 // a refusal's {left ms, place}.
+// Any other reply is an error matching acquire.ErrBadReply, and grants
+// nothing.
 func readClaim(r node.Reply) (claimReply, error) {
-	if len(r) != 1 {
-		return claimReply{left: time.Duration(r.Int(0)) * time.Millisecond, pos: int(r.Int(1))}, nil
+	if len(r) == 1 {
+		token, err := acquire.ReplyToken(r, 0)
+		return claimReply{granted: err == nil, token: token}, err
 	}
-	return claimReply{granted: true, token: fence.Token(r.Int(0))}, nil
+	if err := acquire.ReplyLen(r, 2); err != nil {
+		return claimReply{}, err
+	}
+	left, err := acquire.ReplyMs(r, 0)
+	if err != nil {
+		return claimReply{}, err
+	}
+	pos, err := acquire.ReplyInt(r, 1, 0, math.MaxInt32)
+	return claimReply{left: left, pos: int(pos)}, err
 }
 
 func (c *claim) lease(token fence.Token, until time.Time, short bool) *lease.Lease {

@@ -196,7 +196,9 @@ func (c *setClaim) try(ctx context.Context) (*lease.Lease, time.Duration, error)
 	}
 	sr, err := readClaimAll(r, len(c.keys))
 	if err != nil {
-		return nil, 0, &refusal{fmt.Errorf("single: claim of %q on %s: %w", c.keys, lk.n, err)}
+		// The script ran, and may have granted the set: give it up.
+		c.abandon(ctx)
+		return nil, 0, fmt.Errorf("single: claim of %q on %s: %w", c.keys, lk.n, err)
 	}
 	if !sr.granted {
 		c.queued = sr.queued
@@ -241,18 +243,32 @@ type setReply struct {
 
 // readClaimAll reads the reply of claim_all.lua to a claim of n keys: their
 // n tokens, or a refusal's {-1, left ms, queued}.
+// Any other reply is an error matching acquire.ErrBadReply, and grants
+// nothing.
 func readClaimAll(r node.Reply, n int) (setReply, error) {
-	if len(r) > 0 && r.Int(0) == -1 {
-		return setReply{left: time.Duration(r.Int(1)) * time.Millisecond, queued: r.Int(2) == 1}, nil
+	if len(r) > 0 && r[0].Kind == node.Int && r[0].Int == -1 {
+		if err := acquire.ReplyLen(r, 3); err != nil {
+			return setReply{}, err
+		}
+		left, err := acquire.ReplyMs(r, 1)
+		if err != nil {
+			return setReply{}, err
+		}
+		queued, err := acquire.ReplyInt(r, 2, 0, 1)
+		return setReply{left: left, queued: queued == 1}, err
 	}
 	if len(r) != n {
-		return setReply{}, fmt.Errorf("%d tokens for %d keys", len(r), n)
+		return setReply{}, fmt.Errorf("%w: %d tokens for %d keys", acquire.ErrBadReply, len(r), n)
 	}
-	sr := setReply{granted: true, tokens: make([]fence.Token, len(r))}
+	tokens := make([]fence.Token, len(r))
 	for i := range r {
-		sr.tokens[i] = fence.Token(r.Int(i))
+		t, err := acquire.ReplyToken(r, i)
+		if err != nil {
+			return setReply{}, err
+		}
+		tokens[i] = t
 	}
-	return sr, nil
+	return setReply{granted: true, tokens: tokens}, nil
 }
 
 // tryOrdered takes the keys one by one, in the order of their names, each
