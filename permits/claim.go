@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -152,14 +153,35 @@ type claimReply struct {
 
 // readClaim reads the reply of claim.lua: a grant's {token, slot}, or a
 // refusal's {left ms, place in the queue (0 for none), 0}.
+// Any other reply is an error matching acquire.ErrBadReply, and grants
+// nothing.
 func readClaim(r node.Reply) (claimReply, error) {
 	switch len(r) {
 	case 3:
-		return claimReply{left: time.Duration(r.Int(0)) * time.Millisecond, queued: r.Int(1) > 0}, nil
+		left, err := acquire.ReplyMs(r, 0)
+		if err != nil {
+			return claimReply{}, err
+		}
+		place, err := acquire.ReplyInt(r, 1, 0, math.MaxInt64)
+		if err != nil {
+			return claimReply{}, err
+		}
+		if _, err := acquire.ReplyInt(r, 2, 0, 0); err != nil {
+			return claimReply{}, err
+		}
+		return claimReply{left: left, queued: place > 0}, nil
 	case 2:
-		return claimReply{granted: true, token: fence.Token(r.Int(0)), slot: int(r.Int(1))}, nil
+		token, err := acquire.ReplyToken(r, 0)
+		if err != nil {
+			return claimReply{}, err
+		}
+		slot, err := acquire.ReplyInt(r, 1, 0, math.MaxInt32)
+		if err != nil {
+			return claimReply{}, err
+		}
+		return claimReply{granted: true, token: token, slot: int(slot)}, nil
 	}
-	return claimReply{}, fmt.Errorf("a reply of %d values", len(r))
+	return claimReply{}, fmt.Errorf("%w: %d values, want 2 or 3", acquire.ErrBadReply, len(r))
 }
 
 func (c *claim) setHeld(token fence.Token, slot int) {
