@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"strconv"
 	"time"
 
@@ -112,14 +113,28 @@ type claimReply struct {
 
 // readClaim reads the reply of claim.lua: a grant's token, alone, or a
 // refusal's {left ms, place in the queue (0 for none)}.
+// Any other reply is an error matching acquire.ErrBadReply, and grants
+// nothing.
 func readClaim(r node.Reply) (claimReply, error) {
 	switch len(r) {
 	case 2:
-		return claimReply{left: time.Duration(r.Int(0)) * time.Millisecond, queued: r.Int(1) > 0}, nil
+		left, err := acquire.ReplyMs(r, 0)
+		if err != nil {
+			return claimReply{}, err
+		}
+		place, err := acquire.ReplyInt(r, 1, 0, math.MaxInt64)
+		if err != nil {
+			return claimReply{}, err
+		}
+		return claimReply{left: left, queued: place > 0}, nil
 	case 1:
-		return claimReply{granted: true, token: fence.Token(r.Int(0))}, nil
+		token, err := acquire.ReplyToken(r, 0)
+		if err != nil {
+			return claimReply{}, err
+		}
+		return claimReply{granted: true, token: token}, nil
 	}
-	return claimReply{}, fmt.Errorf("a reply of %d values", len(r))
+	return claimReply{}, fmt.Errorf("%w: %d values, want 1 or 2", acquire.ErrBadReply, len(r))
 }
 
 // try runs the claim script once. On lease.ErrTaken, hint is how long
