@@ -65,9 +65,11 @@ func FuzzParseURL(f *testing.F) {
 	})
 }
 
-// password returns the password of raw's user part, as written.
+// password returns the password of raw's user part, as written, found
+// as ParseURL finds it: before the query, then before the path.
 func password(raw string) string {
 	_, rest, _ := strings.Cut(raw, "://")
+	rest, _, _ = strings.Cut(rest, "?")
 	hosts, _, _ := strings.Cut(rest, "/")
 	i := strings.LastIndex(hosts, "@")
 	if i < 0 {
