@@ -290,8 +290,10 @@ func (c *claim) heed(msg string) bool {
 	if !ok || owner != c.args[0][:min(len(c.args[0]), 2*ownerBytes)] {
 		return !ok
 	}
+	// A token no script grants hands nothing over: the attempt that
+	// follows asks the server.
 	t, err := strconv.ParseUint(token, 10, 64)
-	if err == nil {
+	if err == nil && t <= acquire.MaxToken {
 		c.handed = fence.Token(t)
 	}
 	return true

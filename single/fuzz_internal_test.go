@@ -2,6 +2,8 @@ package single
 
 import (
 	"math"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -106,6 +108,34 @@ func FuzzReadClaimAll(f *testing.F) {
 			if sr.left != time.Duration(r[1].Int)*time.Millisecond || sr.queued != (r[2].Int == 1) {
 				t.Fatalf("readClaimAll(%v, %d) = %+v", r, keys, sr)
 			}
+		}
+	})
+}
+
+// FuzzHeed feeds a waiter any message of its lock's release channel: it
+// hands the lock to the waiter (a lease without a call to the server)
+// only when the message is handoff.lua's to this waiter, "OWNER TOKEN"
+// with OWNER the waiter's random part and TOKEN one a script can grant.
+func FuzzHeed(f *testing.F) {
+	const owner = "0123456789abcdef0123456789abcdef"
+	for _, s := range []string{"", owner + " 42", owner + " 0", owner + " -1", owner + " 9007199254740992",
+		owner + " 18446744073709551615", owner + " 42 x", "ffffffffffffffffffffffffffffffff 42", owner, " ", owner + " "} {
+		f.Add(s, "job 7")
+	}
+	f.Fuzz(func(t *testing.T, msg, metadata string) {
+		c := &claim{}
+		c.args[0] = owner
+		if metadata != "" {
+			c.args[0] += " " + metadata
+		}
+		c.heed(msg)
+		if c.handed == 0 {
+			return
+		}
+		token, ok := strings.CutPrefix(msg, owner+" ")
+		n, err := strconv.ParseInt(token, 10, 64)
+		if !ok || err != nil || n < 1 || n > maxToken || int64(c.handed) != n {
+			t.Fatalf("heed(%q) handed token %d", msg, c.handed)
 		}
 	})
 }
