@@ -214,7 +214,9 @@ func (c *claim) heed(msg string) bool {
 	token, slot, ok := strings.Cut(rest, " ")
 	t, err1 := strconv.ParseUint(token, 10, 64)
 	n, err2 := strconv.Atoi(slot)
-	if ok && err1 == nil && err2 == nil {
+	// A token no script grants, or a slot below 0, hands nothing over:
+	// the attempt that follows asks the server.
+	if ok && err1 == nil && err2 == nil && t <= acquire.MaxToken && n >= 0 {
 		c.handed, c.handedSlot = fence.Token(t), n
 	}
 	return true

@@ -2,6 +2,8 @@ package permits
 
 import (
 	"math"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -47,6 +49,35 @@ func FuzzReadClaim(f *testing.F) {
 			if cr.left != time.Duration(r[0].Int)*time.Millisecond || cr.queued != (r[1].Int > 0) {
 				t.Fatalf("readClaim(%v) = %+v", r, cr)
 			}
+		}
+	})
+}
+
+// FuzzHeed feeds a waiter any message of its name's release channel: it
+// hands a permit to the waiter (a lease without a call to the server)
+// only when the message is state.lua's grant to this waiter, "OWNER TOKEN
+// SLOT" with OWNER the waiter's random part, TOKEN one a script can grant
+// and SLOT a slot >= 0.
+func FuzzHeed(f *testing.F) {
+	const owner = "0123456789abcdef0123456789abcdef"
+	for _, s := range []string{"", owner + " 42 0", owner + " 42 -1", owner + " 0 1", owner + " -5 1",
+		owner + " 9007199254740992 1", owner + " 42", owner + " 42 1 x", "ffffffffffffffffffffffffffffffff 42 0"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, msg string) {
+		c := &claim{}
+		c.args[0] = owner
+		c.heed(msg)
+		if c.handed == 0 {
+			return
+		}
+		rest, ok := strings.CutPrefix(msg, owner+" ")
+		token, slot, ok2 := strings.Cut(rest, " ")
+		tk, err1 := strconv.ParseInt(token, 10, 64)
+		sl, err2 := strconv.Atoi(slot)
+		if !ok || !ok2 || err1 != nil || err2 != nil || tk < 1 || tk >= 1<<53 || sl < 0 ||
+			int64(c.handed) != tk || c.handedSlot != sl {
+			t.Fatalf("heed(%q) handed token %d, slot %d", msg, c.handed, c.handedSlot)
 		}
 	})
 }
