@@ -2,6 +2,8 @@ package dlock
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"net"
 	"net/url"
 	"slices"
@@ -242,8 +244,35 @@ func ParseURL(rawURL string) (Config, error) {
 			return bad("TLS: " + err.Error())
 		}
 	}
+	// Each part may be well formed and the whole still not a Config that
+	// Open takes (ttl=1ns, replicas without replica_timeout, a repeated
+	// host): say so here, in the URL's words, not at Open in the
+	// Config's.
+	if err := cfg.check(); err != nil {
+		var ae *lease.ArgError
+		if !errors.As(err, &ae) {
+			return Config{}, err
+		}
+		rule := paramNames.Replace(ae.Arg) + " " + paramNames.Replace(ae.Rule)
+		if ae.Arg == "Config.Addrs" {
+			rule = fmt.Sprintf("hosts %v %s", ae.Value, ae.Rule)
+		}
+		return bad(rule)
+	}
 	return cfg, nil
 }
+
+// paramNames names the Config fields a URL sets by the URL's parameters,
+// for the errors of Config.check on a Config that ParseURL built.
+var paramNames = strings.NewReplacer(
+	"Config.TTL", "ttl", "Config.IdleTTL", "idle_ttl", "Config.Client", "client",
+	"Config.DialTimeout", "dial_timeout", "Config.DurableNodes", "durable",
+	"Config.NodeTimeout", "node_timeout", "Config.MaxTTL", "max_ttl",
+	"Config.ReplicaTimeout", "replica_timeout", "Config.Replicas", "replicas",
+	"Config.SentinelMaster", "the Sentinels' master", "Config.SentinelPassword", "sentinel_password",
+	"Config.Addrs", "hosts", "Config.DB", "the /db path", "Config.Cluster", "the cluster scheme",
+	"Config.Strategy", "the scheme",
+)
 
 // redactURL hides the passwords, in the user part and in
 // sentinel_password, before the URL goes into an error.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -215,6 +216,55 @@ type refusal struct{ err error }
 func (r *refusal) Error() string { return r.err.Error() }
 func (r *refusal) Unwrap() error { return r.err }
 
+// claimReply is what claim.lua answered: a grant of the item id with its
+// token and attempt number; or no item, with how long until the earliest
+// lease in the queue ends (0 when unknown); or a refusal of an owner given
+// up (gone).
+type claimReply struct {
+	granted bool
+	id      string
+	token   fence.Token
+	attempt int
+	left    time.Duration
+	gone    bool
+}
+
+// readClaim reads the reply of claim.lua: a grant's {id, token, attempt},
+// or, alone, the ms until the earliest lease ends, -1 for an empty queue
+// or -2 for an owner given up.
+// Any other reply is an error matching acquire.ErrBadReply, and hands
+// out nothing.
+func readClaim(r node.Reply) (claimReply, error) {
+	switch len(r) {
+	case 1:
+		ms, err := acquire.ReplyInt(r, 0, -2, math.MaxInt64)
+		switch {
+		case err != nil:
+			return claimReply{}, err
+		case ms == -2:
+			return claimReply{gone: true}, nil
+		case ms == -1:
+			return claimReply{}, nil
+		}
+		left, err := acquire.ReplyMs(r, 0)
+		return claimReply{left: left}, err
+	case 3:
+		if r[0].Kind != node.Str || r[0].Str == "" || len(r[0].Str) > MaxID {
+			return claimReply{}, fmt.Errorf("%w: value 0 of 3 is not an item id", acquire.ErrBadReply)
+		}
+		token, err := acquire.ReplyToken(r, 1)
+		if err != nil {
+			return claimReply{}, err
+		}
+		attempt, err := acquire.ReplyInt(r, 2, 1, math.MaxInt32)
+		if err != nil {
+			return claimReply{}, err
+		}
+		return claimReply{granted: true, id: r[0].Str, token: token, attempt: int(attempt)}, nil
+	}
+	return claimReply{}, fmt.Errorf("%w: %d values, want 1 or 3", acquire.ErrBadReply, len(r))
+}
+
 // try runs the claim script once. On ErrEmpty, hint is how long until the
 // earliest lease in the queue ends, 0 when unknown.
 func (a *attempt) try(ctx context.Context) (*Claim, time.Duration, error) {
@@ -234,19 +284,21 @@ func (a *attempt) try(ctx context.Context) (*Claim, time.Duration, error) {
 		a.abandon(ctx)
 		return nil, 0, fmt.Errorf("claims: claim from %q on %s: %w", q.name, q.n, acquire.CtxErr(ctx, err))
 	}
-	if len(r) != 3 {
-		switch ms := r.Int(0); {
-		case ms >= 0:
-			return nil, time.Duration(ms) * time.Millisecond, fmt.Errorf("claims: claim from %q: %w", q.name, ErrEmpty)
-		case ms == -1:
-			return nil, 0, fmt.Errorf("claims: claim from %q: %w", q.name, ErrEmpty)
-		}
+	cr, err := readClaim(r)
+	switch {
+	case err != nil:
+		// The script ran, and may have handed out an item: give it up.
+		a.abandon(ctx)
+		return nil, 0, fmt.Errorf("claims: claim from %q on %s: %w", q.name, q.n, err)
+	case cr.gone:
 		// Only an owner this attempt gave up is refused so, and it draws
 		// another: not a reply this call can get.
 		a.owner = acquire.OwnerValue(acquire.NewOwner(), a.o.Metadata)
 		return nil, 0, fmt.Errorf("claims: claim from %q on %s: unexpected reply %v", q.name, q.n, r)
+	case !cr.granted:
+		return nil, cr.left, fmt.Errorf("claims: claim from %q: %w", q.name, ErrEmpty)
 	}
-	c := &Claim{q: q, id: r.Str(0), token: fence.Token(r.Int(1)), attempt: int(r.Int(2))}
+	c := &Claim{q: q, id: cr.id, token: cr.token, attempt: cr.attempt}
 	c.args = [3]string{c.id, a.owner, strconv.FormatUint(uint64(c.token), 10)}
 	c.op.Store(opRetry)
 	if err := ctx.Err(); err != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -111,18 +112,19 @@ func (c *claim) try(ctx context.Context) (*lease.Lease, time.Duration, error) {
 		}
 		return nil, 0, &refusal{fmt.Errorf("permits: claim %q on %s: %w", c.name, s.n, acquire.CtxErr(ctx, err))}
 	}
-	if len(r) == 3 {
-		c.queue = r.Int(1) > 0
+	cr, err := readClaim(r)
+	if err != nil {
+		c.abandon(ctx)
+		return nil, 0, fmt.Errorf("permits: claim %q on %s: %w", c.name, s.n, err)
+	}
+	if !cr.granted {
+		c.queue = cr.queued
 		c.sent = t1
-		return nil, time.Duration(r.Int(0)) * time.Millisecond,
+		return nil, cr.left,
 			fmt.Errorf("permits: %q: %w: all %s permits held, or waited for", c.name, lease.ErrTaken, c.args[1])
 	}
-	if len(r) != 2 {
-		c.abandon(ctx)
-		return nil, 0, fmt.Errorf("permits: claim %q on %s: a reply of %d values", c.name, s.n, len(r))
-	}
 	c.queue = false
-	token, slot := fence.Token(r.Int(0)), int(r.Int(1))
+	token, slot := cr.token, cr.slot
 	c.setHeld(token, slot)
 	if err := ctx.Err(); err != nil {
 		// Not every client cuts a call short when ctx ends; a caller that
@@ -136,6 +138,50 @@ func (c *claim) try(ctx context.Context) (*lease.Lease, time.Duration, error) {
 		return nil, 0, fmt.Errorf("permits: %q: %w: %w", c.name, errLate, lease.ErrExpired)
 	}
 	return c.lease(token, until, false), 0, nil
+}
+
+// claimReply is what claim.lua answered: a grant of token and slot, or a
+// refusal with how long until the first live permit ends and whether the
+// claim waits in the queue.
+type claimReply struct {
+	granted bool
+	token   fence.Token
+	slot    int
+	left    time.Duration
+	queued  bool
+}
+
+// readClaim reads the reply of claim.lua: a grant's {token, slot}, or a
+// refusal's {left ms, place in the queue (0 for none), 0}.
+// Any other reply is an error matching acquire.ErrBadReply, and grants
+// nothing.
+func readClaim(r node.Reply) (claimReply, error) {
+	switch len(r) {
+	case 3:
+		left, err := acquire.ReplyMs(r, 0)
+		if err != nil {
+			return claimReply{}, err
+		}
+		place, err := acquire.ReplyInt(r, 1, 0, math.MaxInt64)
+		if err != nil {
+			return claimReply{}, err
+		}
+		if _, err := acquire.ReplyInt(r, 2, 0, 0); err != nil {
+			return claimReply{}, err
+		}
+		return claimReply{left: left, queued: place > 0}, nil
+	case 2:
+		token, err := acquire.ReplyToken(r, 0)
+		if err != nil {
+			return claimReply{}, err
+		}
+		slot, err := acquire.ReplyInt(r, 1, 0, math.MaxInt32)
+		if err != nil {
+			return claimReply{}, err
+		}
+		return claimReply{granted: true, token: token, slot: int(slot)}, nil
+	}
+	return claimReply{}, fmt.Errorf("%w: %d values, want 2 or 3", acquire.ErrBadReply, len(r))
 }
 
 func (c *claim) setHeld(token fence.Token, slot int) {
@@ -168,7 +214,9 @@ func (c *claim) heed(msg string) bool {
 	token, slot, ok := strings.Cut(rest, " ")
 	t, err1 := strconv.ParseUint(token, 10, 64)
 	n, err2 := strconv.Atoi(slot)
-	if ok && err1 == nil && err2 == nil {
+	// A token no script grants, or a slot below 0, hands nothing over:
+	// the attempt that follows asks the server.
+	if ok && err1 == nil && err2 == nil && t <= acquire.MaxToken && n >= 0 {
 		c.handed, c.handedSlot = fence.Token(t), n
 	}
 	return true

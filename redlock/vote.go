@@ -3,10 +3,12 @@ package redlock
 import (
 	"errors"
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/dlockgo/dlock/internal/acquire"
 	"github.com/dlockgo/dlock/node"
 )
 
@@ -62,7 +64,7 @@ var errBadReply = errors.New("redlock: unexpected acquire reply")
 func (lk *Locker) parseVote(i int, r node.Reply, more int) vote {
 	name := lk.names[i]
 	v := vote{answered: true}
-	if r.Int(0) == statusGone {
+	if len(r) == 4 && r.Int(0) == statusGone {
 		// A refusal, in both modes four values only: the node will not
 		// grant this owner or waiter, as if the lock were held.
 		v.answer = NodeAnswer{Node: name, Kind: KindHeld}
@@ -82,11 +84,12 @@ func (lk *Locker) parseVote(i int, r node.Reply, more int) vote {
 	}
 	if err == nil && want >= 7 {
 		v.high, err = strconv.ParseInt(r.Str(5), 10, 64)
-	}
-	for j := 7; err == nil && j < min(want, len(r)); j++ {
-		if r[j].Kind != node.Int {
+		if err == nil && (v.high < 0 || v.high > acquire.MaxToken) {
 			err = errBadReply
 		}
+	}
+	if err == nil && len(r) == want {
+		err = checkVoteKinds(r)
 	}
 	if len(r) != want || err != nil {
 		v.answer = NodeAnswer{Node: name, Kind: KindError,
@@ -116,6 +119,31 @@ func (lk *Locker) parseVote(i int, r node.Reply, more int) vote {
 		v.answer = NodeAnswer{Node: name, Kind: KindSitsOut, Err: errNotRepaired}
 	}
 	return v
+}
+
+// checkVoteKinds checks the kinds and ranges of a vote's values that
+// parseVote reads without parsing: the status, the ms left, the node's µs,
+// the epoch record and, with tokens, the counters and the repaired
+// record. A value of another kind would read as 0: a counter lowered, a
+// status taken for "held".
+func checkVoteKinds(r node.Reply) error {
+	isInt := func(i int, lo, hi int64) bool { return r[i].Kind == node.Int && r[i].Int >= lo && r[i].Int <= hi }
+	if !isInt(0, statusHeld, statusQueued) || !isInt(1, math.MinInt64, math.MaxInt64) ||
+		!isInt(2, 0, math.MaxInt64) || r[3].Kind != node.Str {
+		return errBadReply
+	}
+	if len(r) == 4 {
+		return nil
+	}
+	if !isInt(4, 0, acquire.MaxToken) || r[5].Kind != node.Str || r[6].Kind != node.Str {
+		return errBadReply
+	}
+	for j := 7; j < len(r); j++ {
+		if !isInt(j, 0, acquire.MaxToken) {
+			return errBadReply
+		}
+	}
+	return nil
 }
 
 // epochTime returns the time, µs by the node's clock, of an epoch record

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"strconv"
 	"time"
 
@@ -100,6 +101,42 @@ func (c *claim) again(ctx context.Context) (*lease.Lease, time.Duration, error) 
 	return nil, 0, acquire.Retryable(err)
 }
 
+// claimReply is what claim.lua answered: a grant of token, or a refusal
+// with how long until the lease in the way may end and whether the claim
+// waits in the queue.
+type claimReply struct {
+	granted bool
+	token   fence.Token
+	left    time.Duration
+	queued  bool
+}
+
+// readClaim reads the reply of claim.lua: a grant's token, alone, or a
+// refusal's {left ms, place in the queue (0 for none)}.
+// Any other reply is an error matching acquire.ErrBadReply, and grants
+// nothing.
+func readClaim(r node.Reply) (claimReply, error) {
+	switch len(r) {
+	case 2:
+		left, err := acquire.ReplyMs(r, 0)
+		if err != nil {
+			return claimReply{}, err
+		}
+		place, err := acquire.ReplyInt(r, 1, 0, math.MaxInt64)
+		if err != nil {
+			return claimReply{}, err
+		}
+		return claimReply{left: left, queued: place > 0}, nil
+	case 1:
+		token, err := acquire.ReplyToken(r, 0)
+		if err != nil {
+			return claimReply{}, err
+		}
+		return claimReply{granted: true, token: token}, nil
+	}
+	return claimReply{}, fmt.Errorf("%w: %d values, want 1 or 2", acquire.ErrBadReply, len(r))
+}
+
 // try runs the claim script once. On lease.ErrTaken, hint is how long
 // until the lease in the way may end. A grant whose validity ran out
 // before its reply arrived is released again and reported as an error
@@ -125,17 +162,17 @@ func (c *claim) try(ctx context.Context) (*lease.Lease, time.Duration, error) {
 		}
 		return nil, 0, &refusal{fmt.Errorf("rwlock: %s %q on %s: %w", c.what(), c.key, lk.n, acquire.CtxErr(ctx, err))}
 	}
-	if len(r) == 2 {
-		c.queue = r.Int(1) > 0
-		return nil, time.Duration(r.Int(0)) * time.Millisecond,
-			fmt.Errorf("rwlock: %s %q: %w", c.what(), c.key, lease.ErrTaken)
-	}
-	if len(r) != 1 {
+	cr, err := readClaim(r)
+	if err != nil {
 		c.abandon(ctx)
-		return nil, 0, fmt.Errorf("rwlock: %s %q on %s: a reply of %d values", c.what(), c.key, lk.n, len(r))
+		return nil, 0, fmt.Errorf("rwlock: %s %q on %s: %w", c.what(), c.key, lk.n, err)
+	}
+	if !cr.granted {
+		c.queue = cr.queued
+		return nil, cr.left, fmt.Errorf("rwlock: %s %q: %w", c.what(), c.key, lease.ErrTaken)
 	}
 	c.queue = false
-	token := fence.Token(r.Int(0))
+	token := cr.token
 	c.held = [3]string{c.args[0], c.args[1], token.String()}
 	if err := ctx.Err(); err != nil {
 		// Not every client cuts a call short when ctx ends; a caller that

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -202,14 +203,19 @@ func (c *claim) try(ctx context.Context) (*lease.Lease, time.Duration, error) {
 		}
 		return nil, 0, &refusal{fmt.Errorf("single: claim %q on %s: %w", c.key, lk.n, acquire.CtxErr(ctx, err))}
 	}
-	if len(r) != 1 {
-		c.pos = int(r.Int(1))
+	cr, err := readClaim(r)
+	if err != nil {
+		c.abandon(ctx)
+		return nil, 0, fmt.Errorf("single: claim %q on %s: %w", c.key, lk.n, err)
+	}
+	if !cr.granted {
+		c.pos = cr.pos
 		c.queue = c.pos > 0
 		c.sent = t1
-		return nil, time.Duration(r.Int(0)) * time.Millisecond, lease.ErrTaken
+		return nil, cr.left, lease.ErrTaken
 	}
 	c.queue = false
-	token := fence.Token(r.Int(0))
+	token := cr.token
 	c.setToken(token)
 	if err := ctx.Err(); err != nil {
 		// Not every client cuts a call short when ctx ends; a caller that
@@ -227,6 +233,36 @@ func (c *claim) try(ctx context.Context) (*lease.Lease, time.Duration, error) {
 		return nil, 0, fmt.Errorf("single: lock on %q: %w: %w", c.key, errLate, lease.ErrExpired)
 	}
 	return c.lease(token, until, false), 0, nil
+}
+
+// claimReply is what claim.lua answered: a grant of token, or a refusal
+// with how long the holder has left and the claim's place in the queue (0
+// for none).
+type claimReply struct {
+	granted bool
+	token   fence.Token
+	left    time.Duration
+	pos     int
+}
+
+// readClaim reads the reply of claim.lua: the token of a grant, alone, or
+// a refusal's {left ms, place}.
+// Any other reply is an error matching acquire.ErrBadReply, and grants
+// nothing.
+func readClaim(r node.Reply) (claimReply, error) {
+	if len(r) == 1 {
+		token, err := acquire.ReplyToken(r, 0)
+		return claimReply{granted: err == nil, token: token}, err
+	}
+	if err := acquire.ReplyLen(r, 2); err != nil {
+		return claimReply{}, err
+	}
+	left, err := acquire.ReplyMs(r, 0)
+	if err != nil {
+		return claimReply{}, err
+	}
+	pos, err := acquire.ReplyInt(r, 1, 0, math.MaxInt32)
+	return claimReply{left: left, pos: int(pos)}, err
 }
 
 func (c *claim) lease(token fence.Token, until time.Time, short bool) *lease.Lease {
@@ -254,8 +290,10 @@ func (c *claim) heed(msg string) bool {
 	if !ok || owner != c.args[0][:min(len(c.args[0]), 2*ownerBytes)] {
 		return !ok
 	}
+	// A token no script grants hands nothing over: the attempt that
+	// follows asks the server.
 	t, err := strconv.ParseUint(token, 10, 64)
-	if err == nil {
+	if err == nil && t <= acquire.MaxToken {
 		c.handed = fence.Token(t)
 	}
 	return true

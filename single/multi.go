@@ -13,6 +13,7 @@ import (
 	"github.com/dlockgo/dlock/fence"
 	"github.com/dlockgo/dlock/internal/acquire"
 	"github.com/dlockgo/dlock/lease"
+	"github.com/dlockgo/dlock/node"
 )
 
 // MaxKeys is the most keys AcquireAll and TryAcquireAll take at once.
@@ -193,20 +194,23 @@ func (c *setClaim) try(ctx context.Context) (*lease.Lease, time.Duration, error)
 		}
 		return nil, 0, &refusal{fmt.Errorf("single: claim of %q on %s: %w", c.keys, lk.n, acquire.CtxErr(ctx, err))}
 	}
-	if len(r) > 0 && r.Int(0) == -1 {
-		c.queued = r.Int(2) == 1
-		return nil, time.Duration(r.Int(1)) * time.Millisecond, fmt.Errorf("single: %q: %w", c.keys, lease.ErrTaken)
+	sr, err := readClaimAll(r, len(c.keys))
+	if err != nil {
+		// The script ran, and may have granted the set: give it up.
+		c.abandon(ctx)
+		return nil, 0, fmt.Errorf("single: claim of %q on %s: %w", c.keys, lk.n, err)
 	}
-	if len(r) != len(c.keys) {
-		return nil, 0, &refusal{fmt.Errorf("single: claim of %q on %s: %d tokens for %d keys", c.keys, lk.n, len(r), len(c.keys))}
+	if !sr.granted {
+		c.queued = sr.queued
+		return nil, sr.left, fmt.Errorf("single: %q: %w", c.keys, lease.ErrTaken)
 	}
 	c.queued = false
 	c.owner = c.args[0]
-	c.tokens = make([]string, len(r))
-	set := make([]lease.Held, len(r))
-	for i := range r {
-		set[i] = lease.Held{Key: c.keys[i], Token: fence.Token(r.Int(i))}
-		c.tokens[i] = strconv.FormatInt(r.Int(i), 10)
+	c.tokens = make([]string, len(sr.tokens))
+	set := make([]lease.Held, len(sr.tokens))
+	for i, t := range sr.tokens {
+		set[i] = lease.Held{Key: c.keys[i], Token: t}
+		c.tokens[i] = strconv.FormatInt(int64(t), 10)
 	}
 	if err := ctx.Err(); err != nil {
 		c.releaseDetached(ctx)
@@ -225,6 +229,46 @@ func (c *setClaim) try(ctx context.Context) (*lease.Lease, time.Duration, error)
 		Key: c.keys[0], Owner: c.owner, Token: set[0].Token, Set: set, TTL: c.o.TTL, Until: until,
 		Strategy: strategy, Observer: lk.cfg.observer, AutoRenew: c.o.AutoRenew, Metadata: c.o.Metadata,
 	}), 0, nil
+}
+
+// setReply is what claim_all.lua answered: a grant with each key's token,
+// in the order of the keys, or a refusal with how long until the lock in
+// the way may end and whether the set waits in the keys' queues.
+type setReply struct {
+	granted bool
+	tokens  []fence.Token
+	left    time.Duration
+	queued  bool
+}
+
+// readClaimAll reads the reply of claim_all.lua to a claim of n keys: their
+// n tokens, or a refusal's {-1, left ms, queued}.
+// Any other reply is an error matching acquire.ErrBadReply, and grants
+// nothing.
+func readClaimAll(r node.Reply, n int) (setReply, error) {
+	if len(r) > 0 && r[0].Kind == node.Int && r[0].Int == -1 {
+		if err := acquire.ReplyLen(r, 3); err != nil {
+			return setReply{}, err
+		}
+		left, err := acquire.ReplyMs(r, 1)
+		if err != nil {
+			return setReply{}, err
+		}
+		queued, err := acquire.ReplyInt(r, 2, 0, 1)
+		return setReply{left: left, queued: queued == 1}, err
+	}
+	if len(r) != n {
+		return setReply{}, fmt.Errorf("%w: %d tokens for %d keys", acquire.ErrBadReply, len(r), n)
+	}
+	tokens := make([]fence.Token, len(r))
+	for i := range r {
+		t, err := acquire.ReplyToken(r, i)
+		if err != nil {
+			return setReply{}, err
+		}
+		tokens[i] = t
+	}
+	return setReply{granted: true, tokens: tokens}, nil
 }
 
 // tryOrdered takes the keys one by one, in the order of their names, each

@@ -76,6 +76,21 @@ Flags:
 `
 
 func runMain(args []string, stdout, stderr io.Writer) int {
+	r, cfg, code, ok := parseRun(args, os.Getenv, stdout, stderr)
+	if !ok {
+		return code
+	}
+	if r.verbose {
+		r.logf("servers from %s: %s", r.origin, describe(cfg))
+	}
+	return r.run(cfg)
+}
+
+// parseRun reads the arguments of dlock run, and the environment through
+// getenv: the runner and the servers' Config, or, with ok false, the exit
+// code, having said why on stderr (or printed the usage on stdout when
+// asked for help). It reaches no server.
+func parseRun(args []string, getenv func(string) string, stdout, stderr io.Writer) (r *runner, cfg dlock.Config, code int, ok bool) {
 	fs := flag.NewFlagSet("dlock run", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	var (
@@ -98,7 +113,7 @@ func runMain(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprint(fs.Output(), "\n", exitCodesHelp)
 	}
 	if code, ok := parseFlags(fs, args, stdout); !ok {
-		return code
+		return nil, cfg, code, false
 	}
 	argv := fs.Args()
 	var keys []string
@@ -108,38 +123,38 @@ func runMain(args []string, stdout, stderr io.Writer) int {
 	switch {
 	case *key == "" && keys == nil:
 		fmt.Fprintln(stderr, "dlock run: --key or --keys is required (dlock run --help)")
-		return exitUsage
+		return nil, cfg, exitUsage, false
 	case *key != "" && keys != nil:
 		fmt.Fprintln(stderr, "dlock run: --key and --keys exclude each other")
-		return exitUsage
+		return nil, cfg, exitUsage, false
 	case keys != nil && (*nperm > 0 || *shared || *excl):
 		fmt.Fprintln(stderr, "dlock run: --keys excludes --permits, --shared and --exclusive")
-		return exitUsage
+		return nil, cfg, exitUsage, false
 	case len(argv) == 0:
 		fmt.Fprintln(stderr, "dlock run: no command given: dlock run --key KEY -- CMD [ARGS...]")
-		return exitUsage
+		return nil, cfg, exitUsage, false
 	case *ttl <= 0 || *wait < 0 || *grace < 0:
 		fmt.Fprintln(stderr, "dlock run: --ttl must be > 0, --wait and --grace >= 0")
-		return exitUsage
+		return nil, cfg, exitUsage, false
 	case *nperm < 0 || *nperm > permits.MaxPermits:
 		fmt.Fprintf(stderr, "dlock run: --permits must be from 1 to %d (0: the lock itself)\n", permits.MaxPermits)
-		return exitUsage
+		return nil, cfg, exitUsage, false
 	case *shared && *excl, (*shared || *excl) && *nperm > 0:
 		fmt.Fprintln(stderr, "dlock run: --shared, --exclusive and --permits exclude each other")
-		return exitUsage
+		return nil, cfg, exitUsage, false
 	}
-	cfg, source, err := conn.resolve(os.Getenv)
+	cfg, source, err := conn.resolve(getenv)
 	if err != nil {
 		fmt.Fprintf(stderr, "dlock run: %v\n", err)
-		return exitUsage
+		return nil, cfg, exitUsage, false
 	}
 	if *nperm > 0 && cfg.Strategy != "" && cfg.Strategy != dlock.StrategySingle {
 		fmt.Fprintf(stderr, "dlock run: --permits needs the single strategy, not %s: a majority of servers capping at N grants more than N (docs/permits.md)\n", cfg.Strategy)
-		return exitUsage
+		return nil, cfg, exitUsage, false
 	}
 	if (*shared || *excl) && cfg.Strategy != "" && cfg.Strategy != dlock.StrategySingle {
 		fmt.Fprintf(stderr, "dlock run: --shared and --exclusive need the single strategy, not %s: the read-write lock has no quorum form (docs/rwlock.md)\n", cfg.Strategy)
-		return exitUsage
+		return nil, cfg, exitUsage, false
 	}
 	rw := rwNone
 	switch {
@@ -152,15 +167,12 @@ func runMain(args []string, stdout, stderr io.Writer) int {
 	if keys != nil {
 		*key = *keyList
 	}
-	r := &runner{
+	r = &runner{
 		key: *key, keys: keys, ttl: *ttl, wait: *wait, grace: *grace, argv: argv,
 		verbose: *verbose, stderr: stderr, metadata: *meta, permits: *nperm, rw: rw,
-		origin: origin(source, os.Getenv),
+		origin: origin(source, getenv),
 	}
-	if r.verbose {
-		r.logf("servers from %s: %s", r.origin, describe(cfg))
-	}
-	return r.run(cfg)
+	return r, cfg, exitOK, true
 }
 
 // agreeTTL makes the lease TTL and the Config's one: --ttl when given

@@ -2,6 +2,7 @@ package acquire
 
 import (
 	"fmt"
+	"math"
 	"strconv"
 	"time"
 
@@ -36,7 +37,9 @@ func CheckTTL(ttl time.Duration, factor float64) error {
 	if ttl <= 0 {
 		return &argerr.Error{Arg: "ttl", Value: ttl, Rule: "must be > 0"}
 	}
-	if d := Drift(ttl, factor); ttl <= 2*d {
+	// ttl-d <= d, not ttl <= 2*d: twice the drift of a TTL near the
+	// largest Duration overflows.
+	if d := Drift(ttl, factor); ttl-d <= d {
 		return &argerr.Error{Arg: "ttl", Value: ttl,
 			Rule: fmt.Sprintf("must exceed twice the drift margin (%v)", d)}
 	}
@@ -70,6 +73,11 @@ func CheckLease(ttl time.Duration, drift float64, r lease.Retry) error {
 func KeepMs(ttl, idle time.Duration) string {
 	if idle < 0 {
 		return "0"
+	}
+	if idle > math.MaxInt64-ttl {
+		// The sum overflows: keep it for as long as a Duration lasts,
+		// not a negative time, which would drop the hash at once.
+		return strconv.FormatInt(time.Duration(math.MaxInt64).Milliseconds(), 10)
 	}
 	return strconv.FormatInt((ttl + idle).Milliseconds(), 10)
 }

@@ -1,0 +1,105 @@
+package redlock
+
+import (
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/dlockgo/dlock/internal/fuzzreply"
+	"github.com/dlockgo/dlock/node"
+)
+
+// wellFormedVote says whether r has the shape vote.lua gives a vote of a
+// Locker with tokens (or without) and more locks past the first: the
+// status 0, 1 or 2, the lock's ms left, the node's µs, the epoch record
+// ("µs run_id" under the guard), and with tokens the counter, the high
+// mark and the repaired record, then the more locks' counters.
+func wellFormedVote(r node.Reply, tokens, guard bool, more int) bool {
+	want := 4
+	if tokens {
+		want = 7 + more
+	}
+	isInt := func(i int) bool { return r[i].Kind == node.Int }
+	isCounter := func(i int) bool { return isInt(i) && r[i].Int >= 0 && r[i].Int < 1<<53 }
+	if len(r) != want || !isInt(0) || r[0].Int < 0 || r[0].Int > 2 || !isInt(1) ||
+		!isInt(2) || r[2].Int < 0 || r[3].Kind != node.Str {
+		return false
+	}
+	if guard {
+		at, _, ok := strings.Cut(r[3].Str, " ")
+		if _, err := strconv.ParseInt(at, 10, 64); !ok || err != nil {
+			return false
+		}
+	}
+	if !tokens {
+		return true
+	}
+	if !isCounter(4) || r[5].Kind != node.Str || r[6].Kind != node.Str {
+		return false
+	}
+	if h, err := strconv.ParseInt(r[5].Str, 10, 64); err != nil || h < 0 || h >= 1<<53 {
+		return false
+	}
+	for j := 7; j < want; j++ {
+		if !isCounter(j) {
+			return false
+		}
+	}
+	return true
+}
+
+// FuzzParseVote feeds parseVote replies of every shape a Node can hand
+// it, under each mode of a Locker: a reply of another shape than
+// vote.lua's is an error answer, never a vote that counts, never a
+// counter read (counters raise the token), and never a panic.
+func FuzzParseVote(f *testing.F) {
+	epoch := fuzzreply.Str("1700000000000000 4f2a")
+	for _, s := range []struct {
+		r    node.Reply
+		mode uint8
+	}{
+		{node.Reply{fuzzreply.Int(1), fuzzreply.Int(0), fuzzreply.Int(1_700_000_100_000_000), epoch,
+			fuzzreply.Int(41), fuzzreply.Str("41"), epoch}, 0b01},
+		{node.Reply{fuzzreply.Int(0), fuzzreply.Int(2500), fuzzreply.Int(1_700_000_100_000_000), epoch,
+			fuzzreply.Int(41), fuzzreply.Str("41"), epoch}, 0b01},
+		{node.Reply{fuzzreply.Int(1), fuzzreply.Int(0), fuzzreply.Int(1_700_000_100_000_000), fuzzreply.Str(""),
+			fuzzreply.Int(7), fuzzreply.Str("0"), fuzzreply.Str(""), fuzzreply.Int(3), fuzzreply.Int(9)}, 0b1000},
+		{node.Reply{fuzzreply.Int(1), fuzzreply.Int(0), fuzzreply.Int(1_700_000_100_000_000), fuzzreply.Str("")}, 0b10},
+		{node.Reply{fuzzreply.Int(2), fuzzreply.Int(0), fuzzreply.Int(1_700_000_100_000_000), epoch}, 0b11},
+		{node.Reply{fuzzreply.Int(3), fuzzreply.Int(0), fuzzreply.Int(1_700_000_100_000_000), epoch}, 0b01},
+		{node.Reply{fuzzreply.Int(1), fuzzreply.Int(0), fuzzreply.Int(1_700_000_100_000_000), epoch,
+			fuzzreply.Str("41"), fuzzreply.Str("41"), epoch}, 0b01},
+		{node.Reply{fuzzreply.Int(1), fuzzreply.Int(0), {}, fuzzreply.Str("")}, 0b10},
+		{node.Reply{fuzzreply.Int(7), fuzzreply.Int(0), fuzzreply.Int(1), fuzzreply.Str("")}, 0b10},
+		{node.Reply{fuzzreply.Int(3), fuzzreply.Int(0)}, 0b10},
+	} {
+		f.Add(fuzzreply.Encode(s.r), s.mode)
+	}
+	f.Fuzz(func(t *testing.T, data []byte, mode uint8) {
+		// mode: bit 0 the guard, bit 1 no tokens, bits 2-3 the more locks.
+		guard, tokens, more := mode&1 == 1, mode&2 == 0, int(mode>>2&3)
+		if !tokens {
+			more = 0
+		}
+		lk := &Locker{names: []string{"n0"}, cfg: config{guard: guard, noTokens: !tokens}, sitOut: time.Second}
+		r := fuzzreply.Decode(data)
+		v := lk.parseVote(0, r, more)
+		if !v.answered {
+			t.Fatalf("parseVote(%v) left the node unanswered", r)
+		}
+		if v.answer.Kind == KindError {
+			if v.read || v.counts() || v.answer.Err == nil {
+				t.Fatalf("parseVote(%v) = %+v: an error that was read", r, v)
+			}
+			return
+		}
+		gone := len(r) == 4 && r[0].Kind == node.Int && r[0].Int == statusGone
+		if !gone && !wellFormedVote(r, tokens, guard, more) {
+			t.Fatalf("parseVote(%v) [guard %v, tokens %v, more %d] = %+v, not an error", r, guard, tokens, more, v)
+		}
+		if v.counts() && (!v.set || r[0].Int != statusSet) {
+			t.Fatalf("parseVote(%v) = %+v: counts without being set", r, v)
+		}
+	})
+}
