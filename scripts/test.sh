@@ -60,6 +60,32 @@ for m in "${modules[@]}" bench; do (cd "$m" && "$staticcheck" ./...); done
 for m in "${modules[@]}"; do (cd "$m" && go test -count=1 -timeout 5m -run 'Allocs' ./...); done
 for m in "${modules[@]}"; do (cd "$m" && go test -race -count=1 -timeout 15m ./...); done
 
+# Fuzz targets, each for a fixed count of runs (2-3 s each on a quiet
+# 2-core machine; their seed corpora already ran above as plain tests):
+# go test fuzzes one target per call. A count, not a duration: with a
+# duration, go1.26's fuzz coordinator can fail a target with a bare
+# "context deadline exceeded" at the end.
+while read -r pkg target runs; do
+  go test -run '^$' -fuzz "^$target\$" -fuzztime "$runs" -parallel 1 "$pkg"
+done <<'TARGETS'
+. FuzzParseURL 2500x
+./internal/keyname FuzzNames 15000x
+./internal/acquire FuzzCheckLease 40000x
+./internal/acquire FuzzOptions 50000x
+./internal/acquire FuzzStaleCounter 50000x
+./internal/fuzzreply FuzzDecode 40000x
+./single FuzzReadClaim 5000x
+./single FuzzReadClaimAll 10000x
+./single FuzzHeed 2500x
+./permits FuzzReadClaim 5000x
+./permits FuzzHeed 4000x
+./rwlock FuzzReadClaim 5000x
+./claims FuzzReadClaim 5000x
+./redlock FuzzParseVote 4000x
+./cmd/dlock FuzzRunArgs 2500x
+./cmd/dlock FuzzConfigFile 1000x
+TARGETS
+
 valkey_rc=0
 wait "$valkey_pid" || valkey_rc=$?
 cat "$valkey_log"
