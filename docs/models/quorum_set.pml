@@ -58,6 +58,12 @@
 #ifndef REPAIR
 #define REPAIR 1
 #endif
+#ifndef CLOCKS
+#define CLOCKS 1
+#endif
+#ifndef LOSS
+#define LOSS 1
+#endif
 
 #define L(k, i)   lock##k[i]
 #define CT(k, i)  ctr##k[i]
@@ -295,9 +301,15 @@ active proctype C() { if :: SET3 -> acquire(3, SET3) :: else -> done[3] = 1 fi }
 #define ALLDONE (done[1] && done[2] && done[3])
 #define EXPIRE(c) \
   :: d_step { !ALLDONE && started[c] && !done[c] && !exp[c]; exp[c] = 1; valid[c] = 0; repair() }
+#if CLOCKS
 #define VANISH(c) \
   :: d_step { !ALLDONE && exp[c] && (ON(c, 0) || ON(c, 1) || ON(c, 2)); \
               release(c, 0); release(c, 1); release(c, 2); repair() }
+#else
+/* a lock vanishes on one node at any moment */
+#define GONE(c, i) :: d_step { !ALLDONE && ON(c, i); release(c, i); repair() }
+#define VANISH(c) GONE(c, 0) GONE(c, 1) GONE(c, 2)
+#endif
 active proctype Chaos() {
   do
   EXPIRE(1)
@@ -307,7 +319,7 @@ active proctype Chaos() {
   VANISH(2)
   VANISH(3)
   :: d_step {
-       !ALLDONE && !lost;
+       LOSS && !ALLDONE && !lost;
        lost = 1; guard[0] = 1;
        L(0, 0) = 0; L(1, 0) = 0; CT(0, 0) = 0; CT(1, 0) = 0; high[0] = 0; floor[0] = 0;
        inflight_at_loss = (started[1] && !OVER(1) -> BIT(1) : 0) | (started[2] && !OVER(2) -> BIT(2) : 0) |
@@ -348,8 +360,8 @@ bool excl, unique, ordered, whole, held;   /* set only in a state that breaks a 
 active proctype Monitor() {
 end:
   atomic {
-    !(EXCL && UNIQUE && ORDERED && WHOLES && HELDS) ->
-    excl = EXCL; unique = UNIQUE; ordered = ORDERED; whole = WHOLES; held = HELDS;
+    !((EXCL || !CLOCKS) && UNIQUE && ORDERED && WHOLES && (HELDS || !CLOCKS)) ->
+    excl = EXCL || !CLOCKS; unique = UNIQUE; ordered = ORDERED; whole = WHOLES; held = HELDS || !CLOCKS;
     assert(excl); assert(unique); assert(ordered); assert(whole); assert(held)
   }
 }
