@@ -26,11 +26,13 @@
      before any lock its votes set expires); after it, the locks vanish (all at once: see
      docs/models.md), and a vote that has not landed yet never does (a node timeout is far
      below the TTL: its call failed). A lease is valid from its grant to its release or exp.
+     -DCLOCKS=0 drops that timing assumption: any lock vanishes on any node at any moment (a
+     clock jump, a paused holder), as in the token models; EXCL and HELDS are then not claimed.
    - Node 0 may lose its data (locks, counters, mark, floor) once, at any moment. It then sits
      out until every attempt started before the loss is over (TTL run out or released, and no
      lock of it left: one maximum TTL after the loss, in time), and is repaired at that
      moment: floor = max(floor, the marks of nodes 1 and 2), mark = max(mark, floor).
-     -DREPAIR=0 leaves the floor alone (the sit-out stays).
+     -DREPAIR=0 leaves the floor alone (the sit-out stays); -DLOSS=0: no node loses data.
    Claims, asserted in every state by Monitor:
    EXCL     two valid leases never share a key;
    UNIQUE   two granted sets that share a key carry different tokens for it;
@@ -40,7 +42,7 @@
             failed holds no key on a quorum once it returned, and none at all once its
             background releases ran;
    HELDS    a valid lease holds each key of its set on a quorum (a node sitting out counted).
-     spin -a quorum_set.pml && gcc -O2 -w -DSAFETY -o pan pan.c && ./pan */
+     spin -a quorum_set.pml && gcc -O2 -w -DSAFETY -DCOLLAPSE -o pan pan.c && ./pan */
 #define N 3
 #define Q 2
 #ifndef SET1
