@@ -4,13 +4,19 @@
 # The variants are derived from the first two .pml files by the edits below;
 # quorum_token_node_repair.pml runs as it is, and with -DREPAIR=0.
 # The node-wide model's SEQ=0 check needs about 3.5 GB of memory.
-# Usage: docs/models/run.sh   (from anywhere; works in a temporary directory)
+# quorum_set.pml (sets of keys) asserts its own claims in every state, and is
+# checked as it is, with -DCLOCKS=0 -DLOSS=0, and in the variants derived
+# from it below; its lines name the claim that failed.
+# Usage: docs/models/run.sh [token|set]   (from anywhere; works in a temporary
+# directory; "token" checks only the token models, "set" only the set model)
 set -eu
+only=${1:-}
 here=$(cd "$(dirname "$0")" && pwd)
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 cd "$work"
-cp "$here"/quorum_token.pml "$here"/quorum_token_repair.pml "$here"/quorum_token_node_repair.pml .
+cp "$here"/quorum_token.pml "$here"/quorum_token_repair.pml "$here"/quorum_token_node_repair.pml \
+	"$here"/quorum_set.pml .
 
 # Phase 2 needs only one commit instead of a majority.
 sed 's/commits >= Q -> tok/commits >= 1 -> tok/' quorum_token.pml > commit_one.pml
@@ -31,8 +37,23 @@ sed 's/vote\[i\] \&\& !guard\[i\] \&\& lock\[i\] == c \&\& ctr\[i\] < t/vote[i] 
 sed '/if :: t > high\[i\] -> high\[i\] = t :: else -> skip fi/a\
           :: vote[i] \&\& !guard[i] \&\& lock[key[c]*N+i] == c \&\& ctr[key[c]*N+i] == t -> commits++' \
 	quorum_token_node_repair.pml > node_repair_rerun.pml
-for f in guard_no_repair.pml repair_no_wait.pml commit_one.pml commit_unchecked.pml commit_rerun.pml repair_rerun.pml node_repair_rerun.pml; do
-	if cmp -s "$f" quorum_token.pml || cmp -s "$f" quorum_token_repair.pml || cmp -s "$f" quorum_token_node_repair.pml; then
+# Sets: a node's vote sets the free keys of the set even when another key of
+# it is held there (check and set in one pass, not all or none).
+sed 's/:: st \&\& mine < IN(c, 0) + IN(c, 1) ->/:: mine < IN(c, 0) + IN(c, 1) ->/' quorum_set.pml > set_vote_partial.pml
+# Sets: the commit does not check that the client holds the set's locks
+# (its counter checks, and a counter already at the token, stay).
+sed 's/IN(c, \([01]\)) \&\& L(\1, i) != c -> r = 0/false -> r = 0/' quorum_set.pml > set_commit_unowned.pml
+# Sets: a failed attempt releases only where its vote counted, not where a
+# node that sits out set the locks.
+sed 's/if :: st -> lockset = lockset | BIT(i)/if :: st \&\& !g -> lockset = lockset | BIT(i)/' quorum_set.pml > set_fail_counted.pml
+# Sets: node 0 votes on at once after losing its data (no guard, no repair).
+sed 's/lost = 1; guard\[0\] = 1;/lost = 1;/' quorum_set.pml > set_no_guard.pml
+# Sets: node 0 is repaired at once, without sitting out.
+sed 's/^#define SATOUT .*/#define SATOUT 1/' quorum_set.pml > set_repair_no_wait.pml
+for f in guard_no_repair.pml repair_no_wait.pml commit_one.pml commit_unchecked.pml commit_rerun.pml repair_rerun.pml node_repair_rerun.pml \
+	set_vote_partial.pml set_commit_unowned.pml set_fail_counted.pml set_no_guard.pml set_repair_no_wait.pml; do
+	if cmp -s "$f" quorum_token.pml || cmp -s "$f" quorum_token_repair.pml || cmp -s "$f" quorum_token_node_repair.pml ||
+		cmp -s "$f" quorum_set.pml; then
 		echo "run.sh: the edit for $f no longer applies" >&2
 		exit 1
 	fi
@@ -49,6 +70,35 @@ check() { # model, defines, claim
 			"$(grep -o '[0-9]* states, stored' out.txt)"
 	)
 }
+# model, defines: one safety search that asserts every claim of the set
+# model; prints the claim whose assertion failed, if any
+check_set() {
+	rm -rf run && mkdir run && cp "$1" run/ && (
+		cd run
+		spin -a $2 "$1" >/dev/null
+		gcc -O2 -w -DSAFETY -DCOLLAPSE -o pan pan.c
+		./pan >out.txt 2>&1 || true
+		if ! grep -q 'errors: [0-9]' out.txt; then
+			echo "run.sh: no result for $1 $2" >&2
+			cat out.txt >&2
+			exit 1
+		fi
+		printf '%-28s %-22s %-8s %s, %s%s\n' "$1" "$2" all \
+			"$(grep -o 'errors: [0-9]*' out.txt)" \
+			"$(grep -o '[0-9]* states, stored' out.txt)" \
+			"$(grep -o 'assertion violated [a-z]*' out.txt | sed 's/assertion violated/, claim broken:/')"
+	)
+}
+if [ "$only" != token ]; then
+	for m in "quorum_set.pml|" "quorum_set.pml|-DCLOCKS=0 -DLOSS=0" \
+		"set_vote_partial.pml|-DSET2=2" "set_commit_unowned.pml|-DCLOCKS=0 -DLOSS=0" \
+		"set_fail_counted.pml|" "set_no_guard.pml|" "set_repair_no_wait.pml|" \
+		"quorum_set.pml|-DREPAIR=0"; do
+		check_set "${m%%|*}" "${m#*|}"
+	done
+fi
+[ "$only" = set ] && exit 0
+
 for m in "quorum_token.pml|" "commit_one.pml|" "commit_unchecked.pml|" "commit_rerun.pml|" \
 	"quorum_token_repair.pml|-DREPAIR=0" "guard_no_repair.pml|" \
 	"repair_no_wait.pml|" "quorum_token_repair.pml|-DREPAIR=1" "repair_rerun.pml|-DREPAIR=1" \
