@@ -151,8 +151,9 @@
 // that kills and empties 3 of 5 nodes every 2-2.5 s, it finds ME broken;
 // with resources that do not check tokens and a holder pause about every
 // second, it finds FENCE broken; with the single claim script changed to
-// take a lease for free in its holder's last 50 ms (Config.EarlyGrant)
-// under the same pauses, it finds ME broken. TestNemesisRestoreMajority restores 3 of
+// take a lease for free in its holder's last 50 ms (Config.EarlyGrant),
+// on one key that every worker queues for and a holder pause every
+// 0.6-1 s (ExpireHolders), it finds ME broken. TestNemesisRestoreMajority restores 3 of
 // 5 quorum nodes from an RDB snapshot moments old, every 2.5-3 s, and must
 // find no promise broken: the fault the lost-data guard once missed.
 package nemesis

@@ -164,6 +164,11 @@ const (
 	// default persistence, the restore the lost-data guard once let vote
 	// at once.
 	RestoreMajority Bias = "restore-majority"
+	// ExpireHolders (single): one lock key, no other primitive, and a
+	// holder pause every 0.6-1 s: the six workers queue on the key, and
+	// every paused holder's lease runs out with waiters behind it, told by
+	// the server when it ends. What a lock that grants early needs.
+	ExpireHolders Bias = "expire-holders"
 )
 
 // Worker is one worker's plan.
@@ -273,6 +278,9 @@ func NewPlan(seed int64, strategy string, duration time.Duration, bias Bias) *Pl
 		p.TTL, p.NodeTimeout = 2*time.Second, 250*time.Millisecond
 	case PauseHolders:
 		p.Keys = p.Keys[:2]
+	case ExpireHolders:
+		p.Keys = p.Keys[:1]
+		p.Permits, p.PermitsN, p.RWLock = "", 0, ""
 	case RestoreMajority:
 		p.Keys = p.Keys[:2]
 		p.LongHolds = 100
@@ -295,7 +303,9 @@ func NewPlan(seed int64, strategy string, duration time.Duration, bias Bias) *Pl
 	case LoseMajority:
 		p.Faults = loseMajority(rng, duration, servers)
 	case PauseHolders:
-		p.Faults = pauseHolders(rng, duration, len(p.Workers))
+		p.Faults = pauseHolders(rng, duration, len(p.Workers), 800*time.Millisecond, 1500*time.Millisecond)
+	case ExpireHolders:
+		p.Faults = pauseHolders(rng, duration, len(p.Workers), 600*time.Millisecond, time.Second)
 	case RestoreMajority:
 		p.Faults = restoreMajority(rng, duration, servers)
 	default:
@@ -563,9 +573,9 @@ func restoreMajority(rng *rand.Rand, d time.Duration, servers int) []Fault {
 	return out
 }
 
-func pauseHolders(rng *rand.Rand, d time.Duration, workers int) []Fault {
+func pauseHolders(rng *rand.Rand, d time.Duration, workers int, lo, hi time.Duration) []Fault {
 	var out []Fault
-	for at := time.Second; at < d; at += between(rng, 800*time.Millisecond, 1500*time.Millisecond) {
+	for at := time.Second; at < d; at += between(rng, lo, hi) {
 		out = append(out, Fault{Kind: HolderPause, At: at, Worker: rng.IntN(workers),
 			For: between(rng, 500*time.Millisecond, time.Second)})
 	}
