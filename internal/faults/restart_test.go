@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -77,22 +78,33 @@ func restartQuorum(t *testing.T, client string, guard bool) {
 		// machine, or there is no double grant to show.
 		aOpts = append(aOpts, lease.WithTTL(4*ttl))
 	}
-	a, err := lk.TryAcquire(ctx, "k", aOpts...)
-	require.NoError(t, err, "A")
-	res.granted(a)
-	_ = res.write(a, "a1")
 	// A's grant returns once a majority voted; its other votes may still
 	// be on their way. Restart only once A holds every node, or a vote
 	// sent on after a restart lands on the empty server and A holds it
-	// again, leaving B no majority while A's lease lasts.
-	for _, s := range srvs {
-		for !lockLeft(t, s, "k") {
+	// again, leaving B no majority while A's lease lasts. On a loaded
+	// machine a vote may time out and be released instead: A lets go and
+	// takes the lock again.
+	var a *lease.Lease
+	for a == nil {
+		l, err := lk.TryAcquire(ctx, "k", aOpts...)
+		require.NoError(t, err, "A")
+		everywhere := time.Now().Add(time.Second)
+		for _, s := range srvs {
+			for !lockLeft(t, s, "k") && time.Now().Before(everywhere) {
+				time.Sleep(time.Millisecond)
+			}
+		}
+		if slices.ContainsFunc(srvs, func(s *redistest.Server) bool { return !lockLeft(t, s, "k") }) {
 			if ctx.Err() != nil {
 				t.Fatal("A's votes never reached every node")
 			}
-			time.Sleep(time.Millisecond)
+			require.NoError(t, l.Release(ctx), "A lets go: a vote of its timed out")
+			continue
 		}
+		a = l
 	}
+	res.granted(a)
+	_ = res.write(a, "a1")
 	for _, s := range srvs[:3] {
 		s.Restart()
 	}
@@ -103,7 +115,10 @@ func restartQuorum(t *testing.T, client string, guard bool) {
 	// a TTL, hiding the double grant this row is about.)
 	lkB := newQuorum(t, nodesOn(t, client, addrs(srvs)...), opts...)
 
-	var b *lease.Lease
+	var (
+		b   *lease.Lease
+		err error
+	)
 	tries, lostData := 0, 0
 	var failed []time.Duration
 	for b == nil {
