@@ -149,11 +149,12 @@ func (wl *workload) rwPausedWriter(ctx context.Context, wk *worker) {
 			reader.Go(func() { wl.rwTake(ctx, wk, false, u) })
 			past += wl.p.TTL
 		}
-		time.Sleep(l.TTL() + past)
+		sleepPast(l, past)
 		if wl.write(wl.rwRes, l, wk) != nil {
 			wl.pausedRefused.Add(1)
 		}
 		reader.Wait()
+		wl.rwRes.Released(l)
 		rctx, rcancel := context.WithTimeout(context.Background(), wl.opTimeout())
 		_ = l.Release(rctx)
 		rcancel()
