@@ -72,6 +72,9 @@ func duration() time.Duration {
 // replay is the command that runs test (a -run pattern) again with seed.
 func replay(run string, seed int64) string {
 	cmd := fmt.Sprintf("go test ./internal/nemesis -count=1 -run '%s' -args -nemesis.seed=%d", run, seed)
+	if server := os.Getenv("DLOCK_SERVER"); server != "" {
+		cmd = "DLOCK_SERVER=" + server + " " + cmd
+	}
 	if *durationFlag > 0 {
 		cmd += " -nemesis.duration=" + durationFlag.String()
 	}

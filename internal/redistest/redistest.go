@@ -40,8 +40,12 @@ type quietLogger struct{}
 
 func (quietLogger) Printf(context.Context, string, ...any) {}
 
-// startTimeout bounds how long a start (or restart) waits for PING to answer.
-const startTimeout = 5 * time.Second
+// startTimeout bounds how long a start (or restart) waits for PING to
+// answer, and a Do for its reply. Generous: a server that loads its AOF on
+// a machine running a soak's dozen other servers (each forking for its
+// snapshots) has been seen to answer only after 5 s, and a restart that
+// gives up too early fails the run for the harness, not for dlock.
+const startTimeout = 20 * time.Second
 
 // Option changes how a Server is started.
 type Option func(*config)
