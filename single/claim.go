@@ -306,10 +306,15 @@ func (c *claim) heed(msg string) bool {
 // TTL or at the ticket's deadline, whichever comes first, counted from
 // after the waiter's last claim was sent; the same span from the sending
 // is thus safe to count on here. The lease is Short: it is extended to a
-// TTL at once, in the background.
+// TTL at once, in the background. Under WithReplicas nothing is taken: the
+// release that wrote the handoff was not waited on, so the waiter's claim,
+// which finds the lock its own, runs and is waited on as any claim is.
 func (c *claim) takeHanded() *lease.Lease {
 	token := c.handed
 	c.handed = 0
+	if c.lk.cfg.replicas > 0 {
+		return nil
+	}
 	span := min(c.ttl, c.life)
 	until := c.sent.Add(span - acquire.Drift(span, c.lk.cfg.drift))
 	if time.Until(until) < span/2 {

@@ -124,3 +124,57 @@ func failover(t *testing.T, client string, wait bool) {
 	}
 	require.NoError(t, b.Release(ctx), "B's release")
 }
+
+// TestReplicasHandoffWaits: under WithReplicas, a lock a release hands to
+// a waiter is returned only once a replica has it, as a claimed one is.
+// The release that writes the handoff is not waited on, so the waiter
+// claims the lock again (finding it its own) and waits for that. B queues
+// behind A; the replica stops applying the stream for 1.5 s; A releases.
+// B's Acquire must not return before the replica holds B as the owner.
+func TestReplicasHandoffWaits(t *testing.T) {
+	for _, client := range redistest.Clients {
+		t.Run(client, func(t *testing.T) {
+			t.Parallel()
+			ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+			defer cancel()
+			master := redistest.Start(t)
+			replica := redistest.Start(t, redistest.WithReplicaOf(master))
+			require.NoError(t, replica.WaitSynced(ctx))
+			opts := []single.Option{single.WithTTL(5 * time.Second), single.WithReplicas(1, 100*time.Millisecond)}
+			lkA := newLocker(t, redistest.NodeFor(t, client, master.Addr()), opts...)
+			lkB := newLocker(t, redistest.NodeFor(t, client, master.Addr()), opts...)
+			var a *lease.Lease
+			for a == nil {
+				l, err := lkA.TryAcquire(ctx, "k")
+				if err != nil && (!errors.Is(err, single.ErrReplicas) || ctx.Err() != nil) {
+					t.Fatalf("A: %v", err)
+				}
+				a = l
+			}
+			type result struct {
+				l   *lease.Lease
+				err error
+			}
+			got := make(chan result, 1)
+			go func() {
+				l, err := lkB.Acquire(ctx, "k")
+				got <- result{l, err}
+			}()
+			for field(t, master, "k", "waiting") != "1" {
+				if ctx.Err() != nil {
+					t.Fatal("B never queued")
+				}
+				time.Sleep(5 * time.Millisecond)
+			}
+			_, err := replica.Do("CLIENT", "PAUSE", "1500", "WRITE")
+			require.NoError(t, err)
+			require.NoError(t, a.Release(ctx))
+			r := <-got
+			require.NoError(t, r.err, "B")
+			if owner := field(t, replica, "k", "owner"); owner != r.l.Owner() {
+				t.Fatalf("B's Acquire returned while the replica's owner is %q; want B's %q", owner, r.l.Owner())
+			}
+			require.NoError(t, r.l.Release(ctx))
+		})
+	}
+}

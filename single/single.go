@@ -110,7 +110,9 @@ func WithDriftFactor(f float64) Option { return func(c *config) { c.drift = f } 
 // WithReplicas makes every claim wait, on the connection that sent it, until
 // n replicas acknowledged it or timeout passed. A claim acknowledged by
 // fewer is released: TryAcquire fails with a *ReplicaError, and Acquire
-// tries again (when ctx ends first, its error carries the last one). This
+// tries again (when ctx ends first, its error carries the last one). A
+// lock a release hands to a waiter is claimed again and waited on too, so
+// every lease Acquire returns was acknowledged. This
 // narrows, but does not close, the failover window of asynchronous
 // replication. Extensions do not wait.
 func WithReplicas(n int, timeout time.Duration) Option {
