@@ -2,7 +2,6 @@ package dlock
 
 import (
 	"context"
-	"errors"
 
 	"github.com/dlockgo/dlock/redlock"
 	"github.com/dlockgo/dlock/single"
@@ -34,25 +33,3 @@ var (
 	_ Notifier = (*redlock.Locker)(nil)
 	_ Notifier = (*opened)(nil)
 )
-
-// errNoNotifier is the error of a Locker Open built over a strategy that
-// does not implement Notifier; both of dlock's do.
-var errNoNotifier = errors.New("dlock: the locker cannot publish notices")
-
-// Publish forwards to the strategy's Publish.
-func (o *opened) Publish(ctx context.Context, key, message string) error {
-	n, ok := o.Locker.(Notifier)
-	if !ok {
-		return errNoNotifier
-	}
-	return n.Publish(ctx, key, message)
-}
-
-// Watch forwards to the strategy's Watch.
-func (o *opened) Watch(ctx context.Context, key string) (<-chan string, func(), error) {
-	n, ok := o.Locker.(Notifier)
-	if !ok {
-		return nil, nil, errNoNotifier
-	}
-	return n.Watch(ctx, key)
-}

@@ -87,7 +87,7 @@ func Open(ctx context.Context, cfg Config) (Locker, error) {
 			opts = append(opts, single.WithObserver(cfg.Observer))
 		}
 		o.one = nodes[0]
-		o.Locker, err = single.New(nodes[0], opts...)
+		o.strategy, err = single.New(nodes[0], opts...)
 	case StrategyQuorum:
 		var opts []redlock.Option
 		if cfg.TTL != 0 {
@@ -108,7 +108,7 @@ func Open(ctx context.Context, cfg Config) (Locker, error) {
 		if cfg.Observer != nil {
 			opts = append(opts, redlock.WithObserver(cfg.Observer))
 		}
-		o.Locker, err = redlock.New(nodes, opts...)
+		o.strategy, err = redlock.New(nodes, opts...)
 	}
 	if err != nil {
 		o.closeAll()
@@ -295,13 +295,21 @@ func replyError(err error) *node.ReplyError {
 // opened is a Locker Open built, with the nodes and clients it owns (none
 // when the caller gave the Nodes).
 type opened struct {
-	Locker
+	strategy
 	nodes   []node.Node
 	clients []ownedClient
 	one     node.Node // the single strategy's server
 
 	once sync.Once
 	err  error
+}
+
+// strategy is what both of dlock's strategies are, and so what Open
+// returns: a Locker that is a MultiLocker and a Notifier too.
+type strategy interface {
+	Locker
+	MultiLocker
+	Notifier
 }
 
 // SingleNode returns the server a Locker of the single strategy that Open
@@ -341,8 +349,8 @@ func (o *opened) ping(ctx context.Context) error {
 // of Config.Nodes). It is safe to call more than once.
 func (o *opened) Close() error {
 	o.once.Do(func() {
-		if o.Locker != nil {
-			o.err = o.Locker.Close()
+		if o.strategy != nil {
+			o.err = o.strategy.Close()
 		}
 		o.err = errors.Join(o.err, o.closeAll())
 	})

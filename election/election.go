@@ -29,7 +29,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/dlockgo/dlock"
 	"github.com/dlockgo/dlock/fence"
 	"github.com/dlockgo/dlock/internal/argerr"
 	"github.com/dlockgo/dlock/lease"
@@ -48,12 +47,30 @@ var ErrUnfenced = errors.New("election: the locker hands out no fencing tokens")
 // inspect` know it by.
 const KeyPrefix = "election:"
 
+// Locker is what an election needs of a lock: dlock.Locker's Acquire and
+// Inspect. Whatever dlock.Open returns, a *single.Locker and a
+// *redlock.Locker each are one, and a Notifier too. Declared here, so that
+// the package links neither the root package nor the client libraries it
+// pulls in.
+type Locker interface {
+	Acquire(ctx context.Context, key string, opts ...lease.Option) (*lease.Lease, error)
+	Inspect(ctx context.Context, key string) (lease.Info, error)
+}
+
+// Notifier is what an election needs to announce terms and follow them:
+// dlock.Notifier's Publish and Watch, whose contract applies (delivery is
+// a hint, messages coalesce).
+type Notifier interface {
+	Publish(ctx context.Context, key, message string) error
+	Watch(ctx context.Context, key string) (messages <-chan string, stop func(), err error)
+}
+
 // Election is one named office, campaigned for and observed through a
 // Locker. It holds no state of its own between calls, and is safe for
 // concurrent use: any number of candidates and observers may share it.
 type Election struct {
-	lk   dlock.Locker
-	nt   dlock.Notifier
+	lk   Locker
+	nt   Notifier
 	name string
 	key  string
 	opts []lease.Option // every term's lease options but the metadata
@@ -78,17 +95,17 @@ func WithTTL(ttl time.Duration) Option { return func(c *config) { c.ttl = ttl } 
 func WithRetry(r lease.Retry) Option { return func(c *config) { c.retry = r } }
 
 // New returns the office name, campaigned for through locker. The locker
-// must also implement dlock.Notifier, which every Locker of this module
-// does. It returns an *lease.ArgError for a nil locker, one that is not a
-// Notifier, an empty name, or a bad option.
-func New(locker dlock.Locker, name string, opts ...Option) (*Election, error) {
+// must also be a Notifier, as every Locker of this module is. It returns
+// an *lease.ArgError for a nil locker, one that is not a Notifier, an
+// empty name, or a bad option.
+func New(locker Locker, name string, opts ...Option) (*Election, error) {
 	if locker == nil {
 		return nil, &lease.ArgError{Arg: "locker", Value: nil, Rule: "must not be nil"}
 	}
-	nt, ok := locker.(dlock.Notifier)
+	nt, ok := locker.(Notifier)
 	if !ok {
 		return nil, &lease.ArgError{Arg: "locker", Value: fmt.Sprintf("%T", locker),
-			Rule: "must implement dlock.Notifier, as every Locker of dlock does"}
+			Rule: "must implement election.Notifier (Publish and Watch), as every Locker of dlock does"}
 	}
 	if name == "" {
 		return nil, &lease.ArgError{Arg: "name", Value: name, Rule: "must not be empty"}

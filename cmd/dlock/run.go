@@ -326,10 +326,7 @@ func (r *runner) acquire(ctx context.Context, cfg dlock.Config) (holding, dlock.
 		}
 	}
 	if r.keys != nil {
-		m, ok := locker.(dlock.MultiLocker)
-		if !ok {
-			return nil, locker, r.failed(ctx, "acquire", dlock.ErrNoMulti)
-		}
+		m := locker.(dlock.MultiLocker) // what Open returns always is
 		try = func(ctx context.Context, _ string, opts ...lease.Option) (*lease.Lease, error) {
 			return m.TryAcquireAll(ctx, r.keys, opts...)
 		}
@@ -402,7 +399,7 @@ func (r *runner) failed(ctx context.Context, op string, err error) int {
 // not hide.
 func acquireExitCode(err error) int {
 	switch {
-	case errors.Is(err, dlock.ErrInvalid), errors.Is(err, dlock.ErrNoMulti):
+	case errors.Is(err, dlock.ErrInvalid):
 		return exitUsage
 	case errors.Is(err, dlock.ErrTaken):
 		return exitTaken
