@@ -1,25 +1,25 @@
 package dlock_test
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"log"
+	"os"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
 	"github.com/dlockgo/dlock"
 	"github.com/dlockgo/dlock/fence"
-	"github.com/dlockgo/dlock/internal/redisproc"
 	"github.com/dlockgo/dlock/lease"
 	"github.com/dlockgo/dlock/node/goredis"
 	"github.com/dlockgo/dlock/single"
 )
 
 func Example() {
-	addr, stop := startServer()
-	defer stop()
+	addr := cmp.Or(os.Getenv("DLOCK_ADDR"), "localhost:6379") // the server, host:port (the tests set DLOCK_ADDR)
 	ctx := context.Background()
 
 	locker, err := dlock.OpenURL(ctx, "redis://"+addr+"?ttl=10s")
@@ -60,8 +60,7 @@ func Example() {
 }
 
 func ExampleDo() {
-	addr, stop := startServer()
-	defer stop()
+	addr := cmp.Or(os.Getenv("DLOCK_ADDR"), "localhost:6379") // the server, host:port (the tests set DLOCK_ADDR)
 	ctx := context.Background()
 
 	locker, err := dlock.Open(ctx, dlock.Config{Addrs: []string{addr}})
@@ -91,8 +90,7 @@ func ExampleDo() {
 // A holder that stalls past its TTL loses the lock to the next one; the
 // fenced store then refuses its late write.
 func Example_fencedWrite() {
-	addr, stop := startServer()
-	defer stop()
+	addr := cmp.Or(os.Getenv("DLOCK_ADDR"), "localhost:6379") // the server, host:port (the tests set DLOCK_ADDR)
 	ctx := context.Background()
 
 	client := redis.NewClient(&redis.Options{Addr: addr})
@@ -127,14 +125,4 @@ func Example_fencedWrite() {
 	// Output:
 	// late write refused: true
 	// stored: fresh under the next holder's token: true
-}
-
-// startServer runs a throwaway redis-server on a free loopback port for an
-// example, and returns its address and the function that kills it.
-func startServer() (addr string, stop func()) {
-	addr, stop, err := redisproc.Start()
-	if err != nil {
-		log.Fatal(err)
-	}
-	return addr, stop
 }

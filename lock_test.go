@@ -11,13 +11,14 @@ import (
 
 	"github.com/dlockgo/dlock"
 	"github.com/dlockgo/dlock/fence"
+	"github.com/dlockgo/dlock/internal/examplemain"
 	"github.com/dlockgo/dlock/internal/redistest"
 	"github.com/dlockgo/dlock/lease"
 	"github.com/dlockgo/dlock/single"
 )
 
 func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m,
+	goleak.VerifyTestMain(examplemain.With(m, 1),
 		// valkey-go's cluster client closes the connections a topology
 		// refresh or a redirect replaced five seconds later, from a
 		// goroutine of its own that its Close does not wait for.

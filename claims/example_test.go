@@ -1,17 +1,18 @@
 package claims_test
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"log"
+	"os"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
 	"github.com/dlockgo/dlock/claims"
 	"github.com/dlockgo/dlock/fence"
-	"github.com/dlockgo/dlock/internal/redisproc"
 	"github.com/dlockgo/dlock/lease"
 	"github.com/dlockgo/dlock/node/goredis"
 )
@@ -19,11 +20,7 @@ import (
 // A worker drains a queue: each item is claimed under a lease, worked on,
 // and completed, which removes it for good. A Retry would put it back.
 func Example() {
-	addr, stop, err := redisproc.Start()
-	if err != nil {
-		log.Fatal(err)
-	}
-	defer stop()
+	addr := cmp.Or(os.Getenv("DLOCK_ADDR"), "localhost:6379") // the server, host:port (the tests set DLOCK_ADDR)
 	client := redis.NewClient(&redis.Options{Addr: addr})
 	defer client.Close()
 	n := goredis.New(client)
@@ -63,11 +60,7 @@ func Example() {
 // to another worker: its Complete is refused, and the item is completed
 // once, by the worker with the newer token.
 func ExampleClaim_Complete() {
-	addr, stop, err := redisproc.Start()
-	if err != nil {
-		log.Fatal(err)
-	}
-	defer stop()
+	addr := cmp.Or(os.Getenv("DLOCK_ADDR"), "localhost:6379") // the server, host:port (the tests set DLOCK_ADDR)
 	client := redis.NewClient(&redis.Options{Addr: addr})
 	defer client.Close()
 	n := goredis.New(client)

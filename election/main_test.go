@@ -12,6 +12,7 @@ import (
 
 	"github.com/dlockgo/dlock"
 	"github.com/dlockgo/dlock/election"
+	"github.com/dlockgo/dlock/internal/examplemain"
 	"github.com/dlockgo/dlock/internal/keyname"
 	"github.com/dlockgo/dlock/internal/redistest"
 	"github.com/dlockgo/dlock/node"
@@ -28,7 +29,7 @@ import (
 // from a goroutine of its pool that checks for the client's Close once a
 // second.
 func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m,
+	goleak.VerifyTestMain(examplemain.With(m, 1),
 		goleak.IgnoreAnyFunction("github.com/Shopify/toxiproxy/v2/toxics.(*ToxicStub).Run"),
 		goleak.IgnoreAnyFunction("github.com/Shopify/toxiproxy/v2.(*ToxicLink).read"),
 		goleak.IgnoreAnyFunction("github.com/redis/go-redis/v9/internal/pool.(*ConnPool).tryDial"))

@@ -1,16 +1,17 @@
 package fence_test
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"log"
+	"os"
 	"sync"
 
 	"github.com/redis/go-redis/v9"
 
 	"github.com/dlockgo/dlock/fence"
-	"github.com/dlockgo/dlock/internal/redisproc"
 	"github.com/dlockgo/dlock/node/goredis"
 )
 
@@ -51,11 +52,7 @@ func ExampleGuard() {
 // script on the server, so writers in any number of processes cannot
 // interleave an older token past a newer one.
 func ExampleStore() {
-	addr, stop, err := redisproc.Start()
-	if err != nil {
-		log.Fatal(err)
-	}
-	defer stop()
+	addr := cmp.Or(os.Getenv("DLOCK_ADDR"), "localhost:6379") // the server, host:port (the tests set DLOCK_ADDR)
 
 	client := redis.NewClient(&redis.Options{Addr: addr})
 	defer client.Close()
@@ -67,7 +64,7 @@ func ExampleStore() {
 	if err := store.Put(ctx, "report:body", "final", 42); err != nil {
 		log.Fatal(err)
 	}
-	err = store.Put(ctx, "report:body", "late draft", 41)
+	err := store.Put(ctx, "report:body", "late draft", 41)
 	fmt.Println("stale:", errors.Is(err, fence.ErrStale))
 	var se *fence.StaleError
 	if errors.As(err, &se) {

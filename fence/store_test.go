@@ -8,10 +8,11 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/dlockgo/dlock/fence"
+	"github.com/dlockgo/dlock/internal/examplemain"
 	"github.com/dlockgo/dlock/internal/redistest"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) { goleak.VerifyTestMain(examplemain.With(m, 1)) }
 
 func TestStore(t *testing.T) {
 	srv := redistest.Start(t)

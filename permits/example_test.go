@@ -1,16 +1,17 @@
 package permits_test
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"log"
+	"os"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
 	"github.com/dlockgo/dlock/fence"
-	"github.com/dlockgo/dlock/internal/redisproc"
 	"github.com/dlockgo/dlock/lease"
 	"github.com/dlockgo/dlock/node/goredis"
 	"github.com/dlockgo/dlock/permits"
@@ -20,11 +21,7 @@ import (
 // server. Each permit holds a slot: a resource split by slot fences each
 // part with the permit's Key and Token.
 func ExampleSemaphore() {
-	addr, stop, err := redisproc.Start()
-	if err != nil {
-		log.Fatal(err)
-	}
-	defer stop()
+	addr := cmp.Or(os.Getenv("DLOCK_ADDR"), "localhost:6379") // the server, host:port (the tests set DLOCK_ADDR)
 	ctx := context.Background()
 
 	client := redis.NewClient(&redis.Options{Addr: addr})

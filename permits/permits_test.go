@@ -9,13 +9,14 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/dlockgo/dlock/fence"
+	"github.com/dlockgo/dlock/internal/examplemain"
 	"github.com/dlockgo/dlock/internal/redistest"
 	"github.com/dlockgo/dlock/lease"
 	"github.com/dlockgo/dlock/node"
 	"github.com/dlockgo/dlock/permits"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) { goleak.VerifyTestMain(examplemain.With(m, 1)) }
 
 // forEachClient runs f once per client library, each against a fresh server.
 func forEachClient(t *testing.T, f func(t *testing.T, srv *redistest.Server, n node.Node)) {

@@ -1,19 +1,20 @@
 package redlock_test
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"log"
 	"os"
-	"path/filepath"
-	"strconv"
+	"strings"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/valkey-io/valkey-go"
 
-	"github.com/dlockgo/dlock/internal/redisproc"
 	"github.com/dlockgo/dlock/lease"
 	"github.com/dlockgo/dlock/node"
+	"github.com/dlockgo/dlock/node/goredis"
 	"github.com/dlockgo/dlock/node/valkeygo"
 	"github.com/dlockgo/dlock/redlock"
 )
@@ -24,34 +25,18 @@ import (
 // out one maximum TTL before it grants anything (see the package doc, "Lost
 // data").
 func ExampleNew() {
-	dir, err := os.MkdirTemp("", "redlock-example")
-	if err != nil {
-		log.Fatal(err)
-	}
-	defer os.RemoveAll(dir)
-
-	var nodes []node.Node
-	var stops []func()
-	for i := range 3 {
-		d := filepath.Join(dir, strconv.Itoa(i))
-		if err := os.Mkdir(d, 0o700); err != nil {
-			log.Fatal(err)
-		}
-		addr, stop, err := redisproc.Start("--dir", d, "--appendonly", "yes", "--appendfsync", "always")
-		if err != nil {
-			log.Fatal(err)
-		}
-		defer stop()
-		stops = append(stops, stop)
-
-		client, err := valkey.NewClient(valkey.ClientOption{InitAddress: []string{addr}, DisableCache: true})
+	// The servers, host:port each, comma-separated (the tests set
+	// DLOCK_ADDRS to three of their own).
+	addrs := strings.Split(cmp.Or(os.Getenv("DLOCK_ADDRS"), "localhost:6379,localhost:6380,localhost:6381"), ",")
+	nodes := make([]node.Node, 3)
+	for i := range nodes {
+		client, err := valkey.NewClient(valkey.ClientOption{InitAddress: []string{addrs[i]}, DisableCache: true})
 		if err != nil {
 			log.Fatal(err)
 		}
 		defer client.Close()
-		n := valkeygo.New(client)
-		defer n.Close()
-		nodes = append(nodes, n)
+		nodes[i] = valkeygo.New(client)
+		defer nodes[i].Close()
 	}
 
 	// The Locker uses the nodes but does not own them: closing it leaves
@@ -80,10 +65,18 @@ func ExampleNew() {
 		log.Fatal(err)
 	}
 
-	// With one of the three servers gone, a majority still grants the
-	// lock, and the new lease's fencing token is larger.
-	stops[0]()
-	next, err := locker.Acquire(ctx, "invoice:42")
+	// With one of the three servers out of reach (here: nothing listens
+	// at its address), a majority still grants the lock, and the new
+	// lease's fencing token is larger.
+	// valkey-go dials when its client is made, go-redis on first use.
+	dead := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"})
+	defer dead.Close()
+	two, err := redlock.New([]node.Node{goredis.New(dead), nodes[1], nodes[2]}, redlock.WithDurableNodes())
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer two.Close()
+	next, err := two.Acquire(ctx, "invoice:42")
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -102,24 +95,20 @@ func ExampleNew() {
 // for the writes to that account; a lock on one account alone is refused
 // while the set is held.
 func ExampleLocker_AcquireAll() {
-	var nodes []node.Node
-	for range 3 {
-		addr, stop, err := redisproc.Start()
-		if err != nil {
-			log.Fatal(err)
-		}
-		defer stop()
-		client, err := valkey.NewClient(valkey.ClientOption{InitAddress: []string{addr}, DisableCache: true})
+	// The servers, host:port each, comma-separated (the tests set
+	// DLOCK_ADDRS to three of their own).
+	addrs := strings.Split(cmp.Or(os.Getenv("DLOCK_ADDRS"), "localhost:6379,localhost:6380,localhost:6381"), ",")
+	nodes := make([]node.Node, 3)
+	for i := range nodes {
+		client, err := valkey.NewClient(valkey.ClientOption{InitAddress: []string{addrs[i]}, DisableCache: true})
 		if err != nil {
 			log.Fatal(err)
 		}
 		defer client.Close()
-		n := valkeygo.New(client)
-		defer n.Close()
-		nodes = append(nodes, n)
+		nodes[i] = valkeygo.New(client)
+		defer nodes[i].Close()
 	}
-	// Fresh servers without persistence: WithDurableNodes only to keep
-	// the example short (see ExampleNew).
+	// Servers that persist every write (see ExampleNew).
 	locker, err := redlock.New(nodes, redlock.WithDurableNodes())
 	if err != nil {
 		log.Fatal(err)

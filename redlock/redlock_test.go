@@ -14,13 +14,16 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/dlockgo/dlock/fence"
+	"github.com/dlockgo/dlock/internal/examplemain"
 	"github.com/dlockgo/dlock/internal/redistest"
 	"github.com/dlockgo/dlock/lease"
 	"github.com/dlockgo/dlock/node"
 	"github.com/dlockgo/dlock/redlock"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(examplemain.With(m, 3, "--appendonly", "yes", "--appendfsync", "always"))
+}
 
 // mixed builds a quorum whose nodes alternate between the client libraries.
 const mixed = "mixed"

@@ -1,16 +1,17 @@
 package rwlock_test
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"log"
+	"os"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
 	"github.com/dlockgo/dlock/fence"
-	"github.com/dlockgo/dlock/internal/redisproc"
 	"github.com/dlockgo/dlock/lease"
 	"github.com/dlockgo/dlock/node/goredis"
 	"github.com/dlockgo/dlock/rwlock"
@@ -22,11 +23,7 @@ import (
 // act once they have shown it theirs, and a reader's late act once a newer
 // writer has written.
 func ExampleLocker() {
-	addr, stop, err := redisproc.Start()
-	if err != nil {
-		log.Fatal(err)
-	}
-	defer stop()
+	addr := cmp.Or(os.Getenv("DLOCK_ADDR"), "localhost:6379") // the server, host:port (the tests set DLOCK_ADDR)
 	ctx := context.Background()
 
 	client := redis.NewClient(&redis.Options{Addr: addr})

@@ -12,13 +12,14 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/dlockgo/dlock"
+	"github.com/dlockgo/dlock/internal/examplemain"
 	"github.com/dlockgo/dlock/internal/redistest"
 	"github.com/dlockgo/dlock/lease"
 	"github.com/dlockgo/dlock/node"
 	"github.com/dlockgo/dlock/rwlock"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) { goleak.VerifyTestMain(examplemain.With(m, 1)) }
 
 // A Locker's writers are a dlock.Locker's leases.
 var _ dlock.Locker = (*rwlock.Locker)(nil)

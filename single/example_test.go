@@ -1,15 +1,16 @@
 package single_test
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"log"
+	"os"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/dlockgo/dlock/internal/redisproc"
 	"github.com/dlockgo/dlock/lease"
 	"github.com/dlockgo/dlock/node/goredis"
 	"github.com/dlockgo/dlock/single"
@@ -20,11 +21,7 @@ import (
 // them in, waits for the whole set, and a lock on either account alone is
 // refused meanwhile. Each account's writes carry that account's token.
 func ExampleLocker_AcquireAll() {
-	addr, stop, err := redisproc.Start()
-	if err != nil {
-		log.Fatal(err)
-	}
-	defer stop()
+	addr := cmp.Or(os.Getenv("DLOCK_ADDR"), "localhost:6379") // the server, host:port (the tests set DLOCK_ADDR)
 	ctx := context.Background()
 
 	client := redis.NewClient(&redis.Options{Addr: addr})

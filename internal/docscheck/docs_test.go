@@ -437,6 +437,47 @@ func TestDocsLayout(t *testing.T) {
 	t.Logf("%d packages named", n)
 }
 
+// TestDocsExamples fails for a runnable example that imports a package a
+// reader cannot: one under internal/. An example is shown on pkg.go.dev
+// as it is written, and must run where it is copied to.
+func TestDocsExamples(t *testing.T) {
+	fset := token.NewFileSet()
+	n := 0
+	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() || !strings.HasSuffix(p, "_test.go") {
+			return err
+		}
+		f, err := parser.ParseFile(fset, p, nil, parser.SkipObjectResolution)
+		if err != nil {
+			return err
+		}
+		examples := false
+		for _, decl := range f.Decls {
+			if fn, ok := decl.(*ast.FuncDecl); ok && fn.Recv == nil && strings.HasPrefix(fn.Name.Name, "Example") {
+				examples = true
+				n++
+			}
+		}
+		if !examples {
+			return nil
+		}
+		for _, imp := range f.Imports {
+			if path := strings.Trim(imp.Path.Value, `"`); strings.Contains(path, "/internal/") || strings.HasSuffix(path, "/internal") {
+				rel, _ := filepath.Rel(root, p)
+				t.Errorf("%s: an example file imports %s, which a reader cannot", rel, path)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%d examples", n)
+	if n == 0 {
+		t.Error("no examples found")
+	}
+}
+
 // luaRef finds a .lua file named in a line.
 var luaRef = regexp.MustCompile("[`(]([\\w./-]+\\.lua)[`)#]")
 

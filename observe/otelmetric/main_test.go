@@ -4,8 +4,10 @@ import (
 	"testing"
 
 	"go.uber.org/goleak"
+
+	"github.com/dlockgo/dlock/internal/examplemain"
 )
 
 // The observers start no goroutines, but the leases they watch do
 // (renewal); none may outlive a test.
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) { goleak.VerifyTestMain(examplemain.With(m, 1)) }
