@@ -18,7 +18,7 @@ import (
 
 	"github.com/dlockgo/dlock/claims"
 	"github.com/dlockgo/dlock/fence"
-	"github.com/dlockgo/dlock/internal/redistest"
+	"github.com/dlockgo/dlock/internal/testkit/redistest"
 	"github.com/dlockgo/dlock/lease"
 	"github.com/dlockgo/dlock/node"
 )

@@ -13,8 +13,8 @@ import (
 
 	"github.com/dlockgo/dlock/election"
 	"github.com/dlockgo/dlock/fence"
-	"github.com/dlockgo/dlock/internal/redistest"
-	"github.com/dlockgo/dlock/internal/safety"
+	"github.com/dlockgo/dlock/internal/testkit/redistest"
+	"github.com/dlockgo/dlock/internal/testkit/safety"
 )
 
 // TestPausedLeaderFenced: leader A stops renewing (cut off from the lock's

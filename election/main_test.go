@@ -12,9 +12,9 @@ import (
 
 	"github.com/dlockgo/dlock"
 	"github.com/dlockgo/dlock/election"
-	"github.com/dlockgo/dlock/internal/examplemain"
 	"github.com/dlockgo/dlock/internal/keyname"
-	"github.com/dlockgo/dlock/internal/redistest"
+	"github.com/dlockgo/dlock/internal/testkit/examplemain"
+	"github.com/dlockgo/dlock/internal/testkit/redistest"
 	"github.com/dlockgo/dlock/node"
 	"github.com/dlockgo/dlock/redlock"
 	"github.com/dlockgo/dlock/single"

@@ -8,8 +8,8 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/dlockgo/dlock/fence"
-	"github.com/dlockgo/dlock/internal/examplemain"
-	"github.com/dlockgo/dlock/internal/redistest"
+	"github.com/dlockgo/dlock/internal/testkit/examplemain"
+	"github.com/dlockgo/dlock/internal/testkit/redistest"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(examplemain.With(m, 1)) }

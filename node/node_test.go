@@ -13,7 +13,7 @@ import (
 	"github.com/valkey-io/valkey-go"
 	"go.uber.org/goleak"
 
-	"github.com/dlockgo/dlock/internal/redistest"
+	"github.com/dlockgo/dlock/internal/testkit/redistest"
 	"github.com/dlockgo/dlock/node"
 	"github.com/dlockgo/dlock/node/goredis"
 	"github.com/dlockgo/dlock/node/valkeygo"

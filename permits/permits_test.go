@@ -9,8 +9,8 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/dlockgo/dlock/fence"
-	"github.com/dlockgo/dlock/internal/examplemain"
-	"github.com/dlockgo/dlock/internal/redistest"
+	"github.com/dlockgo/dlock/internal/testkit/examplemain"
+	"github.com/dlockgo/dlock/internal/testkit/redistest"
 	"github.com/dlockgo/dlock/lease"
 	"github.com/dlockgo/dlock/node"
 	"github.com/dlockgo/dlock/permits"

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/dlockgo/dlock/internal/fuzzreply"
+	"github.com/dlockgo/dlock/internal/testkit/fuzzreply"
 	"github.com/dlockgo/dlock/node"
 )
 

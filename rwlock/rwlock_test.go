@@ -12,8 +12,8 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/dlockgo/dlock"
-	"github.com/dlockgo/dlock/internal/examplemain"
-	"github.com/dlockgo/dlock/internal/redistest"
+	"github.com/dlockgo/dlock/internal/testkit/examplemain"
+	"github.com/dlockgo/dlock/internal/testkit/redistest"
 	"github.com/dlockgo/dlock/lease"
 	"github.com/dlockgo/dlock/node"
 	"github.com/dlockgo/dlock/rwlock"

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The randomized nemesis (internal/nemesis) in long mode: both strategies
+# The randomized nemesis (internal/testkit/nemesis) in long mode: both strategies
 # at once, every primitive (locks, sets, election, and on the single
 # server permits, the work queue and the read-write lock), under storms
 # of faults and calm stretches for DURATION (default 60m) each, then LIVE
@@ -27,5 +27,5 @@ name="${NAME:-soak-$kind}"
 race=()
 [ -n "${RACE:-}" ] && race=(-race)
 
-DLOCK_SERVER="$server" go test "${race[@]}" -count=1 -timeout 0 -v -run 'TestNemesis$' ./internal/nemesis \
+DLOCK_SERVER="$server" go test "${race[@]}" -count=1 -timeout 0 -v -run 'TestNemesis$' ./internal/testkit/nemesis \
   -args -nemesis.duration "$duration" -nemesis.seed "$seed" -nemesis.report "$PWD/docs/results" -nemesis.name "$name"

@@ -51,10 +51,10 @@ run() { # name server packages...
   [ "$status" = ok ]
 }
 
-run valkey-8.0.1 "$v8" ./single ./redlock ./election ./permits ./claims ./rwlock . ./node/... ./internal/nemesis ./internal/redistest &
+run valkey-8.0.1 "$v8" ./single ./redlock ./election ./permits ./claims ./rwlock . ./node/... ./internal/testkit/nemesis ./internal/testkit/redistest &
 p8=$!
 run valkey-7.2.7 "$v7" ./single ./redlock &&
-  run valkey-7.2.7-info "$v7" -run 'TestBuild|TestInfoServerFields|TestClock' ./internal/redistest &
+  run valkey-7.2.7-info "$v7" -run 'TestBuild|TestInfoServerFields|TestClock' ./internal/testkit/redistest &
 p7=$!
 rc=0
 wait $p8 || rc=1

@@ -66,7 +66,7 @@ done <<'TARGETS'
 ./internal/acquire FuzzCheckLease 40000x
 ./internal/acquire FuzzOptions 50000x
 ./internal/acquire FuzzStaleCounter 50000x
-./internal/fuzzreply FuzzDecode 40000x
+./internal/testkit/fuzzreply FuzzDecode 40000x
 ./single FuzzReadClaim 5000x
 ./single FuzzReadClaimAll 10000x
 ./single FuzzHeed 2500x

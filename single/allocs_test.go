@@ -6,7 +6,7 @@ import (
 	"context"
 	"testing"
 
-	"github.com/dlockgo/dlock/internal/redistest"
+	"github.com/dlockgo/dlock/internal/testkit/redistest"
 	"github.com/dlockgo/dlock/single"
 )
 

@@ -14,8 +14,8 @@ import (
 
 	"github.com/dlockgo/dlock"
 	"github.com/dlockgo/dlock/fence"
-	"github.com/dlockgo/dlock/internal/redistest"
-	"github.com/dlockgo/dlock/internal/safety"
+	"github.com/dlockgo/dlock/internal/testkit/redistest"
+	"github.com/dlockgo/dlock/internal/testkit/safety"
 	"github.com/dlockgo/dlock/lease"
 	"github.com/dlockgo/dlock/node"
 	"github.com/dlockgo/dlock/single"
@@ -168,7 +168,7 @@ func TestAcquireAllStale(t *testing.T) {
 // TestAcquireAllWaits: sets and single leases over overlapping keys, the
 // sets asking in opposite orders, all waiting: every call is served within
 // the test's bound (no deadlock), and on every key no two holders' leases
-// overlap, checked by internal/safety; what is left on the server then
+// overlap, checked by internal/testkit/safety; what is left on the server then
 // expires.
 func TestAcquireAllWaits(t *testing.T) {
 	forEachClient(t, func(t *testing.T, srv *redistest.Server, n node.Node) {

@@ -1,6 +1,6 @@
 // Package redisproc holds what every place that starts its own
 // redis-server needs: a free loopback port, and a readiness check. The
-// test servers (internal/redistest), the demo (cmd/dlock) and the
+// test servers (internal/testkit/redistest), the demo (cmd/dlock) and the
 // benchmarks (bench) share it.
 //
 // The tests' server binary is chosen in one place, ServerPath: the

@@ -13,10 +13,10 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/dlockgo/dlock/internal/cached"
 	"github.com/dlockgo/dlock/internal/ctxerr"
-	"github.com/dlockgo/dlock/internal/hub"
 	"github.com/dlockgo/dlock/node"
+	"github.com/dlockgo/dlock/node/internal/cached"
+	"github.com/dlockgo/dlock/node/internal/hub"
 )
 
 // New returns a Node that runs its commands through c.

@@ -12,10 +12,10 @@ import (
 
 	"github.com/valkey-io/valkey-go"
 
-	"github.com/dlockgo/dlock/internal/cached"
 	"github.com/dlockgo/dlock/internal/ctxerr"
-	"github.com/dlockgo/dlock/internal/hub"
 	"github.com/dlockgo/dlock/node"
+	"github.com/dlockgo/dlock/node/internal/cached"
+	"github.com/dlockgo/dlock/node/internal/hub"
 )
 
 // New returns a Node that runs its commands through c. Eval is plain

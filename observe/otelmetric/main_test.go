@@ -5,7 +5,7 @@ import (
 
 	"go.uber.org/goleak"
 
-	"github.com/dlockgo/dlock/internal/examplemain"
+	"github.com/dlockgo/dlock/internal/testkit/examplemain"
 )
 
 // The observers start no goroutines, but the leases they watch do

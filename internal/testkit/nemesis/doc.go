@@ -1,0 +1,159 @@
+// Package nemesis runs both lock strategies under randomized, overlapping
+// faults, in the spirit of Jepsen's lock workloads, and holds each to
+// exactly the promises its documentation makes.
+//
+// # What runs
+//
+// Servers as deployments run them: the quorum on 5 independent
+// redis-server masters, the single strategy on a master and a replica
+// (diskless first sync). Every server saves RDB snapshots on Redis's default
+// schedule and, by the seed, persists with RDB only or with AOF
+// (appendfsync everysec) too; every server runs under a clock of its own
+// (the redistest clock shim) and is reached through a toxiproxy proxy (the
+// single replica replicates through a second proxy in front of the master,
+// and a failover moves both). Clients use their libraries' defaults:
+// go-redis with its 3 retries, valkey-go; the seed picks each worker's.
+// Lock keys come in four shapes: plain, braces inside, a leading '}', and
+// binary bytes.
+//
+// Six workers per strategy loop until the run ends: pick a key, dlock.Do
+// with a bounded context, record the grant with the key's safety.Resource,
+// hold it (briefly, or across renewals), write once or twice with the
+// token without looking at the lease's context first (the fence is what is
+// under test), read, give it up. Quorum workers use redlock.New with
+// tokens and the lost-data guard on; single workers alternate between
+// single.New and single.New with WithReplicas(1, 100ms) on the same keys.
+// One call in six, a worker whose Locker is a dlock.MultiLocker holds two
+// of the lock keys at once (AcquireAll, the pair in a random order) and
+// uses each as a lock's holder does, with that key's token: each key's
+// history mixes set leases with single ones, judged as one (lockSet).
+// The same workers also lead: on the key of an election's office, three
+// calls in four campaign through package election and hold a term instead
+// of a plain lock (campaign). Single workers, one call in seven, take one
+// of two permits of a semaphore (package permits) on the same server and
+// hold it as a lock; each permit's slot is a resource of its own, checked
+// as a lock key is (permit). One call in seven, they add an item to a work
+// queue (package claims), one of 8 ids completed and added again all run
+// long, and claim the next one, hold it as a lock, and complete it or hand
+// it back; each item is a resource checked as a lock key is, and a
+// Complete the server accepted after a newer claim of its item was granted
+// is a FENCE violation (claimItem). MEM bounds a queue by its ids. Two
+// calls in seven, they take a side of the read-write lock "rw" (package
+// rwlock) on the same server, renewed in the background: a writer one
+// time in three, held as a lock (fenced writes to the lock's register, a
+// read), else a reader, which reads the register while it holds. The
+// writers are checked as a lock key is; every hold, reader's or writer's,
+// with safety.CheckShared (ME: no writer's interval overlaps another
+// holder's); the readers' tokens with safety.CheckSharedOrder (ORDER: a
+// reader's is no older than any token granted before it began, a writer's
+// above every reader's granted before it began). The first reader on a
+// new server process raises the counter (docs/rwlock.md), so the readers'
+// ORDER keeps the single strategy's windows, as the writers' does. One writer in four is paused past its lease
+// and then writes: the first reader after a writer raises the counter,
+// so a late write the register accepted after a reader was granted with
+// a token not above it is a FENCE violation (rwLateWrites). A valid
+// reader's read of a register written under a newer token than its own
+// (what a fence would refuse) is sorted by the fault that explains it:
+// BEHIND:clock, BEHIND:lost-grant, BEHIND:kept-counter (rwBehindClasses,
+// docs/trade.md); one no fault explains is a FENCE violation. MEM bounds
+// the lock's keys as a lock key's.
+//
+// The faults (see Kind) are planned up front from the seed alone (NewPlan),
+// so a seed replays its schedule; the interleaving of the workers is the
+// machine's. The schedule alternates storms (3-4.5 s; an eighth of a
+// short run), where the whole mix runs, a fault every 0.4 s on average,
+// with calm stretches (11-17 s, or to the end of the run) where only the
+// faults that suspend no promise of the strategy run (Calm: on the quorum
+// all but the clocks, kills of a majority included; on the single
+// strategy SIGSTOP, latency, timeouts, resets, snapshots, holder pauses
+// and restarts of the replica), one every 0.7 s. A storm's faults end by
+// its end plus 0.3 s, and a fault that cannot have its server within
+// 1.5 s is skipped rather than run late, so that the windows (below)
+// close early in the calm: every property is judged, not excused, in
+// most of the run. The report gives, per property, the share of the
+// fault phase that no window covers (Result.Judged); TestNemesis fails
+// a run that judged any property in less than half (MinJudged). Each fault heals itself; the run then heals whatever is left
+// (SIGCONT, clocks back to the real time, toxics removed, servers
+// restarted, the replica in sync), stops the workers, and checks LIVE and
+// MEM.
+//
+// # Promises, by fault (the labels)
+//
+// A window is [fault start, fault end + Linger], Linger = the max TTL + 1 s
+// (a failover's ends when the clients moved to the promoted replica, not
+// when the old master has synced again). A violation is dated by the
+// grant that made it one (safety.Violation: the later of the two grants
+// involved, a stale Complete of the work queue too) and is excused only
+// inside a window of its own property; every other one is a promise
+// broken, reported with the faults whose reach holds it.
+//
+//	fault                                   quorum                   single
+//	kill + restart (empty, RDB, AOF)        ME ORDER FENCE           master: ME suspended; replica: all promised
+//	failover (with or without WAIT)         –                        ME suspended
+//	clock forward then back, back then fwd  ME suspended             ME suspended (either server)
+//	SIGSTOP, latency, timeout, reset_peer   ME ORDER FENCE           ME ORDER FENCE
+//	snapshot (BGSAVE)                       ME ORDER FENCE           ME ORDER FENCE
+//	holder pause (GC)                       FENCE (not an overlap)   FENCE (not an overlap)
+//	data loss near a clock fault            –                        ORDER, FENCE suspended
+//
+// Both clock kinds step the clock forward once (at the start, or back to
+// the real time at the end), which ends leases early: Redlock cannot
+// survive it, nor can a lease judged by one server's clock. Only one
+// server of a strategy has its clock off at a time, so the quorum's tokens
+// keep their order. The single token is floored at its server's clock: a
+// kill of the master or a failover whose span, and a clock fault's span,
+// come within the jump and a second of each other suspend ORDER and FENCE
+// from the loss to the later of the two ends plus the jump and a second.
+// Either order breaks the clock condition of docs/single-lease.md: tokens
+// issued under a clock jumped ahead outrun the restarted counter, and the
+// first claims on an emptied counter under a clock stepped back take that
+// clock's word. A paused holder's lease ends at its
+// own validity, so its late write is no overlap: the fence must refuse it.
+//
+// # Properties
+//
+//   - ME: no two holders of a key valid at once, each by its own clock
+//     (safety.Report's overlaps).
+//   - ORDER: an acquisition started after another one of its key was
+//     granted gets a strictly larger token; no two holders share a token
+//     (safety.CheckOrder).
+//   - FENCE: no stale write accepted, and the register linearizable.
+//   - LIVE: after healing, every key is acquired, by a fresh Locker of each
+//     client library, within LiveBound: quorum max TTL + node timeout +
+//     drift + 2×TTL + 3 s; single 2×TTL + 3 s.
+//   - MEM: after LIVE, within 20 s, the server keys of each lock key (the
+//     names internal/keyname gives it, and those names followed by ":…",
+//     summed by MEMORY USAGE, found by SCAN and filtered here, since keys
+//     hold glob characters) use at most MemBound (512 B) on every server:
+//     the single hash is ~90-130 B, the quorum's fence counter 72 B;
+//     gone-owner records and queues must have expired. The lockers'
+//     warm-up locks count as keys; a name of dlock's that no lock key
+//     accounts for (the quorum's node-wide keys aside) fails MEM.
+//
+// # Running it
+//
+// The short mode (20 s of faults per strategy, both in parallel, about a
+// minute under -race) runs with the suite:
+//
+//	go test -race ./internal/testkit/nemesis
+//
+// A failure prints the seed and the command that replays it:
+//
+//	go test ./internal/testkit/nemesis -count=1 -run 'TestNemesis$/quorum$' -args -nemesis.seed=N
+//
+// The long mode is scripts/soak.sh (60 minutes by default, on the server
+// program DLOCK_SERVER names), which adds -nemesis.duration,
+// -nemesis.report DIR and -nemesis.name NAME and writes DIR/NAME.md and
+// DIR/NAME.json.
+//
+// TestNemesisCatches shows the nemesis can fail: with the lost-data guard
+// off (WithDurableNodes on servers that are not durable) and a schedule
+// that kills and empties 3 of 5 nodes every 2-2.5 s, it finds ME broken;
+// with resources that do not check tokens and a holder pause about every
+// second, it finds FENCE broken; with the single claim script changed to
+// take a lease for free in its holder's last 50 ms (Config.EarlyGrant),
+// on one key that every worker queues for and a holder pause every
+// 0.6-1 s (ExpireHolders), it finds ME broken. TestNemesisRestoreMajority restores 3 of
+// 5 quorum nodes from an RDB snapshot moments old, every 2.5-3 s, and must
+// find no promise broken: the fault the lost-data guard once missed.
+package nemesis
