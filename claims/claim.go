@@ -307,7 +307,7 @@ func (a *attempt) try(ctx context.Context) (*Claim, time.Duration, error) {
 		a.abandon(ctx)
 		return nil, 0, fmt.Errorf("claims: claim from %q on %s: %w", q.name, q.n, acquire.CtxErr(ctx, err))
 	}
-	until := t1.Add(a.ttl - acquire.Drift(a.ttl, acquire.DefaultDriftFactor))
+	until := t1.Add(a.ttl - acquire.Drift(a.ttl, q.cfg.drift))
 	if !time.Now().Before(until) {
 		a.abandon(ctx)
 		return nil, 0, fmt.Errorf("claims: claim of %q from %q: granted after its validity ran out on the way: %w",
@@ -346,7 +346,7 @@ func (b *backend) Extend(ctx context.Context, l *lease.Lease, ttl time.Duration)
 	if err != nil {
 		return time.Time{}, c.refused(ctx, "extend", err)
 	}
-	return t1.Add(ttl - acquire.Drift(ttl, acquire.DefaultDriftFactor)), nil
+	return t1.Add(ttl - acquire.Drift(ttl, c.q.cfg.drift)), nil
 }
 
 // Release implements lease.Backend: it completes the item when Complete

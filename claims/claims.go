@@ -69,6 +69,8 @@ type config struct {
 	ttl      time.Duration
 	keepDone time.Duration
 	idle     time.Duration
+	retry    lease.Retry
+	drift    float64
 }
 
 // WithTTL sets the lease of claims that do not set one with lease.WithTTL.
@@ -93,6 +95,16 @@ func WithKeepDone(d time.Duration) Option { return func(c *config) { c.keepDone 
 // DefaultIdleTTL; a negative d keeps the records for ever.
 func WithIdleTTL(d time.Duration) Option { return func(c *config) { c.idle = d } }
 
+// WithRetry sets how ClaimWait paces its attempts by default;
+// lease.WithRetry overrides it per claim. The default is
+// lease.DefaultRetry.
+func WithRetry(r lease.Retry) Option { return func(c *config) { c.retry = r } }
+
+// WithDriftFactor sets the share of the TTL the client sets aside for its
+// clock running slower than the server's, in [0, 0.5); the default is
+// 0.01. 2 ms are always added.
+func WithDriftFactor(f float64) Option { return func(c *config) { c.drift = f } }
+
 // Queue is one named work queue on one server. It is safe for concurrent
 // use, holds no resources of its own, and does not own its Node.
 type Queue struct {
@@ -115,13 +127,13 @@ func New(n node.Node, name string, opts ...Option) (*Queue, error) {
 	if name == "" {
 		return nil, &lease.ArgError{Arg: "name", Value: name, Rule: "must not be empty"}
 	}
-	cfg := config{ttl: DefaultTTL, keepDone: DefaultKeepDone}
+	cfg := config{ttl: DefaultTTL, keepDone: DefaultKeepDone, drift: acquire.DefaultDriftFactor}
 	for _, o := range opts {
 		if o != nil {
 			o(&cfg)
 		}
 	}
-	if err := acquire.CheckTTL(cfg.ttl, acquire.DefaultDriftFactor); err != nil {
+	if err := acquire.CheckLease(cfg.ttl, cfg.drift, cfg.retry); err != nil {
 		return nil, err
 	}
 	if cfg.keepDone < time.Millisecond {
@@ -205,9 +217,9 @@ const strategy = "claims"
 
 // options returns the claim's options: the queue's TTL unless opts set one.
 func (q *Queue) options(ctx context.Context, opts []lease.Option) (lease.Options, error) {
-	o, changed, err := acquire.Options(ctx, q.name, lease.Options{TTL: q.cfg.ttl}, opts)
+	o, changed, err := acquire.Options(ctx, q.name, lease.Options{TTL: q.cfg.ttl, Retry: q.cfg.retry}, opts)
 	if err == nil && changed {
-		err = acquire.CheckTTL(o.TTL, acquire.DefaultDriftFactor)
+		err = acquire.CheckTTL(o.TTL, q.cfg.drift)
 	}
 	return o, err
 }

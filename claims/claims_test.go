@@ -3,6 +3,7 @@ package claims_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strconv"
 	"strings"
 	"sync"
@@ -82,6 +83,9 @@ func TestArgs(t *testing.T) {
 		{"zero TTL", n, "q", []claims.Option{claims.WithTTL(-time.Second)}, "ttl"},
 		{"TTL all drift", n, "q", []claims.Option{claims.WithTTL(3 * time.Millisecond)}, "ttl"},
 		{"keep done", n, "q", []claims.Option{claims.WithKeepDone(time.Microsecond)}, "keep done"},
+		{"drift factor", n, "q", []claims.Option{claims.WithDriftFactor(0.5)}, "drift factor"},
+		{"TTL all drift at 0.4", n, "q", []claims.Option{claims.WithDriftFactor(0.4), claims.WithTTL(4 * time.Millisecond)}, "ttl"},
+		{"retry", n, "q", []claims.Option{claims.WithRetry(lease.Retry{Min: time.Second, Max: time.Millisecond})}, "retry"},
 	} {
 		_, err := claims.New(tt.n, tt.q, tt.opts...)
 		var ae *lease.ArgError
@@ -113,6 +117,29 @@ func TestArgs(t *testing.T) {
 	}
 	if s := stats(t, q); s.Pending != 1 || s.Claimed != 0 {
 		t.Fatalf("after refused Claims: %+v; want the item pending", s)
+	}
+}
+
+// TestDriftFactor: a claim's validity is its TTL less the drift the queue
+// sets aside (WithDriftFactor), counted from before the claim was sent.
+func TestDriftFactor(t *testing.T) {
+	srv := redistest.Start(t)
+	n := redistest.NodeFor(t, "valkey-go", srv.Addr())
+	for _, f := range []float64{0.01, 0.4} {
+		q := newQueue(t, n, fmt.Sprint("drift-", f), claims.WithTTL(time.Second), claims.WithDriftFactor(f))
+		ctx := t.Context()
+		require.NoError(t, q.Add(ctx, "x"))
+		before := time.Now()
+		c, err := q.Claim(ctx)
+		require.NoError(t, err)
+		most := time.Second - time.Duration(f*float64(time.Second)) - 2*time.Millisecond
+		if got := time.Until(before.Add(most)); c.Lease().TTL() > got+time.Millisecond {
+			t.Errorf("drift factor %v: validity %v; want at most %v", f, c.Lease().TTL(), got)
+		}
+		if f == 0.4 && c.Lease().TTL() < 400*time.Millisecond {
+			t.Errorf("drift factor 0.4: validity %v; want about 598ms", c.Lease().TTL())
+		}
+		require.NoError(t, c.Complete(ctx))
 	}
 }
 
