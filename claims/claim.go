@@ -118,6 +118,28 @@ func past(op int32) string {
 // at the front of the queue, on a context of its own bounded by
 // lease.ReleaseTimeout.
 func (q *Queue) Claim(ctx context.Context, opts ...lease.Option) (*Claim, error) {
+	return q.observed(ctx, q.claim, opts)
+}
+
+// observed runs claim, a claim of the queue, and reports it to the
+// queue's Observer as an acquisition: a grant under the claimed item's
+// id; an empty queue, an answer rather than a fault, as a lock found
+// taken (nothing free to claim).
+func (q *Queue) observed(ctx context.Context, claim func(context.Context, []lease.Option) (*Claim, error), opts []lease.Option) (*Claim, error) {
+	ob := acquire.Start(q.cfg.observer, strategy, q.name)
+	c, err := claim(ctx, opts)
+	switch {
+	case err == nil:
+		ob.End(c.Lease(), nil)
+	case errors.Is(err, ErrEmpty):
+		ob.End(nil, fmt.Errorf("%w: %w", lease.ErrTaken, err))
+	default:
+		ob.End(nil, err)
+	}
+	return c, err
+}
+
+func (q *Queue) claim(ctx context.Context, opts []lease.Option) (*Claim, error) {
 	o, err := q.options(ctx, opts)
 	if err != nil {
 		return nil, err
@@ -135,6 +157,10 @@ func (q *Queue) Claim(ctx context.Context, opts ...lease.Option) (*Claim, error)
 // itself. When ctx ends first, the error matches ctx.Err() and the last
 // attempt's error (ErrEmpty when nothing was pending).
 func (q *Queue) ClaimWait(ctx context.Context, opts ...lease.Option) (*Claim, error) {
+	return q.observed(ctx, q.claimWait, opts)
+}
+
+func (q *Queue) claimWait(ctx context.Context, opts []lease.Option) (*Claim, error) {
 	o, err := q.options(ctx, opts)
 	if err != nil {
 		return nil, err
@@ -315,7 +341,7 @@ func (a *attempt) try(ctx context.Context) (*Claim, time.Duration, error) {
 	}
 	c.l = lease.New((*backend)(c), lease.Grant{
 		Key: c.id, Owner: a.owner, Token: c.token, TTL: a.o.TTL, Until: until,
-		Strategy: strategy, AutoRenew: a.o.AutoRenew, Metadata: a.o.Metadata,
+		Strategy: strategy, Observer: q.cfg.observer, AutoRenew: a.o.AutoRenew, Metadata: a.o.Metadata,
 	})
 	return c, 0, nil
 }

@@ -71,6 +71,7 @@ type config struct {
 	idle     time.Duration
 	retry    lease.Retry
 	drift    float64
+	observer lease.Observer
 }
 
 // WithTTL sets the lease of claims that do not set one with lease.WithTTL.
@@ -104,6 +105,12 @@ func WithRetry(r lease.Retry) Option { return func(c *config) { c.retry = r } }
 // clock running slower than the server's, in [0, 0.5); the default is
 // 0.01. 2 ms are always added.
 func WithDriftFactor(f float64) Option { return func(c *config) { c.drift = f } }
+
+// WithObserver reports acquisitions, renewals, losses and releases to o
+// (nil for none), as single.WithObserver does; the events name this
+// package as their Strategy, "claims". See package observe for a logger and
+// observe/otelmetric for metrics.
+func WithObserver(o lease.Observer) Option { return func(c *config) { c.observer = o } }
 
 // Queue is one named work queue on one server. It is safe for concurrent
 // use, holds no resources of its own, and does not own its Node.

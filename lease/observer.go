@@ -56,8 +56,8 @@ func (k EventKind) String() string {
 // Event is one thing an Observer hears.
 type Event struct {
 	Kind     EventKind
-	Strategy string        // "single" or "quorum"
-	Key      string        // the lock's key
+	Strategy string        // "single" or "quorum"; "permits", "rwlock" or "claims" for those packages
+	Key      string        // the lock's key; once granted, the lease's (a permit's NAME#SLOT, a claimed item's id)
 	Node     string        // the node, for a Vote
 	Outcome  string        // a Vote's answer: "ok", "taken", "error", "timeout", "sits_out"
 	Wait     time.Duration // AcquireEnded: time to the outcome; Vote: round trip

@@ -192,7 +192,7 @@ func (c *claim) setHeld(token fence.Token, slot int) {
 func (c *claim) lease(token fence.Token, until time.Time, short bool) *lease.Lease {
 	return lease.New(c, lease.Grant{
 		Key: c.key, Owner: c.args[0], Token: token, TTL: c.o.TTL, Until: until,
-		Strategy: strategy, AutoRenew: c.o.AutoRenew, Metadata: c.o.Metadata, Short: short,
+		Strategy: strategy, Observer: c.s.cfg.observer, AutoRenew: c.o.AutoRenew, Metadata: c.o.Metadata, Short: short,
 	})
 }
 

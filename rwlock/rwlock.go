@@ -77,10 +77,11 @@ const DefaultIdleTTL = 24 * time.Hour
 type Option func(*config)
 
 type config struct {
-	ttl   time.Duration
-	idle  time.Duration // < 0: for ever
-	retry lease.Retry
-	drift float64
+	ttl      time.Duration
+	idle     time.Duration // < 0: for ever
+	retry    lease.Retry
+	drift    float64
+	observer lease.Observer
 }
 
 // WithTTL sets the TTL of leases whose acquire does not set one with
@@ -105,6 +106,12 @@ func WithRetry(r lease.Retry) Option { return func(c *config) { c.retry = r } }
 // clock running slower than the server's, in [0, 0.5); the default is
 // 0.01. 2 ms, the granularity of the server's expiry, are always added.
 func WithDriftFactor(f float64) Option { return func(c *config) { c.drift = f } }
+
+// WithObserver reports acquisitions, renewals, losses and releases to o
+// (nil for none), as single.WithObserver does; the events name this
+// package as their Strategy, "rwlock". See package observe for a logger and
+// observe/otelmetric for metrics.
+func WithObserver(o lease.Observer) Option { return func(c *config) { c.observer = o } }
 
 // Locker grants read and write leases on keys of one server. Its
 // Acquire, TryAcquire, Inspect and Close make it a dlock.Locker whose

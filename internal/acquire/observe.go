@@ -28,9 +28,15 @@ func Start(o lease.Observer, strategy, key string) Observation {
 }
 
 // End reports the acquisition's outcome, err, and passes l and err through.
+// A grant is reported under its lease's key, which the lease's own events
+// carry too: a permit's NAME#SLOT, a claimed item's id.
 func (ob Observation) End(l *lease.Lease, err error) (*lease.Lease, error) {
 	if ob.o != nil {
-		ob.o.Observe(lease.Event{Kind: lease.AcquireEnded, Strategy: ob.strategy, Key: ob.key, Wait: time.Since(ob.start), Err: err})
+		key := ob.key
+		if l != nil {
+			key = l.Key()
+		}
+		ob.o.Observe(lease.Event{Kind: lease.AcquireEnded, Strategy: ob.strategy, Key: key, Wait: time.Since(ob.start), Err: err})
 	}
 	return l, err
 }

@@ -11,11 +11,14 @@ import (
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 
+	"github.com/dlockgo/dlock/claims"
 	"github.com/dlockgo/dlock/internal/testkit/redistest"
 	"github.com/dlockgo/dlock/lease"
 	"github.com/dlockgo/dlock/node"
 	"github.com/dlockgo/dlock/observe/otelmetric"
+	"github.com/dlockgo/dlock/permits"
 	"github.com/dlockgo/dlock/redlock"
+	"github.com/dlockgo/dlock/rwlock"
 	"github.com/dlockgo/dlock/single"
 )
 
@@ -248,5 +251,53 @@ func TestQuorum(t *testing.T) {
 				t.Errorf("votes on the three nodes' names = %d of %d; want all, and some", perNode, all)
 			}
 		})
+	}
+}
+
+// TestPrimitives: permits, the read-write lock and the work queue report
+// to an Observer (their WithObserver), and their events reach the metrics
+// under their own dlock.strategy, beside the locks': a grant, a refusal
+// (a full semaphore, a held write lock, an empty queue) and a release each.
+func TestPrimitives(t *testing.T) {
+	srv := redistest.Start(t)
+	n := redistest.NodeFor(t, "valkey-go", srv.Addr())
+	m, obs := newMetrics(t)
+	ctx := t.Context()
+
+	sem, err := permits.New(n, permits.WithObserver(obs))
+	require.NoError(t, err)
+	p, err := sem.TryAcquire(ctx, "pool", 1)
+	require.NoError(t, err)
+	_, err = sem.TryAcquire(ctx, "pool", 1)
+	require.ErrorIs(t, err, lease.ErrTaken)
+	require.NoError(t, p.Release(ctx))
+
+	rw, err := rwlock.New(n, rwlock.WithObserver(obs))
+	require.NoError(t, err)
+	w, err := rw.TryAcquire(ctx, "doc")
+	require.NoError(t, err)
+	_, err = rw.TryAcquireShared(ctx, "doc")
+	require.ErrorIs(t, err, lease.ErrTaken)
+	require.NoError(t, w.Release(ctx))
+
+	q, err := claims.New(n, "jobs", claims.WithObserver(obs))
+	require.NoError(t, err)
+	require.NoError(t, q.Add(ctx, "job-1"))
+	c, err := q.Claim(ctx)
+	require.NoError(t, err)
+	_, err = q.Claim(ctx)
+	require.ErrorIs(t, err, claims.ErrEmpty)
+	require.NoError(t, c.Complete(ctx))
+
+	m.collect()
+	for _, s := range []string{"permits", "rwlock", "claims"} {
+		st := otelmetric.KeyStrategy.String(s)
+		m.want("dlock.acquisitions", 1, st, acquired)
+		m.want("dlock.acquisitions", 1, st, taken)
+		m.want("dlock.releases", 1, st, ok)
+		m.want("dlock.leases.held", 0, st)
+		if got := m.count("dlock.acquire.duration", st); got != 2 {
+			t.Errorf("dlock.acquire.duration{%s} count = %d; want 2", s, got)
+		}
 	}
 }
