@@ -74,14 +74,16 @@ type Election struct {
 	name string
 	key  string
 	opts []lease.Option // every term's lease options but the metadata
+	obs  lease.Observer // may be nil
 }
 
 // Option configures an Election; pass options to New.
 type Option func(*config)
 
 type config struct {
-	ttl   time.Duration
-	retry lease.Retry
+	ttl      time.Duration
+	retry    lease.Retry
+	observer lease.Observer
 }
 
 // WithTTL sets the TTL of each term's lease: how long a leader that died
@@ -93,6 +95,17 @@ func WithTTL(ttl time.Duration) Option { return func(c *config) { c.ttl = ttl } 
 // WithRetry sets how a campaign paces its attempts while the office is
 // held; the zero value keeps the Locker's (see lease.WithRetry).
 func WithRetry(r lease.Retry) Option { return func(c *config) { c.retry = r } }
+
+// WithObserver reports campaigns and the ends of terms to o (nil for
+// none) under the strategy name "election" and the office's lock key: a
+// Campaign as an acquisition (AcquireStarted, AcquireEnded), a Resign as
+// Released, a term that ended otherwise as Lost. A term's renewals are its
+// lease's, which the Locker's own Observer hears. See package observe for
+// a logger and observe/otelmetric for metrics.
+func WithObserver(o lease.Observer) Option { return func(c *config) { c.observer = o } }
+
+// strategy names elections in Observer events.
+const strategy = "election"
 
 // New returns the office name, campaigned for through locker. The locker
 // must also be a Notifier, as every Locker of this module is. It returns
@@ -122,7 +135,7 @@ func New(locker Locker, name string, opts ...Option) (*Election, error) {
 	if err := c.retry.Check(); err != nil {
 		return nil, err
 	}
-	e := &Election{lk: locker, nt: nt, name: name, key: KeyPrefix + name}
+	e := &Election{lk: locker, nt: nt, name: name, key: KeyPrefix + name, obs: c.observer}
 	e.opts = []lease.Option{lease.WithAutoRenew()}
 	if c.ttl > 0 {
 		e.opts = append(e.opts, lease.WithTTL(c.ttl))

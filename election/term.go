@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"github.com/dlockgo/dlock/fence"
@@ -37,6 +38,9 @@ type Term struct {
 	ctx     context.Context
 	cancel  context.CancelFunc
 	stopped chan struct{} // closed when run returns
+	// observed says the term's end was reported to the Observer: once,
+	// by run (a loss) or by the first Resign.
+	observed atomic.Bool
 }
 
 // Campaign waits until this caller is elected to the office, or ctx ends.
@@ -56,6 +60,17 @@ type Term struct {
 // term is lost (once it has announced the loss, bounded by
 // lease.ReleaseTimeout): call Resign in either case.
 func (e *Election) Campaign(ctx context.Context, value string) (*Term, error) {
+	ob := acquire.Start(e.obs, strategy, e.key)
+	t, err := e.campaign(ctx, value)
+	if err != nil {
+		ob.End(nil, err)
+		return nil, err
+	}
+	ob.End(t.l, nil)
+	return t, nil
+}
+
+func (e *Election) campaign(ctx context.Context, value string) (*Term, error) {
 	if err := argerr.CheckContext(ctx); err != nil {
 		return nil, err
 	}
@@ -120,9 +135,14 @@ func (t *Term) Resign(ctx context.Context) error {
 	}
 	t.cancel()
 	<-t.stopped
+	if cause := t.l.Err(); cause != nil && !errors.Is(cause, lease.ErrReleased) {
+		t.observe(lease.Lost, cause) // lost before run saw it
+	}
 	if err := t.l.Release(ctx); err != nil {
+		t.observe(lease.Released, err)
 		return fmt.Errorf("election: resign %q: %w", t.e.name, err)
 	}
+	t.observe(lease.Released, nil)
 	if ctx.Err() != nil {
 		var cancel context.CancelFunc
 		ctx, cancel = acquire.Detached(ctx, lease.ReleaseTimeout)
@@ -146,6 +166,7 @@ func (t *Term) run() {
 		case <-t.ctx.Done():
 			return
 		case <-done:
+			t.observe(lease.Lost, t.l.Err())
 			t.announceFor(lease.ReleaseTimeout, msgEnded)
 			return
 		case <-timer.C:
@@ -155,6 +176,14 @@ func (t *Term) run() {
 			}
 			timer.Reset(beat)
 		}
+	}
+}
+
+// observe reports the term's end to the election's Observer, if any, the
+// first time it is called.
+func (t *Term) observe(kind lease.EventKind, err error) {
+	if t.e.obs != nil && t.observed.CompareAndSwap(false, true) {
+		t.e.obs.Observe(lease.Event{Kind: kind, Strategy: strategy, Key: t.e.key, Err: err})
 	}
 }
 

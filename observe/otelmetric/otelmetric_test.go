@@ -12,6 +12,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 
 	"github.com/dlockgo/dlock/claims"
+	"github.com/dlockgo/dlock/election"
 	"github.com/dlockgo/dlock/internal/testkit/redistest"
 	"github.com/dlockgo/dlock/lease"
 	"github.com/dlockgo/dlock/node"
@@ -289,7 +290,39 @@ func TestPrimitives(t *testing.T) {
 	require.ErrorIs(t, err, claims.ErrEmpty)
 	require.NoError(t, c.Complete(ctx))
 
+	lk, err := single.New(n, single.WithTTL(300*time.Millisecond))
+	require.NoError(t, err)
+	defer lk.Close()
+	el, err := election.New(lk, "office", election.WithObserver(obs))
+	require.NoError(t, err)
+	term, err := el.Campaign(ctx, "a")
+	require.NoError(t, err)
+	short, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
+	_, err = el.Campaign(short, "b")
+	cancel()
+	require.ErrorIs(t, err, context.DeadlineExceeded)
+	require.NoError(t, term.Resign(ctx))
+	// A term whose lock is taken away ends lost.
+	gone, err := el.Campaign(ctx, "c")
+	require.NoError(t, err)
+	_, err = srv.Do("HDEL", "dlock:{"+election.KeyPrefix+"office}", "owner", "until")
+	require.NoError(t, err)
+	select {
+	case <-gone.Done():
+	case <-time.After(5 * time.Second):
+		t.Fatal("a term whose lock was taken away still lasts")
+	}
+	_ = gone.Resign(ctx) // ends its goroutine; the lost lease may still release cleanly
+
 	m.collect()
+	el1 := otelmetric.KeyStrategy.String("election")
+	m.want("dlock.acquisitions", 2, el1, acquired)
+	// A wait that ran out on a held office matches ErrTaken (and the
+	// context's error): taken, as for any Acquire.
+	m.want("dlock.acquisitions", 1, el1, taken)
+	m.want("dlock.releases", 1, el1, ok)
+	m.want("dlock.leases.lost", 1, el1, lost)
+	m.want("dlock.leases.held", 0, el1)
 	for _, s := range []string{"permits", "rwlock", "claims"} {
 		st := otelmetric.KeyStrategy.String(s)
 		m.want("dlock.acquisitions", 1, st, acquired)
