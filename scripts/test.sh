@@ -26,6 +26,10 @@ fi
 # dlock's dependencies), so ./... from the root does not reach it.
 modules=(. observe/otelmetric)
 for m in "${modules[@]}"; do (cd "$m" && go vet ./...); done
+# The docs against the code first (names, printed scripts, examples, the
+# README's Layout): a second, and the race run below runs them again.
+go test -count=1 -run '^TestDocs' ./internal/testkit/docscheck
+
 # The benchmark module is separate (it keeps the peer libraries out of
 # dlock's dependencies); vetting it keeps `cd bench && go run .` building.
 (cd bench && go vet ./...)
@@ -49,17 +53,34 @@ esac
 for m in "${modules[@]}" bench; do (cd "$m" && "$staticcheck" ./...); done
 
 # Allocation budgets, measured without the race detector, which distorts
-# allocation counts (their files are built with !race).
-for m in "${modules[@]}"; do (cd "$m" && go test -count=1 -timeout 5m -run 'Allocs' ./...); done
-for m in "${modules[@]}"; do (cd "$m" && go test -race -count=1 -timeout 15m ./...); done
+# allocation counts (their files are built with !race): only the packages
+# that have them, so that no other test binary is built twice.
+go test -count=1 -timeout 5m -run 'Allocs' ./single ./redlock
+(cd observe/otelmetric && go test -count=1 -timeout 5m -run 'Allocs' ./...)
+
+# Every test with the race detector. The test binaries are built first, so
+# that no compile competes for the CPU with tests that count time; then
+# four packages run at once: most of a test's time is spent waiting on a
+# server or a TTL, and two at a time left the two cores mostly idle.
+for m in "${modules[@]}"; do
+  (cd "$m" && go test -race -count=1 -run '^$' ./... >/dev/null && go test -race -count=1 -p 4 -timeout 15m ./...)
+done
 
 # Fuzz targets, each for a fixed count of runs (2-3 s each on a quiet
 # 2-core machine; their seed corpora already ran above as plain tests):
-# go test fuzzes one target per call. A count, not a duration: with a
-# duration, go1.26's fuzz coordinator can fail a target with a bare
-# "context deadline exceeded" at the end.
+# go test fuzzes one target per call, so two calls run at once, one per
+# core, and a failure fails the suite once its pair has ended. A count,
+# not a duration: with a duration, go1.26's fuzz coordinator can fail a
+# target with a bare "context deadline exceeded" at the end.
+fuzzed=0 fuzzpids=()
+fuzzwait() {
+  for p in "${fuzzpids[@]}"; do wait "$p" || fuzzed=1; done
+  fuzzpids=()
+}
 while read -r pkg target runs; do
-  go test -run '^$' -fuzz "^$target\$" -fuzztime "$runs" -parallel 1 "$pkg"
+  go test -run '^$' -fuzz "^$target\$" -fuzztime "$runs" -parallel 1 "$pkg" </dev/null &
+  fuzzpids+=($!)
+  [ ${#fuzzpids[@]} -lt 2 ] || fuzzwait
 done <<'TARGETS'
 . FuzzParseURL 2500x
 ./internal/keyname FuzzNames 15000x
@@ -78,6 +99,8 @@ done <<'TARGETS'
 ./cmd/dlock FuzzRunArgs 2500x
 ./cmd/dlock FuzzConfigFile 1000x
 TARGETS
+fuzzwait
+[ "$fuzzed" -eq 0 ] || { echo "test.sh: a fuzz target failed (above)" >&2; exit 1; }
 
 # The server-dependent packages again, on Valkey 8.0 and 7.2 (see
 # scripts/test-valkey.sh). After the Redis run rather than beside it: the
