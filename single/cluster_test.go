@@ -3,7 +3,6 @@ package single_test
 import (
 	"context"
 	"errors"
-	"net"
 	"strconv"
 	"strings"
 	"sync"
@@ -267,15 +266,10 @@ func TestClusterReplicas(t *testing.T) {
 // returns once the master's WAIT counts it.
 func addReplica(t *testing.T, cl *redistest.Cluster, i int) *redistest.Server {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	bus := l.Addr().(*net.TCPAddr).Port
-	l.Close()
 	master := cl.Servers()[i]
-	r := redistest.Start(t, redistest.WithArgs(
+	r := redistest.Start(t, redistest.WithClusterBus(), redistest.WithArgs(
 		"--cluster-enabled", "yes",
 		"--cluster-config-file", "nodes.conf",
-		"--cluster-port", strconv.Itoa(bus),
 		"--cluster-node-timeout", "5000",
 	))
 	do := func(s *redistest.Server, args ...string) string {

@@ -32,6 +32,11 @@ type Cluster struct {
 	ids     []string
 }
 
+// WithClusterBus gives a cluster node a bus port of its own
+// (--cluster-port), drawn with its port, and drawn again with it when
+// either bind fails.
+func WithClusterBus() Option { return func(c *config) { c.bus = true } }
+
 // StartCluster starts masters (at least 3) servers with cluster-enabled,
 // joins them with the cli beside the server (redisproc.CLIPath) --cluster
 // create, and returns once every node reports cluster_state:ok and knows
@@ -48,16 +53,12 @@ func StartCluster(t testing.TB, masters int, opts ...Option) *Cluster {
 	}
 	c := &Cluster{t: t}
 	for range masters {
-		// The bus port is chosen explicitly: the default, port+10000, may be
-		// taken or out of range.
-		bus, err := redisproc.FreePort()
-		if err != nil {
-			t.Fatalf("redistest: free port: %v", err)
-		}
-		s := Start(t, append(slices.Clip(opts), WithArgs(
+		// The bus port is chosen explicitly (the default, port+10000, may
+		// be taken or out of range) and drawn again with the port when
+		// either bind fails.
+		s := Start(t, append(slices.Clip(opts), WithClusterBus(), WithArgs(
 			"--cluster-enabled", "yes",
 			"--cluster-config-file", "nodes.conf",
-			"--cluster-port", strconv.Itoa(bus),
 			"--cluster-node-timeout", "5000",
 		))...)
 		c.servers = append(c.servers, s)

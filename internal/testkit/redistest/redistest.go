@@ -59,6 +59,7 @@ type config struct {
 	tls     *Certs
 	tlsAuth TLSClients
 	conf    string // a config file, first on the command line; "" for none
+	bus     bool   // a cluster bus port of its own, drawn with the port
 
 	user, password string // see WithAuth
 	sentinelPass   string // see WithSentinelPassword
@@ -110,6 +111,7 @@ type Server struct {
 	bin  string // the server binary, from redisproc.ServerPath
 	dir  string
 	port int
+	bus  int // the cluster bus port when cfg.bus, else 0
 
 	mu      sync.Mutex
 	cmd     *exec.Cmd
@@ -133,6 +135,11 @@ func Start(t testing.TB, opts ...Option) *Server {
 	t.Cleanup(s.cleanup)
 	for range 5 {
 		s.port, err = redisproc.FreePort()
+		if err == nil && s.cfg.bus {
+			// A bus port taken since the last draw fails the bind as the
+			// port does: both are drawn again.
+			s.bus, err = redisproc.FreePort()
+		}
 		if err != nil {
 			t.Fatalf("redistest: free port: %v", err)
 		}
@@ -485,6 +492,9 @@ func (s *Server) args() []string {
 		a = append(a, "--user", "default", "off", "--user", s.cfg.user, "on", ">"+s.cfg.password, "~*", "&*", "+@all")
 	case s.cfg.password != "":
 		a = append(a, "--requirepass", s.cfg.password)
+	}
+	if s.bus != 0 {
+		a = append(a, "--cluster-port", strconv.Itoa(s.bus))
 	}
 	return append(a, s.cfg.args...)
 }
