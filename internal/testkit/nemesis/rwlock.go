@@ -224,7 +224,7 @@ func (wl *workload) rwViolations(events []*Event, ws []safety.Window) (vs, reade
 		readerWs = append(readerWs, w)
 	}
 	readerVs = append(safety.CheckSharedOrder(writers, readers), wl.rwLateWrites(readers)...)
-	behindVs, behindWs := wl.rwBehindClasses(events, writers, kept)
+	behindVs, behindWs := wl.rwBehindClasses(events, writers, readers, kept)
 	return vs, append(readerVs, behindVs...), append(readerWs, behindWs...)
 }
 
@@ -292,11 +292,11 @@ const (
 	// loss of the master's latest writes (a kill of the master, a
 	// failover): the reader's grant was lost with them.
 	behindLostGrant safety.Property = "BEHIND:lost-grant"
-	// behindKeptCounter: the reader was granted within a readers' window
-	// (readerWindows, a loss near a clock fault): the counter its first
-	// reader raised on the new server process, floored at a clock the
-	// fault put behind, is below the token of a writer granted before the
-	// loss, whose write the register holds.
+	// behindKeptCounter: the reader's token was drawn (tokenDrawn) within
+	// a readers' window (readerWindows, a loss near a clock fault): the
+	// counter the first reader raised on the new server process, floored
+	// at a clock the fault put behind, is below the token of a writer
+	// granted before the loss, whose write the register holds.
 	behindKeptCounter safety.Property = "BEHIND:kept-counter"
 )
 
@@ -305,10 +305,11 @@ var behindKinds = []safety.Property{behindClock, behindLostGrant, behindKeptCoun
 
 // rwBehindClasses sorts the valid readers' reads behind into their classes:
 // one violation each, of the class's property and dated by the writer's
-// grant (behindClock, behindLostGrant) or the reader's (behindKeptCounter),
+// grant (behindClock, behindLostGrant) or the draw of the reader's token
+// (behindKeptCounter),
 // with the windows that excuse them; or FENCE, with none, when no class
 // fits. kept are the readers' windows.
-func (wl *workload) rwBehindClasses(events []*Event, writers []safety.Acquisition, kept []safety.Window) ([]safety.Violation, []safety.Window) {
+func (wl *workload) rwBehindClasses(events []*Event, writers, readers []safety.Acquisition, kept []safety.Window) ([]safety.Violation, []safety.Window) {
 	wl.mu.Lock()
 	rbs := slices.Clone(wl.behind)
 	wl.mu.Unlock()
@@ -355,12 +356,27 @@ func (wl *workload) rwBehindClasses(events []*Event, writers []safety.Acquisitio
 			v = safety.Violation{Property: behindClock, At: w.Granted, Detail: detail}
 		case ok && covered(behindLostGrant, w.Granted):
 			v = safety.Violation{Property: behindLostGrant, At: w.Granted, Detail: detail}
-		case covered(behindKeptCounter, rb.granted):
-			v = safety.Violation{Property: behindKeptCounter, At: rb.granted, Detail: detail}
+		case covered(behindKeptCounter, tokenDrawn(readers, rb.token, w.Granted, rb.granted)):
+			v = safety.Violation{Property: behindKeptCounter, At: tokenDrawn(readers, rb.token, w.Granted, rb.granted), Detail: detail}
 		}
 		vs = append(vs, v)
 	}
 	return vs, ws
+}
+
+// tokenDrawn is when the readers' token was drawn, as safety's
+// CheckSharedOrder dates it: the first grant of a reader with token after
+// since (the grant of the writer whose write was read; zero for none),
+// the raise that the readers after it share; granted (the reader's own
+// grant) when there is none.
+func tokenDrawn(readers []safety.Acquisition, token fence.Token, since, granted time.Time) time.Time {
+	at := granted
+	for _, r := range readers {
+		if r.Token == token && !r.Granted.IsZero() && r.Granted.After(since) && r.Granted.Before(at) {
+			at = r.Granted
+		}
+	}
+	return at
 }
 
 // readerWindows are the stretches in which the readers' tokens are not

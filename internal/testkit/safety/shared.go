@@ -63,34 +63,41 @@ func (h History) Holds(shared bool) []Hold {
 	return out
 }
 
+// sharedAcq is an acquisition of a read-write lock, shared (a reader's) or
+// not.
+type sharedAcq struct {
+	Acquisition
+	shared bool
+}
+
 // CheckSharedOrder returns the Order violations of the readers' tokens of
 // one read-write lock, whose writers' tokens among themselves are
 // CheckOrder's: every reader that started after another acquisition,
 // writer's or reader's, was granted, and got a smaller token than that
 // one (a reader's token is the last writer's, and does not go back); and
 // every writer that started after a reader was granted, and got a token
-// not larger than the reader's. Each is dated by the grant of the
-// acquisition whose token is too small.
+// not larger than the reader's. Each is dated by the moment the token too
+// small was drawn: a writer's grant; for a reader, the first grant of its
+// token after the larger one's, since readers with no writer between them
+// share the token the first of them raised the counter to, and a reader
+// that joins them later carries a token drawn at that raise (a raise
+// inside a fault's window is excused with the readers who share it).
 func CheckSharedOrder(writers, readers []Acquisition) []Violation {
-	type acq struct {
-		Acquisition
-		shared bool
-	}
-	var all []acq
+	var all []sharedAcq
 	for _, a := range writers {
 		if !a.Granted.IsZero() {
-			all = append(all, acq{a, false})
+			all = append(all, sharedAcq{a, false})
 		}
 	}
 	for _, a := range readers {
 		if !a.Granted.IsZero() {
-			all = append(all, acq{a, true})
+			all = append(all, sharedAcq{a, true})
 		}
 	}
 	byGrant := slices.Clone(all)
-	slices.SortStableFunc(byGrant, func(a, b acq) int { return a.Granted.Compare(b.Granted) })
+	slices.SortStableFunc(byGrant, func(a, b sharedAcq) int { return a.Granted.Compare(b.Granted) })
 	byStart := slices.Clone(all)
-	slices.SortStableFunc(byStart, func(a, b acq) int { return a.Start.Compare(b.Start) })
+	slices.SortStableFunc(byStart, func(a, b sharedAcq) int { return a.Start.Compare(b.Start) })
 
 	var out []Violation
 	// best, bestReader: indexes in byGrant of the largest token granted
@@ -105,7 +112,7 @@ func CheckSharedOrder(writers, readers []Acquisition) []Violation {
 				bestReader = i
 			}
 		}
-		var a acq
+		var a sharedAcq
 		switch {
 		case b.shared && best >= 0 && b.Token < byGrant[best].Token:
 			a = byGrant[best]
@@ -114,11 +121,26 @@ func CheckSharedOrder(writers, readers []Acquisition) []Violation {
 		default:
 			continue
 		}
-		out = append(out, Violation{Property: Order, At: b.Granted, Detail: fmt.Sprintf(
+		out = append(out, Violation{Property: Order, At: drawn(byGrant, b, a), Detail: fmt.Sprintf(
 			"token order: %s (%s) started at %s, after %s (%s) was granted token %s at %s, and got token %s",
 			b.Holder, kindOf(Hold{Shared: b.shared}), stamp(b.Start), a.Holder, kindOf(Hold{Shared: a.shared}),
 			a.Token, stamp(a.Granted), b.Token)})
 	}
 	slices.SortStableFunc(out, func(a, b Violation) int { return a.At.Compare(b.At) })
 	return out
+}
+
+// drawn dates the order violation of b, whose token is below a's: b's
+// grant for a writer; for a reader, the first grant of a reader with b's
+// token after a's grant (byGrant is sorted by grant).
+func drawn(byGrant []sharedAcq, b, a sharedAcq) time.Time {
+	if !b.shared {
+		return b.Granted
+	}
+	for _, x := range byGrant {
+		if x.shared && x.Token == b.Token && x.Granted.After(a.Granted) {
+			return x.Granted
+		}
+	}
+	return b.Granted
 }

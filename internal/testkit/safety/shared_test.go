@@ -59,6 +59,14 @@ func TestCheckSharedOrder(t *testing.T) {
 		{"a reader behind the last writer", []Acquisition{acq("w1", 0, 1, 10), acq("w2", 2, 3, 11)},
 			[]Acquisition{acq("r", 5, 6, 10)}, []int{6}},
 		{"a reader behind another reader", nil, []Acquisition{acq("r1", 0, 1, 10), acq("r2", 5, 6, 9)}, []int{6}},
+		// r2 drew 9 at 6 (a raise on a counter restored below r1's 10);
+		// r3 joins it at 40: dated by the draw, as is r2's.
+		{"a reader joins a token drawn behind", nil,
+			[]Acquisition{acq("r1", 0, 1, 10), acq("r2", 5, 6, 9), acq("r3", 39, 40, 9)}, []int{6, 6}},
+		// 9 drawn at 2, before r2's 10: its return at 40 is a draw of its
+		// own, after 10's grant.
+		{"a token drawn behind again", nil,
+			[]Acquisition{acq("r1", 1, 2, 9), acq("r2", 5, 6, 10), acq("r3", 39, 40, 9)}, []int{40}},
 		{"a writer at a reader's token", []Acquisition{acq("w", 5, 6, 10)}, []Acquisition{acq("r", 0, 1, 10)}, []int{6}},
 		{"a writer below a reader's token", []Acquisition{acq("w", 5, 6, 9)}, []Acquisition{acq("r", 0, 1, 10)}, []int{6}},
 		{"concurrent asks are not ordered", []Acquisition{acq("w", 0, 6, 12)}, []Acquisition{acq("r", 1, 2, 10)}, nil},
