@@ -12,6 +12,7 @@ import (
 
 	"github.com/dlockgo/dlock/fence"
 	"github.com/dlockgo/dlock/internal/acquire"
+	"github.com/dlockgo/dlock/internal/claimcore"
 	"github.com/dlockgo/dlock/lease"
 	"github.com/dlockgo/dlock/node"
 )
@@ -126,7 +127,7 @@ func (q *Queue) Claim(ctx context.Context, opts ...lease.Option) (*Claim, error)
 // id; an empty queue, an answer rather than a fault, as a lock found
 // taken (nothing free to claim).
 func (q *Queue) observed(ctx context.Context, claim func(context.Context, []lease.Option) (*Claim, error), opts []lease.Option) (*Claim, error) {
-	ob := acquire.Start(q.cfg.observer, strategy, q.name)
+	ob := acquire.Start(q.cfg.Observer, strategy, q.name)
 	c, err := claim(ctx, opts)
 	switch {
 	case err == nil:
@@ -178,7 +179,7 @@ func (q *Queue) claimWait(ctx context.Context, opts []lease.Option) (*Claim, err
 			got = c
 			return 0, nil
 		}
-		if r := (*refusal)(nil); errors.As(err, &r) {
+		if r := (*claimcore.Refusal)(nil); errors.As(err, &r) {
 			return 0, err
 		}
 		// Nothing pending, a lost exchange (the claim given up), a grant
@@ -229,18 +230,12 @@ func (q *Queue) newAttempt(o lease.Options) *attempt {
 	a := &attempt{q: q, o: o, ttlMs: q.ttlMs}
 	ms := o.TTL.Milliseconds()
 	a.ttl = time.Duration(ms) * time.Millisecond
-	if o.TTL != q.cfg.ttl {
+	if o.TTL != q.cfg.TTL {
 		a.ttlMs = strconv.FormatInt(ms, 10)
 	}
 	a.owner = acquire.OwnerValue(acquire.NewOwner(), o.Metadata)
 	return a
 }
-
-// refusal is the server's error reply to a claim: nothing was written.
-type refusal struct{ err error }
-
-func (r *refusal) Error() string { return r.err.Error() }
-func (r *refusal) Unwrap() error { return r.err }
 
 // claimReply is what claim.lua answered: a grant of the item id with its
 // token and attempt number; or no item, with how long until the earliest
@@ -299,16 +294,12 @@ func (a *attempt) try(ctx context.Context) (*Claim, time.Duration, error) {
 	}
 	q := a.q
 	t1 := time.Now()
-	r, err := q.n.Eval(ctx, claimScript, q.keys[:], a.owner, a.ttlMs)
+	r, lost, err := q.kit.Run(ctx, claimScript, q.keys[:], []string{a.owner, a.ttlMs}, "claim from", q.name)
 	if err != nil {
-		var re *node.ReplyError
-		if errors.As(err, &re) {
-			return nil, 0, &refusal{fmt.Errorf("claims: claim from %q on %s: %w", q.name, q.n, err)}
+		if lost {
+			a.abandon(ctx)
 		}
-		// The claim may have landed with its reply lost, or may still be
-		// on its way.
-		a.abandon(ctx)
-		return nil, 0, fmt.Errorf("claims: claim from %q on %s: %w", q.name, q.n, acquire.CtxErr(ctx, err))
+		return nil, 0, err
 	}
 	cr, err := readClaim(r)
 	switch {
@@ -327,21 +318,15 @@ func (a *attempt) try(ctx context.Context) (*Claim, time.Duration, error) {
 	c := &Claim{q: q, id: cr.id, token: cr.token, attempt: cr.attempt}
 	c.args = [3]string{c.id, a.owner, strconv.FormatUint(uint64(c.token), 10)}
 	c.op.Store(opRetry)
-	if err := ctx.Err(); err != nil {
-		// Not every client cuts a call short when ctx ends; a caller that
-		// gave up must not be left holding an item it does not know of.
+	until, err := q.kit.Granted(ctx, t1, a.ttl, "claim from", q.name)
+	if err != nil {
+		// The item goes back to the queue with the abandon.
 		a.abandon(ctx)
-		return nil, 0, fmt.Errorf("claims: claim from %q on %s: %w", q.name, q.n, acquire.CtxErr(ctx, err))
-	}
-	until := t1.Add(a.ttl - acquire.Drift(a.ttl, q.cfg.drift))
-	if !time.Now().Before(until) {
-		a.abandon(ctx)
-		return nil, 0, fmt.Errorf("claims: claim of %q from %q: granted after its validity ran out on the way: %w",
-			c.id, q.name, lease.ErrExpired)
+		return nil, 0, err
 	}
 	c.l = lease.New((*backend)(c), lease.Grant{
 		Key: c.id, Owner: a.owner, Token: c.token, TTL: a.o.TTL, Until: until,
-		Strategy: strategy, Observer: q.cfg.observer, AutoRenew: a.o.AutoRenew, Metadata: a.o.Metadata,
+		Strategy: strategy, Observer: q.cfg.Observer, AutoRenew: a.o.AutoRenew, Metadata: a.o.Metadata,
 	})
 	return c, 0, nil
 }
@@ -350,8 +335,7 @@ func (a *attempt) try(ctx context.Context) (*Claim, time.Duration, error) {
 // from ctx (the caller's may have ended already), and draws a new owner:
 // the abandoned one is refused from then on.
 func (a *attempt) abandon(ctx context.Context) {
-	keep := max(abandonKeep, 2*a.ttl).Milliseconds()
-	acquire.Cleanup(ctx, a.q.n, abandonScript, a.q.keys[:], a.owner, strconv.FormatInt(keep, 10))
+	a.q.kit.Abandon(ctx, a.q.keys[:], a.owner, a.ttl)
 	a.owner = acquire.OwnerValue(acquire.NewOwner(), a.o.Metadata)
 }
 
@@ -372,7 +356,7 @@ func (b *backend) Extend(ctx context.Context, l *lease.Lease, ttl time.Duration)
 	if err != nil {
 		return time.Time{}, c.refused(ctx, "extend", err)
 	}
-	return t1.Add(ttl - acquire.Drift(ttl, c.q.cfg.drift)), nil
+	return c.q.cfg.Until(t1, ttl), nil
 }
 
 // Release implements lease.Backend: it completes the item when Complete

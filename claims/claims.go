@@ -39,6 +39,7 @@ import (
 	"time"
 
 	"github.com/dlockgo/dlock/internal/acquire"
+	"github.com/dlockgo/dlock/internal/claimcore"
 	"github.com/dlockgo/dlock/internal/keyname"
 	"github.com/dlockgo/dlock/lease"
 	"github.com/dlockgo/dlock/node"
@@ -53,7 +54,7 @@ const DefaultKeepDone = time.Minute
 
 // DefaultIdleTTL is how long a completed item's token floor outlives its
 // Complete by default (see WithIdleTTL).
-const DefaultIdleTTL = 24 * time.Hour
+const DefaultIdleTTL = claimcore.DefaultIdleTTL
 
 // MaxID is the longest item id Add accepts, in bytes.
 const MaxID = 512
@@ -65,18 +66,16 @@ var ErrEmpty = errors.New("claims: no pending item")
 // Option configures a Queue; pass options to New.
 type Option func(*config)
 
+// config is the configuration every single-server primitive shares, and
+// how long a completed item's record lives.
 type config struct {
-	ttl      time.Duration
+	claimcore.Base
 	keepDone time.Duration
-	idle     time.Duration
-	retry    lease.Retry
-	drift    float64
-	observer lease.Observer
 }
 
 // WithTTL sets the lease of claims that do not set one with lease.WithTTL.
 // The default is DefaultTTL.
-func WithTTL(ttl time.Duration) Option { return func(c *config) { c.ttl = ttl } }
+func WithTTL(ttl time.Duration) Option { return func(c *config) { c.TTL = ttl } }
 
 // WithKeepDone sets how long a completed item leaves a record on the
 // server: its id and token, so that a Complete sent again (by a client
@@ -94,23 +93,23 @@ func WithKeepDone(d time.Duration) Option { return func(c *config) { c.keepDone 
 // clock has not stepped back past the tokens handed out before. Queues
 // whose ids are never reused can make it short. Zero selects
 // DefaultIdleTTL; a negative d keeps the records for ever.
-func WithIdleTTL(d time.Duration) Option { return func(c *config) { c.idle = d } }
+func WithIdleTTL(d time.Duration) Option { return func(c *config) { c.Idle = d } }
 
 // WithRetry sets how ClaimWait paces its attempts by default;
 // lease.WithRetry overrides it per claim. The default is
 // lease.DefaultRetry.
-func WithRetry(r lease.Retry) Option { return func(c *config) { c.retry = r } }
+func WithRetry(r lease.Retry) Option { return func(c *config) { c.Retry = r } }
 
 // WithDriftFactor sets the share of the TTL the client sets aside for its
 // clock running slower than the server's, in [0, 0.5); the default is
 // 0.01. 2 ms are always added.
-func WithDriftFactor(f float64) Option { return func(c *config) { c.drift = f } }
+func WithDriftFactor(f float64) Option { return func(c *config) { c.Drift = f } }
 
 // WithObserver reports acquisitions, renewals, losses and releases to o
 // (nil for none), as single.WithObserver does; the events name this
 // package as their Strategy, "claims". See package observe for a logger and
 // observe/otelmetric for metrics.
-func WithObserver(o lease.Observer) Option { return func(c *config) { c.observer = o } }
+func WithObserver(o lease.Observer) Option { return func(c *config) { c.Observer = o } }
 
 // Queue is one named work queue on one server. It is safe for concurrent
 // use, holds no resources of its own, and does not own its Node.
@@ -119,6 +118,7 @@ type Queue struct {
 	name   string
 	keys   [1]string // the items hash, base of every other key
 	cfg    config
+	kit    claimcore.Kit
 	ttlMs  string
 	keepMs string
 	idleMs string // -1: for ever
@@ -134,28 +134,26 @@ func New(n node.Node, name string, opts ...Option) (*Queue, error) {
 	if name == "" {
 		return nil, &lease.ArgError{Arg: "name", Value: name, Rule: "must not be empty"}
 	}
-	cfg := config{ttl: DefaultTTL, keepDone: DefaultKeepDone, drift: acquire.DefaultDriftFactor}
+	cfg := config{Base: claimcore.NewBase(DefaultTTL), keepDone: DefaultKeepDone}
 	for _, o := range opts {
 		if o != nil {
 			o(&cfg)
 		}
 	}
-	if err := acquire.CheckLease(cfg.ttl, cfg.drift, cfg.retry); err != nil {
+	if err := cfg.Check(); err != nil {
 		return nil, err
 	}
 	if cfg.keepDone < time.Millisecond {
 		return nil, &lease.ArgError{Arg: "keep done", Value: cfg.keepDone, Rule: "must be at least 1ms"}
 	}
 	q := &Queue{n: n, name: name, cfg: cfg,
-		ttlMs:  strconv.FormatInt(cfg.ttl.Milliseconds(), 10),
+		ttlMs:  strconv.FormatInt(cfg.TTL.Milliseconds(), 10),
 		keepMs: strconv.FormatInt(cfg.keepDone.Milliseconds(), 10),
 		idleMs: "-1"}
-	switch {
-	case cfg.idle == 0:
-		q.idleMs = strconv.FormatInt(DefaultIdleTTL.Milliseconds(), 10)
-	case cfg.idle > 0:
-		q.idleMs = strconv.FormatInt(max(cfg.idle.Milliseconds(), 1), 10)
+	if cfg.Idle > 0 {
+		q.idleMs = strconv.FormatInt(max(cfg.Idle.Milliseconds(), 1), 10)
 	}
+	q.kit = claimcore.Kit{Name: strategy, Node: n, Base: &q.cfg.Base, AbandonScript: abandonScript}
 	q.keys[0] = keyname.Claims(name)
 	return q, nil
 }
@@ -224,9 +222,9 @@ const strategy = "claims"
 
 // options returns the claim's options: the queue's TTL unless opts set one.
 func (q *Queue) options(ctx context.Context, opts []lease.Option) (lease.Options, error) {
-	o, changed, err := acquire.Options(ctx, q.name, lease.Options{TTL: q.cfg.ttl, Retry: q.cfg.retry}, opts)
+	o, changed, err := acquire.Options(ctx, q.name, lease.Options{TTL: q.cfg.TTL, Retry: q.cfg.Retry}, opts)
 	if err == nil && changed {
-		err = acquire.CheckTTL(o.TTL, q.cfg.drift)
+		err = acquire.CheckTTL(o.TTL, q.cfg.Drift)
 	}
 	return o, err
 }

@@ -17,7 +17,7 @@ import (
 // server fails, a claim that may have landed is given up before it
 // returns, on a context of its own bounded by lease.ReleaseTimeout.
 func (s *Semaphore) TryAcquire(ctx context.Context, name string, n int, opts ...lease.Option) (*lease.Lease, error) {
-	return acquire.Start(s.cfg.observer, strategy, name).End(s.tryAcquire(ctx, name, n, opts))
+	return acquire.Start(s.cfg.Observer, strategy, name).End(s.tryAcquire(ctx, name, n, opts))
 }
 
 func (s *Semaphore) tryAcquire(ctx context.Context, name string, n int, opts []lease.Option) (*lease.Lease, error) {
@@ -47,7 +47,7 @@ func (s *Semaphore) tryAcquire(ctx context.Context, name string, n int, opts []l
 // it reaches the head, for at most its ticket's lifetime: max(2 s, 3 ×
 // its Retry.Max) after its last attempt.
 func (s *Semaphore) Acquire(ctx context.Context, name string, n int, opts ...lease.Option) (*lease.Lease, error) {
-	return acquire.Start(s.cfg.observer, strategy, name).End(s.acquire(ctx, name, n, opts))
+	return acquire.Start(s.cfg.Observer, strategy, name).End(s.acquire(ctx, name, n, opts))
 }
 
 func (s *Semaphore) acquire(ctx context.Context, name string, n int, opts []lease.Option) (*lease.Lease, error) {

@@ -2,7 +2,6 @@ package permits
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"math"
 	"strconv"
@@ -11,6 +10,7 @@ import (
 
 	"github.com/dlockgo/dlock/fence"
 	"github.com/dlockgo/dlock/internal/acquire"
+	"github.com/dlockgo/dlock/internal/claimcore"
 	"github.com/dlockgo/dlock/lease"
 	"github.com/dlockgo/dlock/node"
 )
@@ -40,27 +40,15 @@ type claim struct {
 	handedSlot int
 }
 
-// refusal is the server's error reply to a claim: the script refused, or
-// the server would not run it, and nothing was written. It is the one
-// failure of an attempt that Acquire does not retry.
-type refusal struct{ err error }
-
-func (r *refusal) Error() string { return r.err.Error() }
-func (r *refusal) Unwrap() error { return r.err }
-
-// errLate is the cause of a claim granted after its validity had run out
-// on the way: it has been released again.
-var errLate = errors.New("permits: granted after its validity ran out on the way")
-
 func (s *Semaphore) newClaim(name string, n int, o lease.Options) *claim {
 	c := &claim{s: s, name: name, o: o, nargs: 4, keys: [1]string{hashKey(name)}}
 	ms := o.TTL.Milliseconds()
 	c.ttl = time.Duration(ms) * time.Millisecond
 	c.args[1] = strconv.Itoa(n)
-	if o.TTL == s.cfg.ttl {
+	if o.TTL == s.cfg.TTL {
 		c.args[2], c.args[3] = s.ttlMs, s.keepMs
 	} else {
-		c.args[2], c.args[3] = strconv.FormatInt(ms, 10), s.keep(c.ttl)
+		c.args[2], c.args[3] = strconv.FormatInt(ms, 10), s.cfg.KeepMs(c.ttl)
 	}
 	c.drawOwner()
 	return c
@@ -72,23 +60,9 @@ func (c *claim) drawOwner() {
 	c.args[0] = acquire.OwnerValue(acquire.NewOwner(), c.o.Metadata)
 }
 
-// again is try for a blocking acquire, which retries every failure but
-// the server's refusal: a grant that came too late to be used is one more
-// attempt that found the permits taken.
+// again is try for a blocking acquire (see claimcore.Again).
 func (c *claim) again(ctx context.Context) (*lease.Lease, time.Duration, error) {
-	l, hint, err := c.try(ctx)
-	var r *refusal
-	switch {
-	case err == nil, errors.Is(err, lease.ErrTaken):
-		return l, hint, err
-	case errors.Is(err, errLate):
-		return nil, 0, fmt.Errorf("%w (%w)", lease.ErrTaken, err)
-	case errors.As(err, &r):
-		return nil, 0, err
-	}
-	// A lost connection or a timeout (the claim abandoned): worth another
-	// attempt.
-	return nil, 0, acquire.Retryable(err)
+	return claimcore.Again(c.try(ctx))
 }
 
 // try runs the claim script once. On lease.ErrTaken, hint is how long
@@ -101,16 +75,12 @@ func (c *claim) try(ctx context.Context) (*lease.Lease, time.Duration, error) {
 	}
 	s := c.s
 	t1 := time.Now()
-	r, err := s.n.Eval(ctx, claimScript, c.keys[:], c.args[:c.nargs]...)
+	r, lost, err := s.kit.Run(ctx, claimScript, c.keys[:], c.args[:c.nargs], "claim", c.name)
 	if err != nil {
-		var re *node.ReplyError
-		if !errors.As(err, &re) {
-			// The claim may have landed with its reply lost, or may still
-			// be on its way.
+		if lost {
 			c.abandon(ctx)
-			return nil, 0, fmt.Errorf("permits: claim %q on %s: %w", c.name, s.n, acquire.CtxErr(ctx, err))
 		}
-		return nil, 0, &refusal{fmt.Errorf("permits: claim %q on %s: %w", c.name, s.n, acquire.CtxErr(ctx, err))}
+		return nil, 0, err
 	}
 	cr, err := readClaim(r)
 	if err != nil {
@@ -126,16 +96,10 @@ func (c *claim) try(ctx context.Context) (*lease.Lease, time.Duration, error) {
 	c.queue = false
 	token, slot := cr.token, cr.slot
 	c.setHeld(token, slot)
-	if err := ctx.Err(); err != nil {
-		// Not every client cuts a call short when ctx ends; a caller that
-		// gave up must not be left holding a permit it does not know of.
+	until, err := s.kit.Granted(ctx, t1, c.ttl, "claim", c.name)
+	if err != nil {
 		c.releaseDetached(ctx)
-		return nil, 0, fmt.Errorf("permits: claim %q on %s: %w", c.name, s.n, acquire.CtxErr(ctx, err))
-	}
-	until := t1.Add(c.ttl - acquire.Drift(c.ttl, s.cfg.drift))
-	if !time.Now().Before(until) {
-		c.releaseDetached(ctx)
-		return nil, 0, fmt.Errorf("permits: %q: %w: %w", c.name, errLate, lease.ErrExpired)
+		return nil, 0, err
 	}
 	return c.lease(token, until, false), 0, nil
 }
@@ -192,7 +156,7 @@ func (c *claim) setHeld(token fence.Token, slot int) {
 func (c *claim) lease(token fence.Token, until time.Time, short bool) *lease.Lease {
 	return lease.New(c, lease.Grant{
 		Key: c.key, Owner: c.args[0], Token: token, TTL: c.o.TTL, Until: until,
-		Strategy: strategy, Observer: c.s.cfg.observer, AutoRenew: c.o.AutoRenew, Metadata: c.o.Metadata, Short: short,
+		Strategy: strategy, Observer: c.s.cfg.Observer, AutoRenew: c.o.AutoRenew, Metadata: c.o.Metadata, Short: short,
 	})
 }
 
@@ -234,7 +198,7 @@ func (c *claim) takeHanded() *lease.Lease {
 	token := c.handed
 	c.handed = 0
 	span := min(c.ttl, c.life)
-	until := c.sent.Add(span - acquire.Drift(span, c.s.cfg.drift))
+	until := c.s.cfg.Until(c.sent, span)
 	if time.Until(until) < span/2 {
 		return nil
 	}
@@ -246,8 +210,7 @@ func (c *claim) takeHanded() *lease.Lease {
 // abandon gives up the claim whether or not it landed, on a context
 // detached from ctx: the caller's may have ended already.
 func (c *claim) abandon(ctx context.Context) {
-	keep := max(abandonKeep, 2*c.ttl).Milliseconds()
-	acquire.Cleanup(ctx, c.s.n, abandonScript, c.keys[:], c.args[0], strconv.FormatInt(keep, 10))
+	c.s.kit.Abandon(ctx, c.keys[:], c.args[0], c.ttl)
 	c.queue = false
 	c.drawOwner()
 }
@@ -259,31 +222,20 @@ func (c *claim) leave(ctx context.Context) {
 	if !c.queue && c.handed == 0 {
 		return
 	}
-	acquire.Cleanup(ctx, c.s.n, leaveScript, c.keys[:], c.args[0])
+	c.s.kit.Leave(ctx, c.keys[:], c.args[0])
 	c.queue = false
 }
 
 // releaseDetached releases a granted permit the caller must not keep, on a
 // context detached from ctx: the caller's may have ended already.
 func (c *claim) releaseDetached(ctx context.Context) {
-	acquire.Cleanup(ctx, c.s.n, releaseScript, c.keys[:], c.held[:]...)
-	c.drawOwner() // as single's releaseDetached does, for the same reason
+	c.s.kit.ReleaseDetached(ctx, c.keys[:], c.held[:])
+	c.drawOwner()
 }
 
 // Extend implements lease.Backend.
 func (c *claim) Extend(ctx context.Context, l *lease.Lease, ttl time.Duration) (time.Time, error) {
-	ms := ttl.Milliseconds()
-	if ms <= 0 {
-		return time.Time{}, &lease.ArgError{Arg: "ttl", Value: ttl, Rule: "must be at least 1ms"}
-	}
-	ttl = time.Duration(ms) * time.Millisecond
-	t1 := time.Now()
-	_, err := c.s.n.Eval(ctx, extendScript, c.keys[:], c.held[0], c.held[1], c.held[2],
-		strconv.FormatInt(ms, 10), c.s.keep(ttl))
-	if err != nil {
-		return time.Time{}, c.refused(ctx, "extend", l, err)
-	}
-	return t1.Add(ttl - acquire.Drift(ttl, c.s.cfg.drift)), nil
+	return c.s.kit.Extend(ctx, c.keys[:], c.held[:], l, ttl)
 }
 
 // Release implements lease.Backend. The server refuses a release run
@@ -292,22 +244,8 @@ func (c *claim) Extend(ctx context.Context, l *lease.Lease, ttl time.Duration) (
 // valid by the local clock, the server's permit cannot have ended, so the
 // refusal is of the release run again, and the release succeeded.
 func (c *claim) Release(ctx context.Context, l *lease.Lease) error {
-	r, err := c.s.n.Eval(ctx, releaseScript, c.keys[:], c.held[:]...)
-	if err != nil {
-		if _, stale := acquire.StaleCounter(err); stale && l.TTL() > 0 {
-			return nil
-		}
-		return c.refused(ctx, "release", l, err)
-	}
-	if r.Int(0) != 1 {
-		return fmt.Errorf("permits: release %q: %w: it had expired", l.Key(), lease.ErrNotHeld)
-	}
-	return nil
-}
-
-// refused maps a DLSTALE reply to an error matching lease.ErrNotHeld, and
-// also fence.ErrStale when the permit's slot has been granted again since;
-// other errors keep their context error recognisable.
-func (c *claim) refused(ctx context.Context, op string, l *lease.Lease, err error) error {
-	return acquire.Refused(ctx, "permits", fmt.Sprintf("%s %q", op, l.Key()), c.s.n, l, err)
+	return c.s.kit.Release(ctx, c.keys[:], c.held[:], l, func(err error) bool {
+		_, stale := acquire.StaleCounter(err)
+		return stale && l.TTL() > 0
+	})
 }

@@ -54,6 +54,7 @@ import (
 	"time"
 
 	"github.com/dlockgo/dlock/internal/acquire"
+	"github.com/dlockgo/dlock/internal/claimcore"
 	"github.com/dlockgo/dlock/internal/keyname"
 	"github.com/dlockgo/dlock/lease"
 	"github.com/dlockgo/dlock/node"
@@ -64,7 +65,7 @@ const DefaultTTL = 30 * time.Second
 
 // DefaultIdleTTL is how long a name's hash, with its fencing counter,
 // outlives the last permit of the name by default (see WithIdleTTL).
-const DefaultIdleTTL = 24 * time.Hour
+const DefaultIdleTTL = claimcore.DefaultIdleTTL
 
 // MaxPermits is the largest N an acquire takes.
 const MaxPermits = 10000
@@ -72,17 +73,12 @@ const MaxPermits = 10000
 // Option configures a Semaphore; pass options to New.
 type Option func(*config)
 
-type config struct {
-	ttl      time.Duration
-	idle     time.Duration // < 0: for ever
-	retry    lease.Retry
-	drift    float64
-	observer lease.Observer
-}
+// config is the configuration every single-server primitive shares.
+type config struct{ claimcore.Base }
 
 // WithTTL sets the TTL of permits whose acquire does not set one with
 // lease.WithTTL. The default is DefaultTTL.
-func WithTTL(ttl time.Duration) Option { return func(c *config) { c.ttl = ttl } }
+func WithTTL(ttl time.Duration) Option { return func(c *config) { c.TTL = ttl } }
 
 // WithIdleTTL sets how long a name's hash, which keeps the name's fencing
 // counter between permits, outlives the latest permit granted or extended:
@@ -90,30 +86,31 @@ func WithTTL(ttl time.Duration) Option { return func(c *config) { c.ttl = ttl } 
 // counter afresh from the server's clock in µs, so its tokens still rise
 // as long as that clock does not step back past the tokens issued before.
 // Zero selects DefaultIdleTTL; a negative d keeps every hash for ever.
-func WithIdleTTL(d time.Duration) Option { return func(c *config) { c.idle = d } }
+func WithIdleTTL(d time.Duration) Option { return func(c *config) { c.Idle = d } }
 
 // WithRetry sets how Acquire paces its attempts by default; lease.WithRetry
 // overrides it per acquisition. The default is lease.DefaultRetry.
-func WithRetry(r lease.Retry) Option { return func(c *config) { c.retry = r } }
+func WithRetry(r lease.Retry) Option { return func(c *config) { c.Retry = r } }
 
 // WithDriftFactor sets the share of the TTL the client sets aside for its
 // clock running slower than the server's, in [0, 0.5); the default is
 // 0.01. 2 ms are always added.
-func WithDriftFactor(f float64) Option { return func(c *config) { c.drift = f } }
+func WithDriftFactor(f float64) Option { return func(c *config) { c.Drift = f } }
 
 // WithObserver reports acquisitions, renewals, losses and releases to o
 // (nil for none), as single.WithObserver does; the events name this
 // package as their Strategy, "permits". See package observe for a logger and
 // observe/otelmetric for metrics.
-func WithObserver(o lease.Observer) Option { return func(c *config) { c.observer = o } }
+func WithObserver(o lease.Observer) Option { return func(c *config) { c.Observer = o } }
 
 // Semaphore grants permits of names on one server. It is safe for
 // concurrent use.
 type Semaphore struct {
 	n      node.Node
 	cfg    config
-	ttlMs  string // cfg.ttl in ms, formatted once
-	keepMs string // keep(cfg.ttl), formatted once
+	kit    claimcore.Kit
+	ttlMs  string // cfg.TTL in ms, formatted once
+	keepMs string // the hash's lifetime after a grant of cfg.TTL, formatted once
 }
 
 // New returns a Semaphore that keeps its permits on n. It returns an
@@ -123,26 +120,21 @@ func New(n node.Node, opts ...Option) (*Semaphore, error) {
 	if n == nil {
 		return nil, &lease.ArgError{Arg: "node", Value: n, Rule: "must not be nil"}
 	}
-	cfg := config{ttl: DefaultTTL, drift: acquire.DefaultDriftFactor}
+	cfg := config{claimcore.NewBase(DefaultTTL)}
 	for _, o := range opts {
 		if o != nil {
 			o(&cfg)
 		}
 	}
-	if cfg.idle == 0 {
-		cfg.idle = DefaultIdleTTL
-	}
-	if err := acquire.CheckLease(cfg.ttl, cfg.drift, cfg.retry); err != nil {
+	if err := cfg.Check(); err != nil {
 		return nil, err
 	}
-	s := &Semaphore{n: n, cfg: cfg, ttlMs: strconv.FormatInt(cfg.ttl.Milliseconds(), 10)}
-	s.keepMs = s.keep(cfg.ttl)
+	s := &Semaphore{n: n, cfg: cfg, ttlMs: strconv.FormatInt(cfg.TTL.Milliseconds(), 10)}
+	s.kit = claimcore.Kit{Name: strategy, Node: n, Base: &s.cfg.Base, ExtendScript: extendScript,
+		ReleaseScript: releaseScript, AbandonScript: abandonScript, LeaveScript: leaveScript}
+	s.keepMs = s.cfg.KeepMs(cfg.TTL)
 	return s, nil
 }
-
-// keep returns how long, in ms, a name's hash is kept after a grant or
-// extension for ttl: ttl plus the idle TTL, or "0" to keep it for ever.
-func (s *Semaphore) keep(ttl time.Duration) string { return acquire.KeepMs(ttl, s.cfg.idle) }
 
 // Close does nothing: a Semaphore holds no resources of its own between
 // calls, and neither releases permits still held nor closes its Node.
@@ -173,9 +165,9 @@ func (s *Semaphore) check(ctx context.Context, name string, n int, opts []lease.
 		return lease.Options{}, &lease.ArgError{Arg: "n", Value: n,
 			Rule: "must be between 1 and " + strconv.Itoa(MaxPermits) + " (permits.MaxPermits)"}
 	}
-	o, changed, err := acquire.Options(ctx, name, lease.Options{TTL: s.cfg.ttl, Retry: s.cfg.retry}, opts)
+	o, changed, err := acquire.Options(ctx, name, lease.Options{TTL: s.cfg.TTL, Retry: s.cfg.Retry}, opts)
 	if err == nil && changed {
-		err = acquire.CheckTTL(o.TTL, s.cfg.drift)
+		err = acquire.CheckTTL(o.TTL, s.cfg.Drift)
 	}
 	return o, err
 }

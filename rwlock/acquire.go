@@ -17,14 +17,14 @@ import (
 // bounded by lease.ReleaseTimeout: against a hung server the call can
 // return up to that long after ctx ended.
 func (lk *Locker) TryAcquire(ctx context.Context, key string, opts ...lease.Option) (*lease.Lease, error) {
-	return acquire.Start(lk.cfg.observer, strategy, key).End(lk.try(ctx, key, writer, opts))
+	return acquire.Start(lk.cfg.Observer, strategy, key).End(lk.try(ctx, key, writer, opts))
 }
 
 // TryAcquireShared makes one attempt at a read lease on key. It returns an
 // error matching lease.ErrTaken when a writer holds the lock or waits for
 // it, and otherwise behaves as TryAcquire.
 func (lk *Locker) TryAcquireShared(ctx context.Context, key string, opts ...lease.Option) (*lease.Lease, error) {
-	return acquire.Start(lk.cfg.observer, strategy, key).End(lk.try(ctx, key, reader, opts))
+	return acquire.Start(lk.cfg.Observer, strategy, key).End(lk.try(ctx, key, reader, opts))
 }
 
 // Acquire waits until it holds the write lock on key, or ctx ends. It is
@@ -40,7 +40,7 @@ func (lk *Locker) TryAcquireShared(ctx context.Context, key string, opts ...leas
 // up its place holds the others up for at most its ticket's lifetime:
 // max(2 s, 3 × its Retry.Max) after its last attempt.
 func (lk *Locker) Acquire(ctx context.Context, key string, opts ...lease.Option) (*lease.Lease, error) {
-	return acquire.Start(lk.cfg.observer, strategy, key).End(lk.wait(ctx, key, writer, opts))
+	return acquire.Start(lk.cfg.Observer, strategy, key).End(lk.wait(ctx, key, writer, opts))
 }
 
 // AcquireShared waits until it holds a read lease on key, or ctx ends. It
@@ -48,7 +48,7 @@ func (lk *Locker) Acquire(ctx context.Context, key string, opts ...lease.Option)
 // queued before it still waits; readers share the lock. Failures, ctx's
 // end and dead waiters are as for Acquire.
 func (lk *Locker) AcquireShared(ctx context.Context, key string, opts ...lease.Option) (*lease.Lease, error) {
-	return acquire.Start(lk.cfg.observer, strategy, key).End(lk.wait(ctx, key, reader, opts))
+	return acquire.Start(lk.cfg.Observer, strategy, key).End(lk.wait(ctx, key, reader, opts))
 }
 
 func (lk *Locker) try(ctx context.Context, key string, k kind, opts []lease.Option) (*lease.Lease, error) {

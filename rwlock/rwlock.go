@@ -61,6 +61,7 @@ import (
 
 	"github.com/dlockgo/dlock/fence"
 	"github.com/dlockgo/dlock/internal/acquire"
+	"github.com/dlockgo/dlock/internal/claimcore"
 	"github.com/dlockgo/dlock/internal/keyname"
 	"github.com/dlockgo/dlock/lease"
 	"github.com/dlockgo/dlock/node"
@@ -71,22 +72,17 @@ const DefaultTTL = 30 * time.Second
 
 // DefaultIdleTTL is how long a key's hash, with its fencing counter,
 // outlives the last lease on the key by default (see WithIdleTTL).
-const DefaultIdleTTL = 24 * time.Hour
+const DefaultIdleTTL = claimcore.DefaultIdleTTL
 
 // Option configures a Locker; pass options to New.
 type Option func(*config)
 
-type config struct {
-	ttl      time.Duration
-	idle     time.Duration // < 0: for ever
-	retry    lease.Retry
-	drift    float64
-	observer lease.Observer
-}
+// config is the configuration every single-server primitive shares.
+type config struct{ claimcore.Base }
 
 // WithTTL sets the TTL of leases whose acquire does not set one with
 // lease.WithTTL. The default is DefaultTTL.
-func WithTTL(ttl time.Duration) Option { return func(c *config) { c.ttl = ttl } }
+func WithTTL(ttl time.Duration) Option { return func(c *config) { c.TTL = ttl } }
 
 // WithIdleTTL sets how long a key's hash, which keeps the key's fencing
 // counter between leases, outlives the latest lease granted or extended on
@@ -95,23 +91,23 @@ func WithTTL(ttl time.Duration) Option { return func(c *config) { c.ttl = ttl } 
 // as long as that clock does not step back past the tokens issued before.
 // Zero selects DefaultIdleTTL (a day); a negative d keeps every hash for
 // ever, one per key ever locked.
-func WithIdleTTL(d time.Duration) Option { return func(c *config) { c.idle = d } }
+func WithIdleTTL(d time.Duration) Option { return func(c *config) { c.Idle = d } }
 
 // WithRetry sets how Acquire and AcquireShared pace their attempts by
 // default; lease.WithRetry overrides it per acquisition. The default is
 // lease.DefaultRetry.
-func WithRetry(r lease.Retry) Option { return func(c *config) { c.retry = r } }
+func WithRetry(r lease.Retry) Option { return func(c *config) { c.Retry = r } }
 
 // WithDriftFactor sets the share of the TTL the client sets aside for its
 // clock running slower than the server's, in [0, 0.5); the default is
 // 0.01. 2 ms, the granularity of the server's expiry, are always added.
-func WithDriftFactor(f float64) Option { return func(c *config) { c.drift = f } }
+func WithDriftFactor(f float64) Option { return func(c *config) { c.Drift = f } }
 
 // WithObserver reports acquisitions, renewals, losses and releases to o
 // (nil for none), as single.WithObserver does; the events name this
 // package as their Strategy, "rwlock". See package observe for a logger and
 // observe/otelmetric for metrics.
-func WithObserver(o lease.Observer) Option { return func(c *config) { c.observer = o } }
+func WithObserver(o lease.Observer) Option { return func(c *config) { c.Observer = o } }
 
 // Locker grants read and write leases on keys of one server. Its
 // Acquire, TryAcquire, Inspect and Close make it a dlock.Locker whose
@@ -119,8 +115,9 @@ func WithObserver(o lease.Observer) Option { return func(c *config) { c.observer
 type Locker struct {
 	n      node.Node
 	cfg    config
-	ttlMs  string // cfg.ttl in ms, formatted once
-	keepMs string // keep(cfg.ttl), formatted once
+	kit    claimcore.Kit
+	ttlMs  string // cfg.TTL in ms, formatted once
+	keepMs string // the hash's lifetime after a grant of cfg.TTL, formatted once
 	// unraised: readers claim with claimUnraisedScript. Only a test sets
 	// it, through internal/rwhook, to show a checker the gap the raise
 	// closes.
@@ -134,26 +131,21 @@ func New(n node.Node, opts ...Option) (*Locker, error) {
 	if n == nil {
 		return nil, &lease.ArgError{Arg: "node", Value: n, Rule: "must not be nil"}
 	}
-	cfg := config{ttl: DefaultTTL, drift: acquire.DefaultDriftFactor}
+	cfg := config{claimcore.NewBase(DefaultTTL)}
 	for _, o := range opts {
 		if o != nil {
 			o(&cfg)
 		}
 	}
-	if cfg.idle == 0 {
-		cfg.idle = DefaultIdleTTL
-	}
-	if err := acquire.CheckLease(cfg.ttl, cfg.drift, cfg.retry); err != nil {
+	if err := cfg.Check(); err != nil {
 		return nil, err
 	}
-	lk := &Locker{n: n, cfg: cfg, ttlMs: strconv.FormatInt(cfg.ttl.Milliseconds(), 10)}
-	lk.keepMs = lk.keep(cfg.ttl)
+	lk := &Locker{n: n, cfg: cfg, ttlMs: strconv.FormatInt(cfg.TTL.Milliseconds(), 10)}
+	lk.kit = claimcore.Kit{Name: strategy, Node: n, Base: &lk.cfg.Base, ExtendScript: extendScript,
+		ReleaseScript: releaseScript, AbandonScript: abandonScript, LeaveScript: leaveScript}
+	lk.keepMs = lk.cfg.KeepMs(cfg.TTL)
 	return lk, nil
 }
-
-// keep returns how long, in ms, a key's hash is kept after a grant or
-// extension for ttl: ttl plus the idle TTL, or "0" to keep it for ever.
-func (lk *Locker) keep(ttl time.Duration) string { return acquire.KeepMs(ttl, lk.cfg.idle) }
 
 // Close does nothing: a Locker holds no resources of its own between
 // calls, and neither releases leases still held nor closes its Node.
@@ -167,9 +159,9 @@ func KeyOf(key string) string { return keyname.RWLock(key) }
 
 // options checks an acquire's arguments and returns its options.
 func (lk *Locker) options(ctx context.Context, key string, opts []lease.Option) (lease.Options, error) {
-	o, changed, err := acquire.Options(ctx, key, lease.Options{TTL: lk.cfg.ttl, Retry: lk.cfg.retry}, opts)
+	o, changed, err := acquire.Options(ctx, key, lease.Options{TTL: lk.cfg.TTL, Retry: lk.cfg.Retry}, opts)
 	if err == nil && changed {
-		err = acquire.CheckTTL(o.TTL, lk.cfg.drift)
+		err = acquire.CheckTTL(o.TTL, lk.cfg.Drift)
 	}
 	return o, err
 }

@@ -1,67 +1,49 @@
 package rwlock
 
 import (
-	_ "embed"
+	"embed"
 	"strings"
-	"time"
 
+	"github.com/dlockgo/dlock/internal/claimcore"
 	"github.com/dlockgo/dlock/internal/rwhook"
 	"github.com/dlockgo/dlock/node"
 )
 
 // The scripts, one per transition, each in lua/ with its keys, arguments,
-// replies and reasons, each after lua/state.lua, which reads the server's
-// clock once (TIME) and judges every lease and ticket by it.
-var (
-	//go:embed lua/state.lua
-	stateLua string
-	//go:embed lua/claim.lua
-	claimLua string
-	//go:embed lua/extend.lua
-	extendLua string
-	//go:embed lua/release.lua
-	releaseLua string
-	//go:embed lua/leave.lua
-	leaveLua string
-	//go:embed lua/abandon.lua
-	abandonLua string
-	//go:embed lua/inspect.lua
-	inspectLua string
-)
+// replies and reasons, each after the core prelude (claimcore.Lua: the
+// server's clock, read once, judges every lease and ticket) and
+// lua/state.lua.
+//
+// luaFS holds them, read by claimcore.Script after the core prelude.
+//
+//go:embed lua
+var luaFS embed.FS
 
 var (
 	// claimScript: KEYS the lock's hash; ARGV owner, kind ("w" or "r"),
 	// TTL ms, the hash's lifetime ms, and for a blocking waiter its
 	// ticket's lifetime ms. Replies the token, or {ms until the lease in
 	// the way may end, place in the queue}.
-	claimScript = node.NewScript(stateLua + claimLua)
+	claimScript = claimcore.Script(luaFS, "state.lua", "claim.lua")
 	// claimUnraisedScript is claimScript under the rule before readers
 	// raised the counter: for internal/rwhook only (see unraised).
-	claimUnraisedScript = node.NewScript(stateLua + unraised(claimLua))
+	claimUnraisedScript = node.NewScript(unraised(claimcore.Source(luaFS, "state.lua", "claim.lua")))
 	// extendScript: KEYS the hash; ARGV owner, kind, token, TTL ms, the
 	// hash's lifetime ms. Replies 1, or the error DLSTALE <attempts>.
-	extendScript = node.NewScript(stateLua + extendLua)
+	extendScript = claimcore.Script(luaFS, "state.lua", "extend.lua")
 	// releaseScript: KEYS the hash; ARGV owner, kind, token. Replies 1, 0
 	// when the lease had ended, or the error DLSTALE <attempts>.
-	releaseScript = node.NewScript(stateLua + releaseLua)
+	releaseScript = claimcore.Script(luaFS, "state.lua", "release.lua")
 	// leaveScript: KEYS the hash; ARGV owner. Replies 1 when there was a
 	// ticket.
-	leaveScript = node.NewScript(stateLua + leaveLua)
+	leaveScript = claimcore.Script(luaFS, "state.lua", "leave.lua")
 	// abandonScript: KEYS the hash; ARGV owner, ms to remember it. Replies
 	// 1 when it gave up a lease.
-	abandonScript = node.NewScript(stateLua + abandonLua)
+	abandonScript = claimcore.Script(luaFS, "state.lua", "abandon.lua")
 	// inspectScript: KEYS the hash. Replies {attempts, writer, its ms
 	// left, live readers, the last reader, its ms left}.
-	inspectScript = node.NewScript(stateLua + inspectLua)
+	inspectScript = claimcore.Script(luaFS, "state.lua", "inspect.lua")
 )
-
-// abandonKeep is how long an abandoned owner is remembered, at least
-// (twice the TTL when that is longer): a claim that reaches the server
-// later than that, held up in a network path or behind a paused server,
-// holds the lock for its TTL under an owner nobody uses. That costs the
-// key one TTL of availability (for a reader's claim, of the writers'),
-// never a second holder.
-const abandonKeep = 10 * time.Second
 
 // unraised returns the claim script with its raise switched off: readers
 // share the counter as a writer left it, the rule this package had before,

@@ -17,7 +17,7 @@ import (
 // by lease.ReleaseTimeout: against a hung server the call can return up
 // to that long after ctx ended.
 func (lk *Locker) TryAcquire(ctx context.Context, key string, opts ...lease.Option) (*lease.Lease, error) {
-	ob := acquire.Start(lk.cfg.observer, strategy, key)
+	ob := acquire.Start(lk.cfg.Observer, strategy, key)
 	return ob.End(lk.tryAcquire(ctx, key, opts))
 }
 
@@ -48,7 +48,7 @@ func (lk *Locker) tryAcquire(ctx context.Context, key string, opts []lease.Optio
 // reaches the head, for at most its ticket's lifetime: max(2 s, 3 × its
 // Retry.Max) after its last attempt.
 func (lk *Locker) Acquire(ctx context.Context, key string, opts ...lease.Option) (*lease.Lease, error) {
-	ob := acquire.Start(lk.cfg.observer, strategy, key)
+	ob := acquire.Start(lk.cfg.Observer, strategy, key)
 	return ob.End(lk.acquire(ctx, key, opts))
 }
 

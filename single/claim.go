@@ -13,6 +13,7 @@ import (
 
 	"github.com/dlockgo/dlock/fence"
 	"github.com/dlockgo/dlock/internal/acquire"
+	"github.com/dlockgo/dlock/internal/claimcore"
 	"github.com/dlockgo/dlock/lease"
 	"github.com/dlockgo/dlock/node"
 )
@@ -52,26 +53,14 @@ type claim struct {
 // migrating; Acquire tries again.
 var errMigrating = errors.New("single: cluster slot migrating")
 
-// refusal is the server's error reply to a claim: the script refused, or
-// the server would not run it, and nothing was written. It is the one
-// failure of an attempt that Acquire does not retry.
-type refusal struct{ err error }
-
-func (r *refusal) Error() string { return r.err.Error() }
-func (r *refusal) Unwrap() error { return r.err }
-
-// errLate is the cause of a claim granted after its validity had run out
-// on the way: it has been released again.
-var errLate = errors.New("single: granted after its validity ran out on the way")
-
 func (lk *Locker) newClaim(key string, o lease.Options) *claim {
 	c := &claim{lk: lk, key: key, o: o, nargs: 3}
 	ms := o.TTL.Milliseconds()
 	c.ttl = time.Duration(ms) * time.Millisecond
-	if o.TTL == lk.cfg.ttl {
+	if o.TTL == lk.cfg.TTL {
 		c.args[1], c.args[2] = lk.ttlMs, lk.keepMs
 	} else {
-		c.args[1], c.args[2] = strconv.FormatInt(ms, 10), lk.keep(c.ttl)
+		c.args[1], c.args[2] = strconv.FormatInt(ms, 10), lk.cfg.KeepMs(c.ttl)
 	}
 	// The key, the owner and (setToken) the token are slices of one
 	// buffer: strings the Builder returned stay valid as it grows.
@@ -126,28 +115,16 @@ func (c *claim) again(ctx context.Context) (*lease.Lease, time.Duration, error) 
 	return againOf(c.try(ctx))
 }
 
-// againOf reads an attempt's outcome for a blocking acquire, which retries
-// every failure but the server's refusal: a grant that came too late to be
-// used is one more attempt that found the lock taken.
+// againOf reads an attempt's outcome for a blocking acquire as
+// claimcore.Again does, and also stops at the server's refusal of part of
+// the exchange (a WAIT the user may not run, say): the next attempt would
+// meet the same refusal until ctx ends. Too few replicas and a slot in
+// migration are worth another attempt.
 func againOf(l *lease.Lease, hint time.Duration, err error) (*lease.Lease, time.Duration, error) {
-	var (
-		r  *refusal
-		re *node.ReplyError
-	)
-	switch {
-	case err == nil, errors.Is(err, lease.ErrTaken):
-		return l, hint, err
-	case errors.Is(err, errLate):
-		return nil, 0, fmt.Errorf("%w (%w)", lease.ErrTaken, err)
-	case errors.As(err, &r), errors.As(err, &re) && !errors.Is(err, errMigrating):
-		// The server refused the claim, or part of the exchange (a WAIT
-		// the user may not run, say): the next attempt would meet the
-		// same refusal until ctx ends.
+	if err != nil && !errors.Is(err, errMigrating) && replyError(err) != nil {
 		return nil, 0, err
 	}
-	// A lost connection or a timeout (the claim abandoned), too few
-	// replicas, a slot in migration: worth another attempt.
-	return nil, 0, acquire.Retryable(err)
+	return claimcore.Again(l, hint, err)
 }
 
 // exchange runs a claim script, followed by WAIT when the Locker asks for
@@ -201,7 +178,7 @@ func (c *claim) try(ctx context.Context) (*lease.Lease, time.Duration, error) {
 			// attempt runs on the destination.
 			return nil, 0, fmt.Errorf("single: claim %q on %s: %w: %w", c.key, lk.n, errMigrating, err)
 		}
-		return nil, 0, &refusal{fmt.Errorf("single: claim %q on %s: %w", c.key, lk.n, acquire.CtxErr(ctx, err))}
+		return nil, 0, &claimcore.Refusal{Err: fmt.Errorf("single: claim %q on %s: %w", c.key, lk.n, acquire.CtxErr(ctx, err))}
 	}
 	cr, err := readClaim(r)
 	if err != nil {
@@ -217,22 +194,24 @@ func (c *claim) try(ctx context.Context) (*lease.Lease, time.Duration, error) {
 	c.queue = false
 	token := cr.token
 	c.setToken(token)
-	if err := ctx.Err(); err != nil {
-		// Not every client cuts a call short when ctx ends; a caller that
-		// gave up must not be left holding a lock it does not know of.
-		c.releaseDetached(ctx)
-		return nil, 0, fmt.Errorf("single: claim %q on %s: %w", c.key, lk.n, acquire.CtxErr(ctx, err))
-	}
-	if acked < lk.cfg.replicas {
-		c.releaseDetached(ctx)
-		return nil, 0, &ReplicaError{Key: c.key, Acked: acked, Wanted: lk.cfg.replicas}
-	}
-	until := t1.Add(c.ttl - acquire.Drift(c.ttl, lk.cfg.drift))
-	if !time.Now().Before(until) {
-		c.releaseDetached(ctx)
-		return nil, 0, fmt.Errorf("single: lock on %q: %w: %w", c.key, errLate, lease.ErrExpired)
+	until, err := lk.granted(ctx, t1, c.ttl, "claim", c.key, c.key, acked)
+	if err != nil {
+		lk.kit.ReleaseDetached(ctx, c.keys[:], c.held[:])
+		c.drawOwner()
+		return nil, 0, err
 	}
 	return c.lease(token, until, false), 0, nil
+}
+
+// granted is claimcore.Kit.Granted for a claim that acked replicas
+// acknowledged: a *ReplicaError for the lock on first when fewer than
+// WithReplicas asks for, and ctx has not ended. The caller releases the
+// grant on an error.
+func (lk *Locker) granted(ctx context.Context, t1 time.Time, ttl time.Duration, op, key, first string, acked int) (time.Time, error) {
+	if acked < lk.cfg.replicas && ctx.Err() == nil {
+		return time.Time{}, &ReplicaError{Key: first, Acked: acked, Wanted: lk.cfg.replicas}
+	}
+	return lk.kit.Granted(ctx, t1, ttl, op, key)
 }
 
 // claimReply is what claim.lua answered: a grant of token, or a refusal
@@ -266,7 +245,7 @@ func readClaim(r node.Reply) (claimReply, error) {
 }
 
 func (c *claim) lease(token fence.Token, until time.Time, short bool) *lease.Lease {
-	ob := c.lk.cfg.observer
+	ob := c.lk.cfg.Observer
 	if c.part {
 		ob = nil
 	}
@@ -316,7 +295,7 @@ func (c *claim) takeHanded() *lease.Lease {
 		return nil
 	}
 	span := min(c.ttl, c.life)
-	until := c.sent.Add(span - acquire.Drift(span, c.lk.cfg.drift))
+	until := c.lk.cfg.Until(c.sent, span)
 	if time.Until(until) < span/2 {
 		return nil
 	}
@@ -339,8 +318,7 @@ func replyError(err error) *node.ReplyError {
 // abandon gives up the claim whether or not it landed, on a context
 // detached from ctx: the caller's may have ended already.
 func (c *claim) abandon(ctx context.Context) {
-	keep := max(abandonKeep, 2*c.ttl).Milliseconds()
-	acquire.Cleanup(ctx, c.lk.n, abandonScript, c.keys[:], c.args[0], strconv.FormatInt(keep, 10))
+	c.lk.kit.Abandon(ctx, c.keys[:], c.args[0], c.ttl)
 	c.queue = false
 	c.drawOwner()
 }
@@ -352,51 +330,16 @@ func (c *claim) leave(ctx context.Context) {
 	if !c.queue {
 		return
 	}
-	acquire.Cleanup(ctx, c.lk.n, leaveScript, c.keys[:], c.args[0])
+	c.lk.kit.Leave(ctx, c.keys[:], c.args[0])
 	c.queue = false
-}
-
-// releaseDetached releases a granted claim the caller must not keep, on a
-// context detached from ctx: the caller's may have ended already. The
-// claim goes on under a new owner: a release whose reply did not come may
-// still be on its way, and were the next attempt, under the same owner,
-// to find the lock still its own, it would be granted the same token (see
-// claim.lua), which that late release would then free.
-func (c *claim) releaseDetached(ctx context.Context) {
-	acquire.Cleanup(ctx, c.lk.n, releaseScript, c.keys[:], c.held[:]...)
-	c.drawOwner()
 }
 
 // Extend implements lease.Backend.
 func (c *claim) Extend(ctx context.Context, l *lease.Lease, ttl time.Duration) (time.Time, error) {
-	ms := ttl.Milliseconds()
-	if ms <= 0 {
-		return time.Time{}, &lease.ArgError{Arg: "ttl", Value: ttl, Rule: "must be at least 1ms"}
-	}
-	ttl = time.Duration(ms) * time.Millisecond
-	t1 := time.Now()
-	_, err := c.lk.n.Eval(ctx, extendScript, c.keys[:], c.held[0], c.held[1], strconv.FormatInt(ms, 10), c.lk.keep(ttl))
-	if err != nil {
-		return time.Time{}, c.refused(ctx, "extend", l, err)
-	}
-	return t1.Add(ttl - acquire.Drift(ttl, c.lk.cfg.drift)), nil
+	return c.lk.kit.Extend(ctx, c.keys[:], c.held[:], l, ttl)
 }
 
 // Release implements lease.Backend.
 func (c *claim) Release(ctx context.Context, l *lease.Lease) error {
-	r, err := c.lk.n.Eval(ctx, releaseScript, c.keys[:], c.held[:]...)
-	if err != nil {
-		return c.refused(ctx, "release", l, err)
-	}
-	if r.Int(0) != 1 {
-		return fmt.Errorf("single: release %q: %w: it had expired", l.Key(), lease.ErrNotHeld)
-	}
-	return nil
-}
-
-// refused maps a DLSTALE reply to an error matching lease.ErrNotHeld, and
-// also fence.ErrStale when the key has been claimed again since l's claim;
-// other errors keep their context error recognisable.
-func (c *claim) refused(ctx context.Context, op string, l *lease.Lease, err error) error {
-	return acquire.Refused(ctx, "single", fmt.Sprintf("%s %q", op, l.Key()), c.lk.n, l, err)
+	return c.lk.kit.Release(ctx, c.keys[:], c.held[:], l, nil)
 }

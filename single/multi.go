@@ -12,6 +12,7 @@ import (
 
 	"github.com/dlockgo/dlock/fence"
 	"github.com/dlockgo/dlock/internal/acquire"
+	"github.com/dlockgo/dlock/internal/claimcore"
 	"github.com/dlockgo/dlock/lease"
 	"github.com/dlockgo/dlock/node"
 )
@@ -31,7 +32,7 @@ const MaxKeys = 64
 // or option. As for TryAcquire, a claim whose outcome is unknown is given
 // up before it returns.
 func (lk *Locker) TryAcquireAll(ctx context.Context, keys []string, opts ...lease.Option) (*lease.Lease, error) {
-	ob := acquire.Start(lk.cfg.observer, strategy, firstKey(keys))
+	ob := acquire.Start(lk.cfg.Observer, strategy, firstKey(keys))
 	return ob.End(lk.tryAcquireAll(ctx, keys, opts))
 }
 
@@ -57,7 +58,7 @@ func (lk *Locker) tryAcquireAll(ctx context.Context, keys []string, opts []lease
 // ends first, the error matches ctx.Err(), and no lock or place in a queue
 // of this call is left on the server.
 func (lk *Locker) AcquireAll(ctx context.Context, keys []string, opts ...lease.Option) (*lease.Lease, error) {
-	ob := acquire.Start(lk.cfg.observer, strategy, firstKey(keys))
+	ob := acquire.Start(lk.cfg.Observer, strategy, firstKey(keys))
 	return ob.End(lk.acquireAll(ctx, keys, opts))
 }
 
@@ -159,7 +160,7 @@ func (lk *Locker) newSetClaim(ctx context.Context, keys []string, opts []lease.O
 	}
 	ms := o.TTL.Milliseconds()
 	c.ttl = time.Duration(ms) * time.Millisecond
-	c.args = []string{acquire.OwnerValue(acquire.NewOwner(), o.Metadata), strconv.FormatInt(ms, 10), lk.keep(c.ttl)}
+	c.args = []string{acquire.OwnerValue(acquire.NewOwner(), o.Metadata), strconv.FormatInt(ms, 10), lk.cfg.KeepMs(c.ttl)}
 	return c, nil
 }
 
@@ -192,7 +193,7 @@ func (c *setClaim) try(ctx context.Context) (*lease.Lease, time.Duration, error)
 		if re := replyError(err); strings.Contains(re.Msg, "non local key") {
 			return nil, 0, fmt.Errorf("single: claim of %q on %s: %w: %w", c.keys, lk.n, errMigrating, err)
 		}
-		return nil, 0, &refusal{fmt.Errorf("single: claim of %q on %s: %w", c.keys, lk.n, acquire.CtxErr(ctx, err))}
+		return nil, 0, &claimcore.Refusal{Err: fmt.Errorf("single: claim of %q on %s: %w", c.keys, lk.n, acquire.CtxErr(ctx, err))}
 	}
 	sr, err := readClaimAll(r, len(c.keys))
 	if err != nil {
@@ -212,22 +213,17 @@ func (c *setClaim) try(ctx context.Context) (*lease.Lease, time.Duration, error)
 		set[i] = lease.Held{Key: c.keys[i], Token: t}
 		c.tokens[i] = strconv.FormatInt(int64(t), 10)
 	}
-	if err := ctx.Err(); err != nil {
-		c.releaseDetached(ctx)
-		return nil, 0, fmt.Errorf("single: claim of %q on %s: %w", c.keys, lk.n, acquire.CtxErr(ctx, err))
-	}
-	if acked < lk.cfg.replicas {
-		c.releaseDetached(ctx)
-		return nil, 0, &ReplicaError{Key: c.keys[0], Acked: acked, Wanted: lk.cfg.replicas}
-	}
-	until := t1.Add(c.ttl - acquire.Drift(c.ttl, lk.cfg.drift))
-	if !time.Now().Before(until) {
-		c.releaseDetached(ctx)
-		return nil, 0, fmt.Errorf("single: locks on %q: %w: %w", c.keys, errLate, lease.ErrExpired)
+	until, err := lk.granted(ctx, t1, c.ttl, fmt.Sprintf("claim of %q", c.keys), "", c.keys[0], acked)
+	if err != nil {
+		// Released on every key, and the set goes on under a new owner
+		// (see claimcore.Kit.ReleaseDetached).
+		lk.setKit.ReleaseDetached(ctx, c.hashes, append([]string{c.owner}, c.tokens...))
+		c.args[0] = acquire.OwnerValue(acquire.NewOwner(), c.o.Metadata)
+		return nil, 0, err
 	}
 	return lease.New(c, lease.Grant{
 		Key: c.keys[0], Owner: c.owner, Token: set[0].Token, Set: set, TTL: c.o.TTL, Until: until,
-		Strategy: strategy, Observer: lk.cfg.observer, AutoRenew: c.o.AutoRenew, Metadata: c.o.Metadata,
+		Strategy: strategy, Observer: lk.cfg.Observer, AutoRenew: c.o.AutoRenew, Metadata: c.o.Metadata,
 	}), 0, nil
 }
 
@@ -316,7 +312,7 @@ func (c *setClaim) tryOrdered(ctx context.Context) (*lease.Lease, time.Duration,
 	}
 	return lease.New(&orderedSet{keys: c.keys, parts: parts}, lease.Grant{
 		Key: c.keys[0], Owner: c.args[0], Token: set[0].Token, Set: set, TTL: c.o.TTL, Until: until,
-		Strategy: strategy, Observer: c.lk.cfg.observer, AutoRenew: c.o.AutoRenew, Metadata: c.o.Metadata,
+		Strategy: strategy, Observer: c.lk.cfg.Observer, AutoRenew: c.o.AutoRenew, Metadata: c.o.Metadata,
 	}), 0, nil
 }
 
@@ -358,16 +354,8 @@ func (s *orderedSet) Release(ctx context.Context, _ *lease.Lease) error {
 // abandon gives up a claim whose outcome is unknown, on every key, and
 // goes on under a new owner (see claim.abandon).
 func (c *setClaim) abandon(ctx context.Context) {
-	keep := max(abandonKeep, 2*c.ttl).Milliseconds()
-	acquire.Cleanup(ctx, c.lk.n, abandonAllScript, c.hashes, c.args[0], strconv.FormatInt(keep, 10))
+	c.lk.setKit.Abandon(ctx, c.hashes, c.args[0], c.ttl)
 	c.queued = false
-	c.args[0] = acquire.OwnerValue(acquire.NewOwner(), c.o.Metadata)
-}
-
-// releaseDetached releases a granted set the caller must not keep, and
-// goes on under a new owner (see claim.releaseDetached).
-func (c *setClaim) releaseDetached(ctx context.Context) {
-	acquire.Cleanup(ctx, c.lk.n, releaseAllScript, c.hashes, append([]string{c.owner}, c.tokens...)...)
 	c.args[0] = acquire.OwnerValue(acquire.NewOwner(), c.o.Metadata)
 }
 
@@ -378,12 +366,12 @@ func (c *setClaim) Extend(ctx context.Context, l *lease.Lease, ttl time.Duration
 		return time.Time{}, &lease.ArgError{Arg: "ttl", Value: ttl, Rule: "must be at least 1ms"}
 	}
 	ttl = time.Duration(ms) * time.Millisecond
-	args := append([]string{c.owner, strconv.FormatInt(ms, 10), c.lk.keep(ttl)}, c.tokens...)
+	args := append([]string{c.owner, strconv.FormatInt(ms, 10), c.lk.cfg.KeepMs(ttl)}, c.tokens...)
 	t1 := time.Now()
 	if _, err := c.lk.n.Eval(ctx, extendAllScript, c.hashes, args...); err != nil {
 		return time.Time{}, c.refused(ctx, "extend", l, err)
 	}
-	return t1.Add(ttl - acquire.Drift(ttl, c.lk.cfg.drift)), nil
+	return c.lk.cfg.Until(t1, ttl), nil
 }
 
 // Release implements lease.Backend: every key of the set.

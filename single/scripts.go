@@ -1,88 +1,56 @@
 package single
 
 import (
-	_ "embed"
-	"time"
+	"embed"
 
-	"github.com/dlockgo/dlock/node"
+	"github.com/dlockgo/dlock/internal/claimcore"
 )
 
 // The scripts, one per transition, each in lua/ with its keys, arguments,
-// replies and reasons. Every one reads the server's clock once (TIME) and
-// judges every lease by it; none compares a client's clock with it.
-var (
-	//go:embed lua/keep.lua
-	keepLua string
-	//go:embed lua/handoff.lua
-	handoffLua string
-	//go:embed lua/claim.lua
-	claimLua string
-	//go:embed lua/extend.lua
-	extendLua string
-	//go:embed lua/release.lua
-	releaseLua string
-	//go:embed lua/abandon.lua
-	abandonLua string
-	//go:embed lua/leave.lua
-	leaveLua string
-	//go:embed lua/inspect.lua
-	inspectLua string
-	//go:embed lua/claim_all.lua
-	claimAllLua string
-	//go:embed lua/extend_all.lua
-	extendAllLua string
-	//go:embed lua/release_all.lua
-	releaseAllLua string
-	//go:embed lua/abandon_all.lua
-	abandonAllLua string
-	//go:embed lua/leave_all.lua
-	leaveAllLua string
-)
+// replies and reasons, each after the core prelude (claimcore.Lua): every
+// one reads the server's clock once (TIME) and judges every lease by it;
+// none compares a client's clock with it.
+//
+// luaFS holds them, read by claimcore.Script after the core prelude.
+//
+//go:embed lua
+var luaFS embed.FS
 
 var (
 	// claimScript: KEYS the lock's hash; ARGV owner, TTL ms, the hash's
 	// lifetime ms (see Locker.keep), and for a blocking waiter its ticket's
 	// lifetime ms. Replies the token, or {ms the holder has left, place in
 	// the queue}.
-	claimScript = node.NewScript(keepLua + claimLua)
+	claimScript = claimcore.Script(luaFS, "claim.lua")
 	// extendScript: KEYS the hash; ARGV owner, token, TTL ms, the hash's
 	// lifetime ms. Replies 1, or the error DLSTALE <attempts>.
-	extendScript = node.NewScript(keepLua + extendLua)
+	extendScript = claimcore.Script(luaFS, "extend.lua")
 	// releaseScript: KEYS the hash; ARGV owner, token. Replies 1, 0 when it
 	// had expired, or the error DLSTALE <attempts>.
-	releaseScript = node.NewScript(keepLua + handoffLua + releaseLua)
+	releaseScript = claimcore.Script(luaFS, "handoff.lua", "release.lua")
 	// abandonScript: KEYS the hash; ARGV owner, ms to remember it (see
-	// abandonKeep). Replies 1 when it released the lock.
-	abandonScript = node.NewScript(keepLua + handoffLua + abandonLua)
+	// claimcore.AbandonKeep). Replies 1 when it released the lock.
+	abandonScript = claimcore.Script(luaFS, "handoff.lua", "abandon.lua")
 	// leaveScript: KEYS the hash; ARGV owner. Replies 1 when there was a
 	// ticket.
-	leaveScript = node.NewScript(keepLua + handoffLua + leaveLua)
+	leaveScript = claimcore.Script(luaFS, "handoff.lua", "leave.lua")
 	// inspectScript: KEYS the hash. Replies {owner, attempts, ms left}.
-	inspectScript = node.NewScript(inspectLua)
+	inspectScript = claimcore.Script(luaFS, "inspect.lua")
 
 	// The same for a set of keys (AcquireAll), KEYS being the hashes.
 	// claimAllScript: ARGV owner, TTL ms, the hashes' lifetime ms, and for
 	// a blocking waiter its tickets' lifetime ms. Replies the tokens, or
 	// {-1, ms the longest holder has left, 1 when queued}.
-	claimAllScript = node.NewScript(keepLua + claimAllLua)
+	claimAllScript = claimcore.Script(luaFS, "claim_all.lua")
 	// extendAllScript: ARGV owner, TTL ms, the hashes' lifetime ms, the
 	// tokens. Replies 1, or the error DLSTALE <attempts>.
-	extendAllScript = node.NewScript(keepLua + extendAllLua)
+	extendAllScript = claimcore.Script(luaFS, "extend_all.lua")
 	// releaseAllScript: ARGV owner, the tokens. Replies 1, 0 when a lease
 	// had expired, or the error DLSTALE <attempts>.
-	releaseAllScript = node.NewScript(keepLua + handoffLua + releaseAllLua)
+	releaseAllScript = claimcore.Script(luaFS, "handoff.lua", "release_all.lua")
 	// abandonAllScript: ARGV owner, ms to remember it. Replies how many
 	// keys it freed.
-	abandonAllScript = node.NewScript(keepLua + handoffLua + abandonAllLua)
+	abandonAllScript = claimcore.Script(luaFS, "handoff.lua", "abandon_all.lua")
 	// leaveAllScript: ARGV owner. Replies how many keys it acted on.
-	leaveAllScript = node.NewScript(keepLua + handoffLua + leaveAllLua)
+	leaveAllScript = claimcore.Script(luaFS, "handoff.lua", "leave_all.lua")
 )
-
-// abandonKeep is how long an abandoned owner is remembered, at least
-// (twice the TTL when that is longer): a claim that reaches the server
-// later than that after its abandon, held up in a network path or behind a
-// paused server, holds the lock for its TTL under an owner nobody uses. That
-// costs the key one TTL of availability, never a second holder. A claim and
-// its abandon held up in one paused server both run within moments of its
-// resuming.
-const abandonKeep = 10 * time.Second

@@ -37,6 +37,7 @@ import (
 	"time"
 
 	"github.com/dlockgo/dlock/internal/acquire"
+	"github.com/dlockgo/dlock/internal/claimcore"
 	"github.com/dlockgo/dlock/internal/keyname"
 	"github.com/dlockgo/dlock/lease"
 	"github.com/dlockgo/dlock/node"
@@ -47,7 +48,7 @@ const DefaultTTL = 30 * time.Second
 
 // DefaultIdleTTL is how long a lock's hash, with its fencing counter,
 // outlives the last lease on it by default (see WithIdleTTL).
-const DefaultIdleTTL = 24 * time.Hour
+const DefaultIdleTTL = claimcore.DefaultIdleTTL
 
 // ErrReplicas matches every *ReplicaError.
 var ErrReplicas = errors.New("single: too few replicas acknowledged the lock")
@@ -72,40 +73,38 @@ func (e *ReplicaError) Is(target error) bool { return target == ErrReplicas }
 // Option configures a Locker; pass options to New.
 type Option func(*config)
 
+// config is the configuration every single-server primitive shares, and
+// the replicas a claim waits for.
 type config struct {
-	ttl            time.Duration
-	idle           time.Duration // < 0: for ever
-	retry          lease.Retry
-	drift          float64
+	claimcore.Base
 	replicas       int
 	replicaTimeout time.Duration
-	observer       lease.Observer
 }
 
 // WithTTL sets the TTL of leases whose acquire does not set one with
 // lease.WithTTL. The default is DefaultTTL.
-func WithTTL(ttl time.Duration) Option { return func(c *config) { c.ttl = ttl } }
+func WithTTL(ttl time.Duration) Option { return func(c *config) { c.TTL = ttl } }
 
 // WithIdleTTL sets how long a lock's hash, which keeps the key's fencing
 // counter between leases, outlives the last lease on it: d after the end
 // of the lease granted or extended last, and at most 1.5 × (TTL + d)
 // after it, the hash expires (claims move its expiry only when it falls
-// short, not each time: see lua/keep.lua). A key locked
+// short, not each time: see keep in internal/claimcore/lua/core.lua). A key locked
 // again later starts its counter afresh from the server's clock in µs
 // (the floor every token has), so its tokens still rise as long as that
 // clock does not step back past the tokens issued before. Zero selects
 // DefaultIdleTTL (a day); a negative d keeps every hash for ever, one per
 // key ever locked.
-func WithIdleTTL(d time.Duration) Option { return func(c *config) { c.idle = d } }
+func WithIdleTTL(d time.Duration) Option { return func(c *config) { c.Idle = d } }
 
 // WithRetry sets how Acquire paces its attempts by default; lease.WithRetry
 // overrides it per acquisition. The default is lease.DefaultRetry.
-func WithRetry(r lease.Retry) Option { return func(c *config) { c.retry = r } }
+func WithRetry(r lease.Retry) Option { return func(c *config) { c.Retry = r } }
 
 // WithDriftFactor sets the share of the TTL the client sets aside for its
 // clock running slower than the server's, in [0, 0.5); the default is 0.01.
 // 2 ms, the granularity of the server's expiry, are always added.
-func WithDriftFactor(f float64) Option { return func(c *config) { c.drift = f } }
+func WithDriftFactor(f float64) Option { return func(c *config) { c.Drift = f } }
 
 // WithReplicas makes every claim wait, on the connection that sent it, until
 // n replicas acknowledged it or timeout passed. A claim acknowledged by
@@ -126,15 +125,17 @@ func WithReplicas(n int, timeout time.Duration) Option {
 // loss and its release. Events carry Strategy "single". o is called
 // synchronously and must not block. With a nil o (the default) nothing is
 // reported and no Event is built.
-func WithObserver(o lease.Observer) Option { return func(c *config) { c.observer = o } }
+func WithObserver(o lease.Observer) Option { return func(c *config) { c.Observer = o } }
 
 // Locker grants leases on keys of one server. It implements dlock.Locker and
 // is safe for concurrent use.
 type Locker struct {
 	n      node.Node
 	cfg    config
-	ttlMs  string // cfg.ttl in ms, formatted once
-	keepMs string // keep(cfg.ttl), formatted once
+	kit    claimcore.Kit
+	setKit claimcore.Kit // for sets of keys (AcquireAll): abandon and release only
+	ttlMs  string        // cfg.TTL in ms, formatted once
+	keepMs string        // the hash's lifetime after a claim of cfg.TTL, formatted once
 }
 
 // New returns a Locker that keeps its locks on n. It returns an
@@ -144,16 +145,13 @@ func New(n node.Node, opts ...Option) (*Locker, error) {
 	if n == nil {
 		return nil, &lease.ArgError{Arg: "node", Value: n, Rule: "must not be nil"}
 	}
-	cfg := config{ttl: DefaultTTL, drift: acquire.DefaultDriftFactor}
+	cfg := config{Base: claimcore.NewBase(DefaultTTL)}
 	for _, o := range opts {
 		if o != nil {
 			o(&cfg)
 		}
 	}
-	if cfg.idle == 0 {
-		cfg.idle = DefaultIdleTTL
-	}
-	if err := acquire.CheckLease(cfg.ttl, cfg.drift, cfg.retry); err != nil {
+	if err := cfg.Check(); err != nil {
 		return nil, err
 	}
 	if cfg.replicas < 0 {
@@ -163,14 +161,14 @@ func New(n node.Node, opts ...Option) (*Locker, error) {
 		// WAIT with timeout 0 blocks forever.
 		return nil, &lease.ArgError{Arg: "replica timeout", Value: cfg.replicaTimeout, Rule: "must be > 0 when replicas > 0"}
 	}
-	lk := &Locker{n: n, cfg: cfg, ttlMs: strconv.FormatInt(cfg.ttl.Milliseconds(), 10)}
-	lk.keepMs = lk.keep(cfg.ttl)
+	lk := &Locker{n: n, cfg: cfg, ttlMs: strconv.FormatInt(cfg.TTL.Milliseconds(), 10)}
+	lk.kit = claimcore.Kit{Name: strategy, Node: n, Base: &lk.cfg.Base, ExtendScript: extendScript,
+		ReleaseScript: releaseScript, AbandonScript: abandonScript, LeaveScript: leaveScript}
+	lk.setKit = claimcore.Kit{Name: strategy, Node: n, Base: &lk.cfg.Base,
+		ReleaseScript: releaseAllScript, AbandonScript: abandonAllScript}
+	lk.keepMs = lk.cfg.KeepMs(cfg.TTL)
 	return lk, nil
 }
-
-// keep returns how long, in ms, a lock's hash is kept after a claim or
-// extension for ttl: ttl plus the idle TTL, or "0" to keep it for ever.
-func (lk *Locker) keep(ttl time.Duration) string { return acquire.KeepMs(ttl, lk.cfg.idle) }
 
 // Close does nothing: a Locker holds no resources of its own between calls,
 // and neither releases leases still held nor closes its Node.
@@ -180,9 +178,9 @@ func (lk *Locker) Close() error { return nil }
 const strategy = "single"
 
 func (lk *Locker) options(ctx context.Context, key string, opts []lease.Option) (lease.Options, error) {
-	o, changed, err := acquire.Options(ctx, key, lease.Options{TTL: lk.cfg.ttl, Retry: lk.cfg.retry}, opts)
+	o, changed, err := acquire.Options(ctx, key, lease.Options{TTL: lk.cfg.TTL, Retry: lk.cfg.Retry}, opts)
 	if err == nil && changed {
-		err = acquire.CheckTTL(o.TTL, lk.cfg.drift)
+		err = acquire.CheckTTL(o.TTL, lk.cfg.Drift)
 	}
 	return o, err
 }

@@ -534,7 +534,7 @@ func TestLocalValidity(t *testing.T) {
 		}
 		// The hash, with its counter, outlives the lease by at least the
 		// idle TTL, and at most one and a half times the lease's TTL and
-		// the idle TTL (see lua/keep.lua).
+		// the idle TTL (see keep in internal/claimcore/lua/core.lua).
 		ttl, _ := srv.Do("PTTL", "dlock:{valid}")
 		if ms, err := strconv.ParseInt(ttl, 10, 64); err != nil || ms <= (time.Second+single.DefaultIdleTTL).Milliseconds() ||
 			ms > 3*(time.Second+single.DefaultIdleTTL).Milliseconds()/2 {

@@ -12,15 +12,7 @@
 -- it to the front of :pending: nobody worked on it. Its token stays
 -- raised. Publishes on :ready when it returned an item. Replies 1 when it
 -- returned one.
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-local us = tonumber(t[1]) * 1000000 + tonumber(t[2])
-local gone = KEYS[1] .. ':gone'
-redis.call('ZREMRANGEBYSCORE', gone, '-inf', now)
-redis.call('ZADD', gone, string.format('%.0f', now + tonumber(ARGV[2])), ARGV[1])
-if redis.call('PTTL', gone) < tonumber(ARGV[2]) then
-  redis.call('PEXPIRE', gone, ARGV[2])
-end
+bury(ARGV[1], tonumber(ARGV[2]), nil, true)
 local owners = KEYS[1] .. ':owners'
 local id = redis.call('HGET', owners, ARGV[1])
 if not id then return 0 end
@@ -30,6 +22,6 @@ local pending = KEYS[1] .. ':pending'
 local first = redis.call('ZRANGE', pending, 0, 0, 'WITHSCORES')[2]
 local score = us
 if first then score = tonumber(first) - 1 end
-redis.call('ZADD', pending, string.format('%.0f', score), id)
+redis.call('ZADD', pending, fmt(score), id)
 redis.call('PUBLISH', KEYS[1] .. ':ready', '')
 return 1

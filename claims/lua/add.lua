@@ -7,15 +7,13 @@
 -- record's lifetime ago (its :done:<id> key lives), is left as it is: a
 -- client that sends the same add twice adds each item once. Publishes on
 -- :ready when it added any. Replies how many it added.
-local t = redis.call('TIME')
-local us = tonumber(t[1]) * 1000000 + tonumber(t[2])
 local pending = KEYS[1] .. ':pending'
 local score
 local added = 0
 for _, id in ipairs(ARGV) do
   if redis.call('HEXISTS', KEYS[1], id) == 0 and redis.call('EXISTS', KEYS[1] .. ':done:' .. id) == 0 then
     if not score then score = tail(us) end
-    if redis.call('ZADD', pending, 'NX', string.format('%.0f', score), id) == 1 then
+    if redis.call('ZADD', pending, 'NX', fmt(score), id) == 1 then
       added = added + 1
       score = score + 1
     end

@@ -28,22 +28,20 @@
 -- the entry and deletes it). The floor at the clock in µs keeps it rising
 -- across a loss of the server's latest writes, or once the floor record
 -- lapsed, as long as the clock has not stepped back past the tokens
--- handed out before. A counter past 2^53, which only a hand edit makes,
--- is refused with DLTOKEN, the item left pending where it was.
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-local us = tonumber(t[1]) * 1000000 + tonumber(t[2])
+-- handed out before (draw, in internal/claimcore/lua/core.lua). A counter
+-- near 2^53, which only a hand edit makes, is refused with DLTOKEN, the
+-- item left pending where it was.
 local pending, active, owners = KEYS[1] .. ':pending', KEYS[1] .. ':active', KEYS[1] .. ':owners'
 local g = redis.call('ZSCORE', KEYS[1] .. ':gone', ARGV[1])
 if g and tonumber(g) > now then return -2 end
-local ends = string.format('%.0f', now + tonumber(ARGV[2]))
+local ends = fmt(now + tonumber(ARGV[2]))
 local back -- the next order score at the back of :pending, once needed
 local function requeue(id)
   local _, _, owner = item(redis.call('HGET', KEYS[1], id))
   if owner then redis.call('HDEL', owners, owner) end
   redis.call('ZREM', active, id)
   if not back then back = tail(us) end
-  redis.call('ZADD', pending, string.format('%.0f', back), id)
+  redis.call('ZADD', pending, fmt(back), id)
   back = back + 1
 end
 local mine = redis.call('HGET', owners, ARGV[1])
@@ -71,14 +69,14 @@ if not tok then
   floor = KEYS[1] .. ':floor:' .. head
   tok = redis.call('GET', floor)
 end
-local a = math.max(tonumber(tok or '0') + 1, us)
-if a >= 9007199254740992 then
+local a, bad = draw(tok, 'item ' .. head .. ': token')
+if not a then
   redis.call('ZADD', pending, popped[2], head) -- back where it was
-  return redis.error_reply('DLTOKEN item ' .. head .. ': token ' .. tok .. ' is past 2^53')
+  return bad
 end
 n = (n or 0) + 1
 if floor then redis.call('DEL', floor) end
-redis.call('HSET', KEYS[1], head, string.format('%.0f', a) .. ' ' .. string.format('%d', n) .. ' ' .. ARGV[1])
+redis.call('HSET', KEYS[1], head, fmt(a) .. ' ' .. string.format('%d', n) .. ' ' .. ARGV[1])
 redis.call('HSET', owners, ARGV[1], head)
 redis.call('ZADD', active, ends, head)
 if back and redis.call('EXISTS', pending) == 1 then

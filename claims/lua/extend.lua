@@ -10,8 +10,6 @@
 -- server's clock: a lease that ran out is never revived (complete and
 -- retry still take it while no newer claim was made). Replies 1, or the
 -- error DLSTALE <token> as complete.lua does.
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local v = redis.call('HGET', KEYS[1], ARGV[1])
 if not v then
   return redis.error_reply('DLSTALE ' .. (redis.call('GET', KEYS[1] .. ':done:' .. ARGV[1]) or '0'))
@@ -21,5 +19,5 @@ local u = redis.call('ZSCORE', KEYS[1] .. ':active', ARGV[1])
 if tok ~= ARGV[3] or owner ~= ARGV[2] or not u or tonumber(u) <= now then
   return redis.error_reply('DLSTALE ' .. tok)
 end
-redis.call('ZADD', KEYS[1] .. ':active', 'XX', string.format('%.0f', now + tonumber(ARGV[4])), ARGV[1])
+redis.call('ZADD', KEYS[1] .. ':active', 'XX', fmt(now + tonumber(ARGV[4])), ARGV[1])
 return 1

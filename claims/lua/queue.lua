@@ -18,8 +18,8 @@
 --   :ready     channel: an item became pending
 --
 -- Numbers: µs since 1970 are about 1.7e15, exact in a Lua double (below
--- 2^53), and every one written goes through %.0f: Lua's own tostring
--- keeps 14 digits.
+-- 2^53), and every one written goes through fmt (internal/claimcore's
+-- core.lua, which comes first): Lua's own tostring keeps 14 digits.
 
 -- item splits an items hash entry; nil for none.
 local function item(v)

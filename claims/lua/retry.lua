@@ -21,9 +21,8 @@ if tok ~= ARGV[3] or owner ~= ARGV[2] then
   return redis.error_reply('DLSTALE ' .. tok)
 end
 if redis.call('ZREM', KEYS[1] .. ':active', ARGV[1]) == 1 then
-  local t = redis.call('TIME')
-  redis.call('HDEL', KEYS[1] .. ':owners', owner)
-  redis.call('ZADD', KEYS[1] .. ':pending', string.format('%.0f', tail(tonumber(t[1]) * 1000000 + tonumber(t[2]))), ARGV[1])
+    redis.call('HDEL', KEYS[1] .. ':owners', owner)
+  redis.call('ZADD', KEYS[1] .. ':pending', fmt(tail(us)), ARGV[1])
   redis.call('PUBLISH', KEYS[1] .. ':ready', '')
 end
 return 1

@@ -4,8 +4,6 @@
 --
 -- Replies {pending, claimed, claimed with their lease run out by the
 -- server's clock and not yet returned (see claim.lua)}. Changes nothing.
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local active = KEYS[1] .. ':active'
 return {redis.call('ZCARD', KEYS[1] .. ':pending'), redis.call('ZCARD', active),
   redis.call('ZCOUNT', active, '-inf', now)}

@@ -34,20 +34,13 @@ if v then
   if u and tonumber(u) > now then
     redis.call('ZADD', H, fmt(now + ttl), owner)
     hold(ttl)
-    keep(ARGV[4])
+    exp = kept(exp, ARGV[4])
     local a, slot = string.match(v, '^(%d+) (%d+)$')
     return {tonumber(a), tonumber(slot)}
   end
 end
 prune()
-if st[3] then
-  if tonumber(st[3]) > now then
-    local g = redis.call('ZSCORE', P .. ':gone', owner)
-    if g and tonumber(g) > now then return {hint(), 0, 0} end
-  else
-    redis.call('HDEL', P, 'gone')
-  end
-end
+if buried(owner, st[3]) then return {hint(), 0, 0} end
 local queued = redis.call('EXISTS', Q) == 1
 if not queued and redis.call('ZCARD', H) < cap then
   local a, slot = give(owner, ttl, ARGV[4])

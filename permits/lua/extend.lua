@@ -18,5 +18,5 @@ end
 local ms = tonumber(ARGV[4])
 redis.call('ZADD', H, fmt(now + ms), ARGV[1])
 hold(ms)
-keep(ARGV[5])
+exp = kept(exp, ARGV[5])
 return 1

@@ -20,48 +20,17 @@
 -- keys (h, s, n) always hold the same holders; an expired holder is dropped
 -- by the next script that prunes, and the three keys expire together
 -- between one and one and a half TTL after the latest grant or extension,
--- so holders that all died leave nothing behind. Tokens are
--- max(attempts + 1, server time in µs): rising on one server whatever its
--- clock does, and across a lost counter (a failover, the hash expired) as
--- long as that clock has not stepped back past the tokens issued before.
--- Lua numbers are exact below 2^53; a counter near it (only a hand edit
--- makes one) is refused before anything is written.
+-- so holders that all died leave nothing behind. Tokens are drawn from
+-- attempts (draw in internal/claimcore/lua/core.lua, which comes first);
+-- a counter near 2^53 (only a hand edit makes one) is refused before
+-- anything is written.
 local P = KEYS[1]
 local H, S, SLOTS, Q, QX = P .. ':h', P .. ':s', P .. ':n', P .. ':q', P .. ':qx'
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-local us = tonumber(t[1]) * 1000000 + tonumber(t[2])
 local st = redis.call('HMGET', P, 'attempts', 'exp', 'gone')
 local attempts = tonumber(st[1] or '0')
 local exp = st[2]
-if attempts >= 9007199254740992 - 1048576 then
-  return redis.error_reply('DLTOKEN attempts ' .. st[1] .. ' is near 2^53')
-end
-
-local function fmt(n) return string.format('%.0f', n) end
-
--- keep(life): keep P for at least life ms from now (a string; '0': for
--- ever), moving its expiry only when it falls short, and then to 1.5 ×
--- life ahead, so that a busy name pays for a PEXPIRE once in many hours.
-local function keep(life)
-  local e, ms
-  if life == '0' then
-    if exp == 'inf' then return end
-    e = 'inf'
-  else
-    ms = tonumber(life)
-    if exp and exp ~= 'inf' and tonumber(exp) >= now + ms then return end
-    ms = ms + math.floor(ms / 2)
-    e = fmt(now + ms)
-  end
-  redis.call('HSET', P, 'exp', e)
-  exp = e
-  if e == 'inf' then
-    redis.call('PERSIST', P)
-  else
-    redis.call('PEXPIRE', P, ms)
-  end
-end
+local drawn, bad = draw(st[1], 'attempts')
+if not drawn then return bad end
 
 -- hold(ms): the holder keys last at least ms more (see above).
 local function hold(ms)
@@ -105,7 +74,7 @@ end
 -- give(owner, ms, life): grant owner a permit for ms, keeping P for life;
 -- returns its token and slot.
 local function give(owner, ms, life)
-  local a = math.max(attempts + 1, us)
+  local a = draw(attempts, 'attempts')
   attempts = a
   local slot = free_slot()
   local token = fmt(a)
@@ -114,7 +83,7 @@ local function give(owner, ms, life)
   redis.call('ZADD', SLOTS, slot, slot)
   hold(ms)
   redis.call('HSET', P, 'attempts', token, 's' .. slot, token)
-  keep(life)
+  exp = kept(exp, life)
   return a, slot
 end
 

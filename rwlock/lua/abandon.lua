@@ -25,18 +25,5 @@ end
 if dequeue(ARGV[1]) == 1 then changed = true end
 prune()
 if changed then wake() end
-local gone = P .. ':gone'
-local ms = tonumber(ARGV[2])
-local upto = now + ms
-redis.call('ZREMRANGEBYSCORE', gone, '-inf', fmt(now))
-redis.call('ZADD', gone, fmt(upto), ARGV[1])
-if redis.call('PTTL', gone) < ms then
-  redis.call('PEXPIRE', gone, ms)
-end
-local p = redis.call('PTTL', P)
-redis.call('HSET', P, 'gone', fmt(math.max(upto, tonumber(st[5] or '0'))))
-if p == -2 or p >= 0 and p < ms then
-  redis.call('HSET', P, 'exp', fmt(upto))
-  redis.call('PEXPIRE', P, ms)
-end
+bury(ARGV[1], tonumber(ARGV[2]), st[5])
 return released

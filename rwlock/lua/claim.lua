@@ -51,7 +51,7 @@ local owner, kind, ttl = ARGV[1], ARGV[2], tonumber(ARGV[3])
 if kind == 'w' then
   if writer == owner then
     redis.call('HSET', P, 'until', fmt(now + ttl))
-    keep(ARGV[4])
+    exp = kept(exp, ARGV[4])
     return attempts
   end
 else
@@ -59,18 +59,11 @@ else
   if u and tonumber(u) > now then
     redis.call('ZADD', R, fmt(now + ttl), owner)
     hold(ttl)
-    keep(ARGV[4])
+    exp = kept(exp, ARGV[4])
     return attempts
   end
 end
-if st[5] then
-  if tonumber(st[5]) > now then
-    local g = redis.call('ZSCORE', P .. ':gone', owner)
-    if g and tonumber(g) > now then return {hint(), 0} end
-  else
-    redis.call('HDEL', P, 'gone')
-  end
-end
+if buried(owner, st[5]) then return {hint(), 0} end
 local pruned = prune()
 local place = redis.call('ZSCORE', Q, owner)
 local ok = false
@@ -88,19 +81,19 @@ end
 if ok then
   if place then dequeue(owner) end
   if kind == 'w' then
-    attempts = math.max(attempts + 1, us)
+    attempts = drawn
     redis.call('HSET', P, 'attempts', fmt(attempts), 'owner', owner, 'until', fmt(now + ttl))
   else
     readers()
     local run = string.match(redis.call('INFO', 'server'), 'run_id:(%x+)')
     if attempts == 0 or raise and (st[6] ~= fmt(attempts) or st[7] ~= run) then
-      attempts = math.max(attempts + 1, us)
+      attempts = drawn
       redis.call('HSET', P, 'attempts', fmt(attempts), 'rtoken', fmt(attempts), 'rrun', run)
     end
     redis.call('ZADD', R, fmt(now + ttl), owner)
     hold(ttl)
   end
-  keep(ARGV[4])
+  exp = kept(exp, ARGV[4])
   -- A ticket that lapsed may have held up the waiters behind it.
   if pruned > 0 then wake() end
   return attempts

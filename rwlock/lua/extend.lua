@@ -21,5 +21,5 @@ else
   redis.call('ZADD', R, fmt(now + ms), ARGV[1])
   hold(ms)
 end
-keep(ARGV[5])
+exp = kept(exp, ARGV[5])
 return 1

@@ -29,17 +29,12 @@
 -- expires between one and one and a half TTL after the latest grant or
 -- extension of a reader. Tickets whose deadline passed are dropped by
 -- every script that reads the queue, and the queue's keys expire with
--- their latest ticket's deadline. Tokens are max(attempts + 1, server time
--- in µs): rising on one server whatever its clock does, and across a lost
--- counter (a failover, the hash expired) as long as that clock has not
--- stepped back past the tokens issued before. Lua numbers are exact below
--- 2^53; a counter near it (only a hand edit makes one) is refused before
--- anything is written.
+-- their latest ticket's deadline. Tokens are drawn from attempts (draw in
+-- internal/claimcore/lua/core.lua, which comes first); a counter near
+-- 2^53 (only a hand edit makes one) is refused before anything is
+-- written.
 local P = KEYS[1]
 local R, Q, QD, QW = P .. ':r', P .. ':q', P .. ':qd', P .. ':qw'
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-local us = tonumber(t[1]) * 1000000 + tonumber(t[2])
 local st = redis.call('HMGET', P, 'attempts', 'owner', 'until', 'exp', 'gone', 'rtoken', 'rrun')
 local attempts = tonumber(st[1] or '0')
 local exp = st[4]
@@ -47,34 +42,8 @@ local exp = st[4]
 local writer = st[2]
 local wuntil = tonumber(st[3] or '0')
 if writer and wuntil <= now then writer = nil end
-if attempts >= 9007199254740992 - 1048576 then
-  return redis.error_reply('DLTOKEN attempts ' .. st[1] .. ' is near 2^53')
-end
-
-local function fmt(n) return string.format('%.0f', n) end
-
--- keep(life): keep P for at least life ms from now (a string; '0': for
--- ever), moving its expiry only when it falls short, and then to 1.5 ×
--- life ahead, so that a busy lock pays for a PEXPIRE once in many hours.
-local function keep(life)
-  local e, ms
-  if life == '0' then
-    if exp == 'inf' then return end
-    e = 'inf'
-  else
-    ms = tonumber(life)
-    if exp and exp ~= 'inf' and tonumber(exp) >= now + ms then return end
-    ms = ms + math.floor(ms / 2)
-    e = fmt(now + ms)
-  end
-  redis.call('HSET', P, 'exp', e)
-  exp = e
-  if e == 'inf' then
-    redis.call('PERSIST', P)
-  else
-    redis.call('PEXPIRE', P, ms)
-  end
-end
+local drawn, bad = draw(st[1], 'attempts')
+if not drawn then return bad end
 
 -- hold(ms): P:r lasts at least ms more (see above).
 local function hold(ms)

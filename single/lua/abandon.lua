@@ -14,34 +14,13 @@
 -- its last. The release comes first: while a cluster slot migrates, a
 -- source that still has the hash but not :gone refuses the touch of :gone,
 -- and the release has been done all the same. Replies 1 when it released.
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local released = 0
 local r = redis.call('HMGET', KEYS[1], 'owner', 'attempts', 'waiting', 'exp')
 if r[1] == ARGV[1] then
-  free(t, now, r[2], r[4], r[3])
+  free(r[2], r[4], r[3])
   released = 1
 end
-local gone = KEYS[1] .. ':gone'
-local upto = now + tonumber(ARGV[2])
-redis.call('ZREMRANGEBYSCORE', gone, '-inf', now)
-redis.call('ZADD', gone, upto, ARGV[1])
-if redis.call('PTTL', gone) < tonumber(ARGV[2]) then
-  redis.call('PEXPIRE', gone, ARGV[2])
-end
--- The hash's gone field tells claims to read :gone: it must last as long
--- as the record, and so must the hash (one created here, by a claim that
--- never landed, expires with the record). A hash's expiry only ever moves
--- later, and its exp field follows it (see keep.lua).
-local g = redis.call('HGET', KEYS[1], 'gone')
-local p = redis.call('PTTL', KEYS[1])
-if p == -2 or p >= 0 and p < tonumber(ARGV[2]) then
-  redis.call('HSET', KEYS[1], 'gone', string.format('%.0f', math.max(upto, tonumber(g or '0'))),
-    'exp', string.format('%.0f', upto))
-  redis.call('PEXPIRE', KEYS[1], ARGV[2])
-elseif not g or tonumber(g) < upto then
-  redis.call('HSET', KEYS[1], 'gone', string.format('%.0f', upto))
-end
+bury(ARGV[1], tonumber(ARGV[2]), redis.call('HGET', KEYS[1], 'gone'))
 local q = KEYS[1] .. ':q'
 if redis.call('ZREM', q, ARGV[1]) == 1 then
   redis.call('HDEL', KEYS[1] .. ':qx', ARGV[1])

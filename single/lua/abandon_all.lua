@@ -9,34 +9,17 @@
 -- does), records the owner in :gone so that claim_all.lua refuses it if it
 -- lands later, and takes its ticket out of the queue. Replies how many
 -- keys it freed.
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-local upto = now + tonumber(ARGV[2])
 local released = 0
 for i = 1, #KEYS do
   K = KEYS[i]
   local freed = false
   local r = redis.call('HMGET', K, 'owner', 'attempts', 'waiting', 'exp')
   if r[1] == ARGV[1] then
-    free(t, now, r[2], r[4], r[3])
+    free(r[2], r[4], r[3])
     freed = true
     released = released + 1
   end
-  local gone = K .. ':gone'
-  redis.call('ZREMRANGEBYSCORE', gone, '-inf', now)
-  redis.call('ZADD', gone, upto, ARGV[1])
-  if redis.call('PTTL', gone) < tonumber(ARGV[2]) then
-    redis.call('PEXPIRE', gone, ARGV[2])
-  end
-  local g = redis.call('HGET', K, 'gone')
-  local p = redis.call('PTTL', K)
-  if p == -2 or p >= 0 and p < tonumber(ARGV[2]) then
-    redis.call('HSET', K, 'gone', string.format('%.0f', math.max(upto, tonumber(g or '0'))),
-      'exp', string.format('%.0f', upto))
-    redis.call('PEXPIRE', K, ARGV[2])
-  elseif not g or tonumber(g) < upto then
-    redis.call('HSET', K, 'gone', string.format('%.0f', upto))
-  end
+  bury(ARGV[1], tonumber(ARGV[2]), redis.call('HGET', K, 'gone'))
   if redis.call('ZREM', K .. ':q', ARGV[1]) == 1 then
     redis.call('HDEL', K .. ':qx', ARGV[1])
     if redis.call('HINCRBY', K, 'waiting', -1) <= 0 then

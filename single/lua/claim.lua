@@ -4,7 +4,7 @@
 --          waiting (tickets in the queue; absent at 0), gone (when the
 --          latest gone record lapses, server ms; absent when none may
 --          live), exp (the expiry last set on the hash, server ms, or
---          'inf'; see keep.lua)
+--          'inf'; see keep in core.lua)
 -- ARGV[1]  owner
 -- ARGV[2]  TTL, ms
 -- ARGV[3]  the hash's lifetime, ms: the TTL plus the idle TTL ('0': for ever)
@@ -35,23 +35,17 @@
 -- whether any record may still hold, so that a claim reads :gone only
 -- then: the fast path (a free lock, no waiters, no gone records) makes
 -- three calls, TIME, HMGET and HSET, and a PEXPIRE only when the hash's
--- expiry needs to move (see keep.lua). A plain claim on a held lock is
--- answered before any other key is read, so that a contender for a held
--- lock whose cluster slot is migrating is told it is taken; every path reads
--- a key of its own before it writes anything, so a source that refuses the
--- look at a key it no longer has refuses before anything changed.
+-- expiry needs to move (see keep in core.lua). A plain claim on a held
+-- lock is answered before any other key is read, so that a contender for
+-- a held lock whose cluster slot is migrating is told it is taken; every
+-- path reads a key of its own before it writes anything, so a source that
+-- refuses the look at a key it no longer has refuses before anything
+-- changed.
 --
--- The new attempts is max(attempts + 1, server time in µs): the +1 keeps
--- tokens rising on one server whatever its clock does; the floor keeps them
--- rising across a failover that lost the latest claims, or a hash that
--- expired after its idle TTL, while the server's clock is not behind the
--- one that issued the lost tokens by more than the time between the claims.
--- Lua numbers are doubles, exact below 2^53 (µs since 1970 are ~2^51; a
--- counter past 2^53, which only a hand edit makes, is refused), and %.0f
--- writes them back as the decimal integer HINCRBY would have, so extend and
--- release compare tokens as exact strings.
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+-- The new attempts is draw(attempts) (see core.lua): max(attempts + 1,
+-- server time in µs), a counter near 2^53 refused before anything is
+-- written; fmt writes it back as the decimal integer HINCRBY would have,
+-- so extend and release compare tokens as exact strings.
 local r = redis.call('HMGET', KEYS[1], 'owner', 'until', 'attempts', 'waiting', 'gone', 'exp')
 local left = 0
 if r[1] and r[2] then left = tonumber(r[2]) - now end
@@ -59,8 +53,8 @@ if left > 0 then
   if r[1] == ARGV[1] then
     -- Its own claim run again, or a waiter that missed the message of a
     -- grant: the lease runs a TTL from now, as the caller counts it.
-    local exp, ms = keep(now, r[6], ARGV[3])
-    redis.call('HSET', KEYS[1], 'until', string.format('%.0f', now + tonumber(ARGV[2])))
+    local exp, ms = keep(r[6], ARGV[3])
+    redis.call('HSET', KEYS[1], 'until', fmt(now + tonumber(ARGV[2])))
     if exp then
       redis.call('HSET', KEYS[1], 'exp', exp)
       expire(exp, ms)
@@ -69,25 +63,14 @@ if left > 0 then
   end
   if not ARGV[4] then return {left, 0} end
 end
-if r[5] then
-  if tonumber(r[5]) > now then
-    local g = redis.call('ZSCORE', KEYS[1] .. ':gone', ARGV[1])
-    if g and tonumber(g) > now then
-      return {math.max(left, 0), 0}
-    end
-  else
-    redis.call('HDEL', KEYS[1], 'gone')
-  end
-end
+if buried(ARGV[1], r[5]) then return {math.max(left, 0), 0} end
 local waiting = tonumber(r[4] or '0')
 local counted = waiting
 local q, qx
 if waiting > 0 or ARGV[4] then q, qx = KEYS[1] .. ':q', KEYS[1] .. ':qx' end
 if left <= 0 then
-  local a = math.max(tonumber(r[3] or '0') + 1, tonumber(t[1]) * 1000000 + tonumber(t[2]))
-  if a >= 9007199254740992 then
-    return redis.error_reply('DLTOKEN attempts ' .. (r[3] or '0') .. ' is past 2^53')
-  end
+  local a, bad = draw(r[3], 'attempts')
+  if not a then return bad end
   local head
   if waiting > 0 then
     head = redis.call('ZRANGE', q, 0, 0)[1]
@@ -107,14 +90,14 @@ if left <= 0 then
     end
     if waiting == 0 and counted > 0 then redis.call('HDEL', KEYS[1], 'waiting') end
     if waiting > 0 and waiting ~= counted then redis.call('HSET', KEYS[1], 'waiting', waiting) end
-    local exp, ms = keep(now, r[6], ARGV[3])
+    local exp, ms = keep(r[6], ARGV[3])
     if exp then
-      redis.call('HSET', KEYS[1], 'attempts', string.format('%.0f', a),
-        'owner', ARGV[1], 'until', string.format('%.0f', now + tonumber(ARGV[2])), 'exp', exp)
+      redis.call('HSET', KEYS[1], 'attempts', fmt(a),
+        'owner', ARGV[1], 'until', fmt(now + tonumber(ARGV[2])), 'exp', exp)
       expire(exp, ms)
     else
-      redis.call('HSET', KEYS[1], 'attempts', string.format('%.0f', a),
-        'owner', ARGV[1], 'until', string.format('%.0f', now + tonumber(ARGV[2])))
+      redis.call('HSET', KEYS[1], 'attempts', fmt(a),
+        'owner', ARGV[1], 'until', fmt(now + tonumber(ARGV[2])))
     end
     return a
   end
@@ -129,7 +112,7 @@ if ARGV[4] then
     waiting = redis.call('ZCARD', q)
     rank = waiting - 1
   end
-  redis.call('HSET', qx, ARGV[1], string.format('%.0f', now + tonumber(ARGV[4])) .. ' ' .. ARGV[2] .. ' ' .. ARGV[3])
+  redis.call('HSET', qx, ARGV[1], fmt(now + tonumber(ARGV[4])) .. ' ' .. ARGV[2] .. ' ' .. ARGV[3])
   if redis.call('PTTL', q) < tonumber(ARGV[4]) then
     redis.call('PEXPIRE', q, ARGV[4])
     redis.call('PEXPIRE', qx, ARGV[4])

@@ -5,7 +5,7 @@
 --          is held against claim.lua's callers too, and the other way round
 -- ARGV[1]  owner
 -- ARGV[2]  TTL, ms
--- ARGV[3]  each hash's lifetime, ms ('0': for ever; see keep.lua)
+-- ARGV[3]  each hash's lifetime, ms ('0': for ever; see keep in core.lua)
 -- ARGV[4]  for a blocking waiter, how long its tickets last, ms (absent for
 --          TryAcquireAll)
 --
@@ -33,9 +33,6 @@
 -- deadline); the script does not run it on.
 --
 -- An owner recorded in any key's :gone (see abandon_all.lua) is refused.
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-local us = tonumber(t[1]) * 1000000 + tonumber(t[2])
 local n = #KEYS
 local rs, own, heads = {}, {}, {}
 local left, blocked = 0, false
@@ -85,14 +82,12 @@ if not blocked then
     if own[i] then
       toks[i] = tonumber(rs[i][3])
     else
-      local a = math.max(tonumber(rs[i][3] or '0') + 1, us)
-      if a >= 9007199254740992 then
-        return redis.error_reply('DLTOKEN attempts of ' .. KEYS[i] .. ' ' .. (rs[i][3] or '0') .. ' is past 2^53')
-      end
+      local a, bad = draw(rs[i][3], 'attempts of ' .. KEYS[i])
+      if not a then return bad end
       toks[i] = a
     end
   end
-  local upto = string.format('%.0f', now + tonumber(ARGV[2]))
+  local upto = fmt(now + tonumber(ARGV[2]))
   for i = 1, n do
     K = KEYS[i]
     local r = rs[i]
@@ -102,8 +97,8 @@ if not blocked then
       local w = tonumber(r[4]) - 1
       if w > 0 then redis.call('HSET', K, 'waiting', w) else redis.call('HDEL', K, 'waiting') end
     end
-    local exp, ms = keep(now, r[6], ARGV[3])
-    redis.call('HSET', K, 'attempts', string.format('%.0f', toks[i]), 'owner', ARGV[1], 'until', upto)
+    local exp, ms = keep(r[6], ARGV[3])
+    redis.call('HSET', K, 'attempts', fmt(toks[i]), 'owner', ARGV[1], 'until', upto)
     if exp then
       redis.call('HSET', K, 'exp', exp)
       expire(exp, ms)
@@ -122,7 +117,7 @@ for i = 1, n do
     break
   end
 end
-local ticket = string.format('%.0f', now + tonumber(ARGV[4])) .. ' ' .. ARGV[2] .. ' ' .. ARGV[3]
+local ticket = fmt(now + tonumber(ARGV[4])) .. ' ' .. ARGV[2] .. ' ' .. ARGV[3]
 for i = 1, n do
   K = KEYS[i]
   local q, qx = K .. ':q', K .. ':qx'
@@ -146,7 +141,7 @@ for i = 1, n do
   end
   if waiting ~= tonumber(r[4] or '0') then
     if waiting > 0 then redis.call('HSET', K, 'waiting', waiting) else redis.call('HDEL', K, 'waiting') end
-    local exp, ms = keep(now, r[6], ARGV[3])
+    local exp, ms = keep(r[6], ARGV[3])
     if exp then
       redis.call('HSET', K, 'exp', exp)
       expire(exp, ms)

@@ -4,21 +4,19 @@
 -- ARGV[1]  owner
 -- ARGV[2]  token (the attempts it was granted)
 -- ARGV[3]  TTL, ms
--- ARGV[4]  the hash's lifetime, ms ('0': for ever; see keep.lua)
+-- ARGV[4]  the hash's lifetime, ms ('0': for ever; see keep in core.lua)
 --
 -- Replies 1, or the error DLSTALE <attempts> unless owner and token match
 -- and the lease is still running: an expired lease is never revived.
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local r = redis.call('HMGET', KEYS[1], 'owner', 'attempts', 'until', 'exp')
 if r[1] ~= ARGV[1] or r[2] ~= ARGV[2] or not r[3] or tonumber(r[3]) <= now then
   return redis.error_reply('DLSTALE ' .. (r[2] or '0'))
 end
-local exp, ms = keep(now, r[4], ARGV[4])
+local exp, ms = keep(r[4], ARGV[4])
 if exp then
-  redis.call('HSET', KEYS[1], 'until', string.format('%.0f', now + tonumber(ARGV[3])), 'exp', exp)
+  redis.call('HSET', KEYS[1], 'until', fmt(now + tonumber(ARGV[3])), 'exp', exp)
   expire(exp, ms)
 else
-  redis.call('HSET', KEYS[1], 'until', string.format('%.0f', now + tonumber(ARGV[3])))
+  redis.call('HSET', KEYS[1], 'until', fmt(now + tonumber(ARGV[3])))
 end
 return 1

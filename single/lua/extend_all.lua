@@ -3,15 +3,13 @@
 -- KEYS     the locks' hashes
 -- ARGV[1]  owner
 -- ARGV[2]  TTL, ms
--- ARGV[3]  each hash's lifetime, ms ('0': for ever; see keep.lua)
+-- ARGV[3]  each hash's lifetime, ms ('0': for ever; see keep in core.lua)
 -- ARGV[4…] each key's token, in KEYS' order
 --
 -- Replies 1, or the error DLSTALE <attempts> of the first key whose owner
 -- or token differs or whose lease ran out, having changed nothing: an
 -- expired lease is never revived, and a set is extended whole or not at
 -- all.
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local rs = {}
 for i = 1, #KEYS do
   local r = redis.call('HMGET', KEYS[i], 'owner', 'attempts', 'until', 'exp')
@@ -20,10 +18,10 @@ for i = 1, #KEYS do
   end
   rs[i] = r
 end
-local upto = string.format('%.0f', now + tonumber(ARGV[2]))
+local upto = fmt(now + tonumber(ARGV[2]))
 for i = 1, #KEYS do
   K = KEYS[i]
-  local exp, ms = keep(now, rs[i][4], ARGV[3])
+  local exp, ms = keep(rs[i][4], ARGV[3])
   redis.call('HSET', K, 'until', upto)
   if exp then
     redis.call('HSET', K, 'exp', exp)

@@ -1,6 +1,6 @@
--- free(t, now, attempts, exp, waiting): the lock's owner gives the lock in
--- K (see keep.lua) up, with the hash's attempts, exp and waiting fields as read.
--- (t is TIME's reply, now the same in ms.)
+-- free(attempts, exp, waiting): the lock's owner gives the lock in K (see
+-- internal/claimcore/lua/core.lua) up, with the hash's attempts, exp and
+-- waiting fields as read.
 -- Nobody waiting: the lock is free. Else it goes at once to the first
 -- waiter whose ticket is still live, skipping and dropping the others
 -- (dead or gone waiters), as a claim of that waiter would take it: the
@@ -17,7 +17,7 @@
 -- claim.lua); a ticket of another shape is dropped, and its waiter claims
 -- again. The hash's freed field keeps the token of the lease given up by
 -- the latest handoff, so that a release run again is known (release.lua).
-local function free(t, now, attempts, exp, waiting)
+local function free(attempts, exp, waiting)
   local ch = K .. ':released'
   if not waiting then
     redis.call('HDEL', K, 'owner', 'until')
@@ -25,8 +25,8 @@ local function free(t, now, attempts, exp, waiting)
   end
   local q, qx = K .. ':q', K .. ':qx'
   local n = tonumber(waiting)
-  local a = math.max(tonumber(attempts or '0') + 1, tonumber(t[1]) * 1000000 + tonumber(t[2]))
-  while a < 9007199254740992 do
+  local a = draw(attempts, 'attempts')
+  while a do
     local head = redis.call('ZRANGE', q, 0, 0)[1]
     if not head then break end
     local ticket = redis.call('HGET', qx, head) or ''
@@ -36,9 +36,9 @@ local function free(t, now, attempts, exp, waiting)
     local deadline, ttl, life = string.match(ticket, '^(%d+) (%d+) (%d+)$')
     deadline = tonumber(deadline)
     if deadline and deadline > now then
-      local upto = string.format('%.0f', math.min(now + tonumber(ttl), deadline))
-      local token = string.format('%.0f', a)
-      local e, ms = keep(now, exp, life)
+      local upto = fmt(math.min(now + tonumber(ttl), deadline))
+      local token = fmt(a)
+      local e, ms = keep(exp, life)
       if n > 0 then
         redis.call('HSET', K, 'attempts', token, 'owner', head, 'until', upto, 'freed', attempts or '0', 'waiting', n)
       else
@@ -53,7 +53,7 @@ local function free(t, now, attempts, exp, waiting)
       return
     end
   end
-  -- Nobody left to hand the lock to (or a token past 2^53, which the next
+  -- Nobody left to hand the lock to (or a counter near 2^53, which the next
   -- claim reports).
   if n > 0 then
     redis.call('HDEL', K, 'owner', 'until')

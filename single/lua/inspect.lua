@@ -5,8 +5,6 @@
 --
 -- Replies {owner (empty when none), attempts, ms left (<= 0 when nobody
 -- holds the lock)}.
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local r = redis.call('HMGET', KEYS[1], 'owner', 'attempts', 'until')
 local left = 0
 if r[1] and r[3] then left = tonumber(r[3]) - now end

@@ -9,11 +9,9 @@
 -- lock kept for the queue's head (its holder's lease ran out unreleased)
 -- may have been kept for this waiter: the release channel then tells the
 -- others to claim.
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local r = redis.call('HMGET', KEYS[1], 'owner', 'attempts', 'until', 'waiting', 'exp')
 if r[1] == ARGV[1] then
-  free(t, now, r[2], r[5], r[4])
+  free(r[2], r[5], r[4])
   return 1
 end
 if redis.call('ZREM', KEYS[1] .. ':q', ARGV[1]) == 0 then return 0 end

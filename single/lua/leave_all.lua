@@ -7,14 +7,12 @@
 -- On every key: frees it when a release handed it to this owner (handed
 -- on, as a release does), else takes its ticket out of the queue, waking
 -- the others when the lock is free. Replies how many keys it acted on.
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local acted = 0
 for i = 1, #KEYS do
   K = KEYS[i]
   local r = redis.call('HMGET', K, 'owner', 'attempts', 'until', 'waiting', 'exp')
   if r[1] == ARGV[1] then
-    free(t, now, r[2], r[5], r[4])
+    free(r[2], r[5], r[4])
     acted = acted + 1
   elseif redis.call('ZREM', K .. ':q', ARGV[1]) == 1 then
     redis.call('HDEL', K .. ':qx', ARGV[1])

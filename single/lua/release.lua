@@ -11,13 +11,11 @@
 -- handoff.lua). A release run again after it succeeded finds no owner and
 -- attempts still at its token (nobody claimed since), or the lock handed
 -- on with freed at its token, and replies 1 again.
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local r = redis.call('HMGET', KEYS[1], 'owner', 'attempts', 'until', 'waiting', 'exp', 'freed')
 if r[1] ~= ARGV[1] or r[2] ~= ARGV[2] then
   if not r[1] and r[2] == ARGV[2] or r[6] == ARGV[2] then return 1 end
   return redis.error_reply('DLSTALE ' .. (r[2] or '0'))
 end
-free(t, now, r[2], r[5], r[4])
+free(r[2], r[5], r[4])
 if tonumber(r[3]) <= now then return 0 end
 return 1

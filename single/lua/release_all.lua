@@ -10,8 +10,6 @@
 -- when every lease was still running, 0 when some had run out (freed all
 -- the same), or the error DLSTALE <attempts> when a key is held under
 -- another token (the highest such attempts), the others freed regardless.
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local reply, stale = 1, nil
 for i = 1, #KEYS do
   K = KEYS[i]
@@ -23,9 +21,9 @@ for i = 1, #KEYS do
       if not stale or a > stale then stale = a end
     end
   else
-    free(t, now, r[2], r[5], r[4])
+    free(r[2], r[5], r[4])
     if tonumber(r[3]) <= now then reply = 0 end
   end
 end
-if stale then return redis.error_reply('DLSTALE ' .. string.format('%.0f', stale)) end
+if stale then return redis.error_reply('DLSTALE ' .. fmt(stale)) end
 return reply

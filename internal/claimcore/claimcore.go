@@ -1,0 +1,270 @@
+// Package claimcore is the claim engine of the single-server primitives
+// (single, permits, rwlock and claims), written once: their shared
+// configuration (Base), the exchange of a claim with the server and the
+// retry rule of a blocking acquire (Run, Granted, Again), the refusals and
+// their errors (Refusal, ErrLate, Refused), the cleanup a claim owes the
+// server after its caller gave up or its exchange failed (Abandon, Leave,
+// ReleaseDetached), and Extend and Release as the backend of a lease. On
+// the server side, Lua is the prelude every one of their scripts starts
+// with: the clock, the token floor, the 2^53 guard and the idle expiry of
+// the key's hash.
+//
+// Each primitive keeps only what is its own: one holder (single), slots
+// (permits), readers and a writer (rwlock), items (claims): the layout of
+// its hash, its scripts' bodies, the replies they give and the leases it
+// builds from them. The quorum strategy has machinery of its own.
+package claimcore
+
+import (
+	"context"
+	_ "embed"
+	"errors"
+	"fmt"
+	"io/fs"
+	"path"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/dlockgo/dlock/internal/acquire"
+	"github.com/dlockgo/dlock/lease"
+	"github.com/dlockgo/dlock/node"
+)
+
+// Lua is the prelude of every script of the single-server primitives; see
+// lua/core.lua for what it defines.
+//
+//go:embed lua/core.lua
+var Lua string
+
+// DefaultIdleTTL is how long a key's hash, with its fencing counter,
+// outlives the last lease on it when the configuration does not say.
+const DefaultIdleTTL = 24 * time.Hour
+
+// AbandonKeep is how long an abandoned owner is remembered, at least
+// (twice the TTL when that is longer): a claim that reaches the server
+// later than that, held up in a network path or behind a paused server,
+// holds what it claims for its TTL under an owner nobody uses. That costs
+// one TTL of the key, never a second holder.
+const AbandonKeep = 10 * time.Second
+
+// Base is the configuration every single-server primitive takes, behind
+// the same With… options in each: the TTL of leases whose acquire sets
+// none, how long a key's hash outlives its last lease (Idle; < 0: for
+// ever), how a blocking acquire paces its attempts, the share of the TTL
+// set aside for clock drift, and the Observer of acquisitions and leases.
+type Base struct {
+	TTL      time.Duration
+	Idle     time.Duration
+	Retry    lease.Retry
+	Drift    float64
+	Observer lease.Observer
+}
+
+// NewBase returns the defaults with ttl as the TTL: the default idle life,
+// retry policy and drift factor, and no Observer.
+func NewBase(ttl time.Duration) Base {
+	return Base{TTL: ttl, Drift: acquire.DefaultDriftFactor}
+}
+
+// Check settles the defaults the options left open (a zero Idle is
+// DefaultIdleTTL) and returns an *lease.ArgError naming the first value out
+// of range: the TTL, the drift factor or the retry policy.
+func (b *Base) Check() error {
+	if b.Idle == 0 {
+		b.Idle = DefaultIdleTTL
+	}
+	return acquire.CheckLease(b.TTL, b.Drift, b.Retry)
+}
+
+// KeepMs is the lifetime, in ms as the scripts take it, that a lease of
+// ttl gives its key's hash ("0": for ever).
+func (b *Base) KeepMs(ttl time.Duration) string { return acquire.KeepMs(ttl, b.Idle) }
+
+// Until is when a lease of ttl whose claim was sent at t1 ends by the
+// local clock: ttl less the drift margin, counted from before the send.
+func (b *Base) Until(t1 time.Time, ttl time.Duration) time.Time {
+	return t1.Add(ttl - acquire.Drift(ttl, b.Drift))
+}
+
+// Refusal is the server's error reply to a claim: the script refused, or
+// the server would not run it, and nothing was written. It is the one
+// failure of an attempt that a blocking acquire does not retry.
+type Refusal struct{ Err error }
+
+func (r *Refusal) Error() string { return r.Err.Error() }
+func (r *Refusal) Unwrap() error { return r.Err }
+
+// ErrLate is the cause of a claim granted after its validity had run out
+// on the way: it has been released again.
+var ErrLate = errors.New("granted after its validity ran out on the way")
+
+// Again reads an attempt's outcome for a blocking acquire, which retries
+// every failure but the server's refusal: a grant that came too late to
+// be used is one more attempt that found the key taken; a lost connection
+// or a timeout (the claim abandoned) is worth another attempt.
+func Again[T any](v T, hint time.Duration, err error) (T, time.Duration, error) {
+	var (
+		zero T
+		r    *Refusal
+	)
+	switch {
+	case err == nil, errors.Is(err, lease.ErrTaken):
+		return v, hint, err
+	case errors.Is(err, ErrLate):
+		return zero, 0, fmt.Errorf("%w (%w)", lease.ErrTaken, err)
+	case errors.As(err, &r):
+		return zero, 0, err
+	}
+	return zero, 0, acquire.Retryable(err)
+}
+
+// Kit is what a primitive's Locker gives each of its claims: its name (in
+// errors and in its leases' events), its Node, its configuration and the
+// scripts the core runs for it. A Kit is built once, by New of the
+// primitive, and only read after.
+type Kit struct {
+	Name string
+	Node node.Node
+	Base *Base
+	// The primitive's scripts: Extend takes the held values, the TTL in ms
+	// and the hash's lifetime in ms; Release the held values; Abandon the
+	// owner and the ms to remember it; Leave the owner.
+	ExtendScript, ReleaseScript, AbandonScript, LeaveScript *node.Script
+}
+
+// Run sends one claim: script on keys with args. An error is either a
+// *Refusal (the server's error reply: nothing was written) or, with lost
+// true, a failure after which the claim may have landed with its reply
+// lost, or may still be on its way: the caller abandons it. op and key
+// name the claim in the errors (see what).
+func (k *Kit) Run(ctx context.Context, script *node.Script, keys []string, args []string, op, key string) (r node.Reply, lost bool, err error) {
+	r, err = k.Node.Eval(ctx, script, keys, args...)
+	if err == nil {
+		return r, false, nil
+	}
+	err = fmt.Errorf("%s: %s on %s: %w", k.Name, what(op, key), k.Node, acquire.CtxErr(ctx, err))
+	var re *node.ReplyError
+	if !errors.As(err, &re) {
+		return nil, true, err
+	}
+	return nil, false, &Refusal{err}
+}
+
+// Granted checks a grant whose claim was sent at t1 before it is handed
+// to the caller, and returns when its lease of ttl ends by the local
+// clock. It fails when ctx ended (not every client cuts a call short
+// then; a caller that gave up must not be left holding what it does not
+// know of), or when the lease's validity ran out on the way (an error
+// matching ErrLate and lease.ErrExpired); the caller then releases the
+// grant (ReleaseDetached).
+func (k *Kit) Granted(ctx context.Context, t1 time.Time, ttl time.Duration, op, key string) (time.Time, error) {
+	if err := ctx.Err(); err != nil {
+		return time.Time{}, fmt.Errorf("%s: %s on %s: %w", k.Name, what(op, key), k.Node, acquire.CtxErr(ctx, err))
+	}
+	until := k.Base.Until(t1, ttl)
+	if !time.Now().Before(until) {
+		return time.Time{}, fmt.Errorf("%s: %s: %w: %w", k.Name, what(op, key), ErrLate, lease.ErrExpired)
+	}
+	return until, nil
+}
+
+// what names a call in an error: op and the quoted key ("claim \"k\""), or
+// op alone when key is empty. Built only on the way to an error, so that a
+// call that succeeds allocates nothing for it.
+func what(op, key string) string {
+	if key == "" {
+		return op
+	}
+	return op + " " + strconv.Quote(key)
+}
+
+// Abandon gives up a claim of owner on keys whether or not it landed, on
+// a context detached from ctx: the caller's may have ended already. The
+// server refuses owner from then on (for AbandonKeep, or twice ttl): the
+// caller draws a new one.
+func (k *Kit) Abandon(ctx context.Context, keys []string, owner string, ttl time.Duration) {
+	keep := max(AbandonKeep, 2*ttl).Milliseconds()
+	acquire.Cleanup(ctx, k.Node, k.AbandonScript, keys, owner, strconv.FormatInt(keep, 10))
+}
+
+// Leave gives up owner's place in the queue of keys, on a context
+// detached from ctx. A ticket whose leave is lost expires by its deadline.
+func (k *Kit) Leave(ctx context.Context, keys []string, owner string) {
+	acquire.Cleanup(ctx, k.Node, k.LeaveScript, keys, owner)
+}
+
+// ReleaseDetached releases a grant the caller must not keep (held: what
+// Release takes), on a context detached from ctx. The claim must go on
+// under a new owner, which the caller draws: a release whose reply did not
+// come may still be on its way, and were the next attempt, under the same
+// owner, to find the grant still its own, it would be given the same
+// token, which that late release would then free.
+func (k *Kit) ReleaseDetached(ctx context.Context, keys []string, held []string) {
+	acquire.Cleanup(ctx, k.Node, k.ReleaseScript, keys, held...)
+}
+
+// Extend runs the extend script for l (held: its owner and what else the
+// script takes before the TTL) and returns the lease's new end by the
+// local clock. A refusal is read by Refused.
+func (k *Kit) Extend(ctx context.Context, keys []string, held []string, l *lease.Lease, ttl time.Duration) (time.Time, error) {
+	ms := ttl.Milliseconds()
+	if ms <= 0 {
+		return time.Time{}, &lease.ArgError{Arg: "ttl", Value: ttl, Rule: "must be at least 1ms"}
+	}
+	ttl = time.Duration(ms) * time.Millisecond
+	t1 := time.Now()
+	args := append(held[:len(held):len(held)], strconv.FormatInt(ms, 10), k.Base.KeepMs(ttl))
+	if _, err := k.Node.Eval(ctx, k.ExtendScript, keys, args...); err != nil {
+		return time.Time{}, k.Refused(ctx, "extend", l, err)
+	}
+	return k.Base.Until(t1, ttl), nil
+}
+
+// Release runs the release script for l. ranAgain, when not nil, tells a
+// DLSTALE refusal of a release run again after it succeeded (its reply
+// lost, the client sent it again) from one of a lease that ended: the
+// release then succeeded. A reply other than 1 means the lease had
+// expired (lease.ErrNotHeld).
+func (k *Kit) Release(ctx context.Context, keys []string, held []string, l *lease.Lease, ranAgain func(error) bool) error {
+	r, err := k.Node.Eval(ctx, k.ReleaseScript, keys, held...)
+	if err != nil {
+		if ranAgain != nil && ranAgain(err) {
+			return nil
+		}
+		return k.Refused(ctx, "release", l, err)
+	}
+	if r.Int(0) != 1 {
+		return fmt.Errorf("%s: release %q: %w: it had expired", k.Name, l.Key(), lease.ErrNotHeld)
+	}
+	return nil
+}
+
+// Refused maps a DLSTALE reply to op on l to an error matching
+// lease.ErrNotHeld, and also fence.ErrStale when the key has been granted
+// again since l's grant; other errors keep their context error
+// recognisable.
+func (k *Kit) Refused(ctx context.Context, op string, l *lease.Lease, err error) error {
+	return acquire.Refused(ctx, k.Name, op+" "+strconv.Quote(l.Key()), k.Node, l, err)
+}
+
+// Script returns the script made of the core prelude (Lua) and then files,
+// read in that order from the lua directory of fsys (a primitive's
+// embedded lua/). See Source.
+func Script(fsys fs.FS, files ...string) *node.Script { return node.NewScript(Source(fsys, files...)) }
+
+// Source returns the text Script runs. It panics when a file cannot be
+// read: the files are embedded, so that is a mistake in the build, which
+// the first test of the primitive finds.
+func Source(fsys fs.FS, files ...string) string {
+	var b strings.Builder
+	b.WriteString(Lua)
+	for _, f := range files {
+		text, err := fs.ReadFile(fsys, path.Join("lua", f))
+		if err != nil {
+			panic("claimcore: " + err.Error())
+		}
+		b.Write(text)
+	}
+	return b.String()
+}
