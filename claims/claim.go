@@ -195,13 +195,7 @@ func (q *Queue) claimWait(ctx context.Context, opts []lease.Option) (*Claim, err
 			// nobody. A subscription that hangs (the server went away
 			// meanwhile) must not hold the wait up; without one, the
 			// wait polls.
-			sctx, cancel := context.WithTimeout(ctx, time.Second)
-			var serr error
-			wake, stop, serr = q.n.Subscribe(sctx, q.keys[0]+":ready")
-			cancel()
-			if serr != nil {
-				wake, stop = nil, func() {}
-			}
+			wake, stop = q.kit.Subscribe(ctx, q.keys[0]+":ready", subscribeLife)
 			hint, err = once(ctx)
 		}
 		if err != nil {
@@ -215,6 +209,10 @@ func (q *Queue) claimWait(ctx context.Context, opts []lease.Option) (*Claim, err
 	}
 	return got, nil
 }
+
+// subscribeLife bounds ClaimWait's subscription to the ready channel:
+// half of it, a second (see claimcore.Kit.Subscribe).
+const subscribeLife = 2 * time.Second
 
 // attempt is the claims of one Claim or ClaimWait call: their options and
 // owner, drawn afresh after an abandon.

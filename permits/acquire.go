@@ -80,13 +80,9 @@ func (s *Semaphore) acquire(ctx context.Context, name string, n int, opts []leas
 	// live permit has ended (the hint cuts the delay to that), so the
 	// attempts between only keep its ticket fresh and cover a lost
 	// message: they run at Retry.Max, not from Retry.Min up.
-	sctx, cancel := context.WithTimeout(ctx, life/2)
-	wake, stop, serr := s.n.Subscribe(sctx, c.keys[0]+":released")
-	cancel()
+	wake, stop := s.kit.Subscribe(ctx, c.keys[0]+":released", life)
 	r := o.Retry
-	if serr != nil {
-		wake, stop = nil, func() {}
-	} else {
+	if wake != nil {
 		if r == (lease.Retry{}) {
 			r = lease.DefaultRetry
 		}

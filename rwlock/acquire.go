@@ -5,6 +5,7 @@ import (
 	"strconv"
 
 	"github.com/dlockgo/dlock/internal/acquire"
+	"github.com/dlockgo/dlock/internal/claimcore"
 	"github.com/dlockgo/dlock/lease"
 )
 
@@ -69,34 +70,5 @@ func (lk *Locker) wait(ctx context.Context, key string, k kind, opts []lease.Opt
 	life := acquire.TicketLife(o.Retry)
 	c.args[4] = strconv.FormatInt(life.Milliseconds(), 10)
 	c.nargs = 5
-	var (
-		wake       <-chan string
-		stop       = func() {}
-		subscribed bool
-	)
-	l, err := acquire.Wait(ctx, o.Retry, func(ctx context.Context) (*lease.Lease, acquire.Turn, error) {
-		l, hint, err := c.again(ctx)
-		if err != nil && acquire.Again(err) && !subscribed && ctx.Err() == nil {
-			subscribed = true
-			// Subscribed, then one more attempt at once: a release
-			// between the first attempt and the subscription wakes
-			// nobody. A subscription that hangs (the server went away
-			// meanwhile) must not outlast the ticket; without one, the
-			// wait polls.
-			sctx, cancel := context.WithTimeout(ctx, life/2)
-			var serr error
-			wake, stop, serr = lk.n.Subscribe(sctx, c.keys[0]+":released")
-			cancel()
-			if serr != nil {
-				wake, stop = nil, func() {}
-			}
-			l, hint, err = c.again(ctx)
-		}
-		return l, acquire.Turn{Hint: hint, Wake: wake}, err
-	})
-	stop()
-	if err != nil {
-		c.leave(ctx)
-	}
-	return l, err
+	return lk.kit.Wait(ctx, o.Retry, life, c.keys[0]+":released", claimcore.Waiter{Try: c.again, Leave: c.leave})
 }

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/dlockgo/dlock/internal/acquire"
+	"github.com/dlockgo/dlock/internal/claimcore"
 	"github.com/dlockgo/dlock/lease"
 )
 
@@ -62,39 +63,13 @@ func (lk *Locker) acquire(ctx context.Context, key string, opts []lease.Option) 
 	c.life = time.Duration(life.Milliseconds()) * time.Millisecond
 	c.args[3] = strconv.FormatInt(life.Milliseconds(), 10)
 	c.nargs = 4
-	var (
-		wake <-chan string
-		stop = func() {}
-	)
-	subscribed := false
-	l, err := acquire.Wait(ctx, o.Retry, func(ctx context.Context) (*lease.Lease, acquire.Turn, error) {
-		if c.handed != 0 {
-			if l := c.takeHanded(); l != nil {
-				return l, acquire.Turn{}, nil
+	return lk.kit.Wait(ctx, o.Retry, life, c.keys[0]+":released", claimcore.Waiter{
+		Try: c.again, Heed: c.heed, Leave: c.leave,
+		Handed: func() *lease.Lease {
+			if c.handed == 0 {
+				return nil
 			}
-		}
-		l, hint, err := c.again(ctx)
-		if err != nil && acquire.Again(err) && !subscribed && ctx.Err() == nil {
-			subscribed = true
-			// Subscribed, then one more attempt at once: a release
-			// between the first attempt and the subscription wakes
-			// nobody. A subscription that hangs (the server went away
-			// meanwhile) must not outlast the ticket; without one, the
-			// wait polls.
-			sctx, cancel := context.WithTimeout(ctx, life/2)
-			var serr error
-			wake, stop, serr = lk.n.Subscribe(sctx, c.keys[0]+":released")
-			cancel()
-			if serr != nil {
-				wake, stop = nil, func() {}
-			}
-			l, hint, err = c.again(ctx)
-		}
-		return l, acquire.Turn{Hint: hint, Wake: wake, Heed: c.heed}, err
+			return c.takeHanded()
+		},
 	})
-	stop()
-	if err != nil {
-		c.leave(ctx)
-	}
-	return l, err
 }

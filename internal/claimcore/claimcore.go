@@ -268,3 +268,65 @@ func Source(fsys fs.FS, files ...string) string {
 	}
 	return b.String()
 }
+
+// Subscribe listens on channel for a waiter whose ticket lives life. A
+// subscription that hangs (the server went away meanwhile) must not
+// outlast half the ticket: it is given up, and wake is nil (the wait then
+// polls at its retry pace). stop ends the subscription; it is never nil.
+func (k *Kit) Subscribe(ctx context.Context, channel string, life time.Duration) (wake <-chan string, stop func()) {
+	sctx, cancel := context.WithTimeout(ctx, life/2)
+	wake, stop, err := k.Node.Subscribe(sctx, channel)
+	cancel()
+	if err != nil {
+		return nil, func() {}
+	}
+	return wake, stop
+}
+
+// Waiter is one blocking acquire's side of Wait.
+type Waiter struct {
+	// Try makes one attempt, its outcome read as Again reads it; hint is
+	// how long until the lease in the way may end.
+	Try func(ctx context.Context) (l *lease.Lease, hint time.Duration, err error)
+	// Handed, when not nil, is asked first at each turn for a lease a
+	// release handed the waiter (one Heed took from a message), nil for
+	// none.
+	Handed func() *lease.Lease
+	// Heed, when not nil, reads a message of the release channel (see
+	// acquire.Turn).
+	Heed func(msg string) bool
+	// Leave gives up the waiter's place in the queue; Wait calls it when
+	// it fails.
+	Leave func(ctx context.Context)
+}
+
+// Wait runs w's attempts until one grants, one fails for good or ctx
+// ends, paced by r and woken early by channel. The channel is subscribed
+// after the first attempt that finds the key taken, and one more attempt
+// made at once: a release between the two would wake nobody otherwise.
+func (k *Kit) Wait(ctx context.Context, r lease.Retry, life time.Duration, channel string, w Waiter) (*lease.Lease, error) {
+	var (
+		wake       <-chan string
+		stop       = func() {}
+		subscribed bool
+	)
+	l, err := acquire.Wait(ctx, r, func(ctx context.Context) (*lease.Lease, acquire.Turn, error) {
+		if w.Handed != nil {
+			if l := w.Handed(); l != nil {
+				return l, acquire.Turn{}, nil
+			}
+		}
+		l, hint, err := w.Try(ctx)
+		if err != nil && acquire.Again(err) && !subscribed && ctx.Err() == nil {
+			subscribed = true
+			wake, stop = k.Subscribe(ctx, channel, life)
+			l, hint, err = w.Try(ctx)
+		}
+		return l, acquire.Turn{Hint: hint, Wake: wake, Heed: w.Heed}, err
+	})
+	stop()
+	if err != nil {
+		w.Leave(ctx)
+	}
+	return l, err
+}
