@@ -98,7 +98,10 @@ func (c *claim) try(ctx context.Context) (*lease.Lease, time.Duration, error) {
 	c.setHeld(token, slot)
 	until, err := s.kit.Granted(ctx, t1, c.ttl, "claim", c.name)
 	if err != nil {
-		c.releaseDetached(ctx)
+		// Released, and the claim goes on under a new owner (see
+		// claimcore.Kit.ReleaseDetached).
+		s.kit.ReleaseDetached(ctx, c.keys[:], c.held[:])
+		c.drawOwner()
 		return nil, 0, err
 	}
 	return c.lease(token, until, false), 0, nil
@@ -224,13 +227,6 @@ func (c *claim) leave(ctx context.Context) {
 	}
 	c.s.kit.Leave(ctx, c.keys[:], c.args[0])
 	c.queue = false
-}
-
-// releaseDetached releases a granted permit the caller must not keep, on a
-// context detached from ctx: the caller's may have ended already.
-func (c *claim) releaseDetached(ctx context.Context) {
-	c.s.kit.ReleaseDetached(ctx, c.keys[:], c.held[:])
-	c.drawOwner()
 }
 
 // Extend implements lease.Backend.

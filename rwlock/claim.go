@@ -146,7 +146,10 @@ func (c *claim) try(ctx context.Context) (*lease.Lease, time.Duration, error) {
 	c.held = [3]string{c.args[0], c.args[1], token.String()}
 	until, err := lk.kit.Granted(ctx, t1, c.ttl, c.what(), c.key)
 	if err != nil {
-		c.releaseDetached(ctx)
+		// Released, and the claim goes on under a new owner (see
+		// claimcore.Kit.ReleaseDetached).
+		lk.kit.ReleaseDetached(ctx, c.keys[:], c.held[:])
+		c.drawOwner()
 		return nil, 0, err
 	}
 	return lease.New(c, lease.Grant{
@@ -172,13 +175,6 @@ func (c *claim) leave(ctx context.Context) {
 	}
 	c.lk.kit.Leave(ctx, c.keys[:], c.args[0])
 	c.queue = false
-}
-
-// releaseDetached releases a granted lease the caller must not keep, on a
-// context detached from ctx: the caller's may have ended already.
-func (c *claim) releaseDetached(ctx context.Context) {
-	c.lk.kit.ReleaseDetached(ctx, c.keys[:], c.held[:])
-	c.drawOwner()
 }
 
 // Extend implements lease.Backend.
