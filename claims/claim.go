@@ -225,12 +225,8 @@ type attempt struct {
 }
 
 func (q *Queue) newAttempt(o lease.Options) *attempt {
-	a := &attempt{q: q, o: o, ttlMs: q.ttlMs}
-	ms := o.TTL.Milliseconds()
-	a.ttl = time.Duration(ms) * time.Millisecond
-	if o.TTL != q.cfg.TTL {
-		a.ttlMs = strconv.FormatInt(ms, 10)
-	}
+	a := &attempt{q: q, o: o}
+	a.ttl, a.ttlMs, _ = q.kit.LeaseArgs(o.TTL)
 	a.owner = acquire.OwnerValue(acquire.NewOwner(), o.Metadata)
 	return a
 }
@@ -333,7 +329,7 @@ func (a *attempt) try(ctx context.Context) (*Claim, time.Duration, error) {
 // from ctx (the caller's may have ended already), and draws a new owner:
 // the abandoned one is refused from then on.
 func (a *attempt) abandon(ctx context.Context) {
-	a.q.kit.Abandon(ctx, a.q.keys[:], a.owner, a.ttl)
+	a.q.kit.Abandon(ctx, a.q.keys[:], a.owner, a.ttl, nil)
 	a.owner = acquire.OwnerValue(acquire.NewOwner(), a.o.Metadata)
 }
 

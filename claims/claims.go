@@ -119,8 +119,7 @@ type Queue struct {
 	keys   [1]string // the items hash, base of every other key
 	cfg    config
 	kit    claimcore.Kit
-	ttlMs  string
-	keepMs string
+	keepMs string // how long a completed item's record stays, in ms
 	idleMs string // -1: for ever
 }
 
@@ -128,32 +127,23 @@ type Queue struct {
 // same server are the same queue. It returns an *lease.ArgError when n is
 // nil, name is empty, or an option is out of range.
 func New(n node.Node, name string, opts ...Option) (*Queue, error) {
-	if n == nil {
-		return nil, &lease.ArgError{Arg: "node", Value: n, Rule: "must not be nil"}
+	cfg := config{Base: claimcore.NewBase(DefaultTTL), keepDone: DefaultKeepDone}
+	if err := claimcore.Configure(n, &cfg, &cfg.Base, opts); err != nil {
+		return nil, err
 	}
 	if name == "" {
 		return nil, &lease.ArgError{Arg: "name", Value: name, Rule: "must not be empty"}
-	}
-	cfg := config{Base: claimcore.NewBase(DefaultTTL), keepDone: DefaultKeepDone}
-	for _, o := range opts {
-		if o != nil {
-			o(&cfg)
-		}
-	}
-	if err := cfg.Check(); err != nil {
-		return nil, err
 	}
 	if cfg.keepDone < time.Millisecond {
 		return nil, &lease.ArgError{Arg: "keep done", Value: cfg.keepDone, Rule: "must be at least 1ms"}
 	}
 	q := &Queue{n: n, name: name, cfg: cfg,
-		ttlMs:  strconv.FormatInt(cfg.TTL.Milliseconds(), 10),
 		keepMs: strconv.FormatInt(cfg.keepDone.Milliseconds(), 10),
 		idleMs: "-1"}
 	if cfg.Idle > 0 {
 		q.idleMs = strconv.FormatInt(max(cfg.Idle.Milliseconds(), 1), 10)
 	}
-	q.kit = claimcore.Kit{Name: strategy, Node: n, Base: &q.cfg.Base, AbandonScript: abandonScript}
+	q.kit = claimcore.NewKit(strategy, n, &q.cfg.Base, claimcore.Scripts{Abandon: abandonScript})
 	q.keys[0] = keyname.Claims(name)
 	return q, nil
 }

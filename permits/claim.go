@@ -42,14 +42,8 @@ type claim struct {
 
 func (s *Semaphore) newClaim(name string, n int, o lease.Options) *claim {
 	c := &claim{s: s, name: name, o: o, nargs: 4, keys: [1]string{hashKey(name)}}
-	ms := o.TTL.Milliseconds()
-	c.ttl = time.Duration(ms) * time.Millisecond
 	c.args[1] = strconv.Itoa(n)
-	if o.TTL == s.cfg.TTL {
-		c.args[2], c.args[3] = s.ttlMs, s.keepMs
-	} else {
-		c.args[2], c.args[3] = strconv.FormatInt(ms, 10), s.cfg.KeepMs(c.ttl)
-	}
+	c.ttl, c.args[2], c.args[3] = s.kit.LeaseArgs(o.TTL)
 	c.drawOwner()
 	return c
 }
@@ -213,8 +207,7 @@ func (c *claim) takeHanded() *lease.Lease {
 // abandon gives up the claim whether or not it landed, on a context
 // detached from ctx: the caller's may have ended already.
 func (c *claim) abandon(ctx context.Context) {
-	c.s.kit.Abandon(ctx, c.keys[:], c.args[0], c.ttl)
-	c.queue = false
+	c.s.kit.Abandon(ctx, c.keys[:], c.args[0], c.ttl, &c.queue)
 	c.drawOwner()
 }
 
@@ -222,11 +215,10 @@ func (c *claim) abandon(ctx context.Context) {
 // it unheard, on a context detached from ctx: the caller's may have ended
 // already. A ticket whose leave is lost expires by its deadline.
 func (c *claim) leave(ctx context.Context) {
-	if !c.queue && c.handed == 0 {
-		return
+	if c.handed != 0 {
+		c.queue = true // the leave gives the permit back
 	}
-	c.s.kit.Leave(ctx, c.keys[:], c.args[0])
-	c.queue = false
+	c.s.kit.Leave(ctx, c.keys[:], c.args[0], &c.queue)
 }
 
 // Extend implements lease.Backend.

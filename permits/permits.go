@@ -106,33 +106,21 @@ func WithObserver(o lease.Observer) Option { return func(c *config) { c.Observer
 // Semaphore grants permits of names on one server. It is safe for
 // concurrent use.
 type Semaphore struct {
-	n      node.Node
-	cfg    config
-	kit    claimcore.Kit
-	ttlMs  string // cfg.TTL in ms, formatted once
-	keepMs string // the hash's lifetime after a grant of cfg.TTL, formatted once
+	n   node.Node
+	cfg config
+	kit claimcore.Kit
 }
 
 // New returns a Semaphore that keeps its permits on n. It returns an
 // *lease.ArgError when n is nil or an option is out of range. The
 // Semaphore does not own n: Close leaves it open.
 func New(n node.Node, opts ...Option) (*Semaphore, error) {
-	if n == nil {
-		return nil, &lease.ArgError{Arg: "node", Value: n, Rule: "must not be nil"}
-	}
 	cfg := config{claimcore.NewBase(DefaultTTL)}
-	for _, o := range opts {
-		if o != nil {
-			o(&cfg)
-		}
-	}
-	if err := cfg.Check(); err != nil {
+	if err := claimcore.Configure(n, &cfg, &cfg.Base, opts); err != nil {
 		return nil, err
 	}
-	s := &Semaphore{n: n, cfg: cfg, ttlMs: strconv.FormatInt(cfg.TTL.Milliseconds(), 10)}
-	s.kit = claimcore.Kit{Name: strategy, Node: n, Base: &s.cfg.Base, ExtendScript: extendScript,
-		ReleaseScript: releaseScript, AbandonScript: abandonScript, LeaveScript: leaveScript}
-	s.keepMs = s.cfg.KeepMs(cfg.TTL)
+	s := &Semaphore{n: n, cfg: cfg}
+	s.kit = claimcore.NewKit(strategy, n, &s.cfg.Base, scripts)
 	return s, nil
 }
 

@@ -33,3 +33,6 @@ var (
 	// 1 when it released a permit.
 	abandonScript = claimcore.Script(luaFS, "state.lua", "abandon.lua")
 )
+
+// scripts are those the core runs for this package's leases and claims.
+var scripts = claimcore.Scripts{Extend: extendScript, Release: releaseScript, Abandon: abandonScript, Leave: leaveScript}

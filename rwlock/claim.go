@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"math"
-	"strconv"
 	"time"
 
 	"github.com/dlockgo/dlock/fence"
@@ -45,14 +44,8 @@ type claim struct {
 
 func (lk *Locker) newClaim(key string, k kind, o lease.Options) *claim {
 	c := &claim{lk: lk, key: key, kind: k, o: o, nargs: 4, keys: [1]string{KeyOf(key)}}
-	ms := o.TTL.Milliseconds()
-	c.ttl = time.Duration(ms) * time.Millisecond
 	c.args[1] = string(k)
-	if o.TTL == lk.cfg.TTL {
-		c.args[2], c.args[3] = lk.ttlMs, lk.keepMs
-	} else {
-		c.args[2], c.args[3] = strconv.FormatInt(ms, 10), lk.cfg.KeepMs(c.ttl)
-	}
+	c.ttl, c.args[2], c.args[3] = lk.kit.LeaseArgs(o.TTL)
 	c.drawOwner()
 	return c
 }
@@ -161,8 +154,7 @@ func (c *claim) try(ctx context.Context) (*lease.Lease, time.Duration, error) {
 // abandon gives up the claim whether or not it landed, on a context
 // detached from ctx: the caller's may have ended already.
 func (c *claim) abandon(ctx context.Context) {
-	c.lk.kit.Abandon(ctx, c.keys[:], c.args[0], c.ttl)
-	c.queue = false
+	c.lk.kit.Abandon(ctx, c.keys[:], c.args[0], c.ttl, &c.queue)
 	c.drawOwner()
 }
 
@@ -170,11 +162,7 @@ func (c *claim) abandon(ctx context.Context) {
 // context detached from ctx: the caller's may have ended already. A ticket
 // whose leave is lost expires by its deadline.
 func (c *claim) leave(ctx context.Context) {
-	if !c.queue {
-		return
-	}
-	c.lk.kit.Leave(ctx, c.keys[:], c.args[0])
-	c.queue = false
+	c.lk.kit.Leave(ctx, c.keys[:], c.args[0], &c.queue)
 }
 
 // Extend implements lease.Backend.

@@ -113,11 +113,9 @@ func WithObserver(o lease.Observer) Option { return func(c *config) { c.Observer
 // Acquire, TryAcquire, Inspect and Close make it a dlock.Locker whose
 // leases are the writers'. It is safe for concurrent use.
 type Locker struct {
-	n      node.Node
-	cfg    config
-	kit    claimcore.Kit
-	ttlMs  string // cfg.TTL in ms, formatted once
-	keepMs string // the hash's lifetime after a grant of cfg.TTL, formatted once
+	n   node.Node
+	cfg config
+	kit claimcore.Kit
 	// unraised: readers claim with claimUnraisedScript. Only a test sets
 	// it, through internal/rwhook, to show a checker the gap the raise
 	// closes.
@@ -128,22 +126,12 @@ type Locker struct {
 // *lease.ArgError when n is nil or an option is out of range. The Locker
 // does not own n: Close leaves it open.
 func New(n node.Node, opts ...Option) (*Locker, error) {
-	if n == nil {
-		return nil, &lease.ArgError{Arg: "node", Value: n, Rule: "must not be nil"}
-	}
 	cfg := config{claimcore.NewBase(DefaultTTL)}
-	for _, o := range opts {
-		if o != nil {
-			o(&cfg)
-		}
-	}
-	if err := cfg.Check(); err != nil {
+	if err := claimcore.Configure(n, &cfg, &cfg.Base, opts); err != nil {
 		return nil, err
 	}
-	lk := &Locker{n: n, cfg: cfg, ttlMs: strconv.FormatInt(cfg.TTL.Milliseconds(), 10)}
-	lk.kit = claimcore.Kit{Name: strategy, Node: n, Base: &lk.cfg.Base, ExtendScript: extendScript,
-		ReleaseScript: releaseScript, AbandonScript: abandonScript, LeaveScript: leaveScript}
-	lk.keepMs = lk.cfg.KeepMs(cfg.TTL)
+	lk := &Locker{n: n, cfg: cfg}
+	lk.kit = claimcore.NewKit(strategy, n, &lk.cfg.Base, scripts)
 	return lk, nil
 }
 

@@ -60,3 +60,6 @@ func unraised(claim string) string {
 func init() {
 	rwhook.UnraiseReaders = func(locker any) { locker.(*Locker).unraised.Store(true) }
 }
+
+// scripts are those the core runs for this package's leases and claims.
+var scripts = claimcore.Scripts{Extend: extendScript, Release: releaseScript, Abandon: abandonScript, Leave: leaveScript}

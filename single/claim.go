@@ -55,13 +55,7 @@ var errMigrating = errors.New("single: cluster slot migrating")
 
 func (lk *Locker) newClaim(key string, o lease.Options) *claim {
 	c := &claim{lk: lk, key: key, o: o, nargs: 3}
-	ms := o.TTL.Milliseconds()
-	c.ttl = time.Duration(ms) * time.Millisecond
-	if o.TTL == lk.cfg.TTL {
-		c.args[1], c.args[2] = lk.ttlMs, lk.keepMs
-	} else {
-		c.args[1], c.args[2] = strconv.FormatInt(ms, 10), lk.cfg.KeepMs(c.ttl)
-	}
+	c.ttl, c.args[1], c.args[2] = lk.kit.LeaseArgs(o.TTL)
 	// The key, the owner and (setToken) the token are slices of one
 	// buffer: strings the Builder returned stay valid as it grows.
 	c.ids.Grow(len(key) + len("dlock:%{}") + 2*ownerBytes + 1 + len(o.Metadata) + maxTokenDigits)
@@ -318,8 +312,7 @@ func replyError(err error) *node.ReplyError {
 // abandon gives up the claim whether or not it landed, on a context
 // detached from ctx: the caller's may have ended already.
 func (c *claim) abandon(ctx context.Context) {
-	c.lk.kit.Abandon(ctx, c.keys[:], c.args[0], c.ttl)
-	c.queue = false
+	c.lk.kit.Abandon(ctx, c.keys[:], c.args[0], c.ttl, &c.queue)
 	c.drawOwner()
 }
 
@@ -327,11 +320,7 @@ func (c *claim) abandon(ctx context.Context) {
 // context detached from ctx: the caller's may have ended already. A ticket
 // whose leave is lost expires by its deadline.
 func (c *claim) leave(ctx context.Context) {
-	if !c.queue {
-		return
-	}
-	c.lk.kit.Leave(ctx, c.keys[:], c.args[0])
-	c.queue = false
+	c.lk.kit.Leave(ctx, c.keys[:], c.args[0], &c.queue)
 }
 
 // Extend implements lease.Backend.

@@ -158,9 +158,9 @@ func (lk *Locker) newSetClaim(ctx context.Context, keys []string, opts []lease.O
 	for i, k := range keys {
 		c.hashes[i] = hashKey(k)
 	}
-	ms := o.TTL.Milliseconds()
-	c.ttl = time.Duration(ms) * time.Millisecond
-	c.args = []string{acquire.OwnerValue(acquire.NewOwner(), o.Metadata), strconv.FormatInt(ms, 10), lk.cfg.KeepMs(c.ttl)}
+	var ttlMs, keepMs string
+	c.ttl, ttlMs, keepMs = lk.kit.LeaseArgs(o.TTL)
+	c.args = []string{acquire.OwnerValue(acquire.NewOwner(), o.Metadata), ttlMs, keepMs}
 	return c, nil
 }
 
@@ -354,8 +354,7 @@ func (s *orderedSet) Release(ctx context.Context, _ *lease.Lease) error {
 // abandon gives up a claim whose outcome is unknown, on every key, and
 // goes on under a new owner (see claim.abandon).
 func (c *setClaim) abandon(ctx context.Context) {
-	c.lk.setKit.Abandon(ctx, c.hashes, c.args[0], c.ttl)
-	c.queued = false
+	c.lk.setKit.Abandon(ctx, c.hashes, c.args[0], c.ttl, &c.queued)
 	c.args[0] = acquire.OwnerValue(acquire.NewOwner(), c.o.Metadata)
 }
 

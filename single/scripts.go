@@ -54,3 +54,10 @@ var (
 	// leaveAllScript: ARGV owner. Replies how many keys it acted on.
 	leaveAllScript = claimcore.Script(luaFS, "handoff.lua", "leave_all.lua")
 )
+
+// scripts are those the core runs for this package's leases and claims.
+var scripts = claimcore.Scripts{Extend: extendScript, Release: releaseScript, Abandon: abandonScript, Leave: leaveScript}
+
+// setScripts are those the core runs for a set of keys (AcquireAll): its
+// release and abandon; the set extends with a script of its own.
+var setScripts = claimcore.Scripts{Release: releaseAllScript, Abandon: abandonAllScript}

@@ -134,24 +134,14 @@ type Locker struct {
 	cfg    config
 	kit    claimcore.Kit
 	setKit claimcore.Kit // for sets of keys (AcquireAll): abandon and release only
-	ttlMs  string        // cfg.TTL in ms, formatted once
-	keepMs string        // the hash's lifetime after a claim of cfg.TTL, formatted once
 }
 
 // New returns a Locker that keeps its locks on n. It returns an
 // *lease.ArgError when n is nil or an option is out of range. The Locker
 // does not own n: Close leaves it open.
 func New(n node.Node, opts ...Option) (*Locker, error) {
-	if n == nil {
-		return nil, &lease.ArgError{Arg: "node", Value: n, Rule: "must not be nil"}
-	}
 	cfg := config{Base: claimcore.NewBase(DefaultTTL)}
-	for _, o := range opts {
-		if o != nil {
-			o(&cfg)
-		}
-	}
-	if err := cfg.Check(); err != nil {
+	if err := claimcore.Configure(n, &cfg, &cfg.Base, opts); err != nil {
 		return nil, err
 	}
 	if cfg.replicas < 0 {
@@ -161,12 +151,9 @@ func New(n node.Node, opts ...Option) (*Locker, error) {
 		// WAIT with timeout 0 blocks forever.
 		return nil, &lease.ArgError{Arg: "replica timeout", Value: cfg.replicaTimeout, Rule: "must be > 0 when replicas > 0"}
 	}
-	lk := &Locker{n: n, cfg: cfg, ttlMs: strconv.FormatInt(cfg.TTL.Milliseconds(), 10)}
-	lk.kit = claimcore.Kit{Name: strategy, Node: n, Base: &lk.cfg.Base, ExtendScript: extendScript,
-		ReleaseScript: releaseScript, AbandonScript: abandonScript, LeaveScript: leaveScript}
-	lk.setKit = claimcore.Kit{Name: strategy, Node: n, Base: &lk.cfg.Base,
-		ReleaseScript: releaseAllScript, AbandonScript: abandonAllScript}
-	lk.keepMs = lk.cfg.KeepMs(cfg.TTL)
+	lk := &Locker{n: n, cfg: cfg}
+	lk.kit = claimcore.NewKit(strategy, n, &lk.cfg.Base, scripts)
+	lk.setKit = claimcore.NewKit(strategy, n, &lk.cfg.Base, setScripts)
 	return lk, nil
 }
 

@@ -1,6 +1,6 @@
 // Package claimcore is the claim engine of the single-server primitives
 // (single, permits, rwlock and claims), written once: their shared
-// configuration (Base), the exchange of a claim with the server and the
+// configuration (Base, applied and checked by Configure), the exchange of a claim with the server and the
 // retry rule of a blocking acquire (Run, Granted, Again), the refusals and
 // their errors (Refusal, ErrLate, Refused), the cleanup a claim owes the
 // server after its caller gave up or its exchange failed (Abandon, Leave,
@@ -119,18 +119,61 @@ func Again[T any](v T, hint time.Duration, err error) (T, time.Duration, error) 
 	return zero, 0, acquire.Retryable(err)
 }
 
+// Configure is how New of every primitive starts: it returns an
+// *lease.ArgError when n is nil, applies opts to *cfg (a nil option does
+// nothing), then checks b, the Base within *cfg, settling its defaults
+// (see Check). The primitive checks its own options after.
+func Configure[C any, O ~func(*C)](n node.Node, cfg *C, b *Base, opts []O) error {
+	if n == nil {
+		return &lease.ArgError{Arg: "node", Value: n, Rule: "must not be nil"}
+	}
+	for _, o := range opts {
+		if o != nil {
+			o(cfg)
+		}
+	}
+	return b.Check()
+}
+
 // Kit is what a primitive's Locker gives each of its claims: its name (in
 // errors and in its leases' events), its Node, its configuration and the
-// scripts the core runs for it. A Kit is built once, by New of the
-// primitive, and only read after.
+// scripts the core runs for it. A Kit is built once, by NewKit in New of
+// the primitive, and only read after.
 type Kit struct {
 	Name string
 	Node node.Node
 	Base *Base
 	// The primitive's scripts: Extend takes the held values, the TTL in ms
 	// and the hash's lifetime in ms; Release the held values; Abandon the
-	// owner and the ms to remember it; Leave the owner.
+	// owner and the ms to remember it; Leave the owner. A primitive whose
+	// leases are not the core's sets only Abandon.
 	ExtendScript, ReleaseScript, AbandonScript, LeaveScript *node.Script
+	// The configured TTL's arguments, formatted once (see LeaseArgs).
+	ttlMs, keepMs string
+}
+
+// Scripts are a primitive's scripts the core runs for it: see Kit.
+type Scripts struct{ Extend, Release, Abandon, Leave *node.Script }
+
+// NewKit returns the Kit of the primitive called name on n, configured by
+// b (checked, and not changed after), with its scripts s.
+func NewKit(name string, n node.Node, b *Base, s Scripts) Kit {
+	return Kit{Name: name, Node: n, Base: b,
+		ExtendScript: s.Extend, ReleaseScript: s.Release, AbandonScript: s.Abandon, LeaveScript: s.Leave,
+		ttlMs: strconv.FormatInt(b.TTL.Milliseconds(), 10), keepMs: b.KeepMs(b.TTL)}
+}
+
+// LeaseArgs returns what a claim of a lease of ttl tells the server: ttl
+// in whole milliseconds, as the server keeps it, and as arguments its ms
+// and the ms the hash outlives the lease (see Base.KeepMs). Those of the
+// configured TTL cost nothing: they are formatted once.
+func (k *Kit) LeaseArgs(ttl time.Duration) (whole time.Duration, ttlMs, keepMs string) {
+	ms := ttl.Milliseconds()
+	whole = time.Duration(ms) * time.Millisecond
+	if ttl == k.Base.TTL && k.ttlMs != "" {
+		return whole, k.ttlMs, k.keepMs
+	}
+	return whole, strconv.FormatInt(ms, 10), k.Base.KeepMs(whole)
 }
 
 // Run sends one claim: script on keys with args. An error is either a
@@ -181,17 +224,27 @@ func what(op, key string) string {
 
 // Abandon gives up a claim of owner on keys whether or not it landed, on
 // a context detached from ctx: the caller's may have ended already. The
-// server refuses owner from then on (for AbandonKeep, or twice ttl): the
-// caller draws a new one.
-func (k *Kit) Abandon(ctx context.Context, keys []string, owner string, ttl time.Duration) {
+// server refuses owner from then on (for AbandonKeep, or twice ttl) and
+// takes it out of the queue: Abandon clears *queued (when not nil), and
+// the caller draws a new owner.
+func (k *Kit) Abandon(ctx context.Context, keys []string, owner string, ttl time.Duration, queued *bool) {
 	keep := max(AbandonKeep, 2*ttl).Milliseconds()
 	acquire.Cleanup(ctx, k.Node, k.AbandonScript, keys, owner, strconv.FormatInt(keep, 10))
+	if queued != nil {
+		*queued = false
+	}
 }
 
-// Leave gives up owner's place in the queue of keys, on a context
-// detached from ctx. A ticket whose leave is lost expires by its deadline.
-func (k *Kit) Leave(ctx context.Context, keys []string, owner string) {
+// Leave gives up owner's place in the queue of keys when *queued says a
+// refusal put it there (no grant or leave took it out since), on a
+// context detached from ctx, and clears *queued. A ticket whose leave is
+// lost expires by its deadline.
+func (k *Kit) Leave(ctx context.Context, keys []string, owner string, queued *bool) {
+	if !*queued {
+		return
+	}
 	acquire.Cleanup(ctx, k.Node, k.LeaveScript, keys, owner)
+	*queued = false
 }
 
 // ReleaseDetached releases a grant the caller must not keep (held: what
