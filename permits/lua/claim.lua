@@ -57,15 +57,8 @@ if not ARGV[5] then
   return {hint(), 0, 0}
 end
 local life = tonumber(ARGV[5])
-if not redis.call('ZRANK', Q, owner) then
-  local last = redis.call('ZRANGE', Q, -1, -1, 'WITHSCORES')
-  redis.call('ZADD', Q, tonumber(last[2] or '0') + 1, owner)
-end
-redis.call('HSET', QX, owner, fmt(now + life) .. ' ' .. ARGV[2] .. ' ' .. ARGV[3] .. ' ' .. ARGV[4])
-if redis.call('PTTL', Q) < life then
-  redis.call('PEXPIRE', Q, life)
-  redis.call('PEXPIRE', QX, life)
-end
+enqueue(Q, owner)
+ticket(Q, QX, owner, life, ARGV[2] .. ' ' .. ARGV[3] .. ' ' .. ARGV[4])
 local mine = serve(owner)
 if mine then return mine end
 return {hint(), redis.call('ZRANK', Q, owner) + 1, 0}

@@ -102,9 +102,7 @@ if pruned > 0 then wake() end
 if not ARGV[5] then return {hint(), 0} end
 local life = tonumber(ARGV[5])
 if not place then
-  local last = redis.call('ZRANGE', Q, -1, -1, 'WITHSCORES')
-  place = tonumber(last[2] or '0') + 1
-  redis.call('ZADD', Q, place, owner)
+  place = enqueue(Q, owner)
   if kind == 'w' then redis.call('ZADD', QW, place, owner) end
 end
 redis.call('ZADD', QD, fmt(now + life), owner)

@@ -71,21 +71,17 @@ if waiting > 0 or ARGV[4] then q, qx = KEYS[1] .. ':q', KEYS[1] .. ':qx' end
 if left <= 0 then
   local a, bad = draw(r[3], 'attempts')
   if not a then return bad end
-  local head
+  local first
   if waiting > 0 then
-    head = redis.call('ZRANGE', q, 0, 0)[1]
-    while head and head ~= ARGV[1] and tonumber(string.match(redis.call('HGET', qx, head) or '0', '^%d+') or '0') <= now do
-      redis.call('ZREM', q, head)
-      redis.call('HDEL', qx, head)
-      waiting = waiting - 1
-      head = redis.call('ZRANGE', q, 0, 0)[1]
-    end
-    if not head then waiting = 0 end
+    local dropped
+    first, dropped = head(q, qx, ARGV[1])
+    waiting = waiting - dropped
+    if not first then waiting = 0 end
   end
-  if not head or head == ARGV[1] then
-    if head then
-      redis.call('ZREM', q, head)
-      redis.call('HDEL', qx, head)
+  if not first or first == ARGV[1] then
+    if first then
+      redis.call('ZREM', q, first)
+      redis.call('HDEL', qx, first)
       waiting = waiting - 1
     end
     if waiting == 0 and counted > 0 then redis.call('HDEL', KEYS[1], 'waiting') end
@@ -105,18 +101,14 @@ if left <= 0 then
 end
 local rank
 if ARGV[4] then
-  rank = redis.call('ZRANK', q, ARGV[1])
-  if not rank then
-    local last = redis.call('ZRANGE', q, -1, -1, 'WITHSCORES')
-    redis.call('ZADD', q, tonumber(last[2] or '0') + 1, ARGV[1])
+  local _, added = enqueue(q, ARGV[1])
+  if added then
     waiting = redis.call('ZCARD', q)
     rank = waiting - 1
+  else
+    rank = redis.call('ZRANK', q, ARGV[1])
   end
-  redis.call('HSET', qx, ARGV[1], fmt(now + tonumber(ARGV[4])) .. ' ' .. ARGV[2] .. ' ' .. ARGV[3])
-  if redis.call('PTTL', q) < tonumber(ARGV[4]) then
-    redis.call('PEXPIRE', q, ARGV[4])
-    redis.call('PEXPIRE', qx, ARGV[4])
-  end
+  ticket(q, qx, ARGV[1], tonumber(ARGV[4]), ARGV[2] .. ' ' .. ARGV[3])
 end
 if waiting == 0 and counted > 0 then redis.call('HDEL', KEYS[1], 'waiting') end
 if waiting > 0 and waiting ~= counted then redis.call('HSET', KEYS[1], 'waiting', waiting) end

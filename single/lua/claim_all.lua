@@ -38,6 +38,7 @@ local rs, own, heads = {}, {}, {}
 local left, blocked = 0, false
 for i = 1, n do
   local k = KEYS[i]
+  K = k
   local r = redis.call('HMGET', k, 'owner', 'until', 'attempts', 'waiting', 'gone', 'exp')
   rs[i] = r
   local l = 0
@@ -48,31 +49,19 @@ for i = 1, n do
     blocked = true
     if l > left then left = l end
   end
-  if r[5] then
-    if tonumber(r[5]) > now then
-      local g = redis.call('ZSCORE', k .. ':gone', ARGV[1])
-      if g and tonumber(g) > now then return {-1, left, 0} end
-    end
-  end
+  if buried(ARGV[1], r[5]) then return {-1, left, 0} end
   if not own[i] and l <= 0 and tonumber(r[4] or '0') > 0 then
-    -- Drop the dead heads of the queue, as claim.lua does; the first live
+    -- Drop the dead heads of the queue (head, in core.lua); the first live
     -- one is the key's next holder.
-    local q, qx = k .. ':q', k .. ':qx'
-    local waiting = tonumber(r[4])
-    local head = redis.call('ZRANGE', q, 0, 0)[1]
-    while head and head ~= ARGV[1] and tonumber(string.match(redis.call('HGET', qx, head) or '0', '^%d+') or '0') <= now do
-      redis.call('ZREM', q, head)
-      redis.call('HDEL', qx, head)
-      waiting = waiting - 1
-      head = redis.call('ZRANGE', q, 0, 0)[1]
-    end
-    if not head then waiting = 0 end
+    local first, dropped = head(k .. ':q', k .. ':qx', ARGV[1])
+    local waiting = tonumber(r[4]) - dropped
+    if not first then waiting = 0 end
     if waiting ~= tonumber(r[4]) then
       if waiting > 0 then redis.call('HSET', k, 'waiting', waiting) else redis.call('HDEL', k, 'waiting') end
       r[4] = tostring(waiting)
     end
-    heads[i] = head
-    if head and head ~= ARGV[1] then blocked = true end
+    heads[i] = first
+    if first and first ~= ARGV[1] then blocked = true end
   end
 end
 
@@ -117,7 +106,7 @@ for i = 1, n do
     break
   end
 end
-local ticket = fmt(now + tonumber(ARGV[4])) .. ' ' .. ARGV[2] .. ' ' .. ARGV[3]
+local life, rest = tonumber(ARGV[4]), ARGV[2] .. ' ' .. ARGV[3]
 for i = 1, n do
   K = KEYS[i]
   local q, qx = K .. ':q', K .. ':qx'
@@ -129,15 +118,10 @@ for i = 1, n do
   end
   if not own[i] then
     if not whole then
-      local last = redis.call('ZRANGE', q, -1, -1, 'WITHSCORES')
-      redis.call('ZADD', q, tonumber(last[2] or '0') + 1, ARGV[1])
+      enqueue(q, ARGV[1])
       waiting = redis.call('ZCARD', q)
     end
-    redis.call('HSET', qx, ARGV[1], ticket)
-    if redis.call('PTTL', q) < tonumber(ARGV[4]) then
-      redis.call('PEXPIRE', q, ARGV[4])
-      redis.call('PEXPIRE', qx, ARGV[4])
-    end
+    ticket(q, qx, ARGV[1], life, rest)
   end
   if waiting ~= tonumber(r[4] or '0') then
     if waiting > 0 then redis.call('HSET', K, 'waiting', waiting) else redis.call('HDEL', K, 'waiting') end
