@@ -152,9 +152,9 @@ func (wl *workload) checkCompletions() []keyed {
 		key := "claims:" + queueName + "/" + c.id
 		for _, a := range wl.acqs[key] {
 			if a.Holder != "" && a.Token > c.token && a.Granted.Before(c.call) {
-				out = append(out, keyed{key, safety.Violation{Property: safety.Fencing, At: later(a.Granted, c.granted),
+				out = append(out, keyed{key, safety.Violation{Property: safety.Fencing, At: safety.Later(a.Granted, c.granted),
 					Detail: fmt.Sprintf("Complete of %s with token %v (granted %s) accepted after token %v was granted (%s)",
-						c.id, c.token, c.granted.Format(stampLayout), a.Token, a.Granted.Format(stampLayout))}})
+						c.id, c.token, safety.Stamp(c.granted), a.Token, safety.Stamp(a.Granted))}})
 				break
 			}
 		}
@@ -166,15 +166,4 @@ func (wl *workload) checkCompletions() []keyed {
 type keyed struct {
 	key string
 	v   safety.Violation
-}
-
-// stampLayout is how the checks' details print a moment, as safety's do.
-const stampLayout = "15:04:05.000000"
-
-// later returns the later of a and b.
-func later(a, b time.Time) time.Time {
-	if a.After(b) {
-		return a
-	}
-	return b
 }

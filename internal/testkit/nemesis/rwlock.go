@@ -268,7 +268,7 @@ func (wl *workload) rwLateWrites(readers []safety.Acquisition) []safety.Violatio
 				}
 				vs = append(vs, safety.Violation{Property: safety.Fencing, At: at, Detail: fmt.Sprintf(
 					"late write accepted: writer %s wrote under token %s at %s, its hold ended at %s; reader %s was granted at %s with token %s, which a fence cannot tell from it",
-					op.Holder, op.Token, rwStamp(op.Call), rwStamp(end), r.Holder, rwStamp(r.Granted), r.Token)})
+					op.Holder, op.Token, safety.Stamp(op.Call), safety.Stamp(end), r.Holder, safety.Stamp(r.Granted), r.Token)})
 				break
 			}
 		}
@@ -345,10 +345,10 @@ func (wl *workload) rwBehindClasses(events []*Event, writers, readers []safety.A
 	for _, rb := range rbs {
 		w, ok := byToken[rb.seen]
 		detail := fmt.Sprintf("read behind: reader %s (token %s, granted at %s) read at %s the register under token %s",
-			rb.reader, rb.token, rwStamp(rb.granted), rwStamp(rb.at), rb.seen)
+			rb.reader, rb.token, safety.Stamp(rb.granted), safety.Stamp(rb.at), rb.seen)
 		v := safety.Violation{Property: safety.Fencing, At: rb.granted, Detail: detail + ", which no fault explains"}
 		if ok {
-			detail += fmt.Sprintf(", written by %s granted at %s", w.Holder, rwStamp(w.Granted))
+			detail += fmt.Sprintf(", written by %s granted at %s", w.Holder, safety.Stamp(w.Granted))
 			v = safety.Violation{Property: safety.Fencing, At: w.Granted, Detail: detail + ", which no fault explains"}
 		}
 		switch {
@@ -395,6 +395,3 @@ func readerWindows(ws []safety.Window) []safety.Window {
 	}
 	return out
 }
-
-// rwStamp formats a time as safety's findings do.
-func rwStamp(t time.Time) string { return t.Format("15:04:05.000000") }

@@ -98,7 +98,7 @@ func Check(h History) Report {
 			}
 			rep.Overlaps++
 			note := fmt.Sprintf("overlap: %s valid until %s, %s granted at %s",
-				a.holder, stamp(a.to), b.holder, stamp(b.from))
+				a.holder, Stamp(a.to), b.holder, Stamp(b.from))
 			rep.note(&rep.Overlaps, note)
 			rep.Violations = append(rep.Violations, Violation{Property: MutualExclusion, At: b.from, Detail: note})
 		}
@@ -122,17 +122,17 @@ func Check(h History) Report {
 			if v, ok := newer.find(op); ok {
 				rep.StaleAccepted++
 				note := fmt.Sprintf("stale write accepted: %s token %s at %s, after %s's token %s was accepted at %s",
-					op.Holder, op.Token, stamp(op.Call), v.Holder, v.Token, stamp(v.Return))
+					op.Holder, op.Token, Stamp(op.Call), v.Holder, v.Token, Stamp(v.Return))
 				rep.note(&rep.StaleAccepted, note)
 				rep.Violations = append(rep.Violations, Violation{Property: Fencing,
-					At: latest(start[v.Holder], start[op.Holder]), Detail: note})
+					At: Later(start[v.Holder], start[op.Holder]), Detail: note})
 			}
 		default:
 			if g, ok := supersededBy(ivs, start[op.Holder], op); ok {
 				rep.StaleAccepted++
 				rep.UnfencedDoubleWrites++
 				note := fmt.Sprintf("unfenced write by superseded holder: %s at %s, after %s was granted at %s",
-					op.Holder, stamp(op.Call), g.holder, stamp(g.from))
+					op.Holder, Stamp(op.Call), g.holder, Stamp(g.from))
 				rep.note(&rep.UnfencedDoubleWrites, note)
 				rep.Violations = append(rep.Violations, Violation{Property: Fencing, At: g.from, Detail: note})
 			}
@@ -178,7 +178,7 @@ func leases(h History) []interval {
 		granted[g.Holder] = true
 		iv := get(g.Holder, g.At)
 		iv.from = earliest(iv.from, g.At)
-		iv.to = latest(iv.to, g.Until)
+		iv.to = Later(iv.to, g.Until)
 	}
 	for _, op := range h.Ops {
 		if op.Kind != Write || op.Holder == "" {
@@ -191,12 +191,12 @@ func leases(h History) []interval {
 		// A write made after the lease ended by its holder's own clock
 		// does not stretch the lease: that is the stale write itself.
 		if op.ValidUntil.After(op.Call) {
-			iv.to = latest(iv.to, op.ValidUntil)
+			iv.to = Later(iv.to, op.ValidUntil)
 		}
 	}
 	for _, rel := range h.Releases {
 		if iv := byHolder[rel.Holder]; iv != nil {
-			iv.to = latest(iv.from, earliest(iv.to, rel.At))
+			iv.to = Later(iv.from, earliest(iv.to, rel.At))
 		}
 	}
 	out := make([]interval, len(order))
@@ -213,7 +213,8 @@ func earliest(a, b time.Time) time.Time {
 	return a
 }
 
-func latest(a, b time.Time) time.Time {
+// Later returns the later of a and b.
+func Later(a, b time.Time) time.Time {
 	if b.After(a) {
 		return b
 	}
@@ -295,7 +296,8 @@ func supersededBy(ivs []interval, own time.Time, w Op) (interval, bool) {
 	return interval{}, false
 }
 
-func stamp(t time.Time) string { return t.Format("15:04:05.000000") }
+// Stamp is how a finding's details print a moment: the time of day to the µs.
+func Stamp(t time.Time) string { return t.Format("15:04:05.000000") }
 
 type register struct {
 	value string

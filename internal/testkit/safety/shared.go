@@ -36,7 +36,7 @@ func CheckShared(holds []Hold) []Violation {
 			}
 			vs = append(vs, Violation{Property: MutualExclusion, At: b.At,
 				Detail: fmt.Sprintf("overlap: %s (%s) valid until %s, %s (%s) granted at %s",
-					a.Holder, kindOf(a), stamp(a.Until), b.Holder, kindOf(b), stamp(b.At))})
+					a.Holder, kindOf(a), Stamp(a.Until), b.Holder, kindOf(b), Stamp(b.At))})
 		}
 	}
 	return vs
@@ -123,8 +123,8 @@ func CheckSharedOrder(writers, readers []Acquisition) []Violation {
 		}
 		out = append(out, Violation{Property: Order, At: drawn(byGrant, b, a), Detail: fmt.Sprintf(
 			"token order: %s (%s) started at %s, after %s (%s) was granted token %s at %s, and got token %s",
-			b.Holder, kindOf(Hold{Shared: b.shared}), stamp(b.Start), a.Holder, kindOf(Hold{Shared: a.shared}),
-			a.Token, stamp(a.Granted), b.Token)})
+			b.Holder, kindOf(Hold{Shared: b.shared}), Stamp(b.Start), a.Holder, kindOf(Hold{Shared: a.shared}),
+			a.Token, Stamp(a.Granted), b.Token)})
 	}
 	slices.SortStableFunc(out, func(a, b Violation) int { return a.At.Compare(b.At) })
 	return out

@@ -44,7 +44,7 @@ func (v Violation) String() string {
 	if v.At.IsZero() {
 		return string(v.Property) + ": " + v.Detail
 	}
-	return string(v.Property) + " at " + stamp(v.At) + ": " + v.Detail
+	return string(v.Property) + " at " + Stamp(v.At) + ": " + v.Detail
 }
 
 // Acquisition is one acquisition of a lock as its caller saw it: asked for
@@ -85,7 +85,7 @@ func CheckOrder(acqs []Acquisition) []Violation {
 			a := byGrant[best]
 			out = append(out, Violation{Property: Order, At: b.Granted, Detail: fmt.Sprintf(
 				"token order: %s started at %s, after %s was granted token %s at %s, and got token %s",
-				b.Holder, stamp(b.Start), a.Holder, a.Token, stamp(a.Granted), b.Token)})
+				b.Holder, Stamp(b.Start), a.Holder, a.Token, Stamp(a.Granted), b.Token)})
 		}
 	}
 
@@ -94,7 +94,7 @@ func CheckOrder(acqs []Acquisition) []Violation {
 		if f, ok := first[a.Token]; ok && f.Holder != a.Holder {
 			out = append(out, Violation{Property: Order, At: a.Granted, Detail: fmt.Sprintf(
 				"duplicate token: %s granted token %s at %s, already granted to %s at %s",
-				a.Holder, a.Token, stamp(a.Granted), f.Holder, stamp(f.Granted))})
+				a.Holder, a.Token, Stamp(a.Granted), f.Holder, Stamp(f.Granted))})
 			continue
 		}
 		if _, ok := first[a.Token]; !ok {

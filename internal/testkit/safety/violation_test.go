@@ -86,10 +86,10 @@ func TestCheckViolationsDated(t *testing.T) {
 		},
 	}
 	r := Check(h)
-	want := []string{"ME at " + stamp(at(50)), "FENCE at " + stamp(at(200))}
+	want := []string{"ME at " + Stamp(at(50)), "FENCE at " + Stamp(at(200))}
 	var got []string
 	for _, v := range r.Violations {
-		got = append(got, string(v.Property)+" at "+stamp(v.At))
+		got = append(got, string(v.Property)+" at "+Stamp(v.At))
 	}
 	if !slices.Equal(got, want) {
 		t.Fatalf("Violations = %q; want %q", got, want)
