@@ -53,14 +53,15 @@ func writeReport(dir, name string, seed int64, d time.Duration, results []*Resul
 }
 
 // commit names the checked-out commit, marked dirty when the tree has
-// changes.
+// changes outside docs/results, where the reports themselves go (a soak
+// on Redis and one on Valkey, run side by side, each write there).
 func commit() string {
 	out, err := exec.Command("git", "rev-parse", "--short=12", "HEAD").Output()
 	if err != nil {
 		return "unknown"
 	}
 	c := strings.TrimSpace(string(out))
-	if st, err := exec.Command("git", "status", "--porcelain", "--untracked-files=no").Output(); err == nil && len(strings.TrimSpace(string(st))) > 0 {
+	if st, err := exec.Command("git", "status", "--porcelain", "--untracked-files=no", "--", ":(top)", ":(top,exclude)docs/results").Output(); err == nil && len(strings.TrimSpace(string(st))) > 0 {
 		c += " (with uncommitted changes)"
 	}
 	return c
@@ -153,7 +154,7 @@ func (s Soak) Markdown() string {
 		}
 	}
 
-	b.WriteString("\n## LIVE and MEM after healing\n\n| strategy | LIVE: last key acquired | bound | MEM: most per key on a server | bound |\n|---|--:|--:|--:|--:|\n")
+	b.WriteString("\n## LIVE and MEM after healing\n\n| strategy | LIVE: last key acquired | bound | MEM: most per key (a work queue's: per item) on a server | bound |\n|---|--:|--:|--:|--:|\n")
 	for _, r := range s.Results {
 		worst := 0.0
 		for _, p := range r.Live {
@@ -167,7 +168,7 @@ func (s Soak) Markdown() string {
 		if r.MemChecked {
 			most := int64(0)
 			for _, m := range r.Mem {
-				most = max(most, m.Bytes)
+				most = max(most, m.Bytes/int64(max(m.Per, 1)))
 			}
 			mem = fmt.Sprintf("%d B", most)
 			if !r.MemOK {
@@ -181,18 +182,33 @@ func (s Soak) Markdown() string {
 		fmt.Fprintf(&b, " %s |", r.Strategy)
 	}
 	b.WriteString("\n|---|" + strings.Repeat("--:|", len(s.Results)) + "\n")
-	if len(s.Results) > 0 {
-		for i, m := range s.Results[0].Mem {
-			fmt.Fprintf(&b, "| %q |", m.Key)
-			for _, r := range s.Results {
-				if i < len(r.Mem) {
-					fmt.Fprintf(&b, " %d |", r.Mem[i].Bytes)
-				} else {
-					b.WriteString(" – |")
-				}
+	// Every key any strategy measured, in the order first met: the
+	// single server's primitives (permits, claims, rwlock) have rows of
+	// their own.
+	var keys []string
+	seen := map[string]bool{}
+	for _, r := range s.Results {
+		for _, m := range r.Mem {
+			if !seen[m.Key] {
+				seen[m.Key] = true
+				keys = append(keys, m.Key)
 			}
-			b.WriteString("\n")
 		}
+	}
+	for _, k := range keys {
+		fmt.Fprintf(&b, "| %q |", k)
+		for _, r := range s.Results {
+			i := slices.IndexFunc(r.Mem, func(m Mem) bool { return m.Key == k })
+			switch {
+			case i < 0:
+				b.WriteString(" – |")
+			case r.Mem[i].Per > 1:
+				fmt.Fprintf(&b, " %d (%d items, %d each) |", r.Mem[i].Bytes, r.Mem[i].Per, r.Mem[i].Bytes/int64(r.Mem[i].Per))
+			default:
+				fmt.Fprintf(&b, " %d |", r.Mem[i].Bytes)
+			}
+		}
+		b.WriteString("\n")
 	}
 	for _, r := range s.Results {
 		if len(r.Errors) > 0 {
