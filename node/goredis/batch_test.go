@@ -528,3 +528,54 @@ func TestBatchCluster(t *testing.T) {
 		}
 	}
 }
+
+// TestBatchServerRestart: the calls of a batch in flight when the server
+// dies fail, each with an error of its own; once the server is back
+// (without its scripts), calls succeed again, batched.
+func TestBatchServerRestart(t *testing.T) {
+	srv := redistest.Start(t)
+	n, rec := newNode(t, srv, redis.Options{PoolSize: 1, ReadTimeout: 10 * time.Second})
+	_, err := n.Eval(t.Context(), echo, []string{"warm"}, "w")
+	require.NoError(t, err)
+	rec.reset()
+
+	srv.Pause()
+	lone := evalAsync(t.Context(), n, "lone", "lone")
+	waitLoad(t, n, 1, 0)
+	outs := make([]<-chan outcome, 20)
+	for i := range outs {
+		outs[i] = evalAsync(t.Context(), n, "r"+strconv.Itoa(i), "r")
+	}
+	waitLoad(t, n, 1, len(outs))
+	srv.Kill()
+	if o := <-lone; o.err == nil {
+		t.Fatalf("lone call to a server that died: %v; want an error", o.reply)
+	}
+	for i, out := range outs {
+		if o := <-out; o.err == nil {
+			t.Errorf("batched call %d to a server that died: %v; want an error", i, o.reply)
+		}
+	}
+	if _, pipelines, _ := rec.counts(); pipelines == 0 {
+		t.Errorf("no pipeline was sent to the dying server; the case was not made")
+	}
+	srv.Restart()
+	// go-redis holds back its dials for a while after they failed.
+	waitUntil(t, func() bool {
+		_, err := n.Eval(t.Context(), echo, []string{"probe"}, "p")
+		return err == nil
+	}, "a call once the server is back")
+	rec.reset()
+	outs = make([]<-chan outcome, 50)
+	for i := range outs {
+		outs[i] = evalAsync(t.Context(), n, "back"+strconv.Itoa(i), "back"+strconv.Itoa(i))
+	}
+	for i, out := range outs {
+		if o := <-out; o.err != nil || o.reply.Str(0) != "back"+strconv.Itoa(i) {
+			t.Errorf("call %d once the server is back: %v, %v; want back%d", i, o.reply, o.err, i)
+		}
+	}
+	if alone, pipelines, batched := rec.counts(); alone+batched < len(outs) {
+		t.Errorf("hooks saw %d calls alone and %d in %d pipelines; want at least %d", alone, batched, pipelines, len(outs))
+	}
+}
