@@ -49,15 +49,21 @@ type batcher struct {
 	drained chan struct{} // made by close, closed when busy reaches 0
 }
 
-// queued is one caller's command waiting for, or in, a batch.
+// queued is one caller's command waiting for, or in, a batch. One whose
+// caller took its reply goes back to queuedPool: only that caller holds
+// it then. One whose caller gave up is left to the collector, as the
+// batch may still hold it.
 type queued struct {
 	ctx      context.Context
 	deadline time.Time // ctx's, zero when it has none
 	argv     []any
-	cmd      *redis.Cmd    // set before done is closed
-	done     chan struct{} // closed when cmd holds the reply or error
+	cmd      *redis.Cmd    // set before done is sent
+	done     chan struct{} // sent once, when cmd holds the reply or error
 	gone     atomic.Bool   // the caller stopped waiting
+	strs     [16]string    // room for detach: the script, and keys and args as in largeEvalMem
 }
+
+var queuedPool = sync.Pool{New: func() any { return &queued{done: make(chan struct{}, 1)} }}
 
 func newBatcher(c redis.UniversalClient, lanes int) *batcher {
 	return &batcher{c: c, lanes: lanes}
@@ -80,13 +86,18 @@ func (b *batcher) do(ctx context.Context, argv []any) *redis.Cmd {
 		b.mu.Unlock()
 		return b.lone(ctx, argv)
 	}
-	q := &queued{ctx: ctx, argv: detach(argv), done: make(chan struct{})}
+	q := queuedPool.Get().(*queued)
+	q.ctx, q.argv = ctx, q.detach(argv)
 	q.deadline, _ = ctx.Deadline()
 	b.queue = append(b.queue, q)
 	b.mu.Unlock()
 	select {
 	case <-q.done:
-		return q.cmd
+		cmd := q.cmd
+		q.ctx, q.argv, q.cmd = nil, nil, nil
+		clear(q.strs[:])
+		queuedPool.Put(q)
+		return cmd
 	case <-ctx.Done():
 		q.gone.Store(true)
 		cmd := redis.NewCmd(ctx, argv...)
@@ -200,7 +211,7 @@ func (b *batcher) exec(batch []*queued) {
 			// Not sent: its caller is gone, and reads nothing.
 			continue
 		}
-		close(q.done)
+		q.done <- struct{}{}
 	}
 }
 
@@ -220,16 +231,19 @@ func (b *batcher) close() <-chan struct{} {
 }
 
 // detach points the *string elements of argv at copies of their strings,
-// so that a caller who returns before its queued command is sent may
-// reuse the slices they pointed into.
-func detach(argv []any) []any {
+// in q.strs when they fit, so that a caller who returns before its queued
+// command is sent may reuse the slices they pointed into.
+func (q *queued) detach(argv []any) []any {
 	n := 0
 	for _, a := range argv {
 		if _, ok := a.(*string); ok {
 			n++
 		}
 	}
-	strs := make([]string, 0, n)
+	strs := q.strs[:0]
+	if n > len(q.strs) {
+		strs = make([]string, 0, n)
+	}
 	for i, a := range argv {
 		if p, ok := a.(*string); ok {
 			strs = append(strs, *p)
