@@ -20,8 +20,9 @@ import (
 const maxLanes = 4
 
 // lanesFor returns how many lanes a client whose pool holds poolSize
-// connections gets: never more than its pool, so that a batch never
-// waits for a connection a lone call of its own would not.
+// connections gets: never more than its pool, as a lone call that waited
+// for a pooled connection would hold its lane, and the calls queued for
+// it, meanwhile.
 func lanesFor(poolSize int) int {
 	return min(maxLanes, max(1, poolSize))
 }
