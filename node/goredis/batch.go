@@ -16,7 +16,10 @@ import (
 // batches, each a write and a read of its own. Four is what valkey-go
 // runs per node by default (four pipelined connections), and it keeps
 // up to four concurrent callers exactly as fast as before: each finds a
-// lane free and goes out at once.
+// lane free and goes out at once. Measured on two cores with a one-INCR
+// script, two and four lanes both took 64 callers from about 45k to
+// 185k calls/s; at 4 and 16 callers four did as well or better, and two
+// allocated more per call in batches of two.
 const maxLanes = 4
 
 // lanesFor returns how many lanes a client whose pool holds poolSize
