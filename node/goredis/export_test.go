@@ -23,3 +23,27 @@ func ReaderEnded(n node.Node, d time.Duration) bool {
 		return false
 	}
 }
+
+// Load returns, summed over n's batchers, how many lanes are in use and
+// how many calls wait in a queue. n must come from New.
+func Load(n node.Node) (busy, queued int) {
+	g := n.(*goRedis)
+	var bs []*batcher
+	if g.one != nil {
+		bs = append(bs, g.one)
+	}
+	g.masters.Range(func(_, b any) bool {
+		bs = append(bs, b.(*batcher))
+		return true
+	})
+	for _, b := range bs {
+		b.mu.Lock()
+		busy += b.busy
+		queued += len(b.queue)
+		b.mu.Unlock()
+	}
+	return busy, queued
+}
+
+// MaxLanes is how many batches one server may have in flight at once.
+const MaxLanes = maxLanes

@@ -36,18 +36,66 @@ import (
 // evalArgs), so a hook that prints commands (Cmd.String, tracing) shows
 // them as pointers; they are read until Eval or Pipeline returns.
 //
+// Eval sends concurrent calls to one server together (see batch.go): a
+// call that finds one of the server's few lanes free (up to four, no
+// more than the client's PoolSize) goes out at once, alone, as a plain
+// command under its caller's context, as go-redis sends any command;
+// calls that come while every lane is busy wait for the first to free,
+// and go out together as one go-redis Pipeline, so that the client's
+// ProcessPipelineHook hooks, TLS, authentication and failover apply to
+// them as to any pipeline. A caller of Eval whose context ends while its
+// call waits for a lane or for its batch's reply returns at once, with
+// the context's error; its call may still run, as when any reply is
+// lost, unless it was still waiting for a lane. A batch whose connection
+// breaks fails the calls in it, or, on a client with MaxRetries, is sent
+// again whole, as a lone call would be. The batch runs under the values of one of its callers' contexts,
+// not their cancellation: its deadline, if each of them has one, is the
+// latest of theirs. This applies to a *redis.Client (standalone or
+// failover) and, per master, to a *redis.ClusterClient for calls with
+// keys; other clients, and calls that hold a connection (Pipeline with a
+// WAIT, the first run of a script made by node.NewScriptAfter), send each
+// call as before. WithoutBatching turns it off.
+//
 // go-redis honours a context's deadline only when the client was made with
 // ContextTimeoutEnabled; without it a call to a hung server runs until the
 // client's ReadTimeout. The strategies bound their own waits either way,
 // but set it so the calls they abandon end sooner.
-func New(c redis.UniversalClient) node.Node {
-	return &goRedis{c: c, hub: hub.New()}
+func New(c redis.UniversalClient, opts ...Option) node.Node {
+	n := &goRedis{c: c, hub: hub.New(), batched: true}
+	for _, o := range opts {
+		o(n)
+	}
+	if n.batched {
+		if rc, ok := c.(*redis.Client); ok {
+			n.one = newBatcher(c, lanesFor(rc.Options().PoolSize))
+		}
+	}
+	return n
 }
+
+// Option configures a Node made by New.
+type Option func(*goRedis)
+
+// WithoutBatching makes Eval send each call by itself, on a connection of
+// its own, however many calls are in flight. It costs throughput under
+// concurrency; it keeps each call in its caller's own trace, and a client
+// made with ContextTimeoutEnabled ends each call at its own caller's
+// deadline.
+func WithoutBatching() Option { return func(n *goRedis) { n.batched = false } }
 
 type goRedis struct {
 	c      redis.UniversalClient
 	hub    *hub.Hub
 	cached cached.Set // the scripts a Pipeline may send by SHA1
+
+	batched bool
+	one     *batcher // a *redis.Client's, when batched
+
+	// masters holds a *redis.ClusterClient's batcher per master address,
+	// when batched: one per address ever seen, made on first use.
+	masters   sync.Map
+	mastersMu sync.Mutex // held to add to masters, and by Close
+	closed    bool       // set by Close, under mastersMu
 
 	// ps and done are set by the first Subscribe, under hub.sem.
 	mu    sync.Mutex
@@ -77,14 +125,52 @@ func (n *goRedis) String() string {
 
 func (n *goRedis) Eval(ctx context.Context, s *node.Script, keys []string, args ...string) (node.Reply, error) {
 	argv, reply := evalBuffers(3 + len(keys) + len(args))
-	v, err := n.c.Do(ctx, evalArgs(argv, "evalsha", s, keys, args)...).Result()
+	b := n.batcherFor(ctx, keys)
+	v, err := n.do(ctx, b, evalArgs(argv, "evalsha", s, keys, args)).Result()
 	if isNoScript(err) {
 		if s.First() != nil {
 			return n.firstRun(ctx, s, keys, args)
 		}
-		v, err = n.c.Do(ctx, evalArgs(argv, "eval", s, keys, args)...).Result()
+		v, err = n.do(ctx, b, evalArgs(argv, "eval", s, keys, args)).Result()
 	}
 	return goRedisEvalReply(ctx, v, err, reply)
+}
+
+// do runs argv through b, or by itself when b is nil.
+func (n *goRedis) do(ctx context.Context, b *batcher, argv []any) *redis.Cmd {
+	if b == nil {
+		return n.c.Do(ctx, argv...)
+	}
+	return b.do(ctx, argv)
+}
+
+// batcherFor returns the batcher of the server a call on keys goes to, or
+// nil when the call goes by itself.
+func (n *goRedis) batcherFor(ctx context.Context, keys []string) *batcher {
+	if n.one != nil || !n.batched {
+		return n.one
+	}
+	cc, ok := n.c.(*redis.ClusterClient)
+	if !ok || len(keys) == 0 {
+		return nil
+	}
+	m, err := cc.MasterForKey(ctx, keys[0])
+	if err != nil {
+		// The call by itself meets the same error, or a cluster
+		// that has recovered meanwhile.
+		return nil
+	}
+	addr := m.Options().Addr
+	if b, ok := n.masters.Load(addr); ok {
+		return b.(*batcher)
+	}
+	n.mastersMu.Lock()
+	defer n.mastersMu.Unlock()
+	if n.closed {
+		return nil
+	}
+	b, _ := n.masters.LoadOrStore(addr, newBatcher(n.c, lanesFor(cc.Options().PoolSize)))
+	return b.(*batcher)
 }
 
 // evalMem is the memory one Eval needs of its own: the command's
@@ -456,11 +542,15 @@ func (n *goRedis) receive(ps *redis.PubSub, done chan struct{}, pongs chan strin
 	}
 }
 
+// Close ends the subscription, and waits for the batches of Eval in flight
+// to end (within the client's timeouts); Eval then sends each call by
+// itself.
 func (n *goRedis) Close() error {
 	if !n.hub.Close() {
 		return nil
 	}
 	defer n.hub.Wait()
+	defer n.closeBatchers()
 	n.mu.Lock()
 	ps, done := n.ps, n.done
 	n.mu.Unlock()
@@ -470,6 +560,24 @@ func (n *goRedis) Close() error {
 	err := ps.Close()
 	<-done
 	return err
+}
+
+// closeBatchers closes every batcher of n and waits until none is in use.
+func (n *goRedis) closeBatchers() {
+	n.mastersMu.Lock()
+	n.closed = true
+	bs := []*batcher{}
+	if n.one != nil {
+		bs = append(bs, n.one)
+	}
+	n.masters.Range(func(_, b any) bool {
+		bs = append(bs, b.(*batcher))
+		return true
+	})
+	n.mastersMu.Unlock()
+	for _, b := range bs {
+		<-b.close()
+	}
 }
 
 // evalArgs builds EVALSHA (with s's SHA1) or EVAL (with its source) as
