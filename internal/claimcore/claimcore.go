@@ -22,6 +22,7 @@ import (
 	"fmt"
 	"io/fs"
 	"path"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -36,6 +37,19 @@ import (
 //
 //go:embed lua/core.lua
 var Lua string
+
+// The parts of the prelude that only some scripts use, and the calls that
+// bring them in (see Source): each local function a script defines costs
+// the server a closure at every run of it.
+var (
+	//go:embed lua/gone.lua
+	goneLua string
+	//go:embed lua/queue.lua
+	queueLua string
+
+	callsGone  = regexp.MustCompile(`\b(bury|buried)\(`)
+	callsQueue = regexp.MustCompile(`\b(enqueue|ticket|head)\(`)
+)
 
 // DefaultIdleTTL is how long a key's hash, with its fencing counter,
 // outlives the last lease on it when the configuration does not say.
@@ -301,24 +315,33 @@ func (k *Kit) Refused(ctx context.Context, op string, l *lease.Lease, err error)
 	return acquire.Refused(ctx, k.Name, op+" "+strconv.Quote(l.Key()), k.Node, l, err)
 }
 
-// Script returns the script made of the core prelude (Lua) and then files,
-// read in that order from the lua directory of fsys (a primitive's
-// embedded lua/). See Source.
+// Script returns the script made of the core prelude (Lua), the parts of
+// it the files call (gone.lua for bury and buried, queue.lua for enqueue,
+// ticket and head), and then files, read in that order from the lua
+// directory of fsys (a primitive's embedded lua/). See Source.
 func Script(fsys fs.FS, files ...string) *node.Script { return node.NewScript(Source(fsys, files...)) }
 
 // Source returns the text Script runs. It panics when a file cannot be
 // read: the files are embedded, so that is a mistake in the build, which
 // the first test of the primitive finds.
 func Source(fsys fs.FS, files ...string) string {
-	var b strings.Builder
-	b.WriteString(Lua)
+	var body strings.Builder
 	for _, f := range files {
 		text, err := fs.ReadFile(fsys, path.Join("lua", f))
 		if err != nil {
 			panic("claimcore: " + err.Error())
 		}
-		b.Write(text)
+		body.Write(text)
 	}
+	var b strings.Builder
+	b.WriteString(Lua)
+	if callsGone.MatchString(body.String()) {
+		b.WriteString(goneLua)
+	}
+	if callsQueue.MatchString(body.String()) {
+		b.WriteString(queueLua)
+	}
+	b.WriteString(body.String())
 	return b.String()
 }
 

@@ -5,8 +5,9 @@
 --   K            the key's hash the helpers below act on: KEYS[1], or, in a
 --                script on several keys, each of KEYS in turn
 -- and defines the steps every primitive's scripts share: fmt and draw
--- (tokens), keep, expire and kept (the idle expiry), bury and buried (the
--- gone owners), enqueue, ticket and head (the ticket queue).
+-- (tokens), keep, expire and kept (the idle expiry). gone.lua (bury and
+-- buried, the gone owners) and queue.lua (enqueue, ticket and head, the
+-- ticket queue) follow it in the scripts that call them.
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local us = tonumber(t[1]) * 1000000 + tonumber(t[2])
@@ -72,89 +73,4 @@ local function kept(exp, life)
   redis.call('HSET', K, 'exp', e)
   expire(e, ms)
   return e
-end
-
--- bury(owner, ms, g, alone): remember owner as given up for ms, so that its
--- claim, should it land later (held up in a network path or behind a
--- paused server), is refused (see buried). The records are a sorted set,
--- K..':gone', scored by the server ms until which each holds: those that
--- lapsed are dropped whenever one is added, and the key expires with its
--- last. g is the hash's gone field as read (nil or false for none): it
--- tells claims to read :gone, so it must last as long as the record, and
--- so must the hash (one created here, by a claim that never landed,
--- expires with the record); a hash's expiry only ever moves later, and its
--- exp field follows it. alone writes the record alone (a queue of claims
--- reads :gone at every claim).
-local function bury(owner, ms, g, alone)
-  local set = K .. ':gone'
-  local upto = now + ms
-  redis.call('ZREMRANGEBYSCORE', set, '-inf', fmt(now))
-  redis.call('ZADD', set, fmt(upto), owner)
-  if redis.call('PTTL', set) < ms then
-    redis.call('PEXPIRE', set, ms)
-  end
-  if alone then return end
-  local p = redis.call('PTTL', K)
-  if p == -2 or p >= 0 and p < ms then
-    redis.call('HSET', K, 'gone', fmt(math.max(upto, tonumber(g or '0'))), 'exp', fmt(upto))
-    redis.call('PEXPIRE', K, ms)
-  elseif not g or tonumber(g) < upto then
-    redis.call('HSET', K, 'gone', fmt(upto))
-  end
-end
-
--- buried(owner, g): whether owner's claim is refused as given up (bury),
--- g being the hash's gone field as read; a gone field that lapsed is
--- removed, and :gone, with nothing in it still live, is not read.
-local function buried(owner, g)
-  if not g then return false end
-  if tonumber(g) <= now then
-    redis.call('HDEL', K, 'gone')
-    return false
-  end
-  local s = redis.call('ZSCORE', K .. ':gone', owner)
-  return s and tonumber(s) > now or false
-end
-
--- The ticket queue of a key's blocking waiters, first come first served:
--- a sorted set q of the waiting owners scored by arrival, and beside it
--- each owner's ticket, which says until when (server ms) the owner keeps
--- its place: a waiter that died or gave up holds the queue up no longer.
-
--- enqueue(q, owner): owner's place in q, at its tail when it had none;
--- the second result is true when owner was added.
-local function enqueue(q, owner)
-  local place = redis.call('ZSCORE', q, owner)
-  if place then return tonumber(place), false end
-  local last = redis.call('ZRANGE', q, -1, -1, 'WITHSCORES')
-  place = tonumber(last[2] or '0') + 1
-  redis.call('ZADD', q, place, owner)
-  return place, true
-end
-
--- ticket(q, qx, owner, life, rest): write owner's ticket in the hash qx,
--- 'deadline rest', its deadline now + life ms, and keep q and qx at least
--- that long (they expire with their last ticket).
-local function ticket(q, qx, owner, life, rest)
-  redis.call('HSET', qx, owner, fmt(now + life) .. ' ' .. rest)
-  if redis.call('PTTL', q) < life then
-    redis.call('PEXPIRE', q, life)
-    redis.call('PEXPIRE', qx, life)
-  end
-end
-
--- head(q, qx, owner): the first owner in q whose ticket in qx has not run
--- out (owner itself counts whatever its ticket says), after dropping those
--- ahead of it whose ticket did; nil for none. The second result counts
--- the tickets dropped.
-local function head(q, qx, owner)
-  local dropped = 0
-  local h = redis.call('ZRANGE', q, 0, 0)[1]
-  while h and h ~= owner and tonumber(string.match(redis.call('HGET', qx, h) or '0', '^%d+') or '0') <= now do
-    redis.call('ZREM', q, h)
-    redis.call('HDEL', qx, h)
-    dropped = dropped + 1
-    h = redis.call('ZRANGE', q, 0, 0)[1]
-  end
-  return h, dropped
 end
