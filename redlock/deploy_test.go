@@ -254,12 +254,9 @@ func TestCloseBounded(t *testing.T) {
 	ctx := t.Context()
 	l, err := lk.TryAcquire(ctx, "k")
 	require.NoError(t, err)
-	srvs[2].Pause()
-	resumed := false
+	resume := srvs[2].PauseOnce()
 	defer func() {
-		if !resumed {
-			srvs[2].Resume()
-		}
+		resume()
 		for i := range nodes {
 			_ = nodes[i].Close()
 			_ = clients[i].Close()
@@ -276,11 +273,9 @@ func TestCloseBounded(t *testing.T) {
 			t.Errorf("Close = %v; want an error naming the stopped node %s", err, srvs[2].Addr())
 		}
 	case <-time.After(15 * time.Second):
-		srvs[2].Resume()
-		resumed = true
+		resume()
 		<-done
 		t.Fatalf("Close still waiting 15s after it was called, with a node stopped")
 	}
-	srvs[2].Resume()
-	resumed = true
+	resume()
 }

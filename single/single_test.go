@@ -439,13 +439,8 @@ func TestAcquireCancelledMidClaim(t *testing.T) {
 		key := "mid"
 		_, err := lk.TryAcquire(t.Context(), "warm") // load the scripts
 		require.NoError(t, err)
-		srv.Pause()
-		resumed := false
-		defer func() {
-			if !resumed {
-				srv.Resume()
-			}
-		}()
+		resume := srv.PauseOnce()
+		defer resume()
 		ctx, cancel := context.WithTimeout(t.Context(), 100*time.Millisecond)
 		defer cancel()
 		done := make(chan error, 1)
@@ -454,8 +449,7 @@ func TestAcquireCancelledMidClaim(t *testing.T) {
 			done <- err
 		}()
 		time.Sleep(300 * time.Millisecond)
-		srv.Resume()
-		resumed = true
+		resume()
 		if err := <-done; !errors.Is(err, context.DeadlineExceeded) {
 			t.Fatalf("Acquire: %v; want DeadlineExceeded", err)
 		}

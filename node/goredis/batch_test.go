@@ -370,13 +370,8 @@ func TestBatchCallerGivesUp(t *testing.T) {
 	_, err := n.Eval(t.Context(), echo, []string{"warm"}, "w")
 	require.NoError(t, err)
 
-	srv.Pause()
-	resumed := false
-	defer func() {
-		if !resumed {
-			srv.Resume()
-		}
-	}()
+	resume := srv.PauseOnce()
+	defer resume()
 	loneCtx, cancelLone := context.WithTimeout(t.Context(), 300*time.Millisecond)
 	defer cancelLone()
 	lone := evalAsync(loneCtx, n, "lone", "lone")
@@ -416,8 +411,7 @@ func TestBatchCallerGivesUp(t *testing.T) {
 		t.Fatalf("Close returned (%v) with a batch in flight", err)
 	case <-time.After(100 * time.Millisecond):
 	}
-	srv.Resume()
-	resumed = true
+	resume()
 	for i, out := range others {
 		if o := <-out; o.err != nil || o.reply.Str(0) != "other"+strconv.Itoa(i) {
 			t.Errorf("call %d in the batch of one that gave up: %v, %v; want other%d", i, o.reply, o.err, i)

@@ -199,6 +199,16 @@ func (s *Server) Pause() { s.signal(syscall.SIGSTOP) }
 // Resume continues a paused process with SIGCONT.
 func (s *Server) Resume() { s.signal(syscall.SIGCONT) }
 
+// PauseOnce pauses the server (Pause) and returns resume, which continues
+// it (Resume) the first time it is called and does nothing after: a test
+// defers it, so that the server runs again however the test ends, and
+// calls it where the test means to resume the server.
+func (s *Server) PauseOnce() (resume func()) {
+	s.Pause()
+	var once sync.Once
+	return func() { once.Do(s.Resume) }
+}
+
 // Restart starts the server again on the same port, with the same options
 // and directory, killing it first if it still runs. With WithAOF it reloads
 // its data; without, it comes back empty (unless WithArgs turned
