@@ -1,6 +1,7 @@
 package claims_test
 
 import (
+	"context"
 	"errors"
 	"testing"
 	"time"
@@ -14,19 +15,18 @@ import (
 	"github.com/dlockgo/dlock/node"
 )
 
-// reachable waits until q's server answers again after a restart (a client
-// may fail its first call on a connection the restart broke).
+// reachable waits until q's server answers again after a restart, on
+// every connection of the client (see redistest.Settled: a client may fail
+// its first call on a connection the restart broke), and returns q's
+// stats then.
 func reachable(t *testing.T, q *claims.Queue) claims.Stats {
 	t.Helper()
-	for start := time.Now(); ; time.Sleep(20 * time.Millisecond) {
-		s, err := q.Stats(t.Context())
-		if err == nil {
-			return s
-		}
-		if time.Since(start) > 10*time.Second {
-			t.Fatalf("server unreachable after its restart: %v", err)
-		}
-	}
+	var s claims.Stats
+	redistest.Settled(t, func(ctx context.Context) (err error) {
+		s, err = q.Stats(ctx)
+		return err
+	})
+	return s
 }
 
 // TestRestartWithoutPersistence: a server restarted without persistence

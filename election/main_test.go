@@ -146,19 +146,10 @@ func (ls links) restore() {
 // waitLinked waits until lk answers an Inspect of key again, after a cut.
 func waitLinked(t testing.TB, lk dlock.Locker, key string) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	redistest.Settled(t, func(ctx context.Context) error {
 		_, err := lk.Inspect(ctx, key)
-		cancel()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the link to the servers still fails 10s after the restore: %v", err)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return err
+	})
 }
 
 // cuttable returns a Locker that reaches e's servers through proxies, and

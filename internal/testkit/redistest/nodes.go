@@ -183,3 +183,35 @@ func (s *Server) WaitKeysGone(t testing.TB, within time.Duration, match func(key
 		time.Sleep(100 * time.Millisecond)
 	}
 }
+
+// settledCalls is how many calls in a row Settled wants answered: a
+// client that pipelines on several connections (valkey-go keeps up to
+// four per server and picks one at random for a call with keys) may have
+// a connection a restart or a cut broke that it has not noticed yet, and
+// fails the first call sent on it. With four, the chance that one such
+// connection escapes 32 random picks is (3/4)^32, about 1e-4.
+const settledCalls = 32
+
+// Settled calls call until it succeeds settledCalls times in a row, or
+// fails the test after 10 s: after a restart or a restored link, a test
+// that asserts on what a client does next must not meet, instead, a
+// connection the fault broke that the client has not yet noticed.
+func Settled(t testing.TB, call func(ctx context.Context) error) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	var err error
+	for ok := 0; ok < settledCalls; {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		err = call(ctx)
+		cancel()
+		if err == nil {
+			ok++
+			continue
+		}
+		ok = 0
+		if time.Now().After(deadline) {
+			t.Fatalf("redistest: calls still fail 10s after the fault: %v", err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
