@@ -7,6 +7,10 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+# phase says, on stderr, where the suite is and how long it has run, so
+# that a slow run shows which part grew.
+phase() { echo "test.sh: $1 at ${SECONDS}s" >&2; }
+
 need=()
 command -v redis-server >/dev/null || need+=(redis-server)
 command -v redis-cli >/dev/null || need+=(redis-tools)
@@ -25,9 +29,11 @@ fi
 # observe/otelmetric is a module of its own (it keeps OpenTelemetry out of
 # dlock's dependencies), so ./... from the root does not reach it.
 modules=(. observe/otelmetric)
+phase "vet"
 for m in "${modules[@]}"; do (cd "$m" && go vet ./...); done
 # The docs against the code first (names, printed scripts, examples, the
 # README's Layout): a second, and the race run below runs them again.
+phase "docs check"
 go test -count=1 -run '^TestDocs' ./internal/testkit/docscheck
 
 # The benchmark module is separate (it keeps the peer libraries out of
@@ -50,11 +56,13 @@ case "$("$staticcheck" -version 2>/dev/null || true)" in
 esac
 # bench's own package is ours and checked; the peer libraries it imports
 # are not, and staticcheck reports only on the packages it is given.
+phase "staticcheck"
 for m in "${modules[@]}" bench; do (cd "$m" && "$staticcheck" ./...); done
 
 # Allocation budgets, measured without the race detector, which distorts
 # allocation counts (their files are built with !race): only the packages
 # that have them, so that no other test binary is built twice.
+phase "allocation budgets"
 go test -count=1 -timeout 5m -run 'Allocs' ./single ./redlock
 (cd observe/otelmetric && go test -count=1 -timeout 5m -run 'Allocs' ./...)
 
@@ -63,6 +71,7 @@ go test -count=1 -timeout 5m -run 'Allocs' ./single ./redlock
 # packages at a time (go test's default on two cores): four at once,
 # tried, starved the tests with 50-300 ms TTLs of CPU under the race
 # detector ("granted after its validity ran out").
+phase "race run"
 for m in "${modules[@]}"; do
   (cd "$m" && go test -race -count=1 -run '^$' ./... >/dev/null && go test -race -count=1 -timeout 15m ./...)
 done
@@ -73,6 +82,7 @@ done
 # core, and a failure fails the suite once its pair has ended. A count,
 # not a duration: with a duration, go1.26's fuzz coordinator can fail a
 # target with a bare "context deadline exceeded" at the end.
+phase "fuzz targets"
 fuzzed=0 fuzzpids=()
 fuzzwait() {
   for p in "${fuzzpids[@]}"; do wait "$p" || fuzzed=1; done
@@ -106,4 +116,6 @@ fuzzwait
 # The server-dependent packages again, on Valkey 8.0 and 7.2 (see
 # scripts/test-valkey.sh). After the Redis run rather than beside it: the
 # two at once load two cores so that timing-bound tests of either fail.
+phase "valkey"
 ./scripts/test-valkey.sh
+phase "done"
