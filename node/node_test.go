@@ -91,13 +91,13 @@ func TestEvalNoScriptFallback(t *testing.T) {
 		t.Run(c.Name, func(t *testing.T) {
 			key := "{n}" + c.Name
 			for want := int64(1); want <= 3; want++ {
-				mustDo(t, srv, "SCRIPT", "FLUSH")
+				srv.MustDo(t, "SCRIPT", "FLUSH")
 				got, err := c.Node.Eval(t.Context(), incr, []string{key})
 				if err != nil || got.Int(0) != want {
 					t.Fatalf("after flush: %v, %v; want %d", got, err, want)
 				}
 			}
-			if got := mustDo(t, srv, "SCRIPT", "EXISTS", incr.SHA()); got != "1" {
+			if got := srv.MustDo(t, "SCRIPT", "EXISTS", incr.SHA()); got != "1" {
 				t.Fatalf("SCRIPT EXISTS after EVAL fallback = %s; want 1", got)
 			}
 		})
@@ -170,8 +170,8 @@ func TestPipelineNoScriptRunsEachCallOnce(t *testing.T) {
 	for _, c := range redistest.Nodes(t, srv.Addr()) {
 		t.Run(c.Name, func(t *testing.T) {
 			a, b := "{q}a"+c.Name, "{q}b"+c.Name
-			mustDo(t, srv, "SCRIPT", "FLUSH")
-			mustDo(t, srv, "SCRIPT", "LOAD", incrBy.Source())
+			srv.MustDo(t, "SCRIPT", "FLUSH")
+			srv.MustDo(t, "SCRIPT", "LOAD", incrBy.Source())
 			calls := []node.Call{
 				{Script: incrBy, Keys: []string{a}, Args: []string{"10"}},
 				{Script: incr, Keys: []string{b}},
@@ -186,10 +186,10 @@ func TestPipelineNoScriptRunsEachCallOnce(t *testing.T) {
 					t.Fatalf("call %d = %+v; want %d", i, res[i], want)
 				}
 			}
-			if got := mustDo(t, srv, "GET", a); got != "11" {
+			if got := srv.MustDo(t, "GET", a); got != "11" {
 				t.Fatalf("%s = %s; want 11", a, got)
 			}
-			if got := mustDo(t, srv, "GET", b); got != "1" {
+			if got := srv.MustDo(t, "GET", b); got != "1" {
 				t.Fatalf("%s = %s; want 1", b, got)
 			}
 		})
@@ -208,9 +208,9 @@ func TestPipelineKeepsOrderOnFirstUse(t *testing.T) {
 			key := "{o}" + c.Name
 			set := node.NewScript(`redis.call('SET', KEYS[1], ARGV[1]); return 1 -- ` + c.Name)
 			get := node.NewScript(`return redis.call('GET', KEYS[1]) -- ` + c.Name)
-			mustDo(t, srv, "SCRIPT", "LOAD", get.Source())
+			srv.MustDo(t, "SCRIPT", "LOAD", get.Source())
 			for round, v := range []string{"first", "second"} {
-				mustDo(t, srv, "CONFIG", "RESETSTAT")
+				srv.MustDo(t, "CONFIG", "RESETSTAT")
 				res, _, err := c.Node.Pipeline(t.Context(), []node.Call{
 					{Script: set, Keys: []string{key}, Args: []string{v}},
 					{Script: get, Keys: []string{key}},
@@ -220,7 +220,7 @@ func TestPipelineKeepsOrderOnFirstUse(t *testing.T) {
 				if got := res[1].Reply.Str(0); got != v {
 					t.Errorf("round %d: get after set(%q) = %q; the calls ran out of order", round, v, got)
 				}
-				stats := mustDo(t, srv, "INFO", "commandstats")
+				stats := srv.MustDo(t, "INFO", "commandstats")
 				shaSent := strings.Contains(stats, "cmdstat_evalsha:calls=2,")
 				if want := round > 0; shaSent != want {
 					t.Errorf("round %d: both calls by EVALSHA = %v; want %v\n%s", round, shaSent, want, stats)
@@ -256,21 +256,21 @@ func TestPipelineWait(t *testing.T) {
 			if got := call(node.Wait{Replicas: 1, Timeout: 2 * time.Second}); got != 1 {
 				t.Fatalf("healthy replica: acked = %d; want 1", got)
 			}
-			mustDo(t, master, "SCRIPT", "FLUSH")
+			master.MustDo(t, "SCRIPT", "FLUSH")
 			if got := call(node.Wait{Replicas: 1, Timeout: 2 * time.Second}); got != 1 {
 				t.Fatalf("healthy replica, after SCRIPT FLUSH: acked = %d; want 1", got)
 			}
 
-			mustDo(t, replica, "CLIENT", "PAUSE", "10000", "WRITE")
-			defer mustDo(t, replica, "CLIENT", "UNPAUSE")
+			replica.MustDo(t, "CLIENT", "PAUSE", "10000", "WRITE")
+			defer replica.MustDo(t, "CLIENT", "UNPAUSE")
 			if got := call(node.Wait{Replicas: 1, Timeout: 200 * time.Millisecond}); got != 0 {
 				t.Fatalf("paused replica: acked = %d; want 0", got)
 			}
-			mustDo(t, master, "SCRIPT", "FLUSH")
+			master.MustDo(t, "SCRIPT", "FLUSH")
 			if got := call(node.Wait{Replicas: 1, Timeout: 200 * time.Millisecond}); got != 0 {
 				t.Fatalf("paused replica, after SCRIPT FLUSH: acked = %d; want 0", got)
 			}
-			mustDo(t, replica, "CLIENT", "UNPAUSE")
+			replica.MustDo(t, "CLIENT", "UNPAUSE")
 			if got := call(node.Wait{Replicas: 1, Timeout: 2 * time.Second}); got != 1 {
 				t.Fatalf("unpaused replica: acked = %d; want 1", got)
 			}
@@ -286,7 +286,7 @@ func TestSubscribe(t *testing.T) {
 			sig1, stop1, err := c.Node.Subscribe(t.Context(), ch)
 			require.NoError(t, err)
 			defer stop1()
-			if got := mustDo(t, srv, "PUBLISH", ch, "x"); got != "1" {
+			if got := srv.MustDo(t, "PUBLISH", ch, "x"); got != "1" {
 				t.Fatalf("PUBLISH right after Subscribe reached %s subscribers; want 1", got)
 			}
 			if m := receive(t, sig1); m != "x" {
@@ -295,14 +295,14 @@ func TestSubscribe(t *testing.T) {
 
 			sig2, stop2, err := c.Node.Subscribe(t.Context(), ch)
 			require.NoError(t, err)
-			if got := mustDo(t, srv, "PUBLISH", ch, "x"); got != "1" {
+			if got := srv.MustDo(t, "PUBLISH", ch, "x"); got != "1" {
 				t.Fatalf("two local subscribers use %s server subscriptions; want 1", got)
 			}
 			receive(t, sig1)
 			receive(t, sig2)
 
 			for _, m := range []string{"1", "2", "3"} {
-				mustDo(t, srv, "PUBLISH", ch, m)
+				srv.MustDo(t, "PUBLISH", ch, m)
 			}
 			time.Sleep(100 * time.Millisecond)
 			if m := receive(t, sig1); m != "3" {
@@ -319,10 +319,10 @@ func TestSubscribe(t *testing.T) {
 
 			stop2()
 			stop2()
-			mustDo(t, srv, "PUBLISH", ch, "x")
+			srv.MustDo(t, "PUBLISH", ch, "x")
 			receive(t, sig1)
 			stop1()
-			waitFor(t, func() bool { return mustDo(t, srv, "PUBSUB", "NUMSUB", ch) == ch+"\n0" },
+			waitFor(t, func() bool { return srv.MustDo(t, "PUBSUB", "NUMSUB", ch) == ch+"\n0" },
 				"server subscription ended after the last stop")
 		})
 	}
@@ -338,7 +338,7 @@ func TestSubscribeSurvivesRestart(t *testing.T) {
 			defer stop()
 			srv.Kill()
 			srv.Restart()
-			waitFor(t, func() bool { return mustDo(t, srv, "PUBLISH", ch, "x") == "1" }, "resubscribed after restart")
+			waitFor(t, func() bool { return srv.MustDo(t, "PUBLISH", ch, "x") == "1" }, "resubscribed after restart")
 			receive(t, sig)
 		})
 	}
@@ -373,7 +373,7 @@ func TestCloseEndsSubscription(t *testing.T) {
 			if _, _, err := n.Subscribe(t.Context(), "close"); !errors.Is(err, node.ErrClosed) {
 				t.Fatalf("Subscribe after Close: err = %v; want ErrClosed", err)
 			}
-			waitFor(t, func() bool { return mustDo(t, srv, "PUBSUB", "NUMSUB", "close") == "close\n0" },
+			waitFor(t, func() bool { return srv.MustDo(t, "PUBSUB", "NUMSUB", "close") == "close\n0" },
 				"subscription connection closed")
 			closeClient()
 			goleak.VerifyNone(t, before)
@@ -454,7 +454,7 @@ func TestStopBehindHungSubscribe(t *testing.T) {
 			if took > 100*time.Millisecond {
 				t.Errorf("stop behind a hung Subscribe took %v", took)
 			}
-			waitFor(t, func() bool { return mustDo(t, srv, "PUBSUB", "NUMSUB", ch) == ch+"\n0" },
+			waitFor(t, func() bool { return srv.MustDo(t, "PUBSUB", "NUMSUB", ch) == ch+"\n0" },
 				"server subscription ended after stop")
 		})
 	}
@@ -489,13 +489,6 @@ func waitFor(t *testing.T, cond func() bool, what string) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-}
-
-func mustDo(t *testing.T, s *redistest.Server, args ...string) string {
-	t.Helper()
-	got, err := s.Do(args...)
-	require.NoError(t, err, "%v", args)
-	return got
 }
 
 func BenchmarkEval(b *testing.B) {
@@ -551,7 +544,7 @@ func TestCluster(t *testing.T) {
 			require.NoError(t, err)
 			defer stop()
 			for _, s := range cl.Servers() {
-				mustDo(t, s, "PUBLISH", "cl:"+c.Name, "x")
+				s.MustDo(t, "PUBLISH", "cl:"+c.Name, "x")
 				receive(t, sig)
 			}
 		})

@@ -151,13 +151,6 @@ func blocked(t *testing.T, srv *redistest.Server) int {
 	return b
 }
 
-func mustDo(t *testing.T, s *redistest.Server, args ...string) string {
-	t.Helper()
-	got, err := s.Do(args...)
-	require.NoError(t, err, "%v", args)
-	return got
-}
-
 // TestBatchEachCallerItsOwnReply: calls that queue behind busy lanes go out
 // as one pipeline, and each caller gets its own reply; each call ran once,
 // and the hooks saw every command and the caller's context values.
@@ -185,7 +178,7 @@ func TestBatchEachCallerItsOwnReply(t *testing.T) {
 		}
 	}
 	for i := range calls {
-		if got := mustDo(t, srv, "GET", "k"+strconv.Itoa(i)); got != "1" {
+		if got := srv.MustDo(t, "GET", "k"+strconv.Itoa(i)); got != "1" {
 			t.Errorf("k%d = %s; want 1 (each call run once)", i, got)
 		}
 	}
@@ -263,7 +256,7 @@ func TestBatchNoScript(t *testing.T) {
 	n, rec := newNode(t, srv, redis.Options{PoolSize: 1, ReadTimeout: 10 * time.Second})
 	_, err := n.Eval(t.Context(), echo, []string{"warm"}, "w")
 	require.NoError(t, err)
-	mustDo(t, srv, "SCRIPT", "FLUSH")
+	srv.MustDo(t, "SCRIPT", "FLUSH")
 	rec.reset()
 
 	const calls = 50
@@ -279,7 +272,7 @@ func TestBatchNoScript(t *testing.T) {
 		if o.err != nil || o.reply.Str(0) != "v"+strconv.Itoa(i) {
 			t.Errorf("call %d: %v, %v; want v%d", i, o.reply, o.err, i)
 		}
-		if got := mustDo(t, srv, "GET", "ns"+strconv.Itoa(i)); got != "1" {
+		if got := srv.MustDo(t, "GET", "ns"+strconv.Itoa(i)); got != "1" {
 			t.Errorf("ns%d = %s; want 1 (each call run once)", i, got)
 		}
 	}
@@ -309,7 +302,7 @@ func TestBatchConnectionKilled(t *testing.T) {
 	require.NoError(t, err)
 	rec.reset()
 
-	mustDo(t, srv, "CLIENT", "PAUSE", "20000", "WRITE")
+	srv.MustDo(t, "CLIENT", "PAUSE", "20000", "WRITE")
 	defer srv.Do("CLIENT", "UNPAUSE")
 	lone := evalAsync(t.Context(), n, "a", "a")
 	waitUntil(t, func() bool { return blocked(t, srv) == 1 }, "the lone call held by the server")
@@ -320,7 +313,7 @@ func TestBatchConnectionKilled(t *testing.T) {
 		batch1[i] = evalAsync(t.Context(), n, "b"+strconv.Itoa(i), "b")
 	}
 	waitLoad(t, n, 1, first)
-	mustDo(t, srv, "CLIENT", "KILL", "TYPE", "normal", "SKIPME", "yes")
+	srv.MustDo(t, "CLIENT", "KILL", "TYPE", "normal", "SKIPME", "yes")
 	if o := <-lone; o.err == nil {
 		t.Fatalf("lone call on a killed connection: %v; want an error", o.reply)
 	}
@@ -331,14 +324,14 @@ func TestBatchConnectionKilled(t *testing.T) {
 		batch2[i] = evalAsync(t.Context(), n, "c"+strconv.Itoa(i), "c"+strconv.Itoa(i))
 	}
 	waitLoad(t, n, 1, second)
-	mustDo(t, srv, "CLIENT", "KILL", "TYPE", "normal", "SKIPME", "yes")
+	srv.MustDo(t, "CLIENT", "KILL", "TYPE", "normal", "SKIPME", "yes")
 	for i, out := range batch1 {
 		if o := <-out; o.err == nil || errors.Is(o.err, context.Canceled) {
 			t.Errorf("first batch, call %d: %v, %v; want the connection's error", i, o.reply, o.err)
 		}
 	}
 	waitUntil(t, func() bool { return rec.began() == 2 && blocked(t, srv) == 1 }, "the second batch held by the server")
-	mustDo(t, srv, "CLIENT", "UNPAUSE")
+	srv.MustDo(t, "CLIENT", "UNPAUSE")
 	for i, out := range batch2 {
 		if o := <-out; o.err != nil || o.reply.Str(0) != "c"+strconv.Itoa(i) {
 			t.Errorf("second batch, call %d: %v, %v; want c%d", i, o.reply, o.err, i)
@@ -418,7 +411,7 @@ func TestBatchCallerGivesUp(t *testing.T) {
 		}
 	}
 	require.NoError(t, <-closed)
-	if got := mustDo(t, srv, "EXISTS", "queued"); got != "0" {
+	if got := srv.MustDo(t, "EXISTS", "queued"); got != "0" {
 		t.Errorf("the call cancelled while queued ran")
 	}
 	_, pipelines, batched := rec.counts()

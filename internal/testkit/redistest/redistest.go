@@ -196,6 +196,16 @@ func (s *Server) Kill() {
 // Pause stops the process with SIGSTOP: connections stay open, commands hang.
 func (s *Server) Pause() { s.signal(syscall.SIGSTOP) }
 
+// MustDo is Do for a test's setup and checks: it fails t on an error.
+func (s *Server) MustDo(t testing.TB, args ...string) string {
+	t.Helper()
+	got, err := s.Do(args...)
+	if err != nil {
+		t.Fatalf("redistest: %v: %v", args, err)
+	}
+	return got
+}
+
 // Resume continues a paused process with SIGCONT.
 func (s *Server) Resume() { s.signal(syscall.SIGCONT) }
 

@@ -68,7 +68,7 @@ func TestStartN(t *testing.T) {
 
 func TestKillRestartWithoutAOFLosesData(t *testing.T) {
 	s := redistest.Start(t)
-	mustDo(t, s, "SET", "k", "v")
+	s.MustDo(t, "SET", "k", "v")
 	port := s.Port()
 	s.Kill()
 	if s.Pid() != 0 {
@@ -85,7 +85,7 @@ func TestKillRestartWithoutAOFLosesData(t *testing.T) {
 
 func TestKillRestartWithAOFKeepsData(t *testing.T) {
 	s := redistest.Start(t, redistest.WithAOF())
-	mustDo(t, s, "SET", "k", "v")
+	s.MustDo(t, "SET", "k", "v")
 	s.Kill()
 	s.Restart()
 	if got, err := s.Do("GET", "k"); err != nil || got != "v" {
@@ -95,7 +95,7 @@ func TestKillRestartWithAOFKeepsData(t *testing.T) {
 
 func TestPauseResume(t *testing.T) {
 	s := redistest.Start(t)
-	mustDo(t, s, "PING")
+	s.MustDo(t, "PING")
 	s.Pause()
 	done := make(chan error, 1)
 	go func() {
@@ -126,10 +126,10 @@ func TestReplica(t *testing.T) {
 	if err := r.WaitSynced(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if got := mustDo(t, m, "INFO", "replication"); !strings.Contains(got, "state=online") {
+	if got := m.MustDo(t, "INFO", "replication"); !strings.Contains(got, "state=online") {
 		t.Fatalf("master does not list the replica online after WaitSynced:\n%s", got)
 	}
-	mustDo(t, m, "SET", "k", "v")
+	m.MustDo(t, "SET", "k", "v")
 	deadline := time.Now().Add(5 * time.Second)
 	for got, _ := r.Do("GET", "k"); got != "v"; got, _ = r.Do("GET", "k") {
 		if time.Now().After(deadline) {
@@ -141,7 +141,7 @@ func TestReplica(t *testing.T) {
 
 func TestArgsAndEnv(t *testing.T) {
 	s := redistest.Start(t, redistest.WithArgs("--maxmemory", "12345678"), redistest.WithEnv("DLOCK_TEST=1"))
-	if got := mustDo(t, s, "CONFIG", "GET", "maxmemory"); got != "maxmemory\n12345678" {
+	if got := s.MustDo(t, "CONFIG", "GET", "maxmemory"); got != "maxmemory\n12345678" {
 		t.Fatalf("maxmemory = %q", got)
 	}
 }
@@ -156,13 +156,6 @@ func TestCleanupKills(t *testing.T) {
 	}
 }
 
-func mustDo(t *testing.T, s *redistest.Server, args ...string) string {
-	t.Helper()
-	got, err := s.Do(args...)
-	require.NoError(t, err, "%v", args)
-	return got
-}
-
 func isNil(err error) bool { return errors.Is(err, redis.Nil) }
 
 // A snapshot still being written when the server is killed may be
@@ -172,8 +165,8 @@ func isNil(err error) bool { return errors.Is(err, redis.Nil) }
 // what is there rather than racing the child's rename.
 func TestKillWaitsForSnapshot(t *testing.T) {
 	s := redistest.Start(t, redistest.WithArgs("--enable-debug-command", "yes", "--save", "3600 1"))
-	mustDo(t, s, "DEBUG", "POPULATE", "300000", "k", "64")
-	mustDo(t, s, "BGSAVE")
+	s.MustDo(t, "DEBUG", "POPULATE", "300000", "k", "64")
+	s.MustDo(t, "BGSAVE")
 	s.Kill()
 	dump := filepath.Join(s.Dir(), "dump.rdb")
 	before, errBefore := os.Stat(dump)
@@ -187,15 +180,15 @@ func TestKillWaitsForSnapshot(t *testing.T) {
 	if errBefore == nil {
 		want = "300000"
 	}
-	if got := mustDo(t, s, "DBSIZE"); got != want {
+	if got := s.MustDo(t, "DBSIZE"); got != want {
 		t.Fatalf("DBSIZE after a restart = %s; want %s (snapshot there: %t)", got, want, errBefore == nil)
 	}
 }
 
 func TestWipe(t *testing.T) {
 	s := redistest.Start(t, redistest.WithArgs("--save", "3600 1", "--appendonly", "yes", "--appendfsync", "everysec"))
-	mustDo(t, s, "SET", "k", "v")
-	mustDo(t, s, "SAVE")
+	s.MustDo(t, "SET", "k", "v")
+	s.MustDo(t, "SAVE")
 	if err := s.Wipe(); err == nil {
 		t.Fatal("Wipe of a running server succeeded; want an error")
 	}
@@ -204,7 +197,7 @@ func TestWipe(t *testing.T) {
 		t.Fatal(err)
 	}
 	require.NoError(t, s.StartAgain())
-	if got := mustDo(t, s, "DBSIZE"); got != "0" {
+	if got := s.MustDo(t, "DBSIZE"); got != "0" {
 		t.Fatalf("DBSIZE after Wipe and restart = %s; want 0", got)
 	}
 }
@@ -217,7 +210,7 @@ func TestSignal(t *testing.T) {
 	if err := s.Signal(syscall.SIGCONT); err != nil {
 		t.Fatal(err)
 	}
-	mustDo(t, s, "PING")
+	s.MustDo(t, "PING")
 	s.Kill()
 	if s.Running() {
 		t.Fatal("Running() after Kill = true")
@@ -237,12 +230,12 @@ func TestReplicaViaProxy(t *testing.T) {
 	p := redistest.StartProxy(t, m.Addr())
 	r := redistest.Start(t, redistest.WithReplicaOf(m), redistest.WithReplicaVia(p.Addr()))
 	require.NoError(t, r.WaitSynced(ctx))
-	mustDo(t, m, "SET", "k", "1")
+	m.MustDo(t, "SET", "k", "1")
 	waitFor(t, r, "k", "1")
 
 	// Failover: r takes over, m comes back as its replica through p.
 	m.Kill()
-	mustDo(t, r, "REPLICAOF", "NO", "ONE")
+	r.MustDo(t, "REPLICAOF", "NO", "ONE")
 	r.SetReplicaOf(nil, "")
 	require.NoError(t, p.SetUpstream(r.Addr()))
 	if p.Upstream() != r.Addr() {
@@ -251,10 +244,10 @@ func TestReplicaViaProxy(t *testing.T) {
 	m.SetReplicaOf(r, p.Addr())
 	require.NoError(t, m.StartAgain())
 	require.NoError(t, m.WaitSynced(ctx))
-	mustDo(t, r, "SET", "k", "2")
+	r.MustDo(t, "SET", "k", "2")
 	waitFor(t, m, "k", "2")
 	require.NoError(t, r.StartAgain())
-	if role := mustDo(t, r, "ROLE"); !strings.HasPrefix(role, "master") {
+	if role := r.MustDo(t, "ROLE"); !strings.HasPrefix(role, "master") {
 		t.Fatalf("ROLE of the promoted replica after a restart = %q; want master", role)
 	}
 }
