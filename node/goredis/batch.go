@@ -58,13 +58,12 @@ type batcher struct {
 // it then. One whose caller gave up is left to the collector, as the
 // batch may still hold it.
 type queued struct {
-	ctx      context.Context
-	deadline time.Time // ctx's, zero when it has none
-	argv     []any
-	cmd      *redis.Cmd    // set before done is sent
-	done     chan struct{} // sent once, when cmd holds the reply or error
-	gone     atomic.Bool   // the caller stopped waiting
-	strs     [16]string    // room for detach: the script, and keys and args as in largeEvalMem
+	ctx  context.Context
+	argv []any
+	cmd  *redis.Cmd    // set before done is sent
+	done chan struct{} // sent once, when cmd holds the reply or error
+	gone atomic.Bool   // the caller stopped waiting
+	strs [16]string    // room for detach: the script, and keys and args as in largeEvalMem
 }
 
 var queuedPool = sync.Pool{New: func() any { return &queued{done: make(chan struct{}, 1)} }}
@@ -92,7 +91,6 @@ func (b *batcher) do(ctx context.Context, argv []any) *redis.Cmd {
 	}
 	q := queuedPool.Get().(*queued)
 	q.ctx, q.argv = ctx, q.detach(argv)
-	q.deadline, _ = ctx.Deadline()
 	b.queue = append(b.queue, q)
 	b.mu.Unlock()
 	select {
@@ -192,10 +190,10 @@ func (b *batcher) exec(batch []*queued) {
 		if ctx == nil {
 			ctx = q.ctx
 		}
-		if q.deadline.IsZero() {
+		if d, ok := q.ctx.Deadline(); !ok {
 			bounded = false
-		} else if q.deadline.After(deadline) {
-			deadline = q.deadline
+		} else if d.After(deadline) {
+			deadline = d
 		}
 		q.cmd = p.Do(q.ctx, q.argv...)
 	}
