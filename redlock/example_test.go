@@ -71,7 +71,9 @@ func ExampleNew() {
 	// valkey-go dials when its client is made, go-redis on first use.
 	dead := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"})
 	defer dead.Close()
-	two, err := redlock.New([]node.Node{goredis.New(dead), nodes[1], nodes[2]}, redlock.WithDurableNodes())
+	deadNode := goredis.New(dead)
+	defer deadNode.Close() // ends its subscription, which retries a dead server for ever
+	two, err := redlock.New([]node.Node{deadNode, nodes[1], nodes[2]}, redlock.WithDurableNodes())
 	if err != nil {
 		log.Fatal(err)
 	}
