@@ -45,7 +45,7 @@ type Config struct {
 	TTL time.Duration
 	// IdleTTL is how long a key's fencing counter outlives the last lease
 	// on it, after which it expires from the servers (single.WithIdleTTL,
-	// redlock.WithIdleTTL); 0 keeps the default, a day; a negative value
+	// redlock.WithIdleTTL); 0 keeps the default, a minute; a negative value
 	// keeps it for ever.
 	IdleTTL time.Duration
 	// Client is ClientGoRedis (the default when empty) or ClientValkeyGo.

@@ -72,7 +72,7 @@ func TestDoPassesFnError(t *testing.T) {
 		if !errors.Is(err, boom) {
 			t.Fatalf("Do = %v; want fn's error", err)
 		}
-		if v, _ := srv.Do("HGET", "dlock:{job}", "owner"); v != "" {
+		if v, _ := srv.LockField("dlock:{job}", "owner"); v != "" {
 			t.Fatalf("owner = %q after Do; want released", v)
 		}
 	})
@@ -94,7 +94,7 @@ func TestDoLeaseLost(t *testing.T) {
 		<-started
 		// Another owner takes the lock over on the server: the next renewal
 		// is refused and fn's context ends.
-		_, err := srv.Do("HSET", "dlock:{job}", "owner", "intruder")
+		_, err := srv.Do(redistest.StealArgs("dlock:{job}", "intruder")...)
 		require.NoError(t, err)
 		select {
 		case err = <-errc:
@@ -107,7 +107,7 @@ func TestDoLeaseLost(t *testing.T) {
 		if !errors.Is(err, dlock.ErrLost) || !errors.Is(err, context.Canceled) {
 			t.Fatalf("Do = %v; want ErrLost and fn's context.Canceled", err)
 		}
-		if v, _ := srv.Do("HGET", "dlock:{job}", "owner"); v != "intruder" {
+		if v, _ := srv.LockField("dlock:{job}", "owner"); v != "intruder" {
 			t.Fatalf("owner = %q; want the intruder's lock untouched", v)
 		}
 	})

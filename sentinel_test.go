@@ -153,7 +153,7 @@ func eventually(ctx context.Context, f func() error, settled ...error) error {
 
 // hget reads one field of a lock's hash on s, "" when it has none.
 func hget(s *redistest.Server, key, field string) string {
-	v, _ := s.Do("HGET", "dlock:{"+key+"}", field)
+	v, _ := s.LockField("dlock:{"+key+"}", field)
 	return v
 }
 

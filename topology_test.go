@@ -38,7 +38,7 @@ func TestOpenCluster(t *testing.T) {
 						t.Fatalf("TryAcquire(%q): %v", key, err)
 					}
 					m := cl.Owner(cl.Slot("dlock:{" + key + "}"))
-					if got, _ := cl.Servers()[m].Do("HGET", "dlock:{"+key+"}", "owner"); got != l.Owner() {
+					if got, _ := cl.Servers()[m].LockField("dlock:{"+key+"}", "owner"); got != l.Owner() {
 						t.Fatalf("%q: owner on master %d (its slot's) = %q; want the lease's", key, m, got)
 					}
 					onMaster[m] = true

@@ -65,7 +65,7 @@ const (
 	DefaultNodeTimeout = 50 * time.Millisecond
 	// DefaultIdleTTL is how long a key's fence counter outlives the last
 	// lease on it by default (see WithIdleTTL).
-	DefaultIdleTTL = 24 * time.Hour
+	DefaultIdleTTL = time.Minute
 )
 
 // ErrClosed is returned by a Locker's methods after Close.
@@ -146,7 +146,7 @@ func WithDurableNodes() Option { return func(c *config) { c.guard = false } }
 // counter expires on each node. A key locked again later gets tokens from
 // the clock floor (the lower median of its voters' clocks in µs), so they
 // still rise as long as those clocks do not step back past the tokens
-// issued before. Zero selects DefaultIdleTTL (a day); a negative d keeps
+// issued before. Zero selects DefaultIdleTTL (a minute); a negative d keeps
 // every counter for ever, one per key ever locked. Without tokens there is
 // no counter, and d does not matter.
 func WithIdleTTL(d time.Duration) Option { return func(c *config) { c.idle = d } }

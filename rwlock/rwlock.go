@@ -89,7 +89,7 @@ func WithTTL(ttl time.Duration) Option { return func(c *config) { c.TTL = ttl } 
 // it: between d and 1.5 × (TTL + d). A key used again later starts its
 // counter afresh from the server's clock in µs, so its tokens still rise
 // as long as that clock does not step back past the tokens issued before.
-// Zero selects DefaultIdleTTL (a day); a negative d keeps every hash for
+// Zero selects DefaultIdleTTL (a minute); a negative d keeps every hash for
 // ever, one per key ever locked.
 func WithIdleTTL(d time.Duration) Option { return func(c *config) { c.Idle = d } }
 

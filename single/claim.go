@@ -33,7 +33,7 @@ type claim struct {
 	// and, for Acquire, the ticket's lifetime ms.
 	args  [4]string
 	nargs int       // args sent with a claim: 3, or 4 to join the queue when refused
-	held  [2]string // once granted: the owner and its token, as extend and release send them
+	held  [3]string // once granted: the owner, its token and the key's idle life in ms, as extend and release send them
 	queue bool      // a refusal put the owner in the queue, and no grant or leave took it out since
 	pos   int       // the owner's place in the queue at the last refusal, 1 for its head
 	// For a waiter: its ticket's lifetime, when its last claim was sent
@@ -101,7 +101,7 @@ func (c *claim) setToken(t fence.Token) {
 	n := c.ids.Len()
 	var d [maxTokenDigits]byte
 	c.ids.Write(strconv.AppendUint(d[:0], uint64(t), 10))
-	c.held = [2]string{c.args[0], c.ids.String()[n:]}
+	c.held = [3]string{c.args[0], c.ids.String()[n:], c.lk.kit.IdleMs}
 }
 
 // again is try for a blocking acquire (see againOf).

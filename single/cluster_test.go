@@ -32,12 +32,13 @@ func keyOn(t testing.TB, cl *redistest.Cluster, i int, prefix string) string {
 	return ""
 }
 
-// clusterField reads one field of the lock's hash on master i.
+// clusterField reads one field of the lock's state on master i, in
+// either of its forms (redistest.Server.LockField).
 func clusterField(t testing.TB, cl *redistest.Cluster, i int, key, f string) string {
 	t.Helper()
-	v, err := cl.Servers()[i].Do("HGET", "dlock:{"+key+"}", f)
-	if err != nil && v != "" {
-		t.Fatalf("HGET %s %s on master %d: %v", key, f, i, err)
+	v, err := cl.Servers()[i].LockField("dlock:{"+key+"}", f)
+	if err != nil {
+		t.Fatalf("lock field %s %s on master %d: %v", key, f, i, err)
 	}
 	return v
 }

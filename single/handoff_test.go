@@ -44,6 +44,7 @@ func ticket(t *testing.T, srv *redistest.Server, key, owner string, life, ttl in
 	h := "dlock:{" + key + "}"
 	tk := strconv.FormatInt(serverMs(t, srv)+life, 10) + " " + strconv.FormatInt(ttl, 10) + " 60000"
 	place := strconv.Itoa(queued(t, srv, key) + 1)
+	require.NoError(t, srv.LockHash(h)) // a queue stands beside the hash only
 	for _, cmd := range [][]string{
 		{"ZADD", h + ":q", place, owner},
 		{"HSET", h + ":qx", owner, tk},

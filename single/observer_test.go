@@ -131,7 +131,7 @@ func TestObserver(t *testing.T) {
 			}
 			time.Sleep(5 * time.Millisecond)
 		}
-		_, err = srv.Do("HSET", "dlock:{obs}", "owner", "intruder")
+		_, err = srv.Do(redistest.StealArgs("dlock:{obs}", "intruder")...)
 		require.NoError(t, err)
 		select {
 		case <-l2.Done():

@@ -2,8 +2,10 @@ package single
 
 import (
 	"embed"
+	"io/fs"
 
 	"github.com/dlockgo/dlock/internal/claimcore"
+	"github.com/dlockgo/dlock/node"
 )
 
 // The scripts, one per transition, each in lua/ with its keys, arguments,
@@ -21,38 +23,38 @@ var (
 	// lifetime ms (see Locker.keep), and for a blocking waiter its ticket's
 	// lifetime ms. Replies the token, or {ms the holder has left, place in
 	// the queue}.
-	claimScript = claimcore.Script(luaFS, "claim.lua")
+	claimScript = fast("fast_claim.lua", "lean.lua", "claim.lua")
 	// extendScript: KEYS the hash; ARGV owner, token, TTL ms, the hash's
 	// lifetime ms. Replies 1, or the error DLSTALE <attempts>.
-	extendScript = claimcore.Script(luaFS, "extend.lua")
+	extendScript = fast("fast_extend.lua", "extend.lua")
 	// releaseScript: KEYS the hash; ARGV owner, token. Replies 1, 0 when it
 	// had expired, or the error DLSTALE <attempts>.
-	releaseScript = claimcore.Script(luaFS, "handoff.lua", "release.lua")
+	releaseScript = fast("fast_release.lua", "handoff.lua", "release.lua")
 	// abandonScript: KEYS the hash; ARGV owner, ms to remember it (see
 	// claimcore.AbandonKeep). Replies 1 when it released the lock.
-	abandonScript = claimcore.Script(luaFS, "handoff.lua", "abandon.lua")
+	abandonScript = claimcore.Script(luaFS, "lean.lua", "handoff.lua", "abandon.lua")
 	// leaveScript: KEYS the hash; ARGV owner. Replies 1 when there was a
 	// ticket.
 	leaveScript = claimcore.Script(luaFS, "handoff.lua", "leave.lua")
 	// inspectScript: KEYS the hash. Replies {owner, attempts, ms left}.
-	inspectScript = claimcore.Script(luaFS, "inspect.lua")
+	inspectScript = fast("fast_inspect.lua", "inspect.lua")
 
 	// The same for a set of keys (AcquireAll), KEYS being the hashes.
 	// claimAllScript: ARGV owner, TTL ms, the hashes' lifetime ms, and for
 	// a blocking waiter its tickets' lifetime ms. Replies the tokens, or
 	// {-1, ms the longest holder has left, 1 when queued}.
-	claimAllScript = claimcore.Script(luaFS, "claim_all.lua")
+	claimAllScript = claimcore.Script(luaFS, "lean.lua", "claim_all.lua")
 	// extendAllScript: ARGV owner, TTL ms, the hashes' lifetime ms, the
 	// tokens. Replies 1, or the error DLSTALE <attempts>.
-	extendAllScript = claimcore.Script(luaFS, "extend_all.lua")
+	extendAllScript = claimcore.Script(luaFS, "lean.lua", "extend_all.lua")
 	// releaseAllScript: ARGV owner, the tokens. Replies 1, 0 when a lease
 	// had expired, or the error DLSTALE <attempts>.
-	releaseAllScript = claimcore.Script(luaFS, "handoff.lua", "release_all.lua")
+	releaseAllScript = claimcore.Script(luaFS, "lean.lua", "handoff.lua", "release_all.lua")
 	// abandonAllScript: ARGV owner, ms to remember it. Replies how many
 	// keys it freed.
-	abandonAllScript = claimcore.Script(luaFS, "handoff.lua", "abandon_all.lua")
+	abandonAllScript = claimcore.Script(luaFS, "lean.lua", "handoff.lua", "abandon_all.lua")
 	// leaveAllScript: ARGV owner. Replies how many keys it acted on.
-	leaveAllScript = claimcore.Script(luaFS, "handoff.lua", "leave_all.lua")
+	leaveAllScript = claimcore.Script(luaFS, "lean.lua", "handoff.lua", "leave_all.lua")
 )
 
 // scripts are those the core runs for this package's leases and claims.
@@ -61,3 +63,16 @@ var scripts = claimcore.Scripts{Extend: extendScript, Release: releaseScript, Ab
 // setScripts are those the core runs for a set of keys (AcquireAll): its
 // release and abandon; the set extends with a script of its own.
 var setScripts = claimcore.Scripts{Release: releaseAllScript, Abandon: abandonAllScript}
+
+// fast builds a script whose head, a fast_*.lua file, runs before the core
+// prelude (claimcore.Source): it answers a lock in the lean form (see
+// fast_claim.lua) without the prelude's clock, and what it does not
+// answer goes on to the body, files after the prelude, as any script of
+// claimcore.Script.
+func fast(head string, files ...string) *node.Script {
+	text, err := fs.ReadFile(luaFS, "lua/"+head)
+	if err != nil {
+		panic("single: " + err.Error())
+	}
+	return node.NewScript(string(text) + claimcore.Source(luaFS, files...))
+}

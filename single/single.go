@@ -2,13 +2,15 @@
 // Redis or Valkey server, judged by that server's clock alone, and fenced by
 // a counter the server bumps at every claim.
 //
-// Each key has one hash holding the current owner, the end of its lease in
-// server milliseconds, and the attempts counter, which is the lease's
-// fencing token: every claim sets it to max(attempts + 1, the server's
-// clock in µs). On one server, tokens of a key strictly increase from lease
+// Each key holds the current owner, its lease and the attempts counter,
+// which is the lease's fencing token: every claim sets it to
+// max(attempts + 1, the server's clock in µs). A key nobody queued for is
+// a string the server expires with the lease ('token owner', then 'token'
+// for the idle TTL after the release); a key with waiters or gone owners
+// is a hash that holds the lease's end in server milliseconds. On one server, tokens of a key strictly increase from lease
 // to lease whatever its clock does; across a failover or restart that lost
-// the latest claims, or after the hash expired (the idle TTL, a day by
-// default, after its last lease), they keep rising as long as the server's
+// the latest claims, or after the counter expired (the idle TTL, a minute
+// by default, after its last release), they keep rising as long as the server's
 // clock has not stepped back past the tokens issued before. Extend and
 // Release check owner and token; a refusal matches lease.ErrNotHeld, and
 // also fence.ErrStale when the key has been claimed again since.
@@ -93,8 +95,11 @@ func WithTTL(ttl time.Duration) Option { return func(c *config) { c.TTL = ttl } 
 // again later starts its counter afresh from the server's clock in µs
 // (the floor every token has), so its tokens still rise as long as that
 // clock does not step back past the tokens issued before. Zero selects
-// DefaultIdleTTL (a day); a negative d keeps every hash for ever, one per
-// key ever locked.
+// DefaultIdleTTL (a minute: a step back of the server's clock shorter
+// than that costs the token order nothing; see docs/single-lease.md); a
+// negative d keeps every counter for ever, one per key ever locked, in the
+// hash form. A released key in the lean form keeps its counter for d
+// exactly; a lease that runs out unreleased takes its counter with it.
 func WithIdleTTL(d time.Duration) Option { return func(c *config) { c.Idle = d } }
 
 // WithRetry sets how Acquire paces its attempts by default; lease.WithRetry

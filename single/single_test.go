@@ -42,19 +42,28 @@ func newLocker(t testing.TB, n node.Node, opts ...single.Option) *single.Locker 
 	return lk
 }
 
-// field reads one field of the lock's hash, "" when absent.
+// field reads one field of the lock's state (owner, attempts, until) in
+// either of its forms, "" when absent.
 func field(t *testing.T, srv *redistest.Server, key, f string) string {
 	t.Helper()
-	v, err := srv.Do("HGET", "dlock:{"+key+"}", f)
-	if err != nil && v != "" {
-		t.Fatalf("HGET %s %s: %v", key, f, err)
+	v, err := srv.LockField("dlock:{"+key+"}", f)
+	if err != nil {
+		t.Fatalf("lock field %s %s: %v", key, f, err)
 	}
 	return v
 }
 
-func hash(t *testing.T, srv *redistest.Server, key string) string {
+// state is all the lock keeps on the server, in either of its forms: the
+// lean string or the hash.
+func state(t *testing.T, srv *redistest.Server, key string) string {
 	t.Helper()
-	v, err := srv.Do("HGETALL", "dlock:{"+key+"}")
+	k := "dlock:{" + key + "}"
+	if typ, _ := srv.Do("TYPE", k); typ == "string" {
+		v, err := srv.Do("GET", k)
+		require.NoError(t, err, "GET %s", key)
+		return "string " + v
+	}
+	v, err := srv.Do("HGETALL", k)
 	require.NoError(t, err, "HGETALL %s", key)
 	return v
 }
@@ -165,7 +174,7 @@ func TestStaleRefusedChangesNothing(t *testing.T) {
 		a, b := newLocker(t, n), newLocker(t, n)
 		old, cur := takeOver(t, a, b, "stale")
 		defer cur.Release(ctx)
-		before := hash(t, srv, "stale")
+		before := state(t, srv, "stale")
 
 		err := old.Extend(ctx, time.Minute)
 		if !errors.Is(err, lease.ErrNotHeld) {
@@ -175,7 +184,7 @@ func TestStaleRefusedChangesNothing(t *testing.T) {
 		if !errors.Is(err, lease.ErrNotHeld) {
 			t.Fatalf("stale Release: %v; want ErrNotHeld", err)
 		}
-		if after := hash(t, srv, "stale"); after != before {
+		if after := state(t, srv, "stale"); after != before {
 			t.Fatalf("hash after stale calls:\n%s\nwant unchanged:\n%s", after, before)
 		}
 		if _, err := a.TryAcquire(ctx, "stale"); !errors.Is(err, lease.ErrTaken) {
@@ -189,15 +198,30 @@ func TestStaleRefusedChangesNothing(t *testing.T) {
 
 func TestStaleErrorFromServer(t *testing.T) {
 	// The server itself refuses a stale token, even while the local
-	// validity has not run out: here the hash is rewritten under the lease.
+	// validity has not run out: here the counter is rewritten under the
+	// lease, in the lean string and in the hash.
 	forEachClient(t, func(t *testing.T, srv *redistest.Server, n node.Node) {
+		for _, form := range []string{"lean", "hash"} {
+			t.Run(form, func(t *testing.T) { staleFromServer(t, srv, n, form) })
+		}
+	})
+}
+
+func staleFromServer(t *testing.T, srv *redistest.Server, n node.Node, form string) {
+	{
 		ctx := t.Context()
 		lk := newLocker(t, n)
 		l, err := lk.TryAcquire(ctx, "rewritten")
 		require.NoError(t, err)
-		_, err = srv.Do("HINCRBY", "dlock:{rewritten}", "attempts", "1")
+		defer srv.Do("DEL", "dlock:{rewritten}")
+		if form == "hash" {
+			require.NoError(t, srv.LockHash("dlock:{rewritten}"))
+			_, err = srv.Do("HINCRBY", "dlock:{rewritten}", "attempts", "1")
+		} else {
+			_, err = srv.Do("SET", "dlock:{rewritten}", (l.Token()+1).String()+" "+l.Owner(), "KEEPTTL")
+		}
 		require.NoError(t, err)
-		before := hash(t, srv, "rewritten")
+		before := state(t, srv, "rewritten")
 		err = l.Extend(ctx, time.Minute)
 		var se *fence.StaleError
 		if !errors.Is(err, lease.ErrNotHeld) || !errors.As(err, &se) || se.Highest != l.Token()+1 {
@@ -209,10 +233,10 @@ func TestStaleErrorFromServer(t *testing.T) {
 		if err := l.Release(ctx); !errors.Is(err, fence.ErrStale) {
 			t.Fatalf("Release with a stale token: %v; want ErrStale", err)
 		}
-		if after := hash(t, srv, "rewritten"); after != before {
-			t.Fatalf("hash after stale calls:\n%s\nwant unchanged:\n%s", after, before)
+		if after := state(t, srv, "rewritten"); after != before {
+			t.Fatalf("state after stale calls:\n%s\nwant unchanged:\n%s", after, before)
 		}
-	})
+	}
 }
 
 func TestExtendAfterExpiry(t *testing.T) {
@@ -232,6 +256,7 @@ func TestExtendAfterExpiry(t *testing.T) {
 		require.NoError(t, err, "Acquire with a 20ms TTL")
 		<-l.Done()
 		const later = "99999999999999" // ms: the server's lease runs for centuries
+		require.NoError(t, srv.LockHash("dlock:{exp}"))
 		_, err = srv.Do("HSET", "dlock:{exp}", "owner", l.Owner(), "until", later)
 		require.NoError(t, err)
 		if err := l.Extend(ctx, time.Minute); !errors.Is(err, lease.ErrNotHeld) || !errors.Is(err, lease.ErrExpired) {
@@ -247,6 +272,7 @@ func TestExtendAfterExpiry(t *testing.T) {
 		// (as after a jump of the server's clock): never revived.
 		l, err = lk.TryAcquire(ctx, "exp")
 		require.NoError(t, err)
+		require.NoError(t, srv.LockHash("dlock:{exp}"))
 		_, err = srv.Do("HSET", "dlock:{exp}", "until", "1")
 		require.NoError(t, err)
 		err = l.Extend(ctx, time.Minute)
@@ -261,6 +287,25 @@ func TestExtendAfterExpiry(t *testing.T) {
 		}
 		if got := field(t, srv, "exp", "owner"); got != "" {
 			t.Fatalf("owner = %q after release; want none", got)
+		}
+
+		// The same in the lean form, where the server's expiry drops the
+		// key ('token owner') with the lease.
+		l, err = lk.TryAcquire(ctx, "exp-lean")
+		require.NoError(t, err)
+		if typ := srv.MustDo(t, "TYPE", "dlock:{exp-lean}"); typ != "string" {
+			t.Fatalf("lock key of type %s; want the lean string", typ)
+		}
+		srv.MustDo(t, "DEL", "dlock:{exp-lean}")
+		err = l.Extend(ctx, time.Minute)
+		if !errors.Is(err, lease.ErrNotHeld) || errors.Is(err, fence.ErrStale) {
+			t.Fatalf("Extend after server expiry, lean: %v; want ErrNotHeld, not ErrStale", err)
+		}
+		if err := l.Release(ctx); !errors.Is(err, lease.ErrNotHeld) {
+			t.Fatalf("Release after server expiry, lean: %v; want ErrNotHeld", err)
+		}
+		if n := srv.MustDo(t, "EXISTS", "dlock:{exp-lean}"); n != "0" {
+			t.Fatalf("EXISTS after the refused calls = %s; want 0: nothing revived", n)
 		}
 	})
 }
@@ -476,8 +521,9 @@ func TestAutoRenewAndLoss(t *testing.T) {
 		if err := l.Err(); err != nil {
 			t.Fatalf("auto-renewed lease ended: %v", err)
 		}
-		// Another owner takes over on the server: the next renewal is refused.
-		_, err = srv.Do("HSET", "dlock:{renew}", "owner", "intruder")
+		// Another owner takes over on the server: the next renewal is
+		// refused. (The lock is in its lean form, 'token owner'.)
+		_, err = srv.Do("SET", "dlock:{renew}", l.Token().String()+" intruder", "KEEPTTL")
 		require.NoError(t, err)
 		select {
 		case <-l.Done():
@@ -522,17 +568,37 @@ func TestLocalValidity(t *testing.T) {
 		if got := l.TTL(); got <= 0 || got > max {
 			t.Fatalf("TTL = %v; want in (0, %v]", got, max)
 		}
-		pttl, err := srv.Do("HGET", "dlock:{valid}", "until")
-		if err != nil || pttl == "" {
-			t.Fatalf("until = %q, %v", pttl, err)
+		// In the lean form the key expires with the lease: the server's
+		// TTL, no less than the client counts.
+		pttl := func() int64 {
+			ttl, _ := srv.Do("PTTL", "dlock:{valid}")
+			ms, err := strconv.ParseInt(ttl, 10, 64)
+			require.NoError(t, err, "PTTL %q", ttl)
+			return ms
 		}
-		// The hash, with its counter, outlives the lease by at least the
-		// idle TTL, and at most one and a half times the lease's TTL and
-		// the idle TTL (see keep in internal/claimcore/lua/core.lua).
-		ttl, _ := srv.Do("PTTL", "dlock:{valid}")
-		if ms, err := strconv.ParseInt(ttl, 10, 64); err != nil || ms <= (time.Second+single.DefaultIdleTTL).Milliseconds() ||
+		if ms := pttl(); ms < l.TTL().Milliseconds() || ms > time.Second.Milliseconds() {
+			t.Fatalf("PTTL of the held key = %d ms; want within [%v, 1s]", ms, l.TTL())
+		}
+		// Released, the counter stays for the idle TTL.
+		require.NoError(t, l.Release(ctx))
+		if ms := pttl(); ms <= single.DefaultIdleTTL.Milliseconds()-1000 || ms > single.DefaultIdleTTL.Milliseconds() {
+			t.Fatalf("PTTL of the released key = %d ms; want about the idle TTL, %v", ms, single.DefaultIdleTTL)
+		}
+
+		// In the hash (a waiter once queued), the hash, with its counter,
+		// outlives the lease by at least the idle TTL, and at most one and
+		// a half times the lease's TTL and the idle TTL (see keep in
+		// internal/claimcore/lua/core.lua).
+		require.NoError(t, srv.LockHash("dlock:{valid}"))
+		l2, err := lk.TryAcquire(ctx, "valid", lease.WithTTL(time.Second))
+		require.NoError(t, err)
+		defer l2.Release(ctx)
+		if until := field(t, srv, "valid", "until"); until == "" {
+			t.Fatal("no until in the hash")
+		}
+		if ms := pttl(); ms <= (time.Second+single.DefaultIdleTTL).Milliseconds() ||
 			ms > 3*(time.Second+single.DefaultIdleTTL).Milliseconds()/2 {
-			t.Fatalf("PTTL of the hash = %s; want past the lease's TTL and the idle TTL (%v), within 1.5 times that", ttl, single.DefaultIdleTTL)
+			t.Fatalf("PTTL of the hash = %d; want past the lease's TTL and the idle TTL (%v), within 1.5 times that", ms, single.DefaultIdleTTL)
 		}
 	})
 }

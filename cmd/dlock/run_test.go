@@ -132,7 +132,7 @@ func TestRunTaken(t *testing.T) {
 	holder.Stdout, holder.Stderr = &hout, &herr
 	require.NoError(t, holder.Start())
 	waitFor(t, "the holder's lock", func() bool {
-		out, _ := srv.Do("HGET", "dlock:{taken}", "owner")
+		out, _ := srv.LockField("dlock:{taken}", "owner")
 		return out != ""
 	})
 	for _, wait := range []string{"0", "300ms"} {
@@ -161,7 +161,7 @@ func TestRunLost(t *testing.T) {
 	}{
 		{"deleted", `echo $$ > %s; exec sleep 30`, []string{"DEL", "dlock:{lost-deleted}"}},
 		{"taken over, TERM ignored", `trap "" TERM; echo $$ > %s; while :; do sleep 0.1; done`,
-			[]string{"HSET", "dlock:{lost-taken over, TERM ignored}", "owner", "someone-else"}},
+			redistest.StealArgs("dlock:{lost-taken over, TERM ignored}", "someone-else")},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -213,7 +213,7 @@ func TestRunSignal(t *testing.T) {
 	if r := wait(t, cmd, &stdout, &stderr); r.code != 9 {
 		t.Errorf("got %v; want the child's exit 9", r)
 	}
-	if out, _ := srv.Do("HGET", "dlock:{signal}", "owner"); out != "" {
+	if out, _ := srv.LockField("dlock:{signal}", "owner"); out != "" {
 		t.Errorf("lock still held after the child exited")
 	}
 }

@@ -53,7 +53,7 @@ var (
 
 // DefaultIdleTTL is how long a key's hash, with its fencing counter,
 // outlives the last lease on it when the configuration does not say.
-const DefaultIdleTTL = 24 * time.Hour
+const DefaultIdleTTL = time.Minute
 
 // AbandonKeep is how long an abandoned owner is remembered, at least
 // (twice the TTL when that is longer): a claim that reaches the server
@@ -164,6 +164,9 @@ type Kit struct {
 	ExtendScript, ReleaseScript, AbandonScript, LeaveScript *node.Script
 	// The configured TTL's arguments, formatted once (see LeaseArgs).
 	ttlMs, keepMs string
+	// IdleMs is how long a released key keeps its counter, in ms as the
+	// scripts take it ("0": for ever; see Base.Idle).
+	IdleMs string
 }
 
 // Scripts are a primitive's scripts the core runs for it: see Kit.
@@ -174,7 +177,16 @@ type Scripts struct{ Extend, Release, Abandon, Leave *node.Script }
 func NewKit(name string, n node.Node, b *Base, s Scripts) Kit {
 	return Kit{Name: name, Node: n, Base: b,
 		ExtendScript: s.Extend, ReleaseScript: s.Release, AbandonScript: s.Abandon, LeaveScript: s.Leave,
-		ttlMs: strconv.FormatInt(b.TTL.Milliseconds(), 10), keepMs: b.KeepMs(b.TTL)}
+		ttlMs: strconv.FormatInt(b.TTL.Milliseconds(), 10), keepMs: b.KeepMs(b.TTL), IdleMs: idleMs(b.Idle)}
+}
+
+// idleMs is idle in ms as the scripts take it: at least 1, or "0" (for
+// ever) when idle is negative.
+func idleMs(idle time.Duration) string {
+	if idle < 0 {
+		return "0"
+	}
+	return strconv.FormatInt(max(1, idle.Milliseconds()), 10)
 }
 
 // LeaseArgs returns what a claim of a lease of ttl tells the server: ttl

@@ -14,6 +14,7 @@
 -- its last. The release comes first: while a cluster slot migrates, a
 -- source that still has the hash but not :gone refuses the touch of :gone,
 -- and the release has been done all the same. Replies 1 when it released.
+enrich(ARGV[2])
 local released = 0
 local r = redis.call('HMGET', KEYS[1], 'owner', 'attempts', 'waiting', 'exp')
 if r[1] == ARGV[1] then

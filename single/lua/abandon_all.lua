@@ -9,6 +9,10 @@
 -- does), records the owner in :gone so that claim_all.lua refuses it if it
 -- lands later, and takes its ticket out of the queue. Replies how many
 -- keys it freed.
+for i = 1, #KEYS do
+  K = KEYS[i]
+  enrich(ARGV[2])
+end
 local released = 0
 for i = 1, #KEYS do
   K = KEYS[i]

@@ -46,6 +46,14 @@
 -- server time in µs), a counter near 2^53 refused before anything is
 -- written; fmt writes it back as the decimal integer HINCRBY would have,
 -- so extend and release compare tokens as exact strings.
+-- A lock in the lean form comes here to queue a waiter (or to be kept for
+-- ever) and becomes the hash first; the queue's key is looked at before
+-- that write, so that the source of a migrating cluster slot, which no
+-- longer has it, refuses the claim before anything changed.
+if type(v) == 'string' then
+  redis.call('EXISTS', KEYS[1] .. ':q')
+  enrich(ARGV[3], v)
+end
 local r = redis.call('HMGET', KEYS[1], 'owner', 'until', 'attempts', 'waiting', 'gone', 'exp')
 local left = 0
 if r[1] and r[2] then left = tonumber(r[2]) - now end

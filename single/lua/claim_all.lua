@@ -34,6 +34,10 @@
 --
 -- An owner recorded in any key's :gone (see abandon_all.lua) is refused.
 local n = #KEYS
+for i = 1, n do
+  K = KEYS[i]
+  enrich(ARGV[3])
+end
 local rs, own, heads = {}, {}, {}
 local left, blocked = 0, false
 for i = 1, n do

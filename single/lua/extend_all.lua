@@ -10,6 +10,10 @@
 -- or token differs or whose lease ran out, having changed nothing: an
 -- expired lease is never revived, and a set is extended whole or not at
 -- all.
+for i = 1, #KEYS do
+  K = KEYS[i]
+  enrich(ARGV[3])
+end
 local rs = {}
 for i = 1, #KEYS do
   local r = redis.call('HMGET', KEYS[i], 'owner', 'attempts', 'until', 'exp')

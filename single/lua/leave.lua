@@ -9,6 +9,8 @@
 -- lock kept for the queue's head (its holder's lease ran out unreleased)
 -- may have been kept for this waiter: the release channel then tells the
 -- others to claim.
+-- A lock in the lean form (see fast_claim.lua) has no queue.
+if type(redis.pcall('GET', KEYS[1])) ~= 'table' then return 0 end
 local r = redis.call('HMGET', KEYS[1], 'owner', 'attempts', 'until', 'waiting', 'exp')
 if r[1] == ARGV[1] then
   free(r[2], r[5], r[4])

@@ -7,6 +7,10 @@
 -- On every key: frees it when a release handed it to this owner (handed
 -- on, as a release does), else takes its ticket out of the queue, waking
 -- the others when the lock is free. Replies how many keys it acted on.
+for i = 1, #KEYS do
+  K = KEYS[i]
+  enrich(0)
+end
 local acted = 0
 for i = 1, #KEYS do
   K = KEYS[i]

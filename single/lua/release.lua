@@ -3,6 +3,7 @@
 -- KEYS[1]  the lock's hash
 -- ARGV[1]  owner
 -- ARGV[2]  token
+-- ARGV[3]  how long a released key keeps its counter, ms (fast_release.lua)
 --
 -- Replies 1 when released, 0 when the lease was this owner's but had
 -- expired (given up all the same), and the error DLSTALE <attempts> when

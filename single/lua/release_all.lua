@@ -10,6 +10,10 @@
 -- when every lease was still running, 0 when some had run out (freed all
 -- the same), or the error DLSTALE <attempts> when a key is held under
 -- another token (the highest such attempts), the others freed regardless.
+for i = 1, #KEYS do
+  K = KEYS[i]
+  enrich(0)
+end
 local reply, stale = 1, nil
 for i = 1, #KEYS do
   K = KEYS[i]

@@ -78,8 +78,8 @@ func failoverRace(t *testing.T, client string, replicas bool, variant string) {
 	_ = res.write(l0, "zero")
 	res.released(l0)
 	require.NoError(t, l0.Release(ctx))
-	for do(t, replica, "HGET", "dlock:{k}", "attempts") != l0.Token().String() ||
-		do(t, replica, "HEXISTS", "dlock:{k}", "owner") != "0" {
+	for lockField(t, replica, "attempts") != l0.Token().String() ||
+		lockField(t, replica, "owner") != "" {
 		if ctx.Err() != nil {
 			t.Fatal("the first claim and its release never reached the replica")
 		}

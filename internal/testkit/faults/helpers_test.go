@@ -86,6 +86,17 @@ func do(t *testing.T, s *redistest.Server, args ...string) string {
 	return out
 }
 
+// lockField reads a field (owner, attempts) of single's lock on "k", in
+// either of its forms (redistest.Server.LockField).
+func lockField(t *testing.T, s *redistest.Server, f string) string {
+	t.Helper()
+	out, err := s.LockField("dlock:{k}", f)
+	if err != nil {
+		t.Fatalf("%s lock field %s: %v", s.Addr(), f, err)
+	}
+	return out
+}
+
 // resource is the protected resource of a scenario, twice: fenced (it
 // refuses a write whose token is below the highest it has seen) and
 // unfenced (it accepts every write). Every grant and write goes to both,

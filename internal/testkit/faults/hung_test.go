@@ -115,8 +115,8 @@ func hungSingle(t *testing.T, client string) {
 		t.Fatalf("claim on a stopped server granted")
 	}
 	row.TimeToFailMs = Ms(float64(a.d.Microseconds()) / 1000)
-	owner := do(t, srv, "HGET", "dlock:{k}", "owner")
-	attemptsRun := do(t, srv, "HGET", "dlock:{k}", "attempts")
+	owner := lockField(t, srv, "owner")
+	attemptsRun := lockField(t, srv, "attempts")
 	ghost := "the ghost claim was refused (abandon ran first)"
 	if attemptsRun != "" {
 		ghost = "the ghost claim ran after SIGCONT (attempts " + attemptsRun + ") and was cleared by the abandon"

@@ -133,7 +133,7 @@ func delay(t *testing.T, strategy, client string, ttl time.Duration, steps []tim
 				left = left[:0]
 				for i, s := range srvs {
 					if strategy == "single" {
-						if do(t, s, "HGET", "dlock:{k}", "owner") != "" {
+						if lockField(t, s, "owner") != "" {
 							left = append(left, i)
 						}
 					} else if lockLeft(t, s, "k") {

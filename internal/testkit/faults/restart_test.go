@@ -215,7 +215,7 @@ func restartSingle(t *testing.T, client string, aof bool) {
 	if aof {
 		res.fill(t, row)
 		row.Observed = fmt.Sprintf("after the restart: %s; attempts counter %s",
-			errKind(err), do(t, srv, "HGET", "dlock:{k}", "attempts"))
+			errKind(err), lockField(t, srv, "attempts"))
 		if !errors.Is(err, lease.ErrTaken) {
 			t.Errorf("B after a restart with AOF: %v; want taken", err)
 		}

@@ -17,11 +17,14 @@ import (
 // free: in its holder's last earlyMs ms.
 const earlyMs = 50
 
-// The line of single's claim script that judges whether the lock's lease
-// is still running, and what EarlyGrant makes of it.
+// The lines of single's claim script that judge whether the lock's lease
+// is still running, in the hash (claim.lua) and in the lean form
+// (fast_claim.lua, the key's PTTL), and what EarlyGrant makes of them.
 const (
-	leaseLeft      = "if r[1] and r[2] then left = tonumber(r[2]) - now end"
-	leaseLeftEarly = "if r[1] and r[2] then left = tonumber(r[2]) - now - %d end"
+	leaseLeft          = "if r[1] and r[2] then left = tonumber(r[2]) - now end"
+	leaseLeftEarly     = "if r[1] and r[2] then left = tonumber(r[2]) - now - %d end"
+	leanLeaseLeft      = "if own then left = redis.call('PTTL', KEYS[1]) end"
+	leanLeaseLeftEarly = "if own then left = redis.call('PTTL', KEYS[1]) - %d end"
 )
 
 // earlyGrant is a Node that runs single's claim script with the lease
@@ -30,27 +33,29 @@ const (
 // runs as it is. It counts the calls it changed.
 type earlyGrant struct {
 	node.Node
-	claim, broken string   // single's claim script's source (without its preamble), and its broken form
-	scripts       sync.Map // *node.Script -> *node.Script, the broken form of each claim script met
-	swapped       *atomic.Int64
+	lines   *strings.Replacer // the lines of single's claim script to their broken forms
+	scripts sync.Map          // *node.Script -> *node.Script, the broken form of each claim script met
+	swapped *atomic.Int64
 }
 
-// newEarlyGrant wraps n, reading single's claim script from the source
-// tree (the test runs in it), so that a change of the line it breaks
+// newEarlyGrant wraps n, checking single's claim script's files in the
+// source tree (the test runs in it), so that a change of a line it breaks
 // fails the run instead of leaving the lock unbroken.
 func newEarlyGrant(n node.Node, swapped *atomic.Int64) (*earlyGrant, error) {
 	_, here, _, _ := runtime.Caller(0)
-	path := filepath.Join(filepath.Dir(here), "..", "..", "..", "single", "lua", "claim.lua")
-	src, err := os.ReadFile(path)
-	if err != nil {
-		return nil, fmt.Errorf("early grant: %w", err)
+	dir := filepath.Join(filepath.Dir(here), "..", "..", "..", "single", "lua")
+	for file, line := range map[string]string{"claim.lua": leaseLeft, "fast_claim.lua": leanLeaseLeft} {
+		src, err := os.ReadFile(filepath.Join(dir, file))
+		if err != nil {
+			return nil, fmt.Errorf("early grant: %w", err)
+		}
+		if strings.Count(string(src), line) != 1 {
+			return nil, fmt.Errorf("early grant: %s no longer has the line %q once", file, line)
+		}
 	}
-	claim := string(src)
-	if strings.Count(claim, leaseLeft) != 1 {
-		return nil, fmt.Errorf("early grant: %s no longer has the line %q once", path, leaseLeft)
-	}
-	broken := strings.Replace(claim, leaseLeft, fmt.Sprintf(leaseLeftEarly, earlyMs), 1)
-	return &earlyGrant{Node: n, claim: claim, broken: broken, swapped: swapped}, nil
+	lines := strings.NewReplacer(leaseLeft, fmt.Sprintf(leaseLeftEarly, earlyMs),
+		leanLeaseLeft, fmt.Sprintf(leanLeaseLeftEarly, earlyMs))
+	return &earlyGrant{Node: n, lines: lines, swapped: swapped}, nil
 }
 
 func (e *earlyGrant) swap(s *node.Script) *node.Script {
@@ -59,10 +64,10 @@ func (e *earlyGrant) swap(s *node.Script) *node.Script {
 		return b.(*node.Script)
 	}
 	src := s.Source()
-	if !strings.HasSuffix(src, e.claim) || s.First() != nil {
+	if !strings.Contains(src, leaseLeft) || !strings.Contains(src, leanLeaseLeft) || s.First() != nil {
 		return s
 	}
-	b, _ := e.scripts.LoadOrStore(s, node.NewScript(strings.TrimSuffix(src, e.claim)+e.broken))
+	b, _ := e.scripts.LoadOrStore(s, node.NewScript(e.lines.Replace(src)))
 	e.swapped.Add(1)
 	return b.(*node.Script)
 }
