@@ -43,7 +43,7 @@ func uncontendedSubjects() []subject {
 		{library: "floor", strategy: "evalsha", client: "valkey-go", nodes: 1, setup: floorValkey},
 	}
 	singles, quorums := dlockSubjects("")
-	s = append(s, singles...)
+	s = append(append(s, singles...), claimsSubjects()...)
 	s = append(s,
 		subject{library: "redislock", strategy: "single", client: "go-redis", nodes: 1,
 			setup: func(_ context.Context, a []string) (*instance, error) {

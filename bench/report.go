@@ -212,6 +212,7 @@ func evaluate(rs []Result) []Check {
 			atMost("allocs/op quorum valkey-go <= 60", r.ID, *r.AllocsPerOp, 60, "allocs/op")
 		}
 	}
+	out = append(out, claimsChecks(rs)...)
 	for _, r := range rs {
 		if r.Library != "dlock" || r.Case != "contention" || r.AcquisitionsPerS == nil {
 			continue

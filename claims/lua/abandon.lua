@@ -20,8 +20,8 @@ redis.call('HDEL', owners, ARGV[1])
 if redis.call('ZREM', KEYS[1] .. ':active', id) == 0 then return 0 end
 local pending = KEYS[1] .. ':pending'
 local first = redis.call('ZRANGE', pending, 0, 0, 'WITHSCORES')[2]
-local score = us
+local score = 0
 if first then score = tonumber(first) - 1 end
-redis.call('ZADD', pending, fmt(score), id)
+redis.call('ZADD', pending, score, id)
 redis.call('PUBLISH', KEYS[1] .. ':ready', '')
 return 1

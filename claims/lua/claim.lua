@@ -19,13 +19,14 @@
 --
 -- A claim by an owner that holds an item with time left replies that item
 -- and its token again, and runs the lease a TTL from now: the same claim
--- run again, by a client that re-sent it after its reply was lost. An
--- owner whose item ran out gets it back in :pending, and claims afresh.
+-- run again, by a client that re-sent it after its reply was lost. The
+-- item it popped meanwhile goes back where it was. An owner whose item
+-- ran out gets it back in :pending, and claims afresh.
 --
 -- The token rises by at least 1 at every claim of an item, whatever the
 -- clock does, and across a Complete and a new Add of the same id while
--- the id's :floor:<id> lives (the idle TTL; the first claim takes it into
--- the entry and deletes it). The floor at the clock in µs keeps it rising
+-- the id's :floor:<id> lives (the idle TTL; the add takes it into the
+-- entry and deletes it). The floor at the clock in µs keeps it rising
 -- across a loss of the server's latest writes, or once the floor record
 -- lapsed, as long as the clock has not stepped back past the tokens
 -- handed out before (draw, in internal/claimcore/lua/core.lua). A counter
@@ -34,50 +35,52 @@
 local pending, active, owners = KEYS[1] .. ':pending', KEYS[1] .. ':active', KEYS[1] .. ':owners'
 local g = redis.call('ZSCORE', KEYS[1] .. ':gone', ARGV[1])
 if g and tonumber(g) > now then return -2 end
-local ends = fmt(now + tonumber(ARGV[2]))
+local ends = now + tonumber(ARGV[2])
 local back -- the next order score at the back of :pending, once needed
 local function requeue(id)
   local _, _, owner = item(redis.call('HGET', KEYS[1], id))
   if owner then redis.call('HDEL', owners, owner) end
   redis.call('ZREM', active, id)
-  if not back then back = tail(us) end
-  redis.call('ZADD', pending, fmt(back), id)
+  if not back then back = tail() end
+  redis.call('ZADD', pending, back, id)
   back = back + 1
-end
-local mine = redis.call('HGET', owners, ARGV[1])
-if mine then
-  local u = redis.call('ZSCORE', active, mine)
-  local tok, n, owner = item(redis.call('HGET', KEYS[1], mine))
-  if u and tonumber(u) > now and owner == ARGV[1] then
-    redis.call('ZADD', active, 'XX', ends, mine)
-    return {mine, tonumber(tok), n}
-  end
-  if u then requeue(mine) else redis.call('HDEL', owners, ARGV[1]) end
 end
 local due = redis.call('ZRANGEBYSCORE', active, '-inf', now, 'LIMIT', 0, 16)
 for _, id in ipairs(due) do requeue(id) end
+-- The owner is recorded with the item it takes, in one step that also
+-- finds an owner holding one already (HSETNX): only then is it looked up.
 local popped = redis.call('ZPOPMIN', pending)
 local head = popped[1]
-if not head then
-  local first = redis.call('ZRANGE', active, 0, 0, 'WITHSCORES')[2]
-  if first then return math.max(tonumber(first) - now, 0) end
-  return -1
+if not head or redis.call('HSETNX', owners, ARGV[1], head) == 0 then
+  if head then redis.call('ZADD', pending, popped[2], head) end -- back where it was
+  local mine = redis.call('HGET', owners, ARGV[1])
+  if mine then
+    local u = redis.call('ZSCORE', active, mine)
+    local tok, n, owner = item(redis.call('HGET', KEYS[1], mine))
+    if u and tonumber(u) > now and owner == ARGV[1] then
+      redis.call('ZADD', active, 'XX', ends, mine)
+      return {mine, tonumber(tok), n}
+    end
+    if u then requeue(mine) else redis.call('HDEL', owners, ARGV[1]) end
+    popped = redis.call('ZPOPMIN', pending)
+    head = popped[1]
+    if head then redis.call('HSET', owners, ARGV[1], head) end
+  end
+  if not head then
+    local first = redis.call('ZRANGE', active, 0, 0, 'WITHSCORES')[2]
+    if first then return math.max(tonumber(first) - now, 0) end
+    return -1
+  end
 end
 local tok, n = item(redis.call('HGET', KEYS[1], head))
-local floor
-if not tok then
-  floor = KEYS[1] .. ':floor:' .. head
-  tok = redis.call('GET', floor)
-end
 local a, bad = draw(tok, 'item ' .. head .. ': token')
 if not a then
   redis.call('ZADD', pending, popped[2], head) -- back where it was
+  redis.call('HDEL', owners, ARGV[1])
   return bad
 end
 n = (n or 0) + 1
-if floor then redis.call('DEL', floor) end
-redis.call('HSET', KEYS[1], head, fmt(a) .. ' ' .. string.format('%d', n) .. ' ' .. ARGV[1])
-redis.call('HSET', owners, ARGV[1], head)
+redis.call('HSET', KEYS[1], head, fmt(a) .. ' ' .. n .. ' ' .. ARGV[1])
 redis.call('ZADD', active, ends, head)
 if back and redis.call('EXISTS', pending) == 1 then
   -- Items this claim returned wait: wake the other claimers.

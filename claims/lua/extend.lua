@@ -19,5 +19,5 @@ local u = redis.call('ZSCORE', KEYS[1] .. ':active', ARGV[1])
 if tok ~= ARGV[3] or owner ~= ARGV[2] or not u or tonumber(u) <= now then
   return redis.error_reply('DLSTALE ' .. tok)
 end
-redis.call('ZADD', KEYS[1] .. ':active', 'XX', fmt(now + tonumber(ARGV[4])), ARGV[1])
+redis.call('ZADD', KEYS[1] .. ':active', 'XX', now + tonumber(ARGV[4]), ARGV[1])
 return 1

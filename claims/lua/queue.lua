@@ -4,7 +4,8 @@
 -- item's latest claim: its token (the fencing counter, see claim.lua), how
 -- many claims the item has had, and the claim's owner value (32 random hex
 -- digits, then a space and metadata when some was given). An item has an
--- entry from its first claim until it is completed. Named by appending to
+-- entry from its first claim until it is completed, or, an id added again
+-- while its token floor lived, from that add. Named by appending to
 -- KEYS[1]:
 --   :pending   sorted set of ids waiting, scored by order (see tail)
 --   :active    sorted set of claimed ids, scored by the end of the lease,
@@ -14,12 +15,14 @@
 --              until which a late claim of theirs is refused
 --   :done:<id> the token an item was completed with, expiring
 --   :floor:<id> the same token, kept longer (the idle TTL): the floor of
---              the id's next token, should it be added again
+--              the id's next token, should it be added again (add.lua
+--              takes it into an entry, 'token 0 ', of the pending id)
 --   :ready     channel: an item became pending
 --
--- Numbers: µs since 1970 are about 1.7e15, exact in a Lua double (below
--- 2^53), and every one written goes through fmt (internal/claimcore's
--- core.lua, which comes first): Lua's own tostring keeps 14 digits.
+-- Numbers: tokens, µs since 1970, are about 1.7e15, exact in a Lua double
+-- (below 2^53). A number passed to redis.call as a number is written
+-- exactly (as %.17g writes it); one put into a string goes through fmt
+-- (internal/claimcore's core.lua), as Lua's own tostring keeps 14 digits.
 
 -- item splits an items hash entry; nil for none.
 local function item(v)
@@ -29,10 +32,11 @@ local function item(v)
 end
 
 -- tail returns the order score of an item joining the back of :pending:
--- the server's clock in µs, or just behind the last pending item when that
--- is later (a clock that stepped back keeps the order first in, first out).
-local function tail(us)
+-- one more than the last pending item's, 0 when none is, and then true
+-- when none is. Order needs no clock (one stepped back cannot reorder the
+-- queue), and a script that needs none does not read it.
+local function tail()
   local last = redis.call('ZRANGE', KEYS[1] .. ':pending', -1, -1, 'WITHSCORES')[2]
-  if last then return math.max(us, tonumber(last) + 1) end
-  return us
+  if last then return tonumber(last) + 1, false end
+  return 0, true
 end

@@ -21,8 +21,8 @@ if tok ~= ARGV[3] or owner ~= ARGV[2] then
   return redis.error_reply('DLSTALE ' .. tok)
 end
 if redis.call('ZREM', KEYS[1] .. ':active', ARGV[1]) == 1 then
-    redis.call('HDEL', KEYS[1] .. ':owners', owner)
-  redis.call('ZADD', KEYS[1] .. ':pending', fmt(tail(us)), ARGV[1])
+  redis.call('HDEL', KEYS[1] .. ':owners', owner)
+  redis.call('ZADD', KEYS[1] .. ':pending', (tail()), ARGV[1])
   redis.call('PUBLISH', KEYS[1] .. ':ready', '')
 end
 return 1
