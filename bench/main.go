@@ -69,6 +69,7 @@ func main() {
 		render  = flag.String("render", "", "measure nothing: print the tables of this JSON file and write -svg from it")
 		commit  = flag.String("commit", "", "the library commit measured, for the record (default: from git, +dirty when changed)")
 		only    = flag.String("only", "", "run only cases whose name matches this regexp")
+		sideF   = flag.Bool("serverside", false, "measure the server side (command µs per lock+unlock, distinct keys until gone; over a minute) with -quick or -only too")
 	)
 	flag.Parse()
 	if *render != "" {
@@ -78,13 +79,14 @@ func main() {
 		}
 		return
 	}
-	if err := run(*quickF, *runs, *jsonOut, *svgOut, *bin, *only, *commit); err != nil {
+	side := *sideF || !*quickF && *only == ""
+	if err := run(*quickF, *runs, *jsonOut, *svgOut, *bin, *only, *commit, side); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(1)
 	}
 }
 
-func run(isQuick bool, runs int, jsonOut, svgOut, bin, only, commit string) error {
+func run(isQuick bool, runs int, jsonOut, svgOut, bin, only, commit string, side bool) error {
 	if runs < 1 || runs > 9 {
 		return fmt.Errorf("-runs %d: want 1..9", runs)
 	}
@@ -159,14 +161,22 @@ func run(isQuick bool, runs int, jsonOut, svgOut, bin, only, commit string) erro
 		fillXRTT(res)
 		all = append(all, res)
 	}
-	prog.done()
 	results := medians(all)
 	if err := keyMemory(ctx, addrs, results); err != nil {
 		return err
 	}
+	var ss []ServerSide
+	if side {
+		var err error
+		if ss, err = serverSide(ctx, addrs[0], isQuick, prog); err != nil {
+			return err
+		}
+	}
+	prog.done()
 	meta := Meta{Commit: commit, LoadStart: loadStart, LoadEnd: loadAvg(),
 		Quick: isQuick, Runs: runs, Elapsed: time.Since(began).Round(time.Millisecond).String(),
 		GoVersion: goVersion(), CPUs: cpus(), RedisVersion: redisVersion(bin), When: time.Now().UTC().Format(time.RFC3339),
+		ServerSide: ss,
 	}
 	if !explicitCommit {
 		if end := libraryCommit(repoRoot()); end != commit {
@@ -176,7 +186,8 @@ func run(isQuick bool, runs int, jsonOut, svgOut, bin, only, commit string) erro
 	}
 	printTable(os.Stdout, results, meta)
 	printMemory(os.Stdout, results)
-	checks := evaluate(results)
+	printServerSide(os.Stdout, ss)
+	checks := append(evaluate(results), serverSideChecks(ss)...)
 	printChecks(os.Stdout, checks)
 	if jsonOut != "" {
 		if err := writeJSON(jsonOut, meta, results, checks); err != nil {
@@ -463,7 +474,8 @@ func rerender(path, svgOut string) error {
 		return fmt.Errorf("%s: %w", path, err)
 	}
 	printTable(os.Stdout, in.Results, in.Meta)
-	printChecks(os.Stdout, evaluate(in.Results))
+	printServerSide(os.Stdout, in.Meta.ServerSide)
+	printChecks(os.Stdout, append(evaluate(in.Results), serverSideChecks(in.Meta.ServerSide)...))
 	if svgOut == "" {
 		return nil
 	}

@@ -72,6 +72,9 @@ type Meta struct {
 	// while the run went on (others commit in the same tree): the binary
 	// measured was built from Commit.
 	CommitEnd string `json:"commit_end,omitempty"`
+	// ServerSide is what the server pays per lock+unlock and for distinct
+	// keys locked once, measured after the timed cases (serverside.go).
+	ServerSide []ServerSide `json:"server_side,omitempty"`
 	// LoadStart and LoadEnd are /proc/loadavg's 1, 5 and 15 minute
 	// averages when measuring began and ended.
 	LoadStart string `json:"load_start,omitempty"`
