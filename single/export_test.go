@@ -1,5 +1,10 @@
 package single
 
+import (
+	"github.com/dlockgo/dlock/internal/claimcore"
+	"github.com/dlockgo/dlock/node"
+)
+
 // HashKey names the lock's hash on the server, for tests that look at it.
 var HashKey = hashKey
 
@@ -12,3 +17,8 @@ var (
 
 // LeaveScript gives up a waiter's place, for tests that run it by hand.
 var LeaveScript = leaveScript
+
+// HashClaimScript is the claim script without its lean head (v, the
+// head's read of the key, stays nil): the hash's claim alone, as versions
+// before the lean form ran it.
+var HashClaimScript = node.NewScript("local v\n" + claimcore.Source(luaFS, "claim.lua"))
