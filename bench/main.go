@@ -162,7 +162,8 @@ func run(isQuick bool, runs int, jsonOut, svgOut, bin, only, commit string, side
 		all = append(all, res)
 	}
 	results := medians(all)
-	if err := keyMemory(ctx, addrs, results); err != nil {
+	used, err := keyMemory(ctx, addrs, results)
+	if err != nil {
 		return err
 	}
 	var ss []ServerSide
@@ -176,7 +177,7 @@ func run(isQuick bool, runs int, jsonOut, svgOut, bin, only, commit string, side
 	meta := Meta{Commit: commit, LoadStart: loadStart, LoadEnd: loadAvg(),
 		Quick: isQuick, Runs: runs, Elapsed: time.Since(began).Round(time.Millisecond).String(),
 		GoVersion: goVersion(), CPUs: cpus(), RedisVersion: redisVersion(bin), When: time.Now().UTC().Format(time.RFC3339),
-		ServerSide: ss,
+		ServerSide: ss, UsedMemory: used,
 	}
 	if !explicitCommit {
 		if end := libraryCommit(repoRoot()); end != commit {
@@ -185,7 +186,7 @@ func run(isQuick bool, runs int, jsonOut, svgOut, bin, only, commit string, side
 		}
 	}
 	printTable(os.Stdout, results, meta)
-	printMemory(os.Stdout, results)
+	printMemory(os.Stdout, results, used)
 	printServerSide(os.Stdout, ss)
 	checks := append(evaluate(results), serverSideChecks(ss)...)
 	printChecks(os.Stdout, checks)

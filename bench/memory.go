@@ -23,7 +23,7 @@ var caseOfKey = regexp.MustCompile(`bench:\d+:(?:contention:)?([A-Za-z0-9_-]+)`)
 // records for each case the keys it left (summed over the servers) and the
 // largest of them (MEMORY USAGE, bytes): what the case costs the servers
 // once it is over.
-func keyMemory(ctx context.Context, addrs []string, rs []Result) error {
+func keyMemory(ctx context.Context, addrs []string, rs []Result) (used []int64, err error) {
 	type usage struct {
 		keys, max float64
 	}
@@ -32,6 +32,11 @@ func keyMemory(ctx context.Context, addrs []string, rs []Result) error {
 		c := newGoRedis(a)
 		err := func() error {
 			defer c.Close()
+			m, err := usedMemory(ctx, c)
+			if err != nil {
+				return err
+			}
+			used = append(used, m)
 			iter := c.Scan(ctx, 0, "*bench:*", 1000).Iterator()
 			for iter.Next(ctx) {
 				k := iter.Val()
@@ -57,7 +62,7 @@ func keyMemory(ctx context.Context, addrs []string, rs []Result) error {
 			return iter.Err()
 		}()
 		if err != nil {
-			return err
+			return nil, err
 		}
 	}
 	for i := range rs {
@@ -67,7 +72,7 @@ func keyMemory(ctx context.Context, addrs []string, rs []Result) error {
 			rs[i].KeysLeft, rs[i].KeyBytesMax = f(0), f(0)
 		}
 	}
-	return nil
+	return used, nil
 }
 
 // subjectName is the subject's name inside a Result's ID,
@@ -81,8 +86,15 @@ func subjectName(id string) string {
 }
 
 // printMemory prints keyMemory's findings for the dlock cases and peers.
-func printMemory(w io.Writer, rs []Result) {
+func printMemory(w io.Writer, rs []Result, used []int64) {
 	fmt.Fprintln(w, "Server memory after the runs, per case: keys it left on the servers, and the largest (MEMORY USAGE).")
+	if len(used) > 0 {
+		ms := make([]string, len(used))
+		for i, u := range used {
+			ms[i] = mb(u)
+		}
+		fmt.Fprintf(w, "used_memory of each server then: %s.\n", strings.Join(ms, ", "))
+	}
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "| case | client | c | keys left | largest key B |")
 	fmt.Fprintln(w, "|---|---|--:|--:|--:|")

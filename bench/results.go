@@ -75,6 +75,9 @@ type Meta struct {
 	// ServerSide is what the server pays per lock+unlock and for distinct
 	// keys locked once, measured after the timed cases (serverside.go).
 	ServerSide []ServerSide `json:"server_side,omitempty"`
+	// UsedMemory is each server's used_memory once the timed cases were
+	// over, before the server side figures.
+	UsedMemory []int64 `json:"used_memory_after_runs,omitempty"`
 	// LoadStart and LoadEnd are /proc/loadavg's 1, 5 and 15 minute
 	// averages when measuring began and ended.
 	LoadStart string `json:"load_start,omitempty"`
