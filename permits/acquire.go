@@ -60,27 +60,41 @@ func (s *Semaphore) acquire(ctx context.Context, name string, n int, opts []leas
 	c.life = time.Duration(life.Milliseconds()) * time.Millisecond
 	c.args[4] = strconv.FormatInt(life.Milliseconds(), 10)
 	c.nargs = 5
-	l, _, err := c.again(ctx)
-	switch {
-	case err == nil:
-		return l, nil
-	case !acquire.Again(err):
-		c.leave(ctx)
-		return nil, err
-	case ctx.Err() != nil:
+	// A waiter hears of its grant from the message the release publishes,
+	// so it must listen before it joins the queue: a grant between the
+	// two is heard of by nobody. Where the name's channel is subscribed
+	// already (other waiters here), it listens from the start; else, as
+	// most acquires are granted at once, it subscribes only when refused,
+	// and then makes its next attempt at once.
+	channel := c.keys[0] + ":released"
+	in := s.route.join(ctx, channel, c.args[0], life, false)
+	heard := in != nil
+	l, hint, err := c.again(ctx)
+	s.route.rename(in, c.args[0])
+	if err == nil || !acquire.Again(err) || ctx.Err() != nil {
+		s.route.leave(in)
+		switch {
+		case err == nil:
+			return l, nil
+		case !acquire.Again(err):
+			c.leave(ctx)
+			return nil, err
+		}
 		c.leave(ctx)
 		return nil, acquire.GaveUp(ctx, err)
 	}
-	// Subscribed, then the next attempt at once: a grant between the
-	// first attempt and the subscription is heard of by nobody. A
-	// subscription that hangs (the server went away meanwhile) must not
-	// outlast the ticket; without one, the wait polls at the pace of
-	// o.Retry. With one, every grant to this waiter comes as a message
+	if in == nil {
+		in = s.route.join(ctx, channel, c.args[0], life, true)
+	}
+	defer s.route.leave(in)
+	// With a subscription, every grant to this waiter comes as a message
 	// (see serve() in lua/state.lua), or at its own claim once the first
 	// live permit has ended (the hint cuts the delay to that), so the
 	// attempts between only keep its ticket fresh and cover a lost
-	// message: they run at Retry.Max, not from Retry.Min up.
-	wake, stop := s.kit.Subscribe(ctx, c.keys[0]+":released", life)
+	// message: they run at Retry.Max, not from Retry.Min up. Without one
+	// (it failed, or hung past half the ticket), the wait polls at the
+	// pace of o.Retry.
+	wake := in.wake()
 	r := o.Retry
 	if wake != nil {
 		if r == (lease.Retry{}) {
@@ -89,15 +103,20 @@ func (s *Semaphore) acquire(ctx context.Context, name string, n int, opts []leas
 		r.Min = r.Max
 	}
 	l, err = acquire.Wait(ctx, r, func(ctx context.Context) (*lease.Lease, acquire.Turn, error) {
+		if heard {
+			// The refusal above is this turn's: it was made while listening.
+			heard = false
+			return nil, acquire.Turn{Hint: hint, Wake: wake, Heed: c.heed}, err
+		}
 		if c.handed != 0 {
 			if l := c.takeHanded(); l != nil {
 				return l, acquire.Turn{}, nil
 			}
 		}
 		l, hint, err := c.again(ctx)
+		s.route.rename(in, c.args[0])
 		return l, acquire.Turn{Hint: hint, Wake: wake, Heed: c.heed}, err
 	})
-	stop()
 	if err != nil {
 		c.leave(ctx)
 	}

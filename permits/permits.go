@@ -106,9 +106,10 @@ func WithObserver(o lease.Observer) Option { return func(c *config) { c.Observer
 // Semaphore grants permits of names on one server. It is safe for
 // concurrent use.
 type Semaphore struct {
-	n   node.Node
-	cfg config
-	kit claimcore.Kit
+	n     node.Node
+	cfg   config
+	kit   claimcore.Kit
+	route router
 }
 
 // New returns a Semaphore that keeps its permits on n. It returns an
@@ -121,6 +122,7 @@ func New(n node.Node, opts ...Option) (*Semaphore, error) {
 	}
 	s := &Semaphore{n: n, cfg: cfg}
 	s.kit = claimcore.NewKit(strategy, n, &s.cfg.Base, scripts)
+	s.route.s = s
 	return s, nil
 }
 
