@@ -230,10 +230,23 @@ func (c *claim) Extend(ctx context.Context, l *lease.Lease, ttl time.Duration) (
 // again after it succeeded (its reply lost, the client sent it again) as
 // it refuses one of a permit that ended and was dropped; while l is still
 // valid by the local clock, the server's permit cannot have ended, so the
-// refusal is of the release run again, and the release succeeded.
+// refusal is of the release run again, and the release succeeded. The
+// grants the release made to waiters of this Semaphore are handed to
+// them at once (see router.hand), ahead of their messages.
 func (c *claim) Release(ctx context.Context, l *lease.Lease) error {
-	return c.s.kit.Release(ctx, c.keys[:], c.held[:], l, func(err error) bool {
-		_, stale := acquire.StaleCounter(err)
-		return stale && l.TTL() > 0
-	})
+	k := &c.s.kit
+	r, err := k.Node.Eval(ctx, releaseScript, c.keys[:], c.held[:]...)
+	if err != nil {
+		if _, stale := acquire.StaleCounter(err); stale && l.TTL() > 0 {
+			return nil
+		}
+		return k.Refused(ctx, "release", l, err)
+	}
+	for i := 1; i < len(r); i++ {
+		c.s.route.hand(c.keys[0]+":released", r.Str(i))
+	}
+	if r.Int(0) != 1 {
+		return fmt.Errorf("permits: release %q: %w: it had expired", l.Key(), lease.ErrNotHeld)
+	}
+	return nil
 }

@@ -185,6 +185,18 @@ func (rt *router) read(r *route) {
 	}
 }
 
+// hand gives a grant a release of this Semaphore made on channel to its
+// waiter, when it waits here. The grant's message comes too, later, and
+// can be lost (messages coalesce; see node.Node.Subscribe): a waiter that
+// missed it would hold its permit unused until its next attempt.
+func (rt *router) hand(channel, grant string) {
+	rt.mu.Lock()
+	if r := rt.routes[channel]; r != nil {
+		r.deliver(grant)
+	}
+	rt.mu.Unlock()
+}
+
 // deliver puts msg in the inboxes it is for; the caller holds router.mu.
 func (r *route) deliver(msg string) {
 	if id, _, ok := strings.Cut(msg, " "); ok {

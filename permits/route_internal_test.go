@@ -69,3 +69,37 @@ func pending(s *Semaphore, in *inbox) int {
 	defer s.route.mu.Unlock()
 	return len(in.c)
 }
+
+// TestReleaseHands: a release hands the permit it frees to a waiter of
+// the same Semaphore from its own reply, the grant's message aside (the
+// route here never reads its channel, as when the message is lost).
+func TestReleaseHands(t *testing.T) {
+	srv := redistest.Start(t)
+	for _, cl := range redistest.Nodes(t, srv.Addr()) {
+		t.Run(cl.Name, func(t *testing.T) {
+			s, err := New(cl.Node)
+			require.NoError(t, err)
+			ctx := t.Context()
+			name := "hands-" + cl.Name
+			l, err := s.TryAcquire(ctx, name, 1)
+			require.NoError(t, err)
+			waiter := acquire.NewOwner()
+			r, err := cl.Node.Eval(ctx, claimScript, []string{hashKey(name)}, waiter, "1", "30000", "86430000", "2000")
+			require.NoError(t, err)
+			require.Equal(t, int64(1), r.Int(1), "the waiter's place in the queue")
+
+			channel := hashKey(name) + ":released"
+			ready := make(chan struct{})
+			close(ready)
+			deaf := &route{channel: channel, waiters: 1, inboxes: map[string]*inbox{}, ready: ready, msgs: make(chan string)}
+			in := &inbox{r: deaf, id: waiter, c: make(chan string, 1)}
+			deaf.inboxes[waiter] = in
+			s.route.routes = map[string]*route{channel: deaf}
+
+			require.NoError(t, l.Release(ctx))
+			require.Len(t, in.c, 1, "grants handed to the waiter")
+			held := srv.MustDo(t, "HGET", hashKey(name)+":s", waiter)
+			require.Equal(t, waiter+" "+held, <-in.c, "the grant handed: owner token slot")
+		})
+	}
+}

@@ -95,8 +95,11 @@ end
 -- so a waiter that never hears of its grant holds it no longer than its
 -- ticket held the queue up before; the grant is published on
 -- P:released as 'owner token slot' (the owner's first 32 characters, its
--- random part). caller, when set, is the owner whose claim runs this: its
+-- random part), and kept in handed, which release.lua replies, so that a
+-- releaser whose process the waiter is in hands it over without the
+-- message. caller, when set, is the owner whose claim runs this: its
 -- grant is returned, not published, and runs its whole TTL.
+local handed
 local function serve(caller)
   local count = redis.call('ZCARD', H)
   local mine
@@ -117,7 +120,10 @@ local function serve(caller)
       if head == caller then
         mine = {a, slot}
       else
-        redis.call('PUBLISH', P .. ':released', string.sub(head, 1, 32) .. ' ' .. fmt(a) .. ' ' .. slot)
+        local msg = string.sub(head, 1, 32) .. ' ' .. fmt(a) .. ' ' .. slot
+        redis.call('PUBLISH', P .. ':released', msg)
+        handed = handed or {}
+        handed[#handed + 1] = msg
       end
     end
   end
