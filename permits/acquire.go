@@ -59,44 +59,42 @@ func (s *Semaphore) acquire(ctx context.Context, name string, n int, opts []leas
 	life := acquire.TicketLife(o.Retry)
 	c.life = time.Duration(life.Milliseconds()) * time.Millisecond
 	c.args[4] = strconv.FormatInt(life.Milliseconds(), 10)
-	c.nargs = 5
-	// A waiter hears of its grant from the message the release publishes,
-	// so it must listen before it joins the queue: a grant between the
-	// two is heard of by nobody. Where the name's channel is subscribed
-	// already (other waiters here), it listens from the start; else, as
-	// most acquires are granted at once, it subscribes only when refused,
-	// and then makes its next attempt at once.
+	c.args[5] = s.id
+	c.nargs = 6
+	// A waiter is handed its grant by the release that makes it: by the
+	// release's reply when the releaser is this Semaphore (see
+	// router.hand), else by the message it publishes. So the waiter
+	// enters the name's route before it joins the queue, and listens
+	// before its claim when the route is subscribed already (other
+	// waiters here); else, as most acquires are granted at once, it
+	// subscribes only when refused, and then makes its next attempt at
+	// once: a grant published between the two is heard of by nobody.
 	channel := c.keys[0] + ":released"
-	in := s.route.join(ctx, channel, c.args[0], life, false)
-	heard := in != nil
+	in := s.route.enter(channel, c.args[0])
+	defer s.route.leave(in)
+	heard := s.route.listening(in)
 	l, hint, err := c.again(ctx)
-	s.route.rename(in, c.args[0])
-	if err == nil || !acquire.Again(err) || ctx.Err() != nil {
-		s.route.leave(in)
-		switch {
-		case err == nil:
-			return l, nil
-		case !acquire.Again(err):
-			c.leave(ctx)
-			return nil, err
-		}
+	switch {
+	case err == nil:
+		return l, nil
+	case !acquire.Again(err):
+		c.leave(ctx)
+		return nil, err
+	case ctx.Err() != nil:
 		c.leave(ctx)
 		return nil, acquire.GaveUp(ctx, err)
 	}
-	if in == nil {
-		in = s.route.join(ctx, channel, c.args[0], life, true)
-	}
-	defer s.route.leave(in)
-	// With a subscription, every grant to this waiter comes as a message
-	// (see serve() in lua/state.lua), or at its own claim once the first
-	// live permit has ended (the hint cuts the delay to that), so the
-	// attempts between only keep its ticket fresh and cover a lost
-	// message: they run at Retry.Max, not from Retry.Min up. Without one
-	// (it failed, or hung past half the ticket), the wait polls at the
-	// pace of o.Retry.
-	wake := in.wake()
+	subscribed := heard || s.route.listen(ctx, in, life) != nil
+	// Subscribed, every grant to this waiter comes as a message or a
+	// hand-over, or at its own claim once the first live permit has
+	// ended (the hint cuts the delay to that), so the attempts between
+	// only keep its ticket fresh and cover a lost message: they run at
+	// Retry.Max, not from Retry.Min up. Without a subscription (it
+	// failed, or hung past half the ticket), the wait polls at the pace
+	// of o.Retry, and hears of this Semaphore's hand-overs only.
+	wake := in.c
 	r := o.Retry
-	if wake != nil {
+	if subscribed {
 		if r == (lease.Retry{}) {
 			r = lease.DefaultRetry
 		}
@@ -113,8 +111,8 @@ func (s *Semaphore) acquire(ctx context.Context, name string, n int, opts []leas
 				return l, acquire.Turn{}, nil
 			}
 		}
+		s.route.rename(in, c.args[0]) // before the claim: its grant may come at once
 		l, hint, err := c.again(ctx)
-		s.route.rename(in, c.args[0])
 		return l, acquire.Turn{Hint: hint, Wake: wake, Heed: c.heed}, err
 	})
 	if err != nil {

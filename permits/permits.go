@@ -110,6 +110,9 @@ type Semaphore struct {
 	cfg   config
 	kit   claimcore.Kit
 	route router
+	// id names the Semaphore in its waiters' tickets, so that its own
+	// releases hand them their grants (see serve() in lua/state.lua).
+	id string
 }
 
 // New returns a Semaphore that keeps its permits on n. It returns an
@@ -120,7 +123,7 @@ func New(n node.Node, opts ...Option) (*Semaphore, error) {
 	if err := claimcore.Configure(n, &cfg, &cfg.Base, opts); err != nil {
 		return nil, err
 	}
-	s := &Semaphore{n: n, cfg: cfg}
+	s := &Semaphore{n: n, cfg: cfg, id: acquire.NewOwner()[:16]}
 	s.kit = claimcore.NewKit(strategy, n, &s.cfg.Base, scripts)
 	s.route.s = s
 	return s, nil

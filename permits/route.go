@@ -9,34 +9,44 @@ import (
 	"github.com/dlockgo/dlock/internal/acquire"
 )
 
-// router hands the grants published on a name's channel to the one
-// waiter of this Semaphore each names. Its waiters on a name share one
-// subscription, and a grant wakes only its own waiter: with one
-// subscription per waiter, each grant woke every waiter of the process,
-// which read it and slept again, and that was most of the cost of a
-// queue of waiters. The subscription, and the goroutine that reads it,
-// last while the name has a waiter here; the last to leave ends both.
+// router hands each grant to the one waiter of this Semaphore it is for.
+// A release of this Semaphore replies the grants it makes to them, and
+// the releaser hands each over (hand); a grant made elsewhere (another
+// process's release, a claim that found a permit expired) is published
+// on the name's channel, which the name's waiters here share one
+// subscription to, read by one goroutine that hands each grant to the
+// waiter it names. With one subscription per waiter, each grant woke
+// every waiter of the process, which read it and slept again, and that
+// was most of the cost of a queue of waiters. A name's route, with its
+// subscription and goroutine, lasts while the name has a waiter here;
+// the last to leave ends it.
 type router struct {
 	s      *Semaphore
 	mu     sync.Mutex
 	routes map[string]*route // by channel
 }
 
-// route is one name's channel while it has waiters here.
+// route is one name's channel while it has waiters here; its fields are
+// under router.mu.
 type route struct {
 	channel string
-	waiters int               // joined and not left; under router.mu
-	inboxes map[string]*inbox // by owner ID (see ownerID); under router.mu
-	ready   chan struct{}     // closed once the subscription was made or failed
-	// Written before ready is closed, read only after.
-	msgs <-chan string // nil when the subscription failed
-	stop func()
-	quit chan struct{} // closed by the last waiter to leave
-	done chan struct{} // closed when the reading goroutine ends
+	waiters int               // entered and not left
+	inboxes map[string]*inbox // by owner ID (see ownerID)
+	sub     *subscription     // nil until a waiter listens, and after one failed
 }
 
-// inbox is one waiter's place on a route: the messages meant for it,
-// the latest pending.
+// subscription is a route's subscription to its channel. Its fields are
+// written before ready is closed, and only read after.
+type subscription struct {
+	ready chan struct{} // closed once the subscription was made or failed
+	msgs  <-chan string // nil when it failed
+	stop  func()
+	quit  chan struct{} // closed by the route's last waiter to leave
+	done  chan struct{} // closed when the reading goroutine ends
+}
+
+// inbox is one waiter's place on a route: the grants for it, the latest
+// pending.
 type inbox struct {
 	r  *route
 	id string
@@ -46,76 +56,78 @@ type inbox struct {
 // ownerID is the part of an owner a grant's message names: its random ID.
 func ownerID(owner string) string { return owner[:min(len(owner), acquire.OwnerIDLen)] }
 
-// join puts the waiter owner on channel's route. With wait false it does
-// so only when the route is subscribed already, so that any grant made
-// after join returns is heard of; it returns nil otherwise. With wait
-// true it subscribes first when the route is new (for at most half of
-// life, the waiter's ticket lifetime, as a hung server must not hold it
-// longer), and waits while another waiter does; the inbox it returns is
-// then deaf (see wake) when the subscription failed. ctx ending while it
-// waits returns nil.
-func (rt *router) join(ctx context.Context, channel, owner string, life time.Duration, wait bool) *inbox {
+// enter puts the waiter owner on channel's route, without a call to the
+// server: from then on, the grants of this Semaphore's releases reach it,
+// and so do published ones when listening reports true.
+func (rt *router) enter(channel, owner string) *inbox {
 	rt.mu.Lock()
+	defer rt.mu.Unlock()
 	r := rt.routes[channel]
-	first := r == nil
-	if first {
-		if !wait {
-			rt.mu.Unlock()
-			return nil
-		}
-		r = &route{channel: channel, inboxes: map[string]*inbox{}, ready: make(chan struct{})}
+	if r == nil {
+		r = &route{channel: channel, inboxes: map[string]*inbox{}}
 		if rt.routes == nil {
 			rt.routes = map[string]*route{}
 		}
 		rt.routes[channel] = r
-	} else if !wait && !r.live() {
-		rt.mu.Unlock()
-		return nil
 	}
 	in := &inbox{r: r, id: ownerID(owner), c: make(chan string, 1)}
 	r.waiters++
 	r.inboxes[in.id] = in
-	rt.mu.Unlock()
-	if first {
-		r.msgs, r.stop = rt.s.kit.Subscribe(ctx, channel, life)
-		if r.msgs != nil {
-			r.quit, r.done = make(chan struct{}), make(chan struct{})
-			go rt.read(r)
-		} else {
-			// The waiters on r poll; those that join later try again.
-			rt.mu.Lock()
-			if rt.routes[channel] == r {
-				delete(rt.routes, channel)
-			}
-			rt.mu.Unlock()
-		}
-		close(r.ready)
-		return in
-	}
-	select {
-	case <-r.ready:
-		return in
-	case <-ctx.Done():
-		rt.leave(in)
-		return nil
-	}
+	return in
 }
 
-// live reports whether r's subscription was made.
-func (r *route) live() bool {
+// listening reports whether in's route is subscribed: a grant published
+// from then on reaches in.
+func (rt *router) listening(in *inbox) bool {
+	rt.mu.Lock()
+	sub := in.r.sub
+	rt.mu.Unlock()
+	if sub == nil {
+		return false
+	}
 	select {
-	case <-r.ready:
-		return r.msgs != nil
+	case <-sub.ready:
+		return sub.msgs != nil
 	default:
 		return false
 	}
 }
 
-// wake returns the channel of the messages for in, nil when it hears
-// none (no inbox, or its route's subscription failed): the waiter then
-// polls at its retry pace.
-func (in *inbox) wake() <-chan string {
-	if in == nil || in.r.msgs == nil {
+// listen subscribes in's route, unless a waiter did already; it waits for
+// one that subscribes meanwhile, or until ctx ends. A subscription is
+// given up after half of life, the waiter's ticket lifetime: a hung server
+// must not hold the waiter longer. It returns the channel of in's grants,
+// or nil when the route has no subscription: the waiter then polls at its
+// retry pace, and the next waiter to listen tries again.
+func (rt *router) listen(ctx context.Context, in *inbox, life time.Duration) <-chan string {
+	r := in.r
+	rt.mu.Lock()
+	sub := r.sub
+	first := sub == nil
+	if first {
+		sub = &subscription{ready: make(chan struct{})}
+		r.sub = sub
+	}
+	rt.mu.Unlock()
+	if first {
+		sub.msgs, sub.stop = rt.s.kit.Subscribe(ctx, r.channel, life)
+		if sub.msgs != nil {
+			sub.quit, sub.done = make(chan struct{}), make(chan struct{})
+			go rt.read(r, sub)
+		} else {
+			rt.mu.Lock()
+			r.sub = nil
+			rt.mu.Unlock()
+		}
+		close(sub.ready)
+	} else {
+		select {
+		case <-sub.ready:
+		case <-ctx.Done():
+			return nil
+		}
+	}
+	if sub.msgs == nil {
 		return nil
 	}
 	return in.c
@@ -124,7 +136,7 @@ func (in *inbox) wake() <-chan string {
 // rename files in under owner's ID, when the waiter drew a new owner.
 func (rt *router) rename(in *inbox, owner string) {
 	id := ownerID(owner)
-	if in == nil || in.id == id {
+	if in.id == id {
 		return
 	}
 	rt.mu.Lock()
@@ -137,12 +149,9 @@ func (rt *router) rename(in *inbox, owner string) {
 }
 
 // leave takes in off its route. The last waiter to leave a route ends its
-// subscription and waits for its goroutine to end; a waiter that joins
+// subscription and waits for its goroutine to end; a waiter that enters
 // meanwhile starts a route of its own.
 func (rt *router) leave(in *inbox) {
-	if in == nil {
-		return
-	}
 	r := in.r
 	rt.mu.Lock()
 	if r.inboxes[in.id] == in {
@@ -150,68 +159,73 @@ func (rt *router) leave(in *inbox) {
 	}
 	r.waiters--
 	last := r.waiters == 0
-	if last && rt.routes[r.channel] == r {
+	if last {
 		delete(rt.routes, r.channel)
 	}
+	sub := r.sub
 	rt.mu.Unlock()
-	if !last {
+	if !last || sub == nil {
 		return
 	}
-	<-r.ready // the first waiter, which subscribes, leaves only after
-	if r.msgs != nil {
-		r.stop()
-		close(r.quit)
-		<-r.done
+	<-sub.ready // the waiter that subscribes leaves only after
+	if sub.msgs != nil {
+		sub.stop()
+		close(sub.quit)
+		<-sub.done
 	}
 }
 
-// read hands each message on r's channel to the waiter it names: a grant,
+// read hands each message of sub, r's subscription, to the waiter it names: a grant,
 // "owner token slot", to its owner's inbox when the owner waits here,
 // which nobody else's is; any other message to every inbox. A message
 // that finds one pending takes its place: either wakes the waiter, whose
 // next attempt asks the server.
-func (rt *router) read(r *route) {
-	defer close(r.done)
+func (rt *router) read(r *route, sub *subscription) {
+	defer close(sub.done)
 	for {
 		var msg string
 		select {
-		case <-r.quit:
+		case <-sub.quit:
 			return
-		case msg = <-r.msgs:
+		case msg = <-sub.msgs:
 		}
 		rt.mu.Lock()
-		r.deliver(msg)
+		if id, _, ok := strings.Cut(msg, " "); ok {
+			if in := r.inboxes[id]; in != nil {
+				in.put(msg)
+			}
+		} else {
+			for _, in := range r.inboxes {
+				in.put(msg)
+			}
+		}
 		rt.mu.Unlock()
 	}
 }
 
-// hand gives a grant a release of this Semaphore made on channel to its
-// waiter, when it waits here. The grant's message comes too, later, and
-// can be lost (messages coalesce; see node.Node.Subscribe): a waiter that
-// missed it would hold its permit unused until its next attempt.
-func (rt *router) hand(channel, grant string) {
+// hand gives a grant that a release of this Semaphore made on channel,
+// and replied rather than published, to owner, its waiter, marked "+" for
+// heed: the permit runs the waiter's whole TTL (see serve() in
+// lua/state.lua). It reports false when owner waits here no longer (it
+// entered before it queued, and leaves after its last call to the
+// server): the permit is the caller's to give back.
+func (rt *router) hand(channel, owner, token, slot string) bool {
 	rt.mu.Lock()
-	if r := rt.routes[channel]; r != nil {
-		r.deliver(grant)
+	defer rt.mu.Unlock()
+	r := rt.routes[channel]
+	if r == nil {
+		return false
 	}
-	rt.mu.Unlock()
+	in := r.inboxes[ownerID(owner)]
+	if in == nil {
+		return false
+	}
+	in.put("+" + in.id + " " + token + " " + slot)
+	return true
 }
 
-// deliver puts msg in the inboxes it is for; the caller holds router.mu.
-func (r *route) deliver(msg string) {
-	if id, _, ok := strings.Cut(msg, " "); ok {
-		if in := r.inboxes[id]; in != nil {
-			in.put(msg)
-		}
-		return
-	}
-	for _, in := range r.inboxes {
-		in.put(msg)
-	}
-}
-
-// put leaves msg in in's channel without blocking: only deliver, under
-// router.mu, sends to it.
+// put leaves msg in in's channel without blocking: only read and hand,
+// under router.mu, send to it.
 func (in *inbox) put(msg string) {
 	select {
 	case in.c <- msg:
