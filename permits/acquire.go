@@ -63,17 +63,24 @@ func (s *Semaphore) acquire(ctx context.Context, name string, n int, opts []leas
 	c.nargs = 6
 	// A waiter is handed its grant by the release that makes it: by the
 	// release's reply when the releaser is this Semaphore (see
-	// router.hand), else by the message it publishes. So the waiter
-	// enters the name's route before it joins the queue, and listens
-	// before its claim when the route is subscribed already (other
-	// waiters here); else, as most acquires are granted at once, it
-	// subscribes only when refused, and then makes its next attempt at
-	// once: a grant published between the two is heard of by nobody.
+	// router.hand), else by the message it publishes. Where the name's
+	// channel is subscribed already (other waiters here), the waiter
+	// enters the route before its claim; else, as most acquires are
+	// granted at once, it enters and subscribes only when refused, and
+	// then makes its next attempt at once: a grant made between the two
+	// reaches nobody, and that attempt finds it.
 	channel := c.keys[0] + ":released"
-	in := s.route.enter(channel, c.args[0])
-	defer s.route.leave(in)
-	heard := s.route.listening(in)
+	in := s.route.enterListening(channel, c.args[0])
+	heard := in != nil
 	l, hint, err := c.again(ctx)
+	if err != nil && acquire.Again(err) && ctx.Err() == nil {
+		if in == nil {
+			in = s.route.enter(channel, c.args[0])
+		}
+		defer s.route.leave(in)
+	} else if in != nil {
+		s.route.leave(in)
+	}
 	switch {
 	case err == nil:
 		return l, nil

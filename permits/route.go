@@ -58,10 +58,14 @@ func ownerID(owner string) string { return owner[:min(len(owner), acquire.OwnerI
 
 // enter puts the waiter owner on channel's route, without a call to the
 // server: from then on, the grants of this Semaphore's releases reach it,
-// and so do published ones when listening reports true.
+// and so do published ones once the route is subscribed (see listen).
 func (rt *router) enter(channel, owner string) *inbox {
 	rt.mu.Lock()
 	defer rt.mu.Unlock()
+	return rt.enterLocked(channel, owner)
+}
+
+func (rt *router) enterLocked(channel, owner string) *inbox {
 	r := rt.routes[channel]
 	if r == nil {
 		r = &route{channel: channel, inboxes: map[string]*inbox{}}
@@ -76,21 +80,25 @@ func (rt *router) enter(channel, owner string) *inbox {
 	return in
 }
 
-// listening reports whether in's route is subscribed: a grant published
-// from then on reaches in.
-func (rt *router) listening(in *inbox) bool {
+// enterListening enters owner on channel's route (see enter) only when
+// the route is subscribed already, so that every grant made from then on
+// reaches it; it returns nil otherwise.
+func (rt *router) enterListening(channel, owner string) *inbox {
 	rt.mu.Lock()
-	sub := in.r.sub
-	rt.mu.Unlock()
-	if sub == nil {
-		return false
+	defer rt.mu.Unlock()
+	r := rt.routes[channel]
+	if r == nil || r.sub == nil {
+		return nil
 	}
 	select {
-	case <-sub.ready:
-		return sub.msgs != nil
+	case <-r.sub.ready:
+		if r.sub.msgs == nil {
+			return nil
+		}
 	default:
-		return false
+		return nil
 	}
+	return rt.enterLocked(channel, owner)
 }
 
 // listen subscribes in's route, unless a waiter did already; it waits for

@@ -28,10 +28,10 @@ func TestRouter(t *testing.T) {
 			const channel = "dlock:permits:{route}:released"
 			ownerA, ownerB := acquire.NewOwner()+" meta", acquire.NewOwner()
 			a := s.route.enter(channel, ownerA)
-			require.False(t, s.route.listening(a), "listening before anyone subscribed")
+			require.Nil(t, s.route.enterListening(channel, ownerB), "entered a route nobody subscribed")
 			require.NotNil(t, s.route.listen(ctx, a, 2*time.Second), "the first waiter's subscription")
-			b := s.route.enter(channel, ownerB)
-			require.True(t, s.route.listening(b), "a waiter entering a subscribed route")
+			b := s.route.enterListening(channel, ownerB)
+			require.NotNil(t, b, "a waiter entering a subscribed route")
 
 			// One message at a time: the Node's subscription coalesces
 			// what its reader has not taken yet.
@@ -59,9 +59,7 @@ func TestRouter(t *testing.T) {
 			s.route.leave(a)
 			s.route.leave(b)
 			require.Empty(t, s.route.routes, "routes after the last waiter left")
-			c := s.route.enter(channel, ownerB)
-			require.False(t, s.route.listening(c), "listening on a route whose waiters all left")
-			s.route.leave(c)
+			require.Nil(t, s.route.enterListening(channel, ownerB), "entered a route whose waiters all left")
 		})
 	}
 }
