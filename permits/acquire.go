@@ -33,10 +33,11 @@ func (s *Semaphore) tryAcquire(ctx context.Context, name string, n int, opts []l
 // Waiters are served first come, first served: a call that finds no
 // permit for it joins name's queue on the server, and a free permit goes
 // to the queue's head as long as fewer than the head's own n are live. A
-// waiter is handed its permit by the release that frees it, and hears of
-// it from the release's message; else it tries again when the first live
-// permit runs out, or after a delay from the retry policy (Retry.Max
-// once it hears the name's grants; from Retry.Min up when it cannot). A failed
+// waiter is handed its permit by the release that frees it: from the
+// release's reply when the releaser is this Semaphore, else by the
+// release's message; else it tries again when the first live permit runs
+// out, or after a delay from the retry policy (Retry.Max once it hears
+// the name's grants; from Retry.Min up when it cannot). A failed
 // attempt is retried whatever its cause (a lost connection, a timeout),
 // once a claim it may have left on the server is given up; only the
 // server's error reply to the claim itself ends the wait at once. When ctx

@@ -21,8 +21,9 @@
 // Acquire waits in a queue on the server, first come first served: a free
 // permit goes to the oldest live waiter, never to a newcomer while older
 // waiters wait, and a release hands its permit to the queue's head in the
-// same script and publishes the grant, so the waiter holds it one message
-// after the release. A waiter that died holds the queue up for at most its
+// same script: in its reply when the waiter is the releasing Semaphore's,
+// else in a message it publishes, so the waiter holds it without a claim
+// of its own. A waiter that died holds the queue up for at most its
 // ticket's lifetime, max(2 s, 3 × Retry.Max).
 //
 // N is each call's own: a call is granted only while fewer than its N
