@@ -210,7 +210,7 @@ func evaluate(rs []Result) []Check {
 			atMost("allocs/op single go-redis <= 12", r.ID, *r.AllocsPerOp, 12, "allocs/op")
 		case r.Strategy == "single":
 			atMost("allocs/op single valkey-go <= 6", r.ID, *r.AllocsPerOp, 6, "allocs/op")
-		case r.Client == "valkey-go":
+		case strings.HasPrefix(r.Strategy, "quorum") && r.Client == "valkey-go":
 			atMost("allocs/op quorum valkey-go <= 60", r.ID, *r.AllocsPerOp, 60, "allocs/op")
 		}
 	}

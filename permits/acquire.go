@@ -33,10 +33,11 @@ func (s *Semaphore) tryAcquire(ctx context.Context, name string, n int, opts []l
 // Waiters are served first come, first served: a call that finds no
 // permit for it joins name's queue on the server, and a free permit goes
 // to the queue's head as long as fewer than the head's own n are live. A
-// waiter is handed its permit by the release that frees it, and hears of
-// it from the release's message; else it tries again when the first live
-// permit runs out, or after a delay from the retry policy (Retry.Max
-// once it hears the name's grants; from Retry.Min up when it cannot). A failed
+// waiter is handed its permit by the release that frees it: from the
+// release's reply when the releaser is this Semaphore, else by the
+// release's message; else it tries again when the first live permit runs
+// out, or after a delay from the retry policy (Retry.Max once it hears
+// the name's grants; from Retry.Min up when it cannot). A failed
 // attempt is retried whatever its cause (a lost connection, a timeout),
 // once a claim it may have left on the server is given up; only the
 // server's error reply to the claim itself ends the wait at once. When ctx
@@ -59,8 +60,28 @@ func (s *Semaphore) acquire(ctx context.Context, name string, n int, opts []leas
 	life := acquire.TicketLife(o.Retry)
 	c.life = time.Duration(life.Milliseconds()) * time.Millisecond
 	c.args[4] = strconv.FormatInt(life.Milliseconds(), 10)
-	c.nargs = 5
-	l, _, err := c.again(ctx)
+	c.args[5] = s.id
+	c.nargs = 6
+	// A waiter is handed its grant by the release that makes it: by the
+	// release's reply when the releaser is this Semaphore (see
+	// router.hand), else by the message it publishes. Where the name's
+	// channel is subscribed already (other waiters here), the waiter
+	// enters the route before its claim; else, as most acquires are
+	// granted at once, it enters and subscribes only when refused, and
+	// then makes its next attempt at once: a grant made between the two
+	// reaches nobody, and that attempt finds it.
+	channel := c.keys[0] + ":released"
+	in := s.route.enterListening(channel, c.args[0])
+	heard := in != nil
+	l, hint, err := c.again(ctx)
+	if err != nil && acquire.Again(err) && ctx.Err() == nil {
+		if in == nil {
+			in = s.route.enter(channel, c.args[0])
+		}
+		defer s.route.leave(in)
+	} else if in != nil {
+		s.route.leave(in)
+	}
 	switch {
 	case err == nil:
 		return l, nil
@@ -71,33 +92,37 @@ func (s *Semaphore) acquire(ctx context.Context, name string, n int, opts []leas
 		c.leave(ctx)
 		return nil, acquire.GaveUp(ctx, err)
 	}
-	// Subscribed, then the next attempt at once: a grant between the
-	// first attempt and the subscription is heard of by nobody. A
-	// subscription that hangs (the server went away meanwhile) must not
-	// outlast the ticket; without one, the wait polls at the pace of
-	// o.Retry. With one, every grant to this waiter comes as a message
-	// (see serve() in lua/state.lua), or at its own claim once the first
-	// live permit has ended (the hint cuts the delay to that), so the
-	// attempts between only keep its ticket fresh and cover a lost
-	// message: they run at Retry.Max, not from Retry.Min up.
-	wake, stop := s.kit.Subscribe(ctx, c.keys[0]+":released", life)
+	subscribed := heard || s.route.listen(ctx, in, life) != nil
+	// Subscribed, every grant to this waiter comes as a message or a
+	// hand-over, or at its own claim once the first live permit has
+	// ended (the hint cuts the delay to that), so the attempts between
+	// only keep its ticket fresh and cover a lost message: they run at
+	// Retry.Max, not from Retry.Min up. Without a subscription (it
+	// failed, or hung past half the ticket), the wait polls at the pace
+	// of o.Retry, and hears of this Semaphore's hand-overs only.
+	wake := in.c
 	r := o.Retry
-	if wake != nil {
+	if subscribed {
 		if r == (lease.Retry{}) {
 			r = lease.DefaultRetry
 		}
 		r.Min = r.Max
 	}
 	l, err = acquire.Wait(ctx, r, func(ctx context.Context) (*lease.Lease, acquire.Turn, error) {
+		if heard {
+			// The refusal above is this turn's: it was made while listening.
+			heard = false
+			return nil, acquire.Turn{Hint: hint, Wake: wake, Heed: c.heed}, err
+		}
 		if c.handed != 0 {
 			if l := c.takeHanded(); l != nil {
 				return l, acquire.Turn{}, nil
 			}
 		}
+		s.route.rename(in, c.args[0]) // before the claim: its grant may come at once
 		l, hint, err := c.again(ctx)
 		return l, acquire.Turn{Hint: hint, Wake: wake, Heed: c.heed}, err
 	})
-	stop()
 	if err != nil {
 		c.leave(ctx)
 	}

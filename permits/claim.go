@@ -25,19 +25,21 @@ type claim struct {
 	ttl  time.Duration // o.TTL in whole milliseconds, as the server gets it
 	keys [1]string     // the name's hash
 	// The claim script's arguments: owner, N, TTL ms, the hash's lifetime
-	// ms and, for Acquire, the ticket's lifetime ms.
-	args  [5]string
-	nargs int       // 4, or 5 to join the queue when refused
+	// ms and, for Acquire, the ticket's lifetime ms and the Semaphore's ID.
+	args  [6]string
+	nargs int       // 4, or 6 to join the queue when refused
 	held  [3]string // once granted: owner, token, slot, as extend and release send them
 	key   string    // once granted: the lease's key, NAME#SLOT
 	queue bool      // a refusal put the owner in the queue, and no grant or leave took it out since
 	// For a waiter: its ticket's lifetime, when its last claim was sent
 	// (the ticket's deadline is that claim's server time plus the
-	// lifetime), and the permit a release handed it, token 0 for none.
-	life       time.Duration
-	sent       time.Time
-	handed     fence.Token
-	handedSlot int
+	// lifetime), and the permit a release handed it, token 0 for none,
+	// whole when a release of this Semaphore handed it (see takeHanded).
+	life        time.Duration
+	sent        time.Time
+	handed      fence.Token
+	handedSlot  int
+	handedWhole bool
 }
 
 func (s *Semaphore) newClaim(name string, n int, o lease.Options) *claim {
@@ -163,8 +165,11 @@ const strategy = "permits"
 // heed reads a message of the release channel for a waiter: a grant,
 // "owner token slot" (see serve() in lua/state.lua), calls for an attempt
 // now only when it is this waiter's, whose permit it keeps for the
-// attempt; any other message does too.
+// attempt; any other message does too. A grant a release of this
+// Semaphore handed over from its reply comes marked "+" (see router.hand),
+// which no message of the channel reaches a waiter with.
 func (c *claim) heed(msg string) bool {
+	msg, whole := strings.CutPrefix(msg, "+")
 	owner, rest, ok := strings.Cut(msg, " ")
 	if !ok {
 		return true
@@ -178,7 +183,7 @@ func (c *claim) heed(msg string) bool {
 	// A token no script grants, or a slot below 0, hands nothing over:
 	// the attempt that follows asks the server.
 	if ok && err1 == nil && err2 == nil && t <= acquire.MaxToken && n >= 0 {
-		c.handed, c.handedSlot = fence.Token(t), n
+		c.handed, c.handedSlot, c.handedWhole = fence.Token(t), n, whole
 	}
 	return true
 }
@@ -187,21 +192,25 @@ func (c *claim) heed(msg string) bool {
 // a call to the server, or nil when too little of it is left to be worth
 // it (the waiter was slow to hear): a claim then finds the permit its own
 // and runs it a TTL from then. The server's permit ends at the TTL or at
-// the ticket's deadline, whichever comes first, counted from after the
-// waiter's last claim was sent; the same span from the sending is thus
-// safe to count on here. The lease is Short: it is extended to a TTL at
-// once, in the background.
+// the ticket's deadline, whichever comes first, or at the TTL alone when
+// a release of this Semaphore handed it over (whole), counted from after
+// the waiter's last claim was sent; the same span from the sending is
+// thus safe to count on here. A lease short of a TTL is Short: it is
+// extended to a TTL at once, in the background.
 func (c *claim) takeHanded() *lease.Lease {
 	token := c.handed
 	c.handed = 0
-	span := min(c.ttl, c.life)
+	span := c.ttl
+	if !c.handedWhole {
+		span = min(c.ttl, c.life)
+	}
 	until := c.s.cfg.Until(c.sent, span)
 	if time.Until(until) < span/2 {
 		return nil
 	}
 	c.queue = false
 	c.setHeld(token, c.handedSlot)
-	return c.lease(token, until, true)
+	return c.lease(token, until, span < c.ttl)
 }
 
 // abandon gives up the claim whether or not it landed, on a context
@@ -230,10 +239,23 @@ func (c *claim) Extend(ctx context.Context, l *lease.Lease, ttl time.Duration) (
 // again after it succeeded (its reply lost, the client sent it again) as
 // it refuses one of a permit that ended and was dropped; while l is still
 // valid by the local clock, the server's permit cannot have ended, so the
-// refusal is of the release run again, and the release succeeded.
+// refusal is of the release run again, and the release succeeded. The
+// grants the release made to waiters of this Semaphore come in its
+// reply, not as messages, and are handed to them here (see router.hand).
 func (c *claim) Release(ctx context.Context, l *lease.Lease) error {
-	return c.s.kit.Release(ctx, c.keys[:], c.held[:], l, func(err error) bool {
-		_, stale := acquire.StaleCounter(err)
-		return stale && l.TTL() > 0
-	})
+	k := &c.s.kit
+	r, err := k.Node.Eval(ctx, releaseScript, c.keys[:], c.held[0], c.held[1], c.held[2], c.s.id)
+	if err != nil {
+		if _, stale := acquire.StaleCounter(err); stale && l.TTL() > 0 {
+			return nil
+		}
+		return k.Refused(ctx, "release", l, err)
+	}
+	for i := 1; i+2 < len(r); i += 3 {
+		c.s.route.hand(c.keys[0]+":released", r.Str(i), r.Str(i+1), r.Str(i+2))
+	}
+	if r.Int(0) != 1 {
+		return fmt.Errorf("permits: release %q: %w: it had expired", l.Key(), lease.ErrNotHeld)
+	}
+	return nil
 }

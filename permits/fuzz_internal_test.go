@@ -57,11 +57,13 @@ func FuzzReadClaim(f *testing.F) {
 // hands a permit to the waiter (a lease without a call to the server)
 // only when the message is state.lua's grant to this waiter, "OWNER TOKEN
 // SLOT" with OWNER the waiter's random part, TOKEN one a script can grant
-// and SLOT a slot >= 0.
+// and SLOT a slot >= 0, or the same marked "+" by router.hand, and the
+// permit runs the whole TTL only then.
 func FuzzHeed(f *testing.F) {
 	const owner = "0123456789abcdef0123456789abcdef"
 	for _, s := range []string{"", owner + " 42 0", owner + " 42 -1", owner + " 0 1", owner + " -5 1",
-		owner + " 9007199254740992 1", owner + " 42", owner + " 42 1 x", "ffffffffffffffffffffffffffffffff 42 0"} {
+		owner + " 9007199254740992 1", owner + " 42", owner + " 42 1 x", "ffffffffffffffffffffffffffffffff 42 0",
+		"+" + owner + " 42 0", "++" + owner + " 42 0", "+" + owner + " 42 -1"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, msg string) {
@@ -71,7 +73,11 @@ func FuzzHeed(f *testing.F) {
 		if c.handed == 0 {
 			return
 		}
-		rest, ok := strings.CutPrefix(msg, owner+" ")
+		grant, whole := strings.CutPrefix(msg, "+")
+		if c.handedWhole != whole {
+			t.Fatalf("heed(%q) handed the whole TTL: %v", msg, c.handedWhole)
+		}
+		rest, ok := strings.CutPrefix(grant, owner+" ")
 		token, slot, ok2 := strings.Cut(rest, " ")
 		tk, err1 := strconv.ParseInt(token, 10, 64)
 		sl, err2 := strconv.Atoi(slot)

@@ -21,8 +21,9 @@
 // Acquire waits in a queue on the server, first come first served: a free
 // permit goes to the oldest live waiter, never to a newcomer while older
 // waiters wait, and a release hands its permit to the queue's head in the
-// same script and publishes the grant, so the waiter holds it one message
-// after the release. A waiter that died holds the queue up for at most its
+// same script: in its reply when the waiter is the releasing Semaphore's,
+// else in a message it publishes, so the waiter holds it without a claim
+// of its own. A waiter that died holds the queue up for at most its
 // ticket's lifetime, max(2 s, 3 × Retry.Max).
 //
 // N is each call's own: a call is granted only while fewer than its N
@@ -106,9 +107,13 @@ func WithObserver(o lease.Observer) Option { return func(c *config) { c.Observer
 // Semaphore grants permits of names on one server. It is safe for
 // concurrent use.
 type Semaphore struct {
-	n   node.Node
-	cfg config
-	kit claimcore.Kit
+	n     node.Node
+	cfg   config
+	kit   claimcore.Kit
+	route router
+	// id names the Semaphore in its waiters' tickets, so that its own
+	// releases hand them their grants (see serve() in lua/state.lua).
+	id string
 }
 
 // New returns a Semaphore that keeps its permits on n. It returns an
@@ -119,8 +124,9 @@ func New(n node.Node, opts ...Option) (*Semaphore, error) {
 	if err := claimcore.Configure(n, &cfg, &cfg.Base, opts); err != nil {
 		return nil, err
 	}
-	s := &Semaphore{n: n, cfg: cfg}
+	s := &Semaphore{n: n, cfg: cfg, id: acquire.NewOwner()[:16]}
 	s.kit = claimcore.NewKit(strategy, n, &s.cfg.Base, scripts)
+	s.route.s = s
 	return s, nil
 }
 

@@ -9,6 +9,8 @@
 -- ARGV[4]  the hash's lifetime, ms: the TTL plus the idle TTL ('0': for ever)
 -- ARGV[5]  for a blocking waiter, how long its ticket lasts, ms (absent for
 --          TryAcquire)
+-- ARGV[6]  for a blocking waiter, the ID of its Semaphore (hex), if any:
+--          a release by the same Semaphore hands it its grant (see serve())
 --
 -- Replies {token, slot} when granted, and {ms until the first live permit
 -- ends (0: unknown), place in the queue (1: its head; 0: not queued), 0}
@@ -58,7 +60,9 @@ if not ARGV[5] then
 end
 local life = tonumber(ARGV[5])
 enqueue(Q, owner)
-ticket(Q, QX, owner, life, ARGV[2] .. ' ' .. ARGV[3] .. ' ' .. ARGV[4])
+local rest = ARGV[2] .. ' ' .. ARGV[3] .. ' ' .. ARGV[4]
+if ARGV[6] then rest = rest .. ' ' .. ARGV[6] end
+ticket(Q, QX, owner, life, rest)
 local mine = serve(owner)
 if mine then return mine end
 return {hint(), redis.call('ZRANK', Q, owner) + 1, 0}

@@ -11,8 +11,9 @@
 --   P:s   hash: holder -> 'token slot'
 --   P:n   sorted set: slot -> slot, the slots of live holders
 --   P:q   sorted set: waiter (owner) -> its place, a sequence
---   P:qx  hash: waiter -> its ticket, 'deadline cap TTL life' (server ms,
---         the waiter's N, its TTL in ms, the hash's lifetime in ms)
+--   P:qx  hash: waiter -> its ticket, 'deadline cap TTL life[ by]' (server
+--         ms, the waiter's N, its TTL in ms, the hash's lifetime in ms,
+--         and the ID of the Semaphore it waits in, when it said)
 --   P:gone  sorted set: abandoned owner -> until when it is refused
 -- and the channel P:released, on which a grant to a waiter is published.
 --
@@ -87,7 +88,7 @@ local function give(owner, ms, life)
   return a, slot
 end
 
--- serve(caller): hand free permits to the waiters at the head of the
+-- serve(caller, by): hand free permits to the waiters at the head of the
 -- queue, first come first served, while the head's own N leaves room: a
 -- head whose N is at most the live permits waits, and so does everyone
 -- behind it. Heads whose ticket deadline passed are dropped. A waiter's
@@ -96,14 +97,20 @@ end
 -- ticket held the queue up before; the grant is published on
 -- P:released as 'owner token slot' (the owner's first 32 characters, its
 -- random part). caller, when set, is the owner whose claim runs this: its
--- grant is returned, not published, and runs its whole TTL.
-local function serve(caller)
+-- grant is returned, not published, and runs its whole TTL. by, when
+-- set, is the ID of the Semaphore whose release runs this: a waiter of
+-- that Semaphore is in the releaser's process, which hands it the grant
+-- from the reply (release.lua): the grant is kept in handed, not
+-- published, and runs the waiter's whole TTL, as the releaser's permit
+-- would have, had the process died holding it.
+local handed
+local function serve(caller, by)
   local count = redis.call('ZCARD', H)
   local mine
   while true do
     local head = redis.call('ZRANGE', Q, 0, 0)[1]
     if not head then break end
-    local deadline, cap, ttl, life = string.match(redis.call('HGET', QX, head) or '', '^(%d+) (%d+) (%d+) (%d+)$')
+    local deadline, cap, ttl, life, sem = string.match(redis.call('HGET', QX, head) or '', '^(%d+) (%d+) (%d+) (%d+) ?(%x*)$')
     deadline = tonumber(deadline)
     local live = deadline and deadline > now
     if live and count >= tonumber(cap) then break end
@@ -111,13 +118,21 @@ local function serve(caller)
     redis.call('HDEL', QX, head)
     if live then
       local ms = tonumber(ttl)
-      if head ~= caller then ms = math.min(ms, deadline - now) end
+      local near = by and by ~= '' and sem == by
+      if head ~= caller and not near then ms = math.min(ms, deadline - now) end
       local a, slot = give(head, ms, life)
       count = count + 1
       if head == caller then
         mine = {a, slot}
       else
-        redis.call('PUBLISH', P .. ':released', string.sub(head, 1, 32) .. ' ' .. fmt(a) .. ' ' .. slot)
+        if near then
+          handed = handed or {}
+          handed[#handed + 1] = head
+          handed[#handed + 1] = fmt(a)
+          handed[#handed + 1] = tostring(slot)
+        else
+          redis.call('PUBLISH', P .. ':released', string.sub(head, 1, 32) .. ' ' .. fmt(a) .. ' ' .. slot)
+        end
       end
     end
   end
