@@ -190,7 +190,7 @@ func TestLogLostToStale(t *testing.T) {
 	require.NoError(t, err)
 	// Take the lock away from a behind its back: the next claim bumps the
 	// fence counter past a's token.
-	_, err = srv.Do("HDEL", "dlock:{stale}", "owner", "until")
+	_, err = srv.Do(redistest.FreeArgs("dlock:{stale}")...)
 	require.NoError(t, err)
 	b, err := lk.TryAcquire(ctx, "stale")
 	require.NoError(t, err)

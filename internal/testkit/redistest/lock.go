@@ -80,3 +80,21 @@ return 1
 func StealArgs(hkey, owner string) []string {
 	return []string{"EVAL", lockSteal, "1", hkey, owner}
 }
+
+// lockFree frees the lock at KEYS[1] behind its holder's back, keeping
+// its counter, in either form: the next claim draws a token above the
+// holder's.
+const lockFree = `
+local v = redis.pcall('GET', KEYS[1])
+if type(v) == 'table' then return redis.call('HDEL', KEYS[1], 'owner', 'until') end
+if not v then return 0 end
+redis.call('SET', KEYS[1], string.match(v, '^%d+') or '0', 'KEEPTTL')
+return 1
+`
+
+// FreeArgs is the command (for Do) that frees single's lock whose server
+// key is hkey behind its holder's back, in either of its forms, keeping
+// the lock's counter.
+func FreeArgs(hkey string) []string {
+	return []string{"EVAL", lockFree, "1", hkey}
+}
