@@ -201,7 +201,7 @@ func TestSingle(t *testing.T) {
 			lk, err := single.New(redistest.NodeFor(t, client, srv.Addr()), single.WithObserver(obs))
 			require.NoError(t, err)
 			scenario(t, m, lk, "single", 300*time.Millisecond, func(key string) {
-				_, err := srv.Do(redistest.FreeArgs("dlock:{"+key+"}")...)
+				_, err := srv.Do(redistest.FreeArgs("dlock:{" + key + "}")...)
 				require.NoError(t, err)
 			})
 			m.want("dlock.votes", 0)
@@ -305,7 +305,7 @@ func TestPrimitives(t *testing.T) {
 	// A term whose lock is taken away ends lost.
 	gone, err := el.Campaign(ctx, "c")
 	require.NoError(t, err)
-	_, err = srv.Do(redistest.FreeArgs("dlock:{"+election.KeyPrefix+"office}")...)
+	_, err = srv.Do(redistest.FreeArgs("dlock:{" + election.KeyPrefix + "office}")...)
 	require.NoError(t, err)
 	select {
 	case <-gone.Done():
