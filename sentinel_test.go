@@ -376,3 +376,42 @@ func TestOpenSentinelSecured(t *testing.T) {
 		})
 	}
 }
+
+// TestOpenSentinelQuietDead: with no Sentinel answering, Open fails, and
+// go-redis prints, besides its Sentinel lines, its pool's line about the
+// dial that never reached a master: the failover client's own dialer
+// fails before dlock's is called (docs/observability.md). valkey-go
+// prints nothing.
+func TestOpenSentinelQuietDead(t *testing.T) {
+	dead := deadAddr(t)
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	for _, client := range redistest.Clients {
+		printed := recordGoRedisLog(t)
+		lk, err := dlock.Open(ctx, dlock.Config{SentinelMaster: "gone", Addrs: []string{dead}, Client: client})
+		if err == nil {
+			lk.Close()
+			t.Fatalf("%s: Open behind dead Sentinels succeeded", client)
+		}
+		lines := printed.get()
+		if client == dlock.ClientValkeyGo {
+			if len(lines) > 0 {
+				t.Errorf("go-redis printed %q for a valkey-go Locker; want nothing", lines)
+			}
+			continue
+		}
+		pool := false
+		for _, l := range lines {
+			switch {
+			case strings.HasPrefix(l, "sentinel: "):
+			case strings.HasPrefix(l, "redis: connection pool: failed to dial after 1 attempts: redis: all sentinels specified in configuration are unreachable"):
+				pool = true
+			default:
+				t.Errorf("go-redis printed %q; want only its Sentinel lines and its pool's failed dial", l)
+			}
+		}
+		if !pool {
+			t.Errorf("go-redis printed %q; want its pool's failed dial among them, as docs/observability.md says", lines)
+		}
+	}
+}
