@@ -14,8 +14,8 @@ import (
 // are dropped. go-redis has one logger for the whole process, not one per
 // client: this changes it for every go-redis client of the program, dlock's
 // and others', and for good. That is the program's choice to make, so
-// dlock never makes it: call SetGoRedisLog from main, once, before opening
-// clients. It is the way to quiet the lines go-redis prints of its own
+// the library never makes it (the dlock command, a program, does): call
+// SetGoRedisLog from main, once, before opening clients. It is the way to quiet the lines go-redis prints of its own
 // about a Sentinel group (which master it selected, and each change), which
 // no option of one client reaches; see docs/observability.md.
 func SetGoRedisLog(l *slog.Logger) {
