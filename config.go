@@ -98,7 +98,9 @@ type Config struct {
 	MaxTTL time.Duration
 
 	// Observer hears about acquisitions, a quorum's votes, and each lease's
-	// renewals, loss and release; nil for none. It must not block.
+	// renewals, loss and release; behind Sentinels, of each failover the
+	// Locker's client follows (lease.MasterChanged); nil for none. It must
+	// not block.
 	Observer lease.Observer
 }
 

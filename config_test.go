@@ -310,6 +310,20 @@ func (r *eventLog) Observe(e lease.Event) {
 	r.mu.Unlock()
 }
 
+// masterChanges returns the addresses of the lease.MasterChanged events
+// heard, in order.
+func (r *eventLog) masterChanges() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var addrs []string
+	for _, e := range r.events {
+		if e.Kind == lease.MasterChanged {
+			addrs = append(addrs, e.Node)
+		}
+	}
+	return addrs
+}
+
 // expect checks that every kind was heard, all from strategy, and forgets
 // the events.
 func (r *eventLog) expect(t *testing.T, strategy string, kinds ...lease.EventKind) {

@@ -32,6 +32,12 @@ import (
 // keeps working with a minority of its servers down, so Open does not
 // require them to answer. A bad Config is reported as an *lease.ArgError
 // naming the field.
+//
+// The clients Open builds report errors through the calls, not on stderr,
+// except for what go-redis prints through its process-wide logger, which
+// no one client's options reach: chiefly its lines about a Sentinel group
+// (the master it selected, each failover). docs/observability.md lists
+// them; SetGoRedisLog is the program's opt-in to drop or route them.
 func Open(ctx context.Context, cfg Config) (Locker, error) {
 	if err := acquire.CheckContext(ctx); err != nil {
 		return nil, err

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -112,6 +113,13 @@ func (l *goRedisLog) Printf(_ context.Context, format string, args ...any) {
 	l.mu.Lock()
 	l.lines = append(l.lines, fmt.Sprintf(format, args...))
 	l.mu.Unlock()
+}
+
+// get returns the lines printed so far.
+func (l *goRedisLog) get() []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return slices.Clone(l.lines)
 }
 
 func recordGoRedisLog(t *testing.T) *goRedisLog {
@@ -346,5 +354,25 @@ func TestSingleNode(t *testing.T) {
 	defer own.Close()
 	if _, ok := dlock.SingleNode(own); ok {
 		t.Error("SingleNode of a Locker Open did not build: ok; want false")
+	}
+}
+
+// TestOpenClusterQuietDead: a cluster client Open builds prints nothing
+// when no node of the cluster answers, with either client: the error
+// reaches the caller from Open.
+func TestOpenClusterQuietDead(t *testing.T) {
+	dead := deadAddr(t)
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	for _, client := range redistest.Clients {
+		rec := recordGoRedisLog(t)
+		lk, err := dlock.Open(ctx, dlock.Config{Cluster: true, Addrs: []string{dead}, Client: client})
+		if err == nil {
+			lk.Close()
+			t.Fatalf("%s: Open of a dead cluster succeeded", client)
+		}
+		if got := rec.get(); len(got) > 0 {
+			t.Errorf("%s: go-redis printed %q; want nothing", client, got)
+		}
 	}
 }

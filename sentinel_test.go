@@ -1,10 +1,14 @@
 package dlock_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"fmt"
+	"log/slog"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -14,6 +18,7 @@ import (
 	"github.com/dlockgo/dlock/fence"
 	"github.com/dlockgo/dlock/internal/testkit/redistest"
 	"github.com/dlockgo/dlock/lease"
+	"github.com/dlockgo/dlock/observe"
 	"github.com/dlockgo/dlock/single"
 )
 
@@ -33,7 +38,14 @@ import (
 //
 // Either way the Lockers opened before the failover follow the Sentinels
 // to the new master, with no restart: once the old master is back as a
-// replica, A's Locker locks again.
+// replica, A's Locker locks again. Each Locker's Observer hears of the
+// failover once, as a lease.MasterChanged naming the promoted replica, and
+// of no change before it; observe.Log writes it as a warning.
+//
+// And each client prints what the docs say it does: valkey-go nothing;
+// go-redis, through its process-wide logger, only its lines about the
+// Sentinel group ("sentinel: …"), the new master among them: those are
+// out of any one client's reach (docs/observability.md).
 func TestOpenSentinel(t *testing.T) {
 	for _, client := range redistest.Clients {
 		t.Run(client, func(t *testing.T) {
@@ -44,6 +56,7 @@ func TestOpenSentinel(t *testing.T) {
 }
 
 func sentinelFailover(t *testing.T, client string, replicas bool) {
+	printed := recordGoRedisLog(t)
 	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
 	defer cancel()
 	g := redistest.StartSentinels(t, 3)
@@ -52,11 +65,20 @@ func sentinelFailover(t *testing.T, client string, replicas bool) {
 	if replicas {
 		urlA += "&replicas=1&replica_timeout=100ms"
 	}
-	lkA, err := dlock.OpenURL(ctx, urlA)
-	require.NoError(t, err, "OpenURL A")
+	// The URLs, with an Observer each, which no URL can name.
+	open := func(url string, obs lease.Observer) dlock.Locker {
+		cfg, err := dlock.ParseURL(url)
+		require.NoError(t, err, "ParseURL")
+		cfg.Observer = obs
+		lk, err := dlock.Open(ctx, cfg)
+		require.NoError(t, err, "Open")
+		return lk
+	}
+	evA, evB := &eventLog{}, &eventLog{}
+	var logB lockedBuffer
+	lkA := open(urlA, evA)
 	defer lkA.Close()
-	lkB, err := dlock.OpenURL(ctx, url)
-	require.NoError(t, err, "OpenURL B")
+	lkB := open(url, observe.Multi(evB, observe.Log(slog.New(slog.NewTextHandler(&logB, nil)))))
 	defer lkB.Close()
 	// The protected resource lives on a server of its own, which survives.
 	store := fence.NewStore(redistest.NodeFor(t, client, redistest.Start(t).Addr()))
@@ -75,6 +97,12 @@ func sentinelFailover(t *testing.T, client string, replicas bool) {
 		require.NoError(t, err, "A's claim with replication running")
 	}
 
+	for name, ev := range map[string]*eventLog{"A": evA, "B": evB} {
+		if got := ev.masterChanges(); len(got) > 0 {
+			t.Errorf("%s heard of master changes %v before any failover; want none", name, got)
+		}
+	}
+
 	g.Link.Cut()
 	a, errA := lkA.TryAcquire(ctx, "k")
 	if a != nil {
@@ -90,6 +118,12 @@ func sentinelFailover(t *testing.T, client string, replicas bool) {
 	require.NoError(t, err, "B on the promoted replica")
 	if b.Token() <= l0.Token() {
 		t.Fatalf("B's token %d; want above the replicated %d", b.Token(), l0.Token())
+	}
+	if got := evB.masterChanges(); !slices.Equal(got, []string{g.Replica.Addr()}) {
+		t.Errorf("B's Observer heard of master changes %v; want one, to the promoted replica %s", got, g.Replica.Addr())
+	}
+	if want := `msg="dlock master changed" strategy=single node=` + g.Replica.Addr(); !strings.Contains(logB.String(), want) {
+		t.Errorf("observe.Log wrote %q; want a record with %q", logB.String(), want)
 	}
 
 	if replicas {
@@ -135,6 +169,97 @@ func sentinelFailover(t *testing.T, client string, replicas bool) {
 		t.Fatalf("A's token after the promotion %d; want above B's %d", again.Token(), b.Token())
 	}
 	require.NoError(t, again.Release(ctx))
+	// A's first change is to the promoted replica. Should the Sentinels
+	// fail back to the old master once it has returned (a loaded machine
+	// can make them judge the new one down: the test does not require it),
+	// the client's move there is reported too: each change once, as the
+	// client made it.
+	got := evA.masterChanges()
+	if len(got) == 0 || got[0] != g.Replica.Addr() {
+		t.Errorf("A's Observer heard of master changes %v; want the first to the promoted replica %s", got, g.Replica.Addr())
+	}
+	for i := 1; i < len(got); i++ {
+		if want := []string{g.Replica.Addr(), g.Master.Addr()}[i%2]; got[i] != want {
+			t.Errorf("A's Observer heard of master changes %v; want each between the replica and the old master", got)
+			break
+		}
+	}
+
+	lines := printed.get()
+	switch client {
+	case dlock.ClientValkeyGo:
+		if len(lines) > 0 {
+			t.Errorf("go-redis printed %q for valkey-go Lockers; want nothing", lines)
+		}
+	default:
+		for _, l := range lines {
+			if !strings.HasPrefix(l, "sentinel: ") {
+				t.Errorf("go-redis printed %q; want only its Sentinel lines", l)
+			}
+		}
+		newMaster := fmt.Sprintf("sentinel: new master=%q addr=%q", g.Name, g.Replica.Addr())
+		if !slices.Contains(lines, newMaster) {
+			t.Errorf("go-redis printed %q; want among them %q, the line docs/observability.md names", lines, newMaster)
+		}
+	}
+}
+
+// lockedBuffer is a bytes.Buffer that a logger may write while a test
+// reads it.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.String()
+}
+
+// TestSetGoRedisLog: the opt-in to quiet go-redis's own lines, or route
+// them, for the whole program. With a logger, go-redis's Sentinel lines
+// of a go-redis Locker arrive there as records; with nil, they are
+// dropped: neither that logger nor the one before hears of a second
+// Locker. Without it (TestOpenSentinel), go-redis prints them.
+func TestSetGoRedisLog(t *testing.T) {
+	before := recordGoRedisLog(t)
+	g := redistest.StartSentinels(t, 3)
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	url := "redis+sentinel://" + strings.Join(g.Addrs(), ",") + "/" + g.Name + "?dial_timeout=500ms&client=" + dlock.ClientGoRedis
+	lockOnce := func() {
+		lk, err := dlock.OpenURL(ctx, url)
+		require.NoError(t, err, "OpenURL")
+		defer lk.Close()
+		l, err := lk.TryAcquire(ctx, "routed")
+		require.NoError(t, err, "TryAcquire")
+		require.NoError(t, l.Release(ctx))
+	}
+
+	var routed lockedBuffer
+	dlock.SetGoRedisLog(slog.New(slog.NewTextHandler(&routed, nil)))
+	lockOnce()
+	want := fmt.Sprintf(`level=INFO msg="sentinel: new master=\"%s\" addr=\"%s\"" source=go-redis`, g.Name, g.Master.Addr())
+	if !strings.Contains(routed.String(), want) {
+		t.Errorf("the logger given got %q; want a record %q", routed.String(), want)
+	}
+
+	dlock.SetGoRedisLog(nil)
+	had := routed.String()
+	lockOnce()
+	if got := routed.String(); got != had {
+		t.Errorf("after SetGoRedisLog(nil), the logger given before got %q more", strings.TrimPrefix(got, had))
+	}
+	if got := before.get(); len(got) > 0 {
+		t.Errorf("the logger before SetGoRedisLog got %q; want nothing", got)
+	}
 }
 
 // eventually calls f until it returns nil or an error settled accepts, or
@@ -249,5 +374,44 @@ func TestOpenSentinelSecured(t *testing.T) {
 				})
 			}
 		})
+	}
+}
+
+// TestOpenSentinelQuietDead: with no Sentinel answering, Open fails, and
+// go-redis prints, besides its Sentinel lines, its pool's line about the
+// dial that never reached a master: the failover client's own dialer
+// fails before dlock's is called (docs/observability.md). valkey-go
+// prints nothing.
+func TestOpenSentinelQuietDead(t *testing.T) {
+	dead := deadAddr(t)
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	for _, client := range redistest.Clients {
+		printed := recordGoRedisLog(t)
+		lk, err := dlock.Open(ctx, dlock.Config{SentinelMaster: "gone", Addrs: []string{dead}, Client: client})
+		if err == nil {
+			lk.Close()
+			t.Fatalf("%s: Open behind dead Sentinels succeeded", client)
+		}
+		lines := printed.get()
+		if client == dlock.ClientValkeyGo {
+			if len(lines) > 0 {
+				t.Errorf("go-redis printed %q for a valkey-go Locker; want nothing", lines)
+			}
+			continue
+		}
+		pool := false
+		for _, l := range lines {
+			switch {
+			case strings.HasPrefix(l, "sentinel: "):
+			case strings.HasPrefix(l, "redis: connection pool: failed to dial after 1 attempts: redis: all sentinels specified in configuration are unreachable"):
+				pool = true
+			default:
+				t.Errorf("go-redis printed %q; want only its Sentinel lines and its pool's failed dial", l)
+			}
+		}
+		if !pool {
+			t.Errorf("go-redis printed %q; want its pool's failed dial among them, as docs/observability.md says", lines)
+		}
 	}
 }

@@ -2,13 +2,18 @@ package dlock
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
+	"net"
 	"strings"
+	"sync"
+	"syscall"
 
 	"github.com/redis/go-redis/v9"
 	"github.com/valkey-io/valkey-go"
 
+	"github.com/dlockgo/dlock/lease"
 	"github.com/dlockgo/dlock/node"
 	"github.com/dlockgo/dlock/node/goredis"
 	"github.com/dlockgo/dlock/node/valkeygo"
@@ -37,6 +42,20 @@ func (cfg *Config) dialTopology() (node.Node, ownedClient, error) {
 				Password:  cfg.SentinelPassword,
 				TLSConfig: cfg.TLS,
 				Dialer:    opt.Dialer,
+			}
+			if w := cfg.masterWatch(); w != nil {
+				// valkey-go dials the Sentinels and the master through
+				// the one DialCtxFn, each with a Dialer of its own: the
+				// Sentinels' is told apart by a mark that does nothing.
+				opt.Sentinel.Dialer.ControlContext = sentinelMark
+				dial := opt.DialCtxFn
+				opt.DialCtxFn = func(ctx context.Context, addr string, nd *net.Dialer, tc *tls.Config) (net.Conn, error) {
+					c, err := dial(ctx, addr, nd, tc)
+					if err == nil && nd.ControlContext == nil {
+						w.connected(addr)
+					}
+					return c, err
+				}
 			}
 		}
 		c, err := valkey.NewClient(opt)
@@ -82,10 +101,65 @@ func (cfg *Config) dialTopology() (node.Node, ownedClient, error) {
 		MaxRetries:            o.MaxRetries,
 		DialerRetries:         o.DialerRetries,
 	})
+	if w := cfg.masterWatch(); w != nil {
+		c.AddHook(w)
+	}
 	// go-redis names a failover client "FailoverClient" wherever the
 	// Node's name shows: in errors, and in Inspect.
 	return named{goredis.New(c), cfg.topologyName()}, goRedisClient{c}, nil
 }
+
+// masterWatch reports to an Observer each change of the master that one
+// client of a Sentinel group connects to: the failovers that client
+// followed. It returns nil when there is no Observer to tell.
+func (cfg *Config) masterWatch() *masterWatch {
+	if cfg.Observer == nil {
+		return nil
+	}
+	return &masterWatch{obs: cfg.Observer}
+}
+
+type masterWatch struct {
+	obs  lease.Observer
+	mu   sync.Mutex
+	addr string // the master connected to last; "" before the first
+}
+
+// connected notes a connection made to the master at addr, and reports it
+// when the master was another before. The first master is no failover.
+func (w *masterWatch) connected(addr string) {
+	w.mu.Lock()
+	prev := w.addr
+	w.addr = addr
+	w.mu.Unlock()
+	if prev != "" && prev != addr {
+		w.obs.Observe(lease.Event{Kind: lease.MasterChanged, Strategy: StrategySingle, Node: addr})
+	}
+}
+
+// DialHook is where masterWatch sees a go-redis failover client's
+// connections: a hook of that client sees only its connections to the
+// master, not those of its Sentinel clients, which share its Dialer. The
+// address the hook is given is the client's name, not the master's; the
+// connection knows where it went.
+func (w *masterWatch) DialHook(next redis.DialHook) redis.DialHook {
+	return func(ctx context.Context, network, addr string) (net.Conn, error) {
+		c, err := next(ctx, network, addr)
+		if _, failed := c.(failedConn); err == nil && !failed {
+			w.connected(c.RemoteAddr().String())
+		}
+		return c, err
+	}
+}
+
+func (w *masterWatch) ProcessHook(next redis.ProcessHook) redis.ProcessHook { return next }
+func (w *masterWatch) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
+}
+
+// sentinelMark marks the Dialer valkey-go dials Sentinels with. It does
+// nothing to the socket.
+func sentinelMark(context.Context, string, string, syscall.RawConn) error { return nil }
 
 // named is a Node under another name.
 type named struct {

@@ -7,7 +7,8 @@ import (
 )
 
 // Observer hears about the life of locks: acquisitions, per-node votes,
-// renewals, losses and releases. It is called synchronously on the path it
+// renewals, losses and releases, and the failovers of a master followed
+// through Sentinels. It is called synchronously on the path it
 // reports, so it must return quickly and never block; a nil Observer costs
 // nothing. Events carry no owner values or tokens: they name keys and nodes.
 type Observer interface {
@@ -33,6 +34,14 @@ const (
 	// Released: a Release ended a lease that had not ended before; Err is
 	// its error, if any.
 	Released
+	// MasterChanged: a Locker that follows a master through its Sentinels
+	// (dlock.Config.SentinelMaster) connected to a master at an address
+	// other than the one it used before: a failover, as its client saw
+	// it. Node is the new master's address; Key is empty. It is reported
+	// once per client and change, when the client first connects there,
+	// not when the Sentinels promote: a Locker that makes no call hears
+	// of none.
+	MasterChanged
 )
 
 func (k EventKind) String() string {
@@ -49,6 +58,8 @@ func (k EventKind) String() string {
 		return "lost"
 	case Released:
 		return "released"
+	case MasterChanged:
+		return "master_changed"
 	}
 	return "unknown"
 }
@@ -58,7 +69,7 @@ type Event struct {
 	Kind     EventKind
 	Strategy string        // "single" or "quorum"; "permits", "rwlock" or "claims" for those packages
 	Key      string        // the lock's key; once granted, the lease's (a permit's NAME#SLOT, a claimed item's id)
-	Node     string        // the node, for a Vote
+	Node     string        // the node, for a Vote; the new master's address, for MasterChanged
 	Outcome  string        // a Vote's answer: "ok", "taken", "error", "timeout", "sits_out"
 	Wait     time.Duration // AcquireEnded: time to the outcome; Vote: round trip
 	Err      error         // the outcome's error, if any

@@ -12,8 +12,9 @@ import (
 )
 
 // Log returns an Observer that writes one record per Event to logger (nil
-// means slog.Default()). Every record has the attributes key and strategy;
-// votes add node; all but AcquireStarted add outcome; acquisitions and
+// means slog.Default()). Every record has the attribute strategy, and key
+// but for a master's change; votes and a master's change add node; all
+// but AcquireStarted and a master's change add outcome; acquisitions and
 // votes add wait; an Event with an error adds err. Levels:
 //
 //   - Debug: acquire started, a vote, an acquisition that found the lock
@@ -22,7 +23,8 @@ import (
 //     is reported: one of a lease already lost or expired writes nothing,
 //     its end was logged then).
 //   - Warn: a renewal that failed, a lease lost or expired, a release that
-//     failed.
+//     failed, a change of the master followed through Sentinels
+//     (lease.MasterChanged: a failover).
 //   - Error: an acquisition that failed for any other reason (servers
 //     down, no quorum, too slow, an invalid argument).
 //
@@ -51,7 +53,11 @@ func (o logObserver) Observe(e lease.Event) {
 		return
 	}
 	var buf [7]slog.Attr
-	attrs := append(buf[:0], slog.String("key", e.Key), slog.String("strategy", e.Strategy))
+	attrs := buf[:0]
+	if e.Key != "" {
+		attrs = append(attrs, slog.String("key", e.Key))
+	}
+	attrs = append(attrs, slog.String("strategy", e.Strategy))
 	if e.Node != "" {
 		attrs = append(attrs, slog.String("node", e.Node))
 	}
@@ -96,6 +102,8 @@ func describe(e lease.Event) (slog.Level, string, string) {
 			return slog.LevelInfo, "dlock released", "ok"
 		}
 		return slog.LevelWarn, "dlock release failed", "failed"
+	case lease.MasterChanged:
+		return slog.LevelWarn, "dlock master changed", ""
 	}
 	return slog.LevelDebug, "dlock event", e.Kind.String()
 }

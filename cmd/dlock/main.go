@@ -10,7 +10,6 @@
 package main
 
 import (
-	"context"
 	"errors"
 	"flag"
 	"fmt"
@@ -18,7 +17,7 @@ import (
 	"os"
 	"runtime/debug"
 
-	"github.com/redis/go-redis/v9"
+	"github.com/dlockgo/dlock"
 )
 
 // Exit codes. Those from 64 follow sysexits(3); the child's own exit code
@@ -74,14 +73,11 @@ Servers (run, elect, inspect): the command line wins over the environment:
 `
 
 func main() {
-	// go-redis logs dial failures on its own; dlock reports errors itself.
-	redis.SetLogger(quietLogger{})
+	// go-redis prints of its own (a Sentinel group's master, each change of
+	// it); the command reports errors itself.
+	dlock.SetGoRedisLog(nil)
 	os.Exit(dispatch(os.Args[1:], os.Stdout, os.Stderr))
 }
-
-type quietLogger struct{}
-
-func (quietLogger) Printf(context.Context, string, ...any) {}
 
 // dispatch runs the subcommand named by args[0] and returns the process's
 // exit code.

@@ -11,6 +11,7 @@
 //	dlock.leases.lost       counter         leases ended before Release; dlock.strategy, dlock.cause
 //	dlock.releases          counter         Releases that ended a lease; dlock.strategy, dlock.result
 //	dlock.leases.held       up/down counter leases held now; dlock.strategy
+//	dlock.master.changes    counter         failovers a Sentinel Locker followed (lease.MasterChanged); dlock.node, the new master
 //
 // dlock.outcome is lease.Outcome of the call's error ("acquired", "taken",
 // "canceled", "invalid", "error") on acquisitions, and the node's answer
@@ -102,6 +103,7 @@ func New(mp metric.MeterProvider, opts ...Option) (lease.Observer, error) {
 		byResult:   newSets(KeyStrategy, KeyResult),
 		byCause:    newSets(KeyStrategy, KeyCause),
 		byStrategy: newSets(KeyStrategy, ""),
+		byMaster:   newSets(KeyNode, ""),
 		held:       make(map[[2]string]int),
 	}
 	for _, st := range []string{"single", "quorum"} {
@@ -139,6 +141,9 @@ func New(mp metric.MeterProvider, opts ...Option) (lease.Observer, error) {
 	o.leases, err = m.Int64UpDownCounter("dlock.leases.held", metric.WithUnit("{lease}"),
 		metric.WithDescription("Leases held now: acquired and not yet released or lost."))
 	add(err)
+	o.masters, err = m.Int64Counter("dlock.master.changes", metric.WithUnit("{change}"),
+		metric.WithDescription("Changes of the master a Locker follows through Sentinels (failovers), by new master."))
+	add(err)
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
@@ -153,8 +158,9 @@ type observer struct {
 	lost         metric.Int64Counter
 	releases     metric.Int64Counter
 	leases       metric.Int64UpDownCounter
+	masters      metric.Int64Counter
 
-	byOutcome, byNode, byResult, byCause, byStrategy *sets
+	byOutcome, byNode, byResult, byCause, byStrategy, byMaster *sets
 
 	// held counts the leases held per strategy and key. Each lease
 	// reports one end, but a lease born with almost no validity left can
@@ -188,6 +194,8 @@ func (o *observer) Observe(e lease.Event) {
 	case lease.Released:
 		o.releases.Add(ctx, 1, o.byResult.get(e.Strategy, result(e.Err)).add...)
 		o.hold(e, -1)
+	case lease.MasterChanged:
+		o.masters.Add(ctx, 1, o.byMaster.get(e.Node, "").add...)
 	}
 }
 

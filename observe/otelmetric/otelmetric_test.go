@@ -11,6 +11,7 @@ import (
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 
+	"github.com/dlockgo/dlock"
 	"github.com/dlockgo/dlock/claims"
 	"github.com/dlockgo/dlock/election"
 	"github.com/dlockgo/dlock/internal/testkit/redistest"
@@ -332,5 +333,45 @@ func TestPrimitives(t *testing.T) {
 		if got := m.count("dlock.acquire.duration", st); got != 2 {
 			t.Errorf("dlock.acquire.duration{%s} count = %d; want 2", s, got)
 		}
+	}
+}
+
+// TestMasterChanges: a Locker that follows a master through its Sentinels
+// counts the failover it followed, a real promotion, under the new
+// master's address, and no change before it.
+func TestMasterChanges(t *testing.T) {
+	for _, client := range redistest.Clients {
+		t.Run(client, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+			defer cancel()
+			g := redistest.StartSentinels(t, 3)
+			m, obs := newMetrics(t)
+			lk, err := dlock.Open(ctx, dlock.Config{SentinelMaster: g.Name, Addrs: g.Addrs(), Client: client,
+				DialTimeout: 500 * time.Millisecond, Observer: obs})
+			require.NoError(t, err)
+			defer lk.Close()
+			l, err := lk.TryAcquire(ctx, "before")
+			require.NoError(t, err)
+			require.NoError(t, l.Release(ctx))
+			m.collect()
+			m.want("dlock.master.changes", 0)
+
+			g.Master.Kill()
+			require.NoError(t, g.WaitPromoted(ctx))
+			// The client learns of the new master a moment after the
+			// Sentinels agree: calls may fail until then.
+			for {
+				l, err = lk.TryAcquire(ctx, "after")
+				if err == nil || ctx.Err() != nil {
+					break
+				}
+				time.Sleep(20 * time.Millisecond)
+			}
+			require.NoError(t, err, "TryAcquire on the promoted replica")
+			require.NoError(t, l.Release(ctx))
+			m.collect()
+			m.want("dlock.master.changes", 1, otelmetric.KeyNode.String(g.Replica.Addr()))
+			m.want("dlock.master.changes", 1)
+		})
 	}
 }
