@@ -2,8 +2,9 @@
 # The suite's parts that depend on the server, run again on Valkey: on
 # 8.0.1 the strategies (single, redlock), the primitives (election,
 # permits, claims, rwlock), the root package (Open, OpenURL, TLS, Sentinel,
-# Cluster), the node adapters, the nemesis in its short mode and the test
-# harness itself (servers, replicas, Sentinel, Cluster, the clock shim);
+# Cluster), the node adapters, the test double (dlocktest), the nemesis in
+# its short mode and the test harness itself (servers, replicas, Sentinel,
+# Cluster, the clock shim);
 # on 7.2.7 the strategies, the harness's tests of what the server says it
 # is (TestBuild, TestInfoServerFields) and the clock shim's (TestClock*).
 # The builds are those of ../shared/valkey beside the repository (see its
@@ -51,7 +52,7 @@ run() { # name server -p packages...
   [ "$status" = ok ]
 }
 
-v8pkgs=(./single ./redlock ./election ./permits ./claims ./rwlock . ./node/... ./internal/testkit/nemesis ./internal/testkit/redistest)
+v8pkgs=(./single ./redlock ./election ./permits ./claims ./rwlock . ./node/... ./dlocktest ./internal/testkit/nemesis ./internal/testkit/redistest)
 # The test binaries first, so that no compile competes with tests that
 # count time; then three packages at a time on 8.0 beside one at a time
 # on 7.2 (the tests mostly wait on servers and TTLs).
