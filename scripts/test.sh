@@ -76,8 +76,8 @@ for m in "${modules[@]}"; do
   (cd "$m" && go test -race -count=1 -run '^$' ./... >/dev/null && go test -race -count=1 -timeout 15m ./...)
 done
 
-# Fuzz targets, each for a fixed count of runs (1-2 s each on a quiet
-# 2-core machine; their seed corpora already ran above as plain tests):
+# Fuzz targets, each for a fixed count of runs (about a second each on a
+# quiet 2-core machine; halved when the suite neared 15 minutes; their seed corpora already ran above as plain tests):
 # go test fuzzes one target per call, so two calls run at once, one per
 # core, and a failure fails the suite once its pair has ended. A count,
 # not a duration: with a duration, go1.26's fuzz coordinator can fail a
@@ -93,22 +93,22 @@ while read -r pkg target runs; do
   fuzzpids+=($!)
   [ ${#fuzzpids[@]} -lt 2 ] || fuzzwait
 done <<'TARGETS'
-. FuzzParseURL 1500x
-./internal/keyname FuzzNames 9000x
-./internal/acquire FuzzCheckLease 24000x
-./internal/acquire FuzzOptions 30000x
-./internal/acquire FuzzStaleCounter 30000x
-./internal/testkit/fuzzreply FuzzDecode 24000x
-./single FuzzReadClaim 3000x
-./single FuzzReadClaimAll 6000x
-./single FuzzHeed 1500x
-./permits FuzzReadClaim 3000x
-./permits FuzzHeed 2000x
-./rwlock FuzzReadClaim 3000x
-./claims FuzzReadClaim 3000x
-./redlock FuzzParseVote 2000x
-./cmd/dlock FuzzRunArgs 1500x
-./cmd/dlock FuzzConfigFile 1000x
+. FuzzParseURL 750x
+./internal/keyname FuzzNames 4500x
+./internal/acquire FuzzCheckLease 12000x
+./internal/acquire FuzzOptions 15000x
+./internal/acquire FuzzStaleCounter 15000x
+./internal/testkit/fuzzreply FuzzDecode 12000x
+./single FuzzReadClaim 1500x
+./single FuzzReadClaimAll 3000x
+./single FuzzHeed 750x
+./permits FuzzReadClaim 1500x
+./permits FuzzHeed 1000x
+./rwlock FuzzReadClaim 1500x
+./claims FuzzReadClaim 1500x
+./redlock FuzzParseVote 1000x
+./cmd/dlock FuzzRunArgs 750x
+./cmd/dlock FuzzConfigFile 500x
 TARGETS
 fuzzwait
 [ "$fuzzed" -eq 0 ] || { echo "test.sh: a fuzz target failed (above)" >&2; exit 1; }

@@ -25,8 +25,9 @@ return ''
 `
 
 // lockHash turns the string form at KEYS[1] into the hash, as the
-// scripts do (single/lua/lean.lua's enrich): same attempts, owner, until
-// and expiry.
+// scripts do (single/lua/lean.lua's enrich): same attempts, owner and
+// until, the hash kept for a minute at least (as a claim's lifetime
+// keeps it), so that what a test plants in it stays.
 const lockHash = `
 local v = redis.pcall('GET', KEYS[1])
 if type(v) ~= 'string' then return 0 end
@@ -43,8 +44,9 @@ end
 if p < 0 then
   redis.call('HSET', KEYS[1], 'exp', 'inf')
 else
-  redis.call('HSET', KEYS[1], 'exp', string.format('%.0f', now + p))
-  redis.call('PEXPIRE', KEYS[1], p)
+  local ms = math.max(p, 60000)
+  redis.call('HSET', KEYS[1], 'exp', string.format('%.0f', now + ms))
+  redis.call('PEXPIRE', KEYS[1], ms)
 end
 return 1
 `
