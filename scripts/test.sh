@@ -77,7 +77,8 @@ for m in "${modules[@]}"; do
 done
 
 # Fuzz targets, each for a fixed count of runs (about a second each on a
-# quiet 2-core machine; halved when the suite neared 15 minutes; their seed corpora already ran above as plain tests):
+# quiet 2-core machine; halved when the suite neared 15 minutes; their
+# seed corpora already ran above as plain tests):
 # go test fuzzes one target per call, so two calls run at once, one per
 # core, and a failure fails the suite once its pair has ended. A count,
 # not a duration: with a duration, go1.26's fuzz coordinator can fail a
