@@ -147,10 +147,15 @@ func find(rs []Result, match func(Result) bool) *Result {
 	return nil
 }
 
+// atMostCheck holds v to at most limit.
+func atMostCheck(target, c string, v, limit float64, unit string) Check {
+	return Check{Target: target, Case: c, Value: round(v, 3), Limit: round(limit, 3), Unit: unit, Met: v <= limit, Margin: round((limit-v)/limit, 3)}
+}
+
 func evaluate(rs []Result) []Check {
 	var out []Check
 	atMost := func(target, c string, v, limit float64, unit string) {
-		out = append(out, Check{Target: target, Case: c, Value: round(v, 3), Limit: round(limit, 3), Unit: unit, Met: v <= limit, Margin: round((limit-v)/limit, 3)})
+		out = append(out, atMostCheck(target, c, v, limit, unit))
 	}
 	atLeast := func(target, c string, v, limit float64, unit string) {
 		out = append(out, Check{Target: target, Case: c, Value: round(v, 3), Limit: round(limit, 3), Unit: unit, Met: v >= limit, Margin: round((v-limit)/limit, 3)})

@@ -255,21 +255,18 @@ func mb(b int64) string { return strconv.FormatFloat(float64(b)/(1<<20), 'f', 2,
 // minutes of their release.
 func serverSideChecks(ss []ServerSide) []Check {
 	var out []Check
-	check := func(target, c string, v, limit float64, unit string) {
-		out = append(out, Check{Target: target, Case: c, Value: round(v, 3), Limit: limit, Unit: unit, Met: v <= limit, Margin: round((limit-v)/limit, 3)})
-	}
 	for _, s := range ss {
 		if !strings.HasPrefix(s.Subject, "dlock ") {
 			continue
 		}
 		if s.SameKeyUs != nil && strings.HasSuffix(s.Subject, " go-redis") {
-			check("server µs per uncontended lock+unlock <= 9", s.Subject, *s.SameKeyUs, 9, "µs")
+			out = append(out, atMostCheck("server µs per uncontended lock+unlock <= 9", s.Subject, *s.SameKeyUs, 9, "µs"))
 		}
 		gone := 3 * 60.0 // not gone within the wait: past it
 		if s.GoneSeconds != nil {
 			gone = *s.GoneSeconds
 		}
-		check(fmt.Sprintf("%d distinct keys gone, used_memory within 1 MB, <= 120 s after release", s.Keys), s.Subject, gone, 120, "s")
+		out = append(out, atMostCheck(fmt.Sprintf("%d distinct keys gone, used_memory within 1 MB, <= 120 s after release", s.Keys), s.Subject, gone, 120, "s"))
 	}
 	return out
 }
