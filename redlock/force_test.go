@@ -206,3 +206,49 @@ func TestForceReleaseFree(t *testing.T) {
 		}
 	})
 }
+
+// TestForceReleaseGuarded: with the lost-data guard on, a break counts
+// only nodes that vote: none while fresh nodes sit out, a majority once
+// they have; and without tokens it breaks the lock with no token to give.
+func TestForceReleaseGuarded(t *testing.T) {
+	forEachClient(t, func(t *testing.T, c string) {
+		ctx := t.Context()
+		srvs := redistest.StartN(t, 3)
+		lk := newLocker(t, nodesOn(t, srvs, c), redlock.WithTTL(time.Second))
+		var se *redlock.SitOutError
+		if _, err := lk.ForceRelease(ctx, "g"); !errors.As(err, &se) {
+			t.Fatalf("ForceRelease while fresh nodes sit out: %v; want a SitOutError", err)
+		}
+		l, err := lk.Acquire(ctx, "g", lease.WithAutoRenew()) // waits out the sit-out
+		require.NoError(t, err)
+		br, err := lk.ForceRelease(ctx, "g")
+		require.NoError(t, err)
+		if !br.Held || br.Owner != l.Owner() || br.Token <= l.Token() {
+			t.Fatalf("Broken = %+v; want held by the lease, a token above %v", br, l.Token())
+		}
+		select {
+		case <-l.Done():
+		case <-time.After(5 * time.Second):
+			t.Fatal("the holder's lease did not end after the break")
+		}
+
+		plain := newLocker(t, nodesOn(t, srvs, c), redlock.WithTTL(time.Second), redlock.WithoutTokens())
+		pl, err := plain.Acquire(ctx, "plain")
+		require.NoError(t, err)
+		h, err := pl.Handle()
+		require.NoError(t, err)
+		r, err := plain.Resume(ctx, h)
+		require.NoError(t, err, "Resume without tokens")
+		if r.Fenced() {
+			t.Fatalf("resumed lease without tokens carries token %v", r.Token())
+		}
+		br, err = plain.ForceRelease(ctx, "plain")
+		require.NoError(t, err)
+		if !br.Held || br.Owner != pl.Owner() || br.Token != 0 {
+			t.Fatalf("Broken without tokens = %+v; want held by the lease, no token", br)
+		}
+		if err := r.Extend(ctx, time.Second); !errors.Is(err, lease.ErrNotHeld) {
+			t.Fatalf("Extend after the break: %v; want ErrNotHeld", err)
+		}
+	})
+}
