@@ -1,6 +1,7 @@
 package redlock
 
 import (
+	"cmp"
 	"context"
 	"slices"
 	"strconv"
@@ -169,7 +170,7 @@ func (lk *Locker) Resume(ctx context.Context, h lease.Handle, opts ...lease.Opti
 			lease.ErrNotHeld)
 	}
 	// Held until fewer than a majority hold it: the quorum-th longest.
-	slices.SortFunc(left, func(a, b time.Duration) int { return int(b - a) })
+	slices.SortFunc(left, func(a, b time.Duration) int { return cmp.Compare(b, a) })
 	until := t1.Add(left[q-1] - acquire.Drift(left[q-1], lk.cfg.drift))
 	if !time.Now().Before(until) {
 		return nil, newQuorumError("resume", h.Key, len(left), q, inspectAnswers(info, h.Owner),
