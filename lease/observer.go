@@ -8,9 +8,9 @@ import (
 
 // Observer hears about the life of locks: acquisitions, per-node votes,
 // renewals, losses and releases, operators' breaks, and the failovers of
-// a master followed through Sentinels. It is called synchronously on the path it
-// reports, so it must return quickly and never block; a nil Observer costs
-// nothing. Events carry no owner values or tokens: they name keys and nodes.
+// a master followed through Sentinels. It is called synchronously on the
+// path it reports, so it must return quickly and never block; a nil
+// Observer costs nothing. Events carry no owner values or tokens: they name keys and nodes.
 type Observer interface {
 	Observe(Event)
 }
