@@ -311,11 +311,14 @@ type opened struct {
 }
 
 // strategy is what both of dlock's strategies are, and so what Open
-// returns: a Locker that is a MultiLocker and a Notifier too.
+// returns: a Locker that is a MultiLocker, a Notifier, a Resumer and a
+// Breaker too.
 type strategy interface {
 	Locker
 	MultiLocker
 	Notifier
+	Resumer
+	Breaker
 }
 
 // SingleNode returns the server a Locker of the single strategy that Open

@@ -64,3 +64,24 @@ type NodeInfo struct {
 
 // MaxMetadata is the largest metadata WithMetadata accepts, in bytes.
 const MaxMetadata = 512
+
+// Broken is what a forced release (dlock.ForceRelease) found and did: who
+// held the key, and the token the break took, above every token handed out
+// for the key before it, the old holder's included. Show Token to a fence
+// (fence.Guard.Admit, fence.Store.Put) and the old holder's late writes
+// are refused; the next holder's token is above it anyway.
+type Broken struct {
+	Key string
+	// Held reports whether a lease held the key when it was broken: on
+	// the server (single), or on a majority of the nodes that answered
+	// (quorum).
+	Held bool
+	// Owner and Metadata are the old holder's (Info.Owner, Info.Metadata);
+	// empty when not Held. The owner releases nothing any more.
+	Owner, Metadata string
+	// Was is the old holder's token when Held; otherwise the last token
+	// handed out for the key, 0 if none.
+	Was fence.Token
+	// Token is the break's own token: above Was and every earlier token.
+	Token fence.Token
+}

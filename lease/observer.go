@@ -7,10 +7,10 @@ import (
 )
 
 // Observer hears about the life of locks: acquisitions, per-node votes,
-// renewals, losses and releases, and the failovers of a master followed
-// through Sentinels. It is called synchronously on the path it
-// reports, so it must return quickly and never block; a nil Observer costs
-// nothing. Events carry no owner values or tokens: they name keys and nodes.
+// renewals, losses and releases, operators' breaks, and the failovers of
+// a master followed through Sentinels. It is called synchronously on the
+// path it reports, so it must return quickly and never block; a nil
+// Observer costs nothing. Events carry no owner values or tokens: they name keys and nodes.
 type Observer interface {
 	Observe(Event)
 }
@@ -42,6 +42,11 @@ const (
 	// not when the Sentinels promote: a Locker that makes no call hears
 	// of none.
 	MasterChanged
+	// ForceReleased: an operator's break (dlock.ForceRelease) ended
+	// whatever lease held Key and raised its token; Err is its error, if
+	// any. Reported by the Locker that broke it, whether or not a lease
+	// held the key.
+	ForceReleased
 )
 
 func (k EventKind) String() string {
@@ -60,6 +65,8 @@ func (k EventKind) String() string {
 		return "released"
 	case MasterChanged:
 		return "master_changed"
+	case ForceReleased:
+		return "force_released"
 	}
 	return "unknown"
 }

@@ -24,13 +24,14 @@ import (
 //     its end was logged then).
 //   - Warn: a renewal that failed, a lease lost or expired, a release that
 //     failed, a change of the master followed through Sentinels
-//     (lease.MasterChanged: a failover).
+//     (lease.MasterChanged: a failover), an operator's break
+//     (lease.ForceReleased), whether it succeeded or failed.
 //   - Error: an acquisition that failed for any other reason (servers
 //     down, no quorum, too slow, an invalid argument).
 //
 // Outcomes are those of the metrics: lease.Outcome for acquisitions, the
-// Event's Outcome for votes, "ok" or "failed" for renewals and releases,
-// "expired" or "lost" for losses.
+// Event's Outcome for votes, "ok" or "failed" for renewals, releases and
+// breaks, "expired" or "lost" for losses.
 //
 // Events carry no owner values or tokens, and the err text is cleaned of
 // any that an error might quote: a run of 16 or more hexadecimal digits
@@ -104,6 +105,11 @@ func describe(e lease.Event) (slog.Level, string, string) {
 		return slog.LevelWarn, "dlock release failed", "failed"
 	case lease.MasterChanged:
 		return slog.LevelWarn, "dlock master changed", ""
+	case lease.ForceReleased:
+		if e.Err == nil {
+			return slog.LevelWarn, "dlock force released", "ok"
+		}
+		return slog.LevelWarn, "dlock force release failed", "failed"
 	}
 	return slog.LevelDebug, "dlock event", e.Kind.String()
 }

@@ -275,3 +275,35 @@ func TestLogQuorum(t *testing.T) {
 	}
 	checkNoOwner(t, lb.String(), l)
 }
+
+// TestLogForceRelease: an operator's break is a warning, on the Locker
+// that broke the lock, and its failure too.
+func TestLogForceRelease(t *testing.T) {
+	srv := redistest.Start(t)
+	lb, obs := newLog(slog.LevelInfo)
+	n := redistest.NodeFor(t, "go-redis", srv.Addr())
+	holder, err := single.New(n)
+	require.NoError(t, err)
+	op, err := single.New(n, single.WithObserver(obs))
+	require.NoError(t, err)
+	ctx := t.Context()
+	l, err := holder.Acquire(ctx, "broken")
+	require.NoError(t, err)
+	br, err := op.ForceRelease(ctx, "broken")
+	require.NoError(t, err)
+	if !br.Held || br.Token <= l.Token() {
+		t.Fatalf("Broken = %+v; want held, a token above %v", br, l.Token())
+	}
+	srv.Kill()
+	if _, err := op.ForceRelease(ctx, "broken"); err == nil {
+		t.Fatal("ForceRelease on a stopped server succeeded")
+	}
+	rs := lb.records(t)
+	got := strings.Join(summaries(rs), "\n")
+	if want := "WARN dlock force released ok\nWARN dlock force release failed failed"; got != want {
+		t.Fatalf("records:\n%s\nwant:\n%s", got, want)
+	}
+	if rs[0]["key"] != "broken" || rs[0]["strategy"] != "single" {
+		t.Fatalf("record %v; want key broken, strategy single", rs[0])
+	}
+}

@@ -54,6 +54,10 @@ type ballot struct {
 	// for the locks after the first (v.counter is the first's).
 	setArgs  []string
 	counters [][]int64
+
+	// For an operator's break (ForceRelease), by node, what its phase 1
+	// found there; nil for an acquisition.
+	prior []prior
 }
 
 func (lk *Locker) newBallot(ks *keySet, o lease.Options, w *waiter) *ballot {
@@ -200,12 +204,16 @@ func (b *ballot) phase1(ctx context.Context) {
 	var req request
 	if b.set == nil {
 		req = request{script: acquireScriptFor(tokens, lk.cfg.guard), keys: b.ks.acquire(tokens), args: b.args[:]}
+		if b.prior != nil {
+			req.script = forceScriptFor(tokens, lk.cfg.guard)
+		}
 	} else {
 		req = request{script: acquireSetScriptFor(tokens, lk.cfg.guard), keys: b.set.vote, args: b.setArgs}
 	}
 	b.t1 = time.Now()
 	r := lk.fanout(ctx, lk.all(), lk.nodeTimeout(b.o.TTL), req,
 		func(a result) {
+			a, _ = b.cut(a)
 			b.note(a)
 			if rp != nil {
 				rp.add(a)
@@ -223,7 +231,10 @@ func (b *ballot) phase1(ctx context.Context) {
 		if c >= q || c+pending < q && (held >= q || held+pending < q) {
 			return
 		}
-		a := r.next()
+		a, found := b.cut(r.next())
+		if b.prior != nil {
+			b.prior[a.i] = found
+		}
 		if !a.synthetic {
 			b.note(a)
 			if rp != nil {

@@ -72,7 +72,7 @@ type NodeAnswer struct {
 // lease.ErrNotHeld when, on extend or release, so many nodes no longer held
 // the lease that a majority was out of reach.
 type QuorumError struct {
-	Op     string // "acquire", "commit", "extend" or "release"
+	Op     string // "acquire", "commit", "extend", "release", "force release" or "resume"
 	Key    string
 	Got    int // nodes that granted the request
 	Needed int // the quorum

@@ -36,6 +36,8 @@ var (
 	replyTokenLua string
 	//go:embed lua/vote.lua
 	voteLua string
+	//go:embed lua/force.lua
+	forceLua string
 	//go:embed lua/commit.lua
 	commitLua string
 	//go:embed lua/repair.lua
@@ -64,8 +66,12 @@ var (
 )
 
 // phase1 returns the vote script with an epoch step and a reply.
-func phase1(epochStep, reply string) string {
-	return headLua + goneLua + epochLua + epochStep + reply + voteLua
+func phase1(epochStep, reply string) string { return phase1Of(epochStep, reply, voteLua) }
+
+// phase1Of returns a phase 1 script whose body, after the functions it
+// calls, is body: vote.lua, or force.lua for a break.
+func phase1Of(epochStep, reply, body string) string {
+	return headLua + goneLua + epochLua + epochStep + reply + body
 }
 
 // The phase 1 scripts, by whether tokens and the lost-data guard are on.
@@ -83,6 +89,29 @@ var (
 		node.NewScript(phase1(epochCheckLua, replyTokenLua)),
 		phase1(epochTrustLua, replyTokenLua))
 )
+
+// The scripts of an operator's break (ForceRelease): phase 1 with
+// force.lua for vote.lua, by whether tokens and the lost-data guard are on.
+// A break is rare: with the guard, each checks the epoch against INFO.
+var (
+	forceScript             = node.NewScript(phase1Of(epochOffLua, replyLua, forceLua))
+	forceTokenScript        = node.NewScript(phase1Of(epochOffLua, replyTokenLua, forceLua))
+	forceGuardedScript      = node.NewScript(phase1Of(epochCheckLua, replyLua, forceLua))
+	forceTokenGuardedScript = node.NewScript(phase1Of(epochCheckLua, replyTokenLua, forceLua))
+)
+
+// forceScriptFor is acquireScriptFor for a break.
+func forceScriptFor(tokens, guard bool) *node.Script {
+	switch {
+	case tokens && guard:
+		return forceTokenGuardedScript
+	case tokens:
+		return forceTokenScript
+	case guard:
+		return forceGuardedScript
+	}
+	return forceScript
+}
 
 // acquireScriptFor returns the phase 1 script of a Locker with or without
 // tokens and the guard.

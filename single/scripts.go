@@ -38,6 +38,10 @@ var (
 	leaveScript = claimcore.Script(luaFS, "handoff.lua", "leave.lua")
 	// inspectScript: KEYS the hash. Replies {owner, attempts, ms left}.
 	inspectScript = fast("fast_inspect.lua", "inspect.lua")
+	// forceScript: KEYS the hash; ARGV ms the key keeps its counter.
+	// Replies {old owner, old attempts, the break's token, ms the old
+	// lease had left}.
+	forceScript = claimcore.Script(luaFS, "handoff.lua", "force.lua")
 
 	// The same for a set of keys (AcquireAll), KEYS being the hashes.
 	// claimAllScript: ARGV owner, TTL ms, the hashes' lifetime ms, and for

@@ -4,6 +4,8 @@
 //
 //	dlock run --key nightly --ttl 30s --wait 1m -- ./nightly.sh
 //	dlock inspect nightly
+//	H=$(dlock acquire --key deploy) && dlock release --handle "$H"
+//	dlock release --force --key nightly
 //	dlock demo
 //
 // See docs/cli.md for every flag, the exit codes and examples.
@@ -25,7 +27,7 @@ import (
 // is indistinguishable from dlock saying it (see docs/cli.md).
 const (
 	exitOK          = 0
-	exitNotHeld     = 1   // inspect: nobody holds the lock
+	exitNotHeld     = 1   // inspect: nobody holds the lock; extend, release: the handle's lease ended
 	exitUsage       = 64  // EX_USAGE: bad flags, arguments or configuration
 	exitUnavailable = 69  // EX_UNAVAILABLE: the servers did not answer, or no majority did
 	exitSoftware    = 70  // EX_SOFTWARE: an error dlock did not expect
@@ -38,9 +40,12 @@ const (
 )
 
 const exitCodesHelp = `Exit codes:
-  0      CMD exited 0 (run, elect); the lock is held (inspect)
-  1-63   CMD's own exit code, passed through (run, elect); 1: nobody holds the lock (inspect)
-  64     bad usage: flags, arguments or configuration (EX_USAGE)
+  0      CMD exited 0 (run, elect); the lock is held (inspect); done
+         (acquire, extend, release)
+  1-63   CMD's own exit code, passed through (run, elect); 1: nobody holds
+         the lock (inspect), the handle's lease has ended (extend, release)
+  64     bad usage: flags, arguments or configuration; a handle that is not
+         one, was edited, or is for other servers or strategy (EX_USAGE)
   69     servers unavailable: no answer, or no majority answered, also when
          --wait ran out while they were (EX_UNAVAILABLE)
   70     internal error (EX_SOFTWARE)
@@ -62,11 +67,15 @@ Usage:
   dlock run [flags] --key KEY -- CMD [ARGS...]   run CMD while holding the lock on KEY
   dlock elect [flags] --name OFFICE -- CMD [...] run CMD while this process leads OFFICE
   dlock inspect [flags] KEY                      show who holds the lock on KEY
+  dlock acquire [flags] --key KEY                take the lock on KEY, print its lease's handle
+  dlock extend [flags] [--handle H] [--ttl D]    extend the lease a handle names ($DLOCK_HANDLE)
+  dlock release [flags] [--handle H]             release the lease a handle names ($DLOCK_HANDLE)
+  dlock release [flags] --force --key KEY        break the lock on KEY, whoever holds it
   dlock demo [flags]                             show the single and quorum strategies at work
   dlock help COMMAND                             flags and examples of COMMAND
   dlock version                                  the version and commit of this binary (also --version)
 
-Servers (run, elect, inspect): the command line wins over the environment:
+Servers (every command but demo): the command line wins over the environment:
   --url URL, --addrs A,B,C [--strategy single|quorum] or --config FILE
   (one of them), else $DLOCK_URL, else redis://127.0.0.1:6379.
 
@@ -95,6 +104,12 @@ func dispatch(args []string, stdout, stderr io.Writer) int {
 		return electMain(args[1:], stdout, stderr)
 	case "demo":
 		return demoMain(args[1:], stdout, stderr)
+	case "acquire":
+		return acquireMain(args[1:], stdout, stderr)
+	case "extend":
+		return extendMain(args[1:], stdout, stderr)
+	case "release":
+		return releaseMain(args[1:], stdout, stderr)
 	case "version", "-version", "--version":
 		fmt.Fprintln(stdout, version(debug.ReadBuildInfo()))
 		return exitOK

@@ -24,6 +24,7 @@ func TestObserveAllocs(t *testing.T) {
 		{Kind: lease.AcquireEnded, Strategy: "quorum", Key: "k", Wait: time.Millisecond},
 		{Kind: lease.Renewed, Strategy: "quorum", Key: "k"},
 		{Kind: lease.Released, Strategy: "quorum", Key: "k"},
+		{Kind: lease.ForceReleased, Strategy: "quorum", Key: "k"},
 		{Kind: lease.AcquireEnded, Strategy: "quorum", Key: "k", Err: lease.ErrTaken},
 	}
 	for _, e := range events { // the first vote builds its attribute set

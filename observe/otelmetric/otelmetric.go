@@ -12,6 +12,7 @@
 //	dlock.releases          counter         Releases that ended a lease; dlock.strategy, dlock.result
 //	dlock.leases.held       up/down counter leases held now; dlock.strategy
 //	dlock.master.changes    counter         failovers a Sentinel Locker followed (lease.MasterChanged); dlock.node, the new master
+//	dlock.breaks            counter         operators' breaks (lease.ForceReleased, dlock.ForceRelease); dlock.strategy, dlock.result
 //
 // dlock.outcome is lease.Outcome of the call's error ("acquired", "taken",
 // "canceled", "invalid", "error") on acquisitions, and the node's answer
@@ -141,6 +142,9 @@ func New(mp metric.MeterProvider, opts ...Option) (lease.Observer, error) {
 	o.leases, err = m.Int64UpDownCounter("dlock.leases.held", metric.WithUnit("{lease}"),
 		metric.WithDescription("Leases held now: acquired and not yet released or lost."))
 	add(err)
+	o.breaks, err = m.Int64Counter("dlock.breaks", metric.WithUnit("{break}"),
+		metric.WithDescription("Operators' breaks of a lock (ForceRelease), by result."))
+	add(err)
 	o.masters, err = m.Int64Counter("dlock.master.changes", metric.WithUnit("{change}"),
 		metric.WithDescription("Changes of the master a Locker follows through Sentinels (failovers), by new master."))
 	add(err)
@@ -159,6 +163,7 @@ type observer struct {
 	releases     metric.Int64Counter
 	leases       metric.Int64UpDownCounter
 	masters      metric.Int64Counter
+	breaks       metric.Int64Counter
 
 	byOutcome, byNode, byResult, byCause, byStrategy, byMaster *sets
 
@@ -196,6 +201,8 @@ func (o *observer) Observe(e lease.Event) {
 		o.hold(e, -1)
 	case lease.MasterChanged:
 		o.masters.Add(ctx, 1, o.byMaster.get(e.Node, "").add...)
+	case lease.ForceReleased:
+		o.breaks.Add(ctx, 1, o.byResult.get(e.Strategy, result(e.Err)).add...)
 	}
 }
 

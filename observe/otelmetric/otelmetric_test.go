@@ -375,3 +375,34 @@ func TestMasterChanges(t *testing.T) {
 		})
 	}
 }
+
+// TestBreaks: an operator's break is counted by strategy and result, on
+// either strategy.
+func TestBreaks(t *testing.T) {
+	ctx := t.Context()
+	m, obs := newMetrics(t)
+	srvs := redistest.StartN(t, 3)
+	nodes := make([]node.Node, len(srvs))
+	for i, s := range srvs {
+		nodes[i] = redistest.NodeFor(t, redistest.Clients[i%2], s.Addr())
+	}
+	sl, err := single.New(nodes[0], single.WithObserver(obs))
+	require.NoError(t, err)
+	ql, err := redlock.New(nodes, redlock.WithDurableNodes(), redlock.WithObserver(obs))
+	require.NoError(t, err)
+	defer ql.Close()
+	for _, lk := range []dlock.Locker{sl, ql} {
+		l, err := lk.TryAcquire(ctx, "b")
+		require.NoError(t, err)
+		br, err := dlock.ForceRelease(ctx, lk, "b")
+		require.NoError(t, err)
+		require.True(t, br.Held && br.Token > l.Token(), "Broken %+v", br)
+	}
+	srvs[0].Kill()
+	_, err = sl.ForceRelease(ctx, "b")
+	require.Error(t, err, "a break on a stopped server")
+	m.collect()
+	m.want("dlock.breaks", 1, otelmetric.KeyStrategy.String("single"), otelmetric.KeyResult.String("ok"))
+	m.want("dlock.breaks", 1, otelmetric.KeyStrategy.String("single"), otelmetric.KeyResult.String("failed"))
+	m.want("dlock.breaks", 1, otelmetric.KeyStrategy.String("quorum"), otelmetric.KeyResult.String("ok"))
+}

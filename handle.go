@@ -1,0 +1,97 @@
+package dlock
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/dlockgo/dlock/internal/acquire"
+	"github.com/dlockgo/dlock/lease"
+	"github.com/dlockgo/dlock/redlock"
+	"github.com/dlockgo/dlock/single"
+)
+
+// ErrForeignHandle means a handle was written by a Locker of another
+// strategy or on other servers (see Resume). It also matches ErrInvalid.
+var ErrForeignHandle = lease.ErrForeignHandle
+
+// Resumer takes up a lease another Locker, perhaps in another process,
+// wrote out as a lease.Handle. *single.Locker, *redlock.Locker and the
+// Locker Open returns implement it. An optional interface, so that a
+// Locker of one's own (a test double) need not.
+type Resumer interface {
+	// Resume checks on the servers that the lease h names is still held
+	// by its owner (with its token, for single; on a majority, for the
+	// quorum) and returns a lease that extends and releases it, valid
+	// for what the servers say it has left. opts may set
+	// lease.WithAutoRenew (off by default) and lease.WithTTL (what
+	// renewals ask for; h.TTL by default). It fails with an error
+	// matching ErrForeignHandle for a handle of another strategy or
+	// servers, and ErrNotHeld for one whose lease has ended.
+	Resume(ctx context.Context, h lease.Handle, opts ...lease.Option) (*lease.Lease, error)
+}
+
+// Breaker ends whatever lease holds a key: an operator's break. See
+// ForceRelease. *single.Locker, *redlock.Locker and the Locker Open
+// returns implement it.
+type Breaker interface {
+	ForceRelease(ctx context.Context, key string) (lease.Broken, error)
+}
+
+var (
+	_ Resumer = (*single.Locker)(nil)
+	_ Resumer = (*redlock.Locker)(nil)
+	_ Resumer = (*opened)(nil)
+	_ Breaker = (*single.Locker)(nil)
+	_ Breaker = (*redlock.Locker)(nil)
+	_ Breaker = (*opened)(nil)
+)
+
+// Resume takes up, on l, the lease a handle names: the text of
+// lease.Handle.String, written out by (*lease.Lease).Handle in this
+// process or another, or printed by `dlock acquire`. The lease must have
+// been granted by a Locker of l's strategy on l's servers. A handle that
+// is not one, was cut short or edited is an *lease.ArgError naming handle;
+// one of another Locker's servers matches ErrForeignHandle (and
+// ErrInvalid); one whose lease ended matches ErrNotHeld. The lease
+// returned extends, releases and reports its TTL as any lease; it renews
+// itself only with lease.WithAutoRenew. l must implement Resumer (both
+// strategies do); another Locker is an *lease.ArgError naming locker.
+func Resume(ctx context.Context, l Locker, handle string, opts ...lease.Option) (*lease.Lease, error) {
+	if err := acquire.CheckContext(ctx); err != nil {
+		return nil, err
+	}
+	r, ok := l.(Resumer)
+	if !ok {
+		return nil, &lease.ArgError{Arg: "locker", Value: fmt.Sprintf("%T", l), Rule: "must implement dlock.Resumer (both strategies do)"}
+	}
+	h, err := lease.ParseHandle(handle)
+	if err != nil {
+		return nil, err
+	}
+	return r.Resume(ctx, h, opts...)
+}
+
+// ForceRelease is an operator's break: it ends whatever lease holds the
+// lock on key, on l's servers, and raises the key's fencing token, as a
+// claim of the key followed by its release would: the break's token
+// (Broken.Token) is above the old holder's by the argument that orders
+// every token of the key. Show it to the fence of the key's resource
+// (fence.Guard.Admit, fence.Store.Put) and the old holder's late writes are
+// refused; the next holder's token is above it too. Waiters are woken as
+// by a release. The old holder's lease ends at its next extension: Extend
+// returns an error matching ErrNotHeld, and its auto-renewal ends it with
+// ErrLost. Broken says who held the key (owner, metadata, token); a key
+// nobody holds gets a new token all the same, and Broken.Held is false.
+// The Locker's Observer hears a lease.ForceReleased event. l must
+// implement Breaker (both strategies do); another Locker is an
+// *lease.ArgError naming locker.
+func ForceRelease(ctx context.Context, l Locker, key string) (lease.Broken, error) {
+	if err := acquire.CheckContext(ctx); err != nil {
+		return lease.Broken{}, err
+	}
+	b, ok := l.(Breaker)
+	if !ok {
+		return lease.Broken{}, &lease.ArgError{Arg: "locker", Value: fmt.Sprintf("%T", l), Rule: "must implement dlock.Breaker (both strategies do)"}
+	}
+	return b.ForceRelease(ctx, key)
+}

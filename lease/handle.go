@@ -1,0 +1,143 @@
+package lease
+
+import (
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/dlockgo/dlock/fence"
+)
+
+// Handle is a lease written out, for another process to take up and extend
+// or release (dlock.Resume): what the servers know the lease by (key,
+// owner, token), and what says which Locker may take it up (strategy and
+// servers). Its text form (String, ParseHandle) carries a checksum, so a
+// handle cut short or edited by hand is refused before any server is
+// asked. It holds the owner, which releases the lock: keep it as secret as
+// the lease itself.
+type Handle struct {
+	Strategy string // "single" or "quorum"
+	// Servers names the servers of the Locker that granted the lease, as
+	// that strategy names them: the single server's address, or the
+	// quorum's addresses, sorted and comma-separated.
+	Servers string
+	Key     string
+	Owner   string      // Lease.Owner
+	Token   fence.Token // Lease.Token; 0 for a quorum without tokens
+	// TTL is the TTL the lease was granted with: what a resumed lease
+	// renews with unless WithTTL says otherwise.
+	TTL time.Duration
+	// Waiter is, for the quorum, the Acquire call whose ticket stands at
+	// the head of the queue until the lease is released; empty for none.
+	Waiter string
+}
+
+// ErrForeignHandle means a handle was written by a Locker of another
+// strategy or on other servers than the one asked to take it up. The
+// error also matches ErrInvalid.
+var ErrForeignHandle = errors.New("dlock: handle of another Locker")
+
+// Handler is a Backend whose leases can be written out as a Handle (see
+// Lease.Handle): both strategies' backends for a lease on one key.
+type Handler interface {
+	Handle(l *Lease) (Handle, error)
+}
+
+// Handle returns the lease written out, for another process to take up
+// with dlock.Resume. It fails with an error matching ErrNotHeld once the
+// lease has ended, and with an *ArgError for a lease its strategy cannot
+// write out: one on several keys, or one of the primitives built on the
+// single strategy (permits, rwlock, claims).
+func (l *Lease) Handle() (Handle, error) {
+	hb, ok := l.b.(Handler)
+	if !ok {
+		return Handle{}, &ArgError{Arg: "lease", Value: l.g.Strategy, Rule: "must be one of the single or quorum strategy's, on one key, to be written out"}
+	}
+	if err := l.Err(); err != nil {
+		return Handle{}, fmt.Errorf("dlock: handle of %q: %w: %w", l.g.Key, ErrNotHeld, err)
+	}
+	return hb.Handle(l)
+}
+
+// handlePrefix starts every handle's text; the 1 is its format's version.
+const handlePrefix = "dlock1."
+
+// handleJSON is a Handle as its text form encodes it.
+type handleJSON struct {
+	S string `json:"s"`
+	N string `json:"n"`
+	K string `json:"k"`
+	O string `json:"o"`
+	T uint64 `json:"t"`
+	L int64  `json:"l"` // TTL, ms
+	W string `json:"w,omitempty"`
+}
+
+// String returns h's text form: "dlock1.", the handle's fields (JSON, in
+// unpadded base64url), "." and a checksum of them (the first 8 bytes of
+// their SHA-256, in hex). It is a single word, safe in a shell variable.
+func (h Handle) String() string {
+	b, _ := json.Marshal(handleJSON{S: h.Strategy, N: h.Servers, K: h.Key, O: h.Owner,
+		T: uint64(h.Token), L: h.TTL.Milliseconds(), W: h.Waiter})
+	body := base64.RawURLEncoding.EncodeToString(b)
+	return handlePrefix + body + "." + handleSum(body)
+}
+
+func handleSum(body string) string {
+	s := sha256.Sum256([]byte(handlePrefix + body))
+	return hex.EncodeToString(s[:8])
+}
+
+// ParseHandle reads a handle's text form (Handle.String). A text that is
+// not one, was cut short or edited (its checksum does not match), or names
+// no key, owner or TTL is an *ArgError naming handle; the error never
+// quotes the text, which holds the owner.
+func ParseHandle(s string) (Handle, error) {
+	bad := func(rule string) (Handle, error) {
+		return Handle{}, &ArgError{Arg: "handle", Value: fmt.Sprintf("(%d bytes)", len(s)), Rule: rule}
+	}
+	rest, ok := strings.CutPrefix(strings.TrimSpace(s), handlePrefix)
+	if !ok {
+		return bad("must start with " + handlePrefix + " (what Lease.Handle or dlock acquire wrote)")
+	}
+	body, sum, ok := strings.Cut(rest, ".")
+	if !ok || sum != handleSum(body) {
+		return bad("checksum does not match: the handle was cut short or edited")
+	}
+	raw, err := base64.RawURLEncoding.DecodeString(body)
+	if err != nil {
+		return bad("must be base64url after " + handlePrefix)
+	}
+	var j handleJSON
+	dec := json.NewDecoder(strings.NewReader(string(raw)))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&j); err != nil {
+		return bad("fields unreadable: " + err.Error())
+	}
+	switch {
+	case j.S != "single" && j.S != "quorum":
+		return bad("strategy must be single or quorum")
+	case j.K == "" || j.O == "" || j.N == "":
+		return bad("must name a key, an owner and servers")
+	case j.L <= 0:
+		return bad("TTL must be > 0")
+	}
+	return Handle{Strategy: j.S, Servers: j.N, Key: j.K, Owner: j.O, Token: fence.Token(j.T),
+		TTL: time.Duration(j.L) * time.Millisecond, Waiter: j.W}, nil
+}
+
+// For returns nil when h was written by a Locker of strategy on servers
+// (named as Handle.Servers names them), and otherwise an error matching
+// ErrForeignHandle and ErrInvalid that says whose it is.
+func (h Handle) For(strategy, servers string) error {
+	if h.Strategy == strategy && h.Servers == servers {
+		return nil
+	}
+	return fmt.Errorf("%w: %w", ErrForeignHandle, &ArgError{Arg: "handle", Value: h.Strategy + " on " + h.Servers,
+		Rule: "must come from a Locker of the same strategy on the same servers (this one: " + strategy + " on " + servers + ")"})
+}

@@ -1,0 +1,98 @@
+package single
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/dlockgo/dlock/fence"
+	"github.com/dlockgo/dlock/internal/acquire"
+	"github.com/dlockgo/dlock/lease"
+)
+
+// ForceRelease is an operator's break: it ends whatever lease holds the
+// lock on key, in one script (lua/force.lua), and raises the key's token
+// as a claim would, so that the break's token, Broken.Token, is above
+// every token handed out for the key, the old holder's included. The lock
+// is then free, as after a release: handed to its first waiter, or left
+// free, and the waiters are told. The old holder's next extend or release
+// fails with an error matching lease.ErrNotHeld and fence.ErrStale, and
+// its auto-renewal ends the lease with lease.ErrLost. A key nobody holds
+// gets a new token all the same (Broken.Held is false). The Locker's
+// Observer hears a lease.ForceReleased event.
+func (lk *Locker) ForceRelease(ctx context.Context, key string) (lease.Broken, error) {
+	if err := acquire.CheckContext(ctx); err != nil {
+		return lease.Broken{}, err
+	}
+	if err := acquire.CheckKey(key); err != nil {
+		return lease.Broken{}, err
+	}
+	b, err := lk.forceRelease(ctx, key)
+	if o := lk.cfg.Observer; o != nil {
+		o.Observe(lease.Event{Kind: lease.ForceReleased, Strategy: strategy, Key: key, Err: err})
+	}
+	return b, err
+}
+
+func (lk *Locker) forceRelease(ctx context.Context, key string) (lease.Broken, error) {
+	r, err := lk.n.Eval(ctx, forceScript, []string{hashKey(key)}, lk.kit.IdleMs)
+	if err != nil {
+		return lease.Broken{}, fmt.Errorf("single: force release %q on %s: %w", key, lk.n, acquire.CtxErr(ctx, err))
+	}
+	was, err1 := strconv.ParseUint(r.Str(1), 10, 64)
+	tok, err2 := strconv.ParseUint(r.Str(2), 10, 64)
+	if len(r) != 4 || err1 != nil || err2 != nil || tok == 0 {
+		// Tokens are secrets of a kind: the error quotes none.
+		return lease.Broken{}, fmt.Errorf("single: force release %q on %s: %w", key, lk.n, acquire.ErrBadReply)
+	}
+	b := lease.Broken{Key: key, Was: fence.Token(was), Token: fence.Token(tok)}
+	if r.Str(0) != "" && r.Int(3) > 0 {
+		b.Held, b.Owner = true, r.Str(0)
+		b.Metadata = acquire.Metadata(b.Owner)
+	}
+	return b, nil
+}
+
+// Resume takes up the lease h names (see lease.Lease.Handle), written out
+// by a Locker on the same server, perhaps in another process: it checks
+// on the server that h's owner still holds the lock with h's token, and
+// returns a lease that extends and releases it as the one written out
+// did, valid for what the server says it has left (less the drift
+// margin). opts may set WithAutoRenew (off by default) and WithTTL, the
+// TTL renewals ask for (by default h.TTL). A handle of another strategy
+// or server is refused with an error matching lease.ErrForeignHandle; one
+// whose lease has ended, with an error matching lease.ErrNotHeld.
+func (lk *Locker) Resume(ctx context.Context, h lease.Handle, opts ...lease.Option) (*lease.Lease, error) {
+	if err := h.For(strategy, lk.n.String()); err != nil {
+		return nil, err
+	}
+	o, err := lk.options(ctx, h.Key, append([]lease.Option{lease.WithTTL(h.TTL)}, opts...))
+	if err != nil {
+		return nil, err
+	}
+	t1 := time.Now()
+	r, err := lk.n.Eval(ctx, inspectScript, []string{hashKey(h.Key)})
+	if err != nil {
+		return nil, fmt.Errorf("single: resume %q on %s: %w", h.Key, lk.n, acquire.CtxErr(ctx, err))
+	}
+	left := time.Duration(r.Int(2)) * time.Millisecond
+	if r.Str(0) != h.Owner || r.Str(1) != h.Token.String() || left <= 0 {
+		return nil, fmt.Errorf("single: resume %q on %s: %w: the server holds it for another lease, or for none", h.Key, lk.n, lease.ErrNotHeld)
+	}
+	until := lk.cfg.Until(t1, left)
+	if !time.Now().Before(until) {
+		return nil, fmt.Errorf("single: resume %q on %s: %w: too little of it is left", h.Key, lk.n, lease.ErrNotHeld)
+	}
+	o.Metadata = acquire.Metadata(h.Owner)
+	c := lk.newClaim(h.Key, o)
+	c.args[0] = h.Owner
+	c.setToken(h.Token)
+	return c.lease(h.Token, until, false), nil
+}
+
+// Handle implements lease.Handler.
+func (c *claim) Handle(l *lease.Lease) (lease.Handle, error) {
+	return lease.Handle{Strategy: strategy, Servers: c.lk.n.String(), Key: c.key,
+		Owner: c.args[0], Token: l.Token(), TTL: c.o.TTL}, nil
+}

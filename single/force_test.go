@@ -1,0 +1,274 @@
+package single_test
+
+import (
+	"errors"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/dlockgo/dlock/fence"
+	"github.com/dlockgo/dlock/internal/testkit/redistest"
+	"github.com/dlockgo/dlock/lease"
+	"github.com/dlockgo/dlock/node"
+	"github.com/dlockgo/dlock/single"
+)
+
+// resume takes up text, a handle's text form, on lk.
+func resume(t *testing.T, lk *single.Locker, text string, opts ...lease.Option) (*lease.Lease, error) {
+	t.Helper()
+	h, err := lease.ParseHandle(text)
+	if err != nil {
+		return nil, err
+	}
+	return lk.Resume(t.Context(), h, opts...)
+}
+
+func TestHandleAcrossLockers(t *testing.T) {
+	for _, form := range []string{"lean", "hash"} {
+		t.Run(form, func(t *testing.T) {
+			forEachClient(t, func(t *testing.T, srv *redistest.Server, n node.Node) {
+				ctx := t.Context()
+				// Two Lockers on clients of their own, as two processes have.
+				var idle []single.Option
+				if form == "hash" {
+					idle = append(idle, single.WithIdleTTL(-1)) // kept for ever: the hash
+				}
+				a := newLocker(t, n, idle...)
+				b := newLocker(t, redistest.NodeFor(t, redistest.Clients[1], srv.Addr()))
+				key := "handle-" + form
+				l, err := a.TryAcquire(ctx, key, lease.WithTTL(5*time.Second), lease.WithMetadata("job=7"))
+				require.NoError(t, err)
+				want := map[string]string{"lean": "string", "hash": "hash"}[form]
+				if typ, _ := srv.Do("TYPE", "dlock:{"+key+"}"); typ != want {
+					t.Fatalf("lock is a %s; want a %s", typ, want)
+				}
+				h, err := l.Handle()
+				require.NoError(t, err, "Handle")
+				text := h.String()
+
+				r, err := resume(t, b, text)
+				require.NoError(t, err, "Resume")
+				if r.Key() != key || r.Token() != l.Token() || r.Owner() != l.Owner() || r.Metadata() != "job=7" {
+					t.Fatalf("resumed %q token %v metadata %q; want %q token %v metadata job=7", r.Key(), r.Token(), r.Metadata(), key, l.Token())
+				}
+				if ttl := r.TTL(); ttl <= 3*time.Second || ttl > 5*time.Second {
+					t.Fatalf("resumed TTL() = %v; want what the server has left, under 5s", ttl)
+				}
+				require.NoError(t, r.Extend(ctx, 9*time.Second), "Extend of the resumed lease")
+				if ttl := r.TTL(); ttl <= 8*time.Second {
+					t.Fatalf("TTL after Extend(9s) = %v", ttl)
+				}
+				// The original extends too: it is the same lease.
+				require.NoError(t, l.Extend(ctx, 9*time.Second), "Extend of the original")
+				require.NoError(t, r.Release(ctx), "Release of the resumed lease")
+				if err := l.Extend(ctx, time.Second); !errors.Is(err, lease.ErrNotHeld) {
+					t.Fatalf("Extend of the original after the resumed release: %v; want ErrNotHeld", err)
+				}
+				// The handle of a lease that ended is refused.
+				if _, err := resume(t, b, text); !errors.Is(err, lease.ErrNotHeld) {
+					t.Fatalf("Resume of an ended lease: %v; want ErrNotHeld", err)
+				}
+				if _, err := l.Handle(); !errors.Is(err, lease.ErrNotHeld) {
+					t.Fatalf("Handle of an ended lease: %v; want ErrNotHeld", err)
+				}
+			})
+		})
+	}
+}
+
+func TestHandleRefused(t *testing.T) {
+	forEachClient(t, func(t *testing.T, srv *redistest.Server, n node.Node) {
+		ctx := t.Context()
+		a := newLocker(t, n)
+		l, err := a.TryAcquire(ctx, "refuse")
+		require.NoError(t, err)
+		defer l.Release(ctx)
+		h, err := l.Handle()
+		require.NoError(t, err)
+		text := h.String()
+
+		// Another server: another Locker's handle.
+		other := newLocker(t, redistest.NodeFor(t, redistest.Clients[0], redistest.Start(t).Addr()))
+		_, err = resume(t, other, text)
+		if !errors.Is(err, lease.ErrForeignHandle) || !errors.Is(err, lease.ErrInvalid) {
+			t.Fatalf("Resume on another server: %v; want ErrForeignHandle and ErrInvalid", err)
+		}
+		t.Log(err)
+
+		// Edited: one character of the fields changed, or the text cut.
+		i := len("dlock1.") + 5
+		edited := text[:i] + string(text[i]^1) + text[i+1:]
+		for _, bad := range []string{edited, text[:len(text)-3], "", "dlock1.e30.00", strings.Replace(text, "dlock1.", "dlock2.", 1)} {
+			_, err := resume(t, a, bad)
+			var ae *lease.ArgError
+			if !errors.As(err, &ae) || ae.Arg != "handle" {
+				t.Fatalf("Resume of %q: %v; want an ArgError naming handle", bad, err)
+			}
+			if strings.Contains(err.Error(), l.Owner()[:32]) {
+				t.Fatalf("the error quotes the owner: %v", err)
+			}
+		}
+
+		// A handle whose token no longer matches: the lock was taken
+		// again since (a forged one: the server checks, too).
+		h.Token++
+		if _, err := a.Resume(ctx, h); !errors.Is(err, lease.ErrNotHeld) {
+			t.Fatalf("Resume with another token: %v; want ErrNotHeld", err)
+		}
+
+		// A lease on several keys is not written out.
+		set, err := a.TryAcquireAll(ctx, []string{"s1", "s2"})
+		require.NoError(t, err)
+		defer set.Release(ctx)
+		if _, err := set.Handle(); !errors.Is(err, lease.ErrInvalid) {
+			t.Fatalf("Handle of a set: %v; want ErrInvalid", err)
+		}
+	})
+}
+
+func TestHandleAutoRenew(t *testing.T) {
+	forEachClient(t, func(t *testing.T, srv *redistest.Server, n node.Node) {
+		ctx := t.Context()
+		a, b := newLocker(t, n), newLocker(t, n)
+		l, err := a.TryAcquire(ctx, "renew", lease.WithTTL(5*time.Second))
+		require.NoError(t, err)
+		h, err := l.Handle()
+		require.NoError(t, err)
+		r, err := resume(t, b, h.String(), lease.WithAutoRenew(), lease.WithTTL(300*time.Millisecond))
+		require.NoError(t, err)
+		// Renewals at 100ms ask for 300ms: the server's lease soon
+		// falls from 5s to under a second.
+		require.Eventually(t, func() bool {
+			p, _ := srv.Do("PTTL", "dlock:{renew}")
+			ms, _ := strconv.Atoi(p)
+			return ms > 0 && ms <= 300
+		}, 5*time.Second, 20*time.Millisecond, "renewed with the resumed TTL")
+		time.Sleep(time.Second)
+		require.NoError(t, r.Err(), "renewed past its first TTL")
+		require.NoError(t, r.Release(ctx))
+	})
+}
+
+func TestForceRelease(t *testing.T) {
+	for _, form := range []string{"lean", "hash"} {
+		t.Run(form, func(t *testing.T) {
+			forEachClient(t, func(t *testing.T, srv *redistest.Server, n node.Node) {
+				ctx := t.Context()
+				key := "break-" + form
+				holder := newLocker(t, n)
+				rec := &recorder{}
+				op := newLocker(t, redistest.NodeFor(t, redistest.Clients[1], srv.Addr()), single.WithObserver(rec))
+				waiter := newLocker(t, n)
+				store := fence.NewStore(n)
+				var guard fence.Guard
+
+				// A live holder: renewed every 100ms.
+				l, err := holder.Acquire(ctx, key, lease.WithTTL(300*time.Millisecond), lease.WithAutoRenew(), lease.WithMetadata("host=a"))
+				require.NoError(t, err)
+				require.NoError(t, guard.Admit(key, l.Token()))
+				require.NoError(t, store.Put(ctx, "data:"+key, "old", l.Token()))
+
+				type res struct {
+					l   *lease.Lease
+					err error
+				}
+				got := make(chan res, 1)
+				if form == "hash" {
+					// A waiter queued: the lock becomes the hash.
+					go func() {
+						w, err := waiter.Acquire(ctx, key, lease.WithRetry(lease.Retry{Min: 10 * time.Second, Max: 10 * time.Second}))
+						got <- res{w, err}
+					}()
+					waitSubscribed(t, srv, "dlock:{"+key+"}:released")
+					require.Eventually(t, func() bool {
+						typ, _ := srv.Do("TYPE", "dlock:{"+key+"}")
+						w, _ := srv.LockField("dlock:{"+key+"}", "waiting")
+						return typ == "hash" && w == "1"
+					}, 5*time.Second, 5*time.Millisecond, "waiter queued")
+				}
+
+				br, err := op.ForceRelease(ctx, key)
+				require.NoError(t, err, "ForceRelease")
+				t.Logf("broken: %+v", br)
+				if !br.Held || br.Owner != l.Owner() || br.Metadata != "host=a" || br.Was != l.Token() || br.Token <= l.Token() {
+					t.Fatalf("Broken = %+v; want held by %q (host=a) at %v, and a token above", br, l.Owner()[:8], l.Token())
+				}
+				if !rec.has(lease.ForceReleased, nil) {
+					t.Fatalf("observer heard %v; want a ForceReleased", kinds(rec.take()))
+				}
+
+				// The holder loses its lease at its next renewal.
+				select {
+				case <-l.Done():
+				case <-time.After(5 * time.Second):
+					t.Fatal("the holder's lease did not end after the break")
+				}
+				if err := l.Err(); !errors.Is(err, lease.ErrLost) {
+					t.Fatalf("holder's lease ended with %v; want ErrLost", err)
+				}
+				if err := l.Extend(ctx, time.Second); !errors.Is(err, lease.ErrNotHeld) {
+					t.Fatalf("holder's Extend: %v; want ErrNotHeld", err)
+				}
+
+				// The fences, shown the break's token, refuse the old holder.
+				require.NoError(t, guard.Admit(key, br.Token), "guard, the break's token")
+				require.NoError(t, store.Put(ctx, "data:"+key, "break", br.Token), "store, the break's token")
+				if err := guard.Admit(key, l.Token()); !errors.Is(err, fence.ErrStale) {
+					t.Fatalf("guard, old holder: %v; want ErrStale", err)
+				}
+				if err := store.Put(ctx, "data:"+key, "late", l.Token()); !errors.Is(err, fence.ErrStale) {
+					t.Fatalf("store, old holder: %v; want ErrStale", err)
+				}
+
+				// The next holder: the waiter, woken, or a claim.
+				var next *lease.Lease
+				if form == "hash" {
+					select {
+					case r := <-got:
+						require.NoError(t, r.err, "the waiter")
+						next = r.l
+					case <-time.After(5 * time.Second):
+						t.Fatal("the waiter was not woken by the break")
+					}
+				} else {
+					next, err = waiter.TryAcquire(ctx, key)
+					require.NoError(t, err, "claim after the break")
+				}
+				defer next.Release(ctx)
+				if next.Token() <= br.Token {
+					t.Fatalf("next holder's token %v; want above the break's %v", next.Token(), br.Token)
+				}
+				require.NoError(t, store.Put(ctx, "data:"+key, "next", next.Token()), "store, next holder")
+			})
+		})
+	}
+}
+
+func TestForceReleaseFree(t *testing.T) {
+	forEachClient(t, func(t *testing.T, srv *redistest.Server, n node.Node) {
+		ctx := t.Context()
+		lk := newLocker(t, n)
+		br, err := lk.ForceRelease(ctx, "nobody")
+		require.NoError(t, err)
+		if br.Held || br.Owner != "" || br.Was != 0 || br.Token == 0 {
+			t.Fatalf("Broken of a key never locked = %+v; want not held, a token", br)
+		}
+		again, err := lk.ForceRelease(ctx, "nobody")
+		require.NoError(t, err)
+		if again.Held || again.Was != br.Token || again.Token <= br.Token {
+			t.Fatalf("second break = %+v; want not held, was %v, a token above it", again, br.Token)
+		}
+		l, err := lk.TryAcquire(ctx, "nobody")
+		require.NoError(t, err, "the key stays free to claim")
+		if l.Token() <= again.Token {
+			t.Fatalf("token %v after breaks; want above %v", l.Token(), again.Token)
+		}
+		require.NoError(t, l.Release(ctx))
+		if _, err := lk.ForceRelease(ctx, ""); !errors.Is(err, lease.ErrInvalid) {
+			t.Fatalf("ForceRelease of an empty key: %v; want ErrInvalid", err)
+		}
+	})
+}
