@@ -456,9 +456,9 @@ func aclServers(t *testing.T) map[string][]*redistest.Server {
 var aclRuns atomic.Int64
 
 // aclTry creates user as rules say on srvs, runs u's exercise as it on
-// client, and returns the exercise's error and the server's ACL LOG of
-// the run (what it refused, even to a script's pcall).
-func aclTry(t *testing.T, srvs []*redistest.Server, name string, rules []string, client string, run func(context.Context, aclRun) error) (runErr error, log string) {
+// client, and returns the servers' ACL LOG of the run (what they refused,
+// even to a script's pcall) and the exercise's error.
+func aclTry(t *testing.T, srvs []*redistest.Server, name string, rules []string, client string, run func(context.Context, aclRun) error) (log string, runErr error) {
 	t.Helper()
 	n := aclRuns.Add(1)
 	user := fmt.Sprintf("%s-%d", name, n)
@@ -483,7 +483,7 @@ func aclTry(t *testing.T, srvs []*redistest.Server, name string, rules []string,
 		}
 		_ = s.MustDo(t, "ACL", "DELUSER", user)
 	}
-	return runErr, log
+	return log, runErr
 }
 
 // TestACLLeastPrivilege runs each user's exercise, on both clients, as a
@@ -495,7 +495,7 @@ func TestACLLeastPrivilege(t *testing.T) {
 	for _, u := range aclUsers {
 		for _, client := range redistest.Clients {
 			t.Run(u.name+"/"+client, func(t *testing.T) {
-				err, log := aclTry(t, srvs[u.name], u.name, lines[u.name], client, u.run)
+				log, err := aclTry(t, srvs[u.name], u.name, lines[u.name], client, u.run)
 				if err != nil || log != "" {
 					t.Fatalf("as %s %s: %v; refused: %s", u.name, lines[u.name], err, log)
 				}
@@ -551,7 +551,7 @@ func TestACLEachNeeded(t *testing.T) {
 				}
 				t.Run(rules[i], func(t *testing.T) {
 					less := slices.Delete(slices.Clone(rules), i, i+1)
-					err, log := aclTry(t, srvs[u.name], u.name, less, redistest.Clients[0], u.run)
+					log, err := aclTry(t, srvs[u.name], u.name, less, redistest.Clients[0], u.run)
 					if err == nil && log == "" {
 						t.Fatalf("as %s without %s: the exercise passed, nothing refused", u.name, rules[i])
 					}
