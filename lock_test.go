@@ -18,7 +18,10 @@ import (
 )
 
 func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(examplemain.With(m, 1),
+	// Three servers, for the quorum's migration example; they fsync every
+	// write, as its DurableNodes declares. The other examples lock on the
+	// first.
+	goleak.VerifyTestMain(examplemain.With(m, 3, "--appendonly", "yes", "--appendfsync", "always"),
 		// valkey-go's cluster client closes the connections a topology
 		// refresh or a redirect replaced five seconds later, from a
 		// goroutine of its own that its Close does not wait for.

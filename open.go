@@ -132,6 +132,10 @@ func (cfg *Config) dial(addr string) (node.Node, ownedClient, error) {
 			Password:     cfg.Password,
 			SelectDB:     cfg.DB,
 			DisableCache: true, // locks must read the server, never a client-side cache
+			// No CLIENT SETINFO, as go-redis's DisableIdentity: a
+			// round trip less per connection, and no command that a
+			// least-privilege user is refused (docs/deployment.md).
+			ClientSetInfo: valkey.DisableClientSetInfo,
 			// A standalone server, and a client even while it is down:
 			// a quorum must open with a minority of its masters away.
 			ForceSingleClient: true,

@@ -31,8 +31,12 @@ func (cfg *Config) dialTopology() (node.Node, ownedClient, error) {
 			Password:     cfg.Password,
 			SelectDB:     cfg.DB,
 			DisableCache: true, // locks must read the server, never a client-side cache
-			TLSConfig:    cfg.TLS,
-			DialCtxFn:    cfg.dialer().dialValkey,
+			// No CLIENT SETINFO, as go-redis's DisableIdentity: a
+			// round trip less per connection, and no command that a
+			// least-privilege user is refused (docs/deployment.md).
+			ClientSetInfo: valkey.DisableClientSetInfo,
+			TLSConfig:     cfg.TLS,
+			DialCtxFn:     cfg.dialer().dialValkey,
 		}
 		opt.Dialer.Timeout = cfg.DialTimeout
 		if cfg.SentinelMaster != "" {

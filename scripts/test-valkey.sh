@@ -2,7 +2,7 @@
 # The suite's parts that depend on the server, run again on Valkey: on
 # 8.0.1 the strategies (single, redlock), the primitives (election,
 # permits, claims, rwlock), the root package (Open, OpenURL, TLS, Sentinel,
-# Cluster), the node adapters, the test double (dlocktest), the nemesis in
+# Cluster, the least-privilege ACL users), the node adapters, the test double (dlocktest), the nemesis in
 # its short mode and the test harness itself (servers, replicas, Sentinel,
 # Cluster, the clock shim);
 # on 7.2.7 the strategies, the harness's tests of what the server says it

@@ -502,8 +502,12 @@ func named(block, dir string) bool {
 	return false
 }
 
-// luaRef finds a .lua file named in a line.
-var luaRef = regexp.MustCompile("[`(]([\\w./-]+\\.lua)[`)#]")
+// luaRef finds a .lua file named in a line; exampleRef a Go test file
+// (where runnable examples live).
+var (
+	luaRef     = regexp.MustCompile("[`(]([\\w./-]+\\.lua)[`)#]")
+	exampleRef = regexp.MustCompile("[`(]([\\w./-]+_test\\.go)[`)#]")
+)
 
 // TestDocsScripts fails for every ```lua block of a doc that names no
 // script file in the three lines before it, or whose lines the named file
@@ -521,15 +525,46 @@ func TestDocsScripts(t *testing.T) {
 	t.Logf("%d Lua blocks checked", n)
 }
 
+// TestDocsExampleCode fails for every ```go block of a doc that names a Go
+// test file in the three lines before it (docs/migrating.md shows its
+// runnable examples so) whose lines that file does not hold, in order and
+// together (blank and comment-only lines aside; a "..." line skips lines
+// of the file): the code a doc shows is code that compiled and ran.
+func TestDocsExampleCode(t *testing.T) {
+	n := 0
+	for _, d := range docs(t) {
+		errs, blocks := examples(d)
+		n += blocks
+		for _, e := range errs {
+			t.Error(e)
+		}
+	}
+	t.Logf("%d Go blocks checked against their examples", n)
+	if n == 0 {
+		t.Error("no Go block checked: docs/migrating.md shows its examples' code")
+	}
+}
+
 // scripts checks d's Lua blocks; it returns what is wrong, and how many
 // blocks it checked.
 func scripts(d doc) (errs []string, blocks int) {
+	return blocksOf(d, "lua", luaRef, "--", true)
+}
+
+// examples checks d's Go blocks that name a test file.
+func examples(d doc) (errs []string, blocks int) {
+	return blocksOf(d, "go", exampleRef, "//", false)
+}
+
+// blocksOf checks d's ```lang blocks against the file that ref finds in
+// the three lines before each (comment is the language's line comment);
+// a block that names none is an error when named, else left alone.
+func blocksOf(d doc, lang string, ref *regexp.Regexp, comment string, named bool) (errs []string, blocks int) {
 	dir := filepath.Dir(d.path)
 	for i := 0; i < len(d.lines); i++ {
-		if strings.TrimSpace(d.lines[i]) != "```lua" {
+		if strings.TrimSpace(d.lines[i]) != "```"+lang {
 			continue
 		}
-		blocks++
 		start := i + 1
 		end := start
 		for end < len(d.lines) && strings.TrimSpace(d.lines[end]) != "```" {
@@ -540,35 +575,43 @@ func scripts(d doc) (errs []string, blocks int) {
 		at := fmt.Sprintf("%s:%d", d.path, start)
 		var file string
 		for j := start - 2; j >= 0 && j >= start-4 && file == ""; j-- {
-			if r := luaRef.FindStringSubmatch(d.lines[j]); r != nil {
+			if r := ref.FindStringSubmatch(d.lines[j]); r != nil {
 				file = r[1]
 			}
 		}
 		if file == "" {
-			errs = append(errs, fmt.Sprintf("%s: a Lua block that names no script file in the three lines before it", at))
+			if named {
+				blocks++
+				errs = append(errs, fmt.Sprintf("%s: a Lua block that names no script file in the three lines before it", at))
+			}
 			continue
 		}
+		blocks++
 		b, err := os.ReadFile(filepath.Join(root, file))
 		if err != nil {
 			b, err = os.ReadFile(filepath.Join(root, dir, file))
 		}
 		if err != nil {
-			errs = append(errs, fmt.Sprintf("%s: the Lua block's file %s: %v", at, file, err))
+			errs = append(errs, fmt.Sprintf("%s: the %s block's file %s: %v", at, langName[lang], file, err))
 			continue
 		}
-		if msg := holds(code(strings.Split(string(b), "\n")), block); msg != "" {
-			errs = append(errs, fmt.Sprintf("%s: the Lua block differs from %s: %s", at, file, msg))
+		if msg := holdsIn(code(strings.Split(string(b), "\n"), comment), block, comment); msg != "" {
+			errs = append(errs, fmt.Sprintf("%s: the %s block differs from %s: %s", at, langName[lang], file, msg))
 		}
 	}
 	return errs, blocks
 }
 
-// code drops blank and comment-only lines, and trailing spaces.
-func code(lines []string) []string {
+// langName is how errors name a block's language.
+var langName = map[string]string{"lua": "Lua", "go": "Go"}
+
+// code drops blank and comment-only lines (comment: "--" for Lua, "//"
+// for Go), and trailing spaces.
+func code(lines []string, comment string) []string {
 	var out []string
 	for _, l := range lines {
 		l = strings.TrimRight(l, " \t\r")
-		if t := strings.TrimSpace(l); t == "" || strings.HasPrefix(t, "--") {
+		if t := strings.TrimSpace(l); t == "" || strings.HasPrefix(t, comment) {
 			continue
 		}
 		out = append(out, l)
@@ -576,19 +619,23 @@ func code(lines []string) []string {
 	return out
 }
 
-// holds says why file (as code returns it) does not hold block, or "".
-func holds(file, block []string) string {
+// holds says why a Lua file (as code returns it) does not hold block, or
+// "".
+func holds(file, block []string) string { return holdsIn(file, block, "--") }
+
+// holdsIn is holds for a language whose line comment is comment.
+func holdsIn(file, block []string, comment string) string {
 	var parts [][]string
 	var cur []string
 	for _, l := range block {
 		if strings.TrimSpace(l) == "..." {
-			parts = append(parts, code(cur))
+			parts = append(parts, code(cur, comment))
 			cur = nil
 			continue
 		}
 		cur = append(cur, l)
 	}
-	parts = append(parts, code(cur))
+	parts = append(parts, code(cur, comment))
 	from := 0
 	for _, p := range parts {
 		if len(p) == 0 {
@@ -656,7 +703,7 @@ func TestDocsCheckCatches(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	lines := code(strings.Split(string(script), "\n"))
+	lines := code(strings.Split(string(script), "\n"), "--")
 	// The script's first four lines, one of which compares with <=.
 	block := slices.Clone(lines[:4])
 	at := slices.IndexFunc(block, func(l string) bool { return strings.Contains(l, "<=") })
@@ -676,6 +723,19 @@ func TestDocsCheckCatches(t *testing.T) {
 	if holds(lines, []string{lines[1], lines[0]}) == "" {
 		t.Error("two lines out of order passed")
 	}
+	// A Go block that shows an example's lines, and the same with one
+	// edited.
+	example := []string{"`migrate_example_test.go`:", "", "```go",
+		"\tl, err := locker.TryAcquire(ctx, \"report\", lease.WithTTL(10*time.Second), lease.WithMetadata(\"host=web-4\"))",
+		"\tif err != nil {", "```"}
+	if errs, n := examples(doc{"docs/planted.md", example}); n != 1 || len(errs) > 0 {
+		t.Errorf("an example's own lines: %d blocks, reports %q; want 1 and none", n, errs)
+	}
+	example[3] = strings.Replace(example[3], "10*time.Second", "time.Second", 1)
+	if errs, n := examples(doc{"docs/planted.md", example}); n != 1 || len(errs) != 1 {
+		t.Errorf("an edited example line: %d blocks, reports %q; want 1 and one", n, errs)
+	}
+
 	planted := doc{"docs/planted.md", []string{"Extend (`single/lua/extend.lua`):", "", "```lua"}}
 	planted.lines = append(append(planted.lines, block...), "```", "", "Unnamed:", "", "```lua", lines[0], "```")
 	errs, n := scripts(planted)
