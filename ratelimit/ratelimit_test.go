@@ -1,0 +1,232 @@
+package ratelimit_test
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+
+	"github.com/dlockgo/dlock/internal/testkit/examplemain"
+	"github.com/dlockgo/dlock/internal/testkit/redistest"
+	"github.com/dlockgo/dlock/lease"
+	"github.com/dlockgo/dlock/node"
+	"github.com/dlockgo/dlock/ratelimit"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(examplemain.With(m, 3)) }
+
+func newLimiter(t testing.TB, nodes []node.Node, l ratelimit.Limit, opts ...ratelimit.Option) *ratelimit.Limiter {
+	t.Helper()
+	lim, err := ratelimit.New(nodes, l, opts...)
+	require.NoError(t, err, "New")
+	t.Cleanup(func() { require.NoError(t, lim.Close(), "Close") })
+	return lim
+}
+
+// forEachClient runs f once per client library, each against a fresh server.
+func forEachClient(t *testing.T, f func(t *testing.T, srv *redistest.Server, n node.Node)) {
+	t.Helper()
+	for _, client := range redistest.Clients {
+		t.Run(client, func(t *testing.T) {
+			srv := redistest.Start(t)
+			f(t, srv, redistest.NodeFor(t, client, srv.Addr()))
+		})
+	}
+}
+
+func TestNewArgs(t *testing.T) {
+	srv := redistest.Start(t)
+	n := redistest.NodeFor(t, "go-redis", srv.Addr())
+	for _, c := range []struct {
+		nodes []node.Node
+		limit ratelimit.Limit
+		opts  []ratelimit.Option
+		arg   string
+	}{
+		{nil, ratelimit.Limit{Rate: 1, Per: time.Second}, nil, "nodes"},
+		{[]node.Node{n, nil}, ratelimit.Limit{Rate: 1, Per: time.Second}, nil, "nodes"},
+		{[]node.Node{n}, ratelimit.Limit{Rate: 0, Per: time.Second}, nil, "limit.Rate"},
+		{[]node.Node{n}, ratelimit.Limit{Rate: 1}, nil, "limit.Per"},
+		{[]node.Node{n}, ratelimit.Limit{Rate: 1, Per: -time.Second}, nil, "limit.Per"},
+		{[]node.Node{n}, ratelimit.Limit{Rate: 1, Per: time.Second, Burst: -1}, nil, "limit.Burst"},
+		{[]node.Node{n}, ratelimit.Limit{Rate: 2000, Per: time.Millisecond}, nil, "limit.Rate"},
+		{[]node.Node{n}, ratelimit.Limit{Rate: 1, Per: 24 * time.Hour, Burst: 400}, nil, "limit.Burst"},
+		{[]node.Node{n}, ratelimit.Limit{Rate: 1, Per: time.Second}, []ratelimit.Option{ratelimit.WithNodeTimeout(-1)}, "node timeout"},
+	} {
+		_, err := ratelimit.New(c.nodes, c.limit, c.opts...)
+		var ae *lease.ArgError
+		if !errors.As(err, &ae) || ae.Arg != c.arg || !errors.Is(err, lease.ErrInvalid) {
+			t.Errorf("New(%d nodes, %+v): %v; want an *ArgError on %q", len(c.nodes), c.limit, err, c.arg)
+		}
+	}
+	lim := newLimiter(t, []node.Node{n}, ratelimit.Limit{Rate: 3, Per: time.Second})
+	if got := lim.Limit().Burst; got != 3 {
+		t.Errorf("Burst = %d; want Rate, 3, for a zero Burst", got)
+	}
+	ctx := t.Context()
+	for _, c := range []struct {
+		key string
+		n   int
+		arg string
+	}{
+		{"", 1, "key"},
+		{"k", 0, "n"},
+		{"k", 4, "n"}, // above the burst: never admitted
+	} {
+		_, err := lim.AllowN(ctx, c.key, c.n)
+		var ae *lease.ArgError
+		if !errors.As(err, &ae) || ae.Arg != c.arg {
+			t.Errorf("AllowN(%q, %d): %v; want an *ArgError on %q", c.key, c.n, err, c.arg)
+		}
+		_, err = lim.WaitN(ctx, c.key, c.n)
+		if !errors.As(err, &ae) || ae.Arg != c.arg {
+			t.Errorf("WaitN(%q, %d): %v; want an *ArgError on %q", c.key, c.n, err, c.arg)
+		}
+	}
+	//nolint:staticcheck // a nil context is the mistake under test
+	if _, err := lim.Allow(nil, "k"); !errors.Is(err, lease.ErrInvalid) { //lint:ignore SA1012 the mistake under test
+		t.Errorf("Allow(nil ctx): %v; want ErrInvalid", err)
+	}
+	keys, err := srv.Keys()
+	require.NoError(t, err)
+	if len(keys) != 0 {
+		t.Errorf("refused arguments left keys %v", keys)
+	}
+}
+
+// A burst is admitted at once, then the limit refuses, says when to
+// retry, and admits again then; the key expires once the limit is full.
+func TestAllowBurst(t *testing.T) {
+	forEachClient(t, func(t *testing.T, srv *redistest.Server, n node.Node) {
+		lim := newLimiter(t, []node.Node{n}, ratelimit.Limit{Rate: 10, Per: time.Second, Burst: 5})
+		ctx := t.Context()
+		for i := range 5 {
+			r, err := lim.Allow(ctx, "api")
+			require.NoError(t, err)
+			if !r.Allowed || r.Remaining != 4-i || r.RetryAfter != 0 {
+				t.Fatalf("call %d: %+v; want admitted, %d remaining, no retry", i, r, 4-i)
+			}
+			if r.ResetAfter <= 0 || r.ResetAfter > time.Duration(i+1)*100*time.Millisecond {
+				t.Errorf("call %d: ResetAfter %v; want in (0, %v]", i, r.ResetAfter, time.Duration(i+1)*100*time.Millisecond)
+			}
+		}
+		r, err := lim.Allow(ctx, "api")
+		require.NoError(t, err)
+		if r.Allowed || r.Remaining != 0 || r.RetryAfter <= 0 || r.RetryAfter > 100*time.Millisecond {
+			t.Fatalf("sixth call: %+v; want refused, 0 remaining, retry within 100ms", r)
+		}
+		pttl := srv.MustDo(t, "PTTL", ratelimit.KeyOf("api"))
+		if ms, _ := strconv.Atoi(pttl); ms <= 0 || ms > 500 {
+			t.Errorf("PTTL %s; want the time to refill the burst, at most 500 ms", pttl)
+		}
+		time.Sleep(r.RetryAfter)
+		r, err = lim.Allow(ctx, "api")
+		require.NoError(t, err)
+		if !r.Allowed {
+			t.Errorf("after RetryAfter: %+v; want admitted", r)
+		}
+		// A refused AllowN of more than remain writes nothing, and says
+		// how many remain.
+		r, err = lim.AllowN(ctx, "api", 5)
+		require.NoError(t, err)
+		if r.Allowed || r.RetryAfter < 400*time.Millisecond {
+			t.Errorf("AllowN(5) on an empty limit: %+v; want refused, retry after ~500ms", r)
+		}
+		srv.WaitKeysGone(t, 2*time.Second, func(string) bool { return true })
+		r, err = lim.AllowN(ctx, "api", 5)
+		require.NoError(t, err)
+		if !r.Allowed || r.Remaining != 0 {
+			t.Errorf("AllowN(5) once refilled: %+v; want admitted, none remaining", r)
+		}
+	})
+}
+
+func TestWait(t *testing.T) {
+	forEachClient(t, func(t *testing.T, srv *redistest.Server, n node.Node) {
+		lim := newLimiter(t, []node.Node{n}, ratelimit.Limit{Rate: 20, Per: time.Second, Burst: 1})
+		ctx := t.Context()
+		start := time.Now()
+		for range 3 {
+			r, err := lim.Wait(ctx, "job")
+			require.NoError(t, err)
+			require.True(t, r.Allowed)
+		}
+		if el := time.Since(start); el < 90*time.Millisecond {
+			t.Errorf("3 waits at 20/s, burst 1, took %v; want at least 100ms", el)
+		}
+		// A deadline before the next admission ends the wait at once.
+		short, cancel := context.WithTimeout(ctx, 10*time.Millisecond)
+		defer cancel()
+		_, err := lim.Wait(short, "job")
+		if !errors.Is(err, context.DeadlineExceeded) {
+			t.Errorf("Wait with a 10ms deadline: %v; want DeadlineExceeded", err)
+		}
+		// A cancelled context ends the wait with its error.
+		lim2 := newLimiter(t, []node.Node{n}, ratelimit.Limit{Rate: 1, Per: time.Hour})
+		_, err = lim2.Allow(ctx, "slow")
+		require.NoError(t, err)
+		cctx, ccancel := context.WithCancel(ctx)
+		time.AfterFunc(20*time.Millisecond, ccancel)
+		_, err = lim2.Wait(cctx, "slow")
+		if !errors.Is(err, context.Canceled) {
+			t.Errorf("Wait cancelled: %v; want context.Canceled", err)
+		}
+	})
+}
+
+func TestClosed(t *testing.T) {
+	srv := redistest.Start(t)
+	n := redistest.NodeFor(t, "go-redis", srv.Addr())
+	lim, err := ratelimit.New([]node.Node{n}, ratelimit.Limit{Rate: 1, Per: time.Second})
+	require.NoError(t, err)
+	require.NoError(t, lim.Close())
+	if _, err := lim.Allow(t.Context(), "k"); !errors.Is(err, ratelimit.ErrClosed) {
+		t.Errorf("Allow after Close: %v; want ErrClosed", err)
+	}
+}
+
+// A quorum admits while a majority answers, and fails with ErrNoQuorum
+// once a majority is down; a node back without its data does not widen
+// the limit on its own.
+func TestQuorum(t *testing.T) {
+	for _, client := range redistest.Clients {
+		t.Run(client, func(t *testing.T) {
+			srvs := redistest.StartN(t, 3)
+			nodes := make([]node.Node, len(srvs))
+			for i, s := range srvs {
+				nodes[i] = redistest.NodeFor(t, client, s.Addr())
+			}
+			lim := newLimiter(t, nodes, ratelimit.Limit{Rate: 2, Per: time.Hour})
+			require.Equal(t, 2, lim.Majority())
+			ctx := t.Context()
+			r, err := lim.Allow(ctx, "q")
+			require.NoError(t, err)
+			require.True(t, r.Allowed, "%+v", r)
+			if r.Remaining != 1 {
+				t.Errorf("Remaining %d; want 1", r.Remaining)
+			}
+			srvs[0].Kill()
+			r, err = lim.Allow(ctx, "q")
+			require.NoError(t, err)
+			if !r.Allowed || r.Remaining != 0 {
+				t.Errorf("with one of three down: %+v; want admitted, 0 remaining", r)
+			}
+			srvs[0].Restart() // empty: a full burst of its own
+			r, err = lim.Allow(ctx, "q")
+			require.NoError(t, err)
+			if r.Allowed || r.RetryAfter < 29*time.Minute {
+				t.Errorf("one node back empty: %+v; want refused by the other two, retry in ~30m", r)
+			}
+			srvs[1].Kill()
+			srvs[2].Kill()
+			_, err = lim.Allow(ctx, "q")
+			if !errors.Is(err, ratelimit.ErrNoQuorum) {
+				t.Errorf("two of three down: %v; want ErrNoQuorum", err)
+			}
+		})
+	}
+}
