@@ -36,6 +36,7 @@ type answer struct {
 	admitted         bool
 	remaining        int64
 	retryUs, resetUs int64
+	written          string // the TAT an admission wrote
 	err              error
 }
 
@@ -72,37 +73,52 @@ func (l *Limiter) AllowN(ctx context.Context, key string, n int) (Result, error)
 		}
 		return a.result(), nil
 	}
-	return l.quorum(ctx, keys, nArg)
+	return l.quorum(ctx, keys, n, nArg)
 }
 
 // quorum asks every node at once and decides as soon as a majority
 // admitted, or enough refused or failed that no majority can. The calls
-// still running then go on (their nodes count the request, which keeps
-// the nodes' states alike) and end within the node timeout; Close waits
-// for them.
-func (l *Limiter) quorum(ctx context.Context, keys []string, nArg string) (Result, error) {
-	n := len(l.nodes)
-	answers := make(chan answer, n)
-	var left atomic.Int32
-	left.Store(int32(n))
+// still running then go on, and end within the node timeout (Close waits
+// for them): a node that admitted a request the quorum refused is then
+// refunded (see refund.lua), one that admitted an admitted request keeps
+// it, so the nodes' states stay alike.
+func (l *Limiter) quorum(ctx context.Context, keys []string, n int, nArg string) (Result, error) {
+	count := len(l.nodes)
+	answers := make(chan answer, count)
 	// The nodes' calls are the Limiter's, not the caller's: a caller
 	// that gives up does not cut short the calls that keep the nodes
 	// alike.
 	base := context.WithoutCancel(ctx)
+	d := &decision{done: make(chan struct{})}
+	var left atomic.Int32
+	left.Store(int32(count))
+	cost := strconv.FormatInt(int64(n)*l.interval, 10)
 	for _, nd := range l.nodes {
 		go func() {
+			defer func() {
+				if left.Add(-1) == 0 {
+					l.calls.Done()
+				}
+			}()
 			c, cancel := context.WithTimeout(base, l.timeout)
-			answers <- l.ask(c, nd, keys, nArg)
+			a := l.ask(c, nd, keys, nArg)
 			cancel()
-			if left.Add(-1) == 0 {
-				l.calls.Done()
+			answers <- a
+			if !a.admitted {
+				return
+			}
+			<-d.done
+			if !d.admitted {
+				c, cancel := context.WithTimeout(base, l.timeout)
+				_, _ = nd.Eval(c, refundScript, keys, a.written, cost)
+				cancel()
 			}
 		}()
 	}
-	var got []answer
+	got := make([]answer, 0, count)
 	admitted, refused, failed := 0, 0, 0
 	var firstErr error
-	for admitted < l.majority && refused+failed <= n-l.majority {
+	for admitted < l.majority && refused+failed <= count-l.majority {
 		select {
 		case a := <-answers:
 			got = append(got, a)
@@ -118,13 +134,27 @@ func (l *Limiter) quorum(ctx context.Context, keys []string, nArg string) (Resul
 				refused++
 			}
 		case <-ctx.Done():
+			d.decide(false)
 			return Result{}, fmt.Errorf("ratelimit: %w", ctx.Err())
 		}
 	}
-	if admitted < l.majority && failed > n-l.majority {
-		return Result{}, fmt.Errorf("%w: %d of %d nodes failed, the first with: %w", ErrNoQuorum, failed, n, firstErr)
+	d.decide(admitted >= l.majority)
+	if !d.admitted && failed > count-l.majority {
+		return Result{}, fmt.Errorf("%w: %d of %d nodes failed, the first with: %w", ErrNoQuorum, failed, count, firstErr)
 	}
-	return l.decide(got, admitted >= l.majority), nil
+	return l.decide(got, d.admitted), nil
+}
+
+// decision is a quorum call's outcome, for its nodes' calls: those that
+// admitted wait for it, and refund a refusal.
+type decision struct {
+	admitted bool
+	done     chan struct{}
+}
+
+func (d *decision) decide(admitted bool) {
+	d.admitted = admitted
+	close(d.done)
 }
 
 // decide sums up the answers of a quorum call: Remaining is the
@@ -171,10 +201,11 @@ func (l *Limiter) ask(ctx context.Context, nd node.Node, keys []string, nArg str
 	if err != nil {
 		return answer{err: fmt.Errorf("ratelimit: %s: %w", nd, err)}
 	}
-	if len(r) != 4 {
+	a := answer{admitted: r.Int(0) == 1, remaining: r.Int(1), retryUs: r.Int(2), resetUs: r.Int(3), written: r.Str(4)}
+	if len(r) < 4 || a.admitted && a.written == "" {
 		return answer{err: fmt.Errorf("ratelimit: %s: unexpected reply %v", nd, r)}
 	}
-	return answer{admitted: r.Int(0) == 1, remaining: r.Int(1), retryUs: r.Int(2), resetUs: r.Int(3)}
+	return a
 }
 
 func (a answer) result() Result {

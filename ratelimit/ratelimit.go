@@ -85,13 +85,22 @@ import (
 	"github.com/dlockgo/dlock/node"
 )
 
-// gcraScript: KEYS the limit's key; ARGV the interval µs, the tolerance
-// µs, n. Replies {admitted 1/0, left, µs until retry, µs until full}.
-//
+// The scripts, in lua/ with their keys, arguments and replies.
+var (
+	// gcraScript: KEYS the limit's key; ARGV the interval µs, the
+	// tolerance µs, n. Replies {admitted 1/0, left, µs until retry, µs
+	// until full, and when admitted the TAT written}.
+	gcraScript = node.NewScript(gcraSource)
+	// refundScript: KEYS the limit's key; ARGV the TAT an admission
+	// wrote, n × the interval µs. Replies 1 when it undid the admission.
+	refundScript = node.NewScript(refundSource)
+)
+
 //go:embed lua/gcra.lua
 var gcraSource string
 
-var gcraScript = node.NewScript(gcraSource)
+//go:embed lua/refund.lua
+var refundSource string
 
 // MaxRefill is the longest a limit may take to refill its burst,
 // Burst × Per / Rate.
@@ -179,6 +188,7 @@ type Limiter struct {
 	majority int
 	timeout  time.Duration
 	args     [2]string // the interval and the tolerance, µs
+	interval int64     // µs
 
 	mu     sync.Mutex
 	closed bool
@@ -220,6 +230,7 @@ func New(nodes []node.Node, limit Limit, opts ...Option) (*Limiter, error) {
 		limit:    limit,
 		majority: len(nodes)/2 + 1,
 		timeout:  cfg.nodeTimeout,
+		interval: iv.Microseconds(),
 		args: [2]string{
 			strconv.FormatInt(iv.Microseconds(), 10),
 			strconv.FormatInt(iv.Microseconds()*int64(limit.Burst), 10),

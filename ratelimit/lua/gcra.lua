@@ -7,7 +7,8 @@
 --   ARGV[2]  the tolerance, µs: Burst × the interval
 --   ARGV[3]  n, the requests the call asks for, 1 ≤ n ≤ Burst
 -- Replies {1 admitted or 0 refused, requests left, µs until n would be
--- admitted (0 when admitted), µs until the limit is full again}.
+-- admitted (0 when admitted), µs until the limit is full again, and for an
+-- admission the TAT it wrote, the value refund.lua compares}.
 -- A refusal writes nothing. Lua numbers are doubles, exact below 2^53:
 -- µs since 1970 are ~2^51, and the tolerance is at most a year (~2^45).
 local t = redis.call('TIME')
@@ -25,5 +26,6 @@ local at = new - tolerance
 if at > now then
   return {0, math.max(0, math.floor((now + tolerance - tat) / interval)), at - now, tat - now}
 end
-redis.call('SET', KEYS[1], string.format('%.0f', new), 'PX', math.ceil((new - now) / 1000))
-return {1, math.floor((now + tolerance - new) / interval), 0, new - now}
+local written = string.format('%.0f', new)
+redis.call('SET', KEYS[1], written, 'PX', math.ceil((new - now) / 1000))
+return {1, math.floor((now + tolerance - new) / interval), 0, new - now, written}
