@@ -27,14 +27,21 @@
 // by the node timeout (WithNodeTimeout), and admits a request when a
 // majority of them (N/2+1) admit it; a node that fails or does not answer
 // in time counts as a refusal. So the limit holds, and keeps admitting,
-// through the loss of a minority of the nodes. A request the majority
-// refused is not refunded on the nodes that admitted it: a refund would
-// need a second round trip, could itself be lost, and, since GCRA moves
-// TAT to max(TAT, now) before adding, could hand back more than the
-// request took; keeping it makes the bound below simpler and safe, at the
-// cost of some under-admission when the nodes disagree (near the limit,
-// with concurrent requests arriving at the nodes in different orders, or
-// just after a node came back empty).
+// through the loss of a minority of the nodes.
+//
+// A request the majority refused is refunded on the nodes that admitted
+// it, by a script that undoes the admission only when the key still holds
+// what the admission wrote, that is when nothing was admitted there
+// since: the node's state is then exactly what it would be had the
+// request never come, so the refund leaves the bound below unchanged
+// (a blind refund could hand back more than the request took, since GCRA
+// moves TAT to max(TAT, now) before adding). Without refunds, nodes that
+// admitted different requests near the limit each spent budget on them,
+// drifted apart, and soon rarely agreed: under contention a quorum then
+// admitted a fraction of the rate. A refund that finds a later admission,
+// or that fails, is skipped, and the refused request keeps its cost on
+// that node: under-admission, never over. A refused request costs one
+// more round trip to each node that admitted it, after the call returns.
 //
 // # Over-admission bound
 //
@@ -49,8 +56,9 @@
 // stretches T to (1+ε)T.
 //
 // On N nodes with majority M = N/2+1, every admitted request was admitted
-// by at least M nodes, and node j admits at most B×(1+R_j) + ⌊T_j/I⌋ in the
-// window, R_j being its losses and T_j the window by its clock. So at most
+// by at least M nodes, and node j keeps at most B×(1+R_j) + ⌊T_j/I⌋
+// admissions in the window (a refunded one is as if it never came), R_j
+// being its losses and T_j the window by its clock. So at most
 //
 //	⌊(Σ_j (B×(1+R_j) + ⌊T_j/I⌋)) / M⌋
 //

@@ -230,3 +230,42 @@ func TestQuorum(t *testing.T) {
 		})
 	}
 }
+
+// A request the quorum refused is refunded on the node that admitted it:
+// its key is left as it was. A refund that would undo more than the
+// admission, because a later admission stands on it, is not made.
+func TestQuorumRefund(t *testing.T) {
+	for _, client := range redistest.Clients {
+		t.Run(client, func(t *testing.T) {
+			srvs := redistest.StartN(t, 3)
+			nodes := make([]node.Node, len(srvs))
+			for i, s := range srvs {
+				nodes[i] = redistest.NodeFor(t, client, s.Addr())
+			}
+			limit := ratelimit.Limit{Rate: 1, Per: time.Hour}
+			lim := newLimiter(t, nodes, limit)
+			ctx := t.Context()
+			// Spend the limit on nodes 1 and 2 alone.
+			for _, n := range nodes[1:] {
+				one := newLimiter(t, []node.Node{n}, limit)
+				r, err := one.Allow(ctx, "refund")
+				require.NoError(t, err)
+				require.True(t, r.Allowed)
+			}
+			r, err := lim.Allow(ctx, "refund")
+			require.NoError(t, err)
+			if r.Allowed {
+				t.Fatalf("admitted with two of three nodes spent: %+v", r)
+			}
+			// Node 0 admitted, the quorum refused: node 0 is refunded, and
+			// keeps nothing (its limit is full again).
+			srvs[0].WaitKeysGone(t, 2*time.Second, func(string) bool { return true })
+			// Nodes 1 and 2 still hold their own admissions.
+			for _, s := range srvs[1:] {
+				if s.MustDo(t, "EXISTS", ratelimit.KeyOf("refund")) != "1" {
+					t.Errorf("%s lost its admission", s.Addr())
+				}
+			}
+		})
+	}
+}
