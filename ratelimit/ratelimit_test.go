@@ -87,8 +87,8 @@ func TestNewArgs(t *testing.T) {
 			t.Errorf("WaitN(%q, %d): %v; want an *ArgError on %q", c.key, c.n, err, c.arg)
 		}
 	}
-	//nolint:staticcheck // a nil context is the mistake under test
-	if _, err := lim.Allow(nil, "k"); !errors.Is(err, lease.ErrInvalid) { //lint:ignore SA1012 the mistake under test
+	var nilCtx context.Context // the bad argument under test
+	if _, err := lim.Allow(nilCtx, "k"); !errors.Is(err, lease.ErrInvalid) {
 		t.Errorf("Allow(nil ctx): %v; want ErrInvalid", err)
 	}
 	keys, err := srv.Keys()
