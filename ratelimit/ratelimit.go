@@ -149,8 +149,9 @@ func (l Limit) burst() int {
 	return l.Burst
 }
 
-// check returns an *lease.ArgError when l breaks a rule.
-func (l Limit) check() error {
+// Check returns an *lease.ArgError naming the field and its rule when l
+// breaks one, as New does.
+func (l Limit) Check() error {
 	switch {
 	case l.Rate < 1:
 		return &lease.ArgError{Arg: "limit.Rate", Value: l.Rate, Rule: "must be >= 1"}
@@ -216,7 +217,7 @@ func New(nodes []node.Node, limit Limit, opts ...Option) (*Limiter, error) {
 			return nil, &lease.ArgError{Arg: "nodes", Value: i, Rule: "must not hold a nil node (index given)"}
 		}
 	}
-	if err := limit.check(); err != nil {
+	if err := limit.Check(); err != nil {
 		return nil, err
 	}
 	var cfg config
