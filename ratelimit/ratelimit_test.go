@@ -269,3 +269,33 @@ func TestQuorumRefund(t *testing.T) {
 		})
 	}
 }
+
+// TestCluster: the limit's key carries its hash tag, so the limit works
+// through each client's cluster client, on whichever master serves the
+// key's slot, for keys spread over the masters and a key starting "}".
+func TestCluster(t *testing.T) {
+	cl := redistest.StartCluster(t, 3)
+	for _, c := range cl.Nodes(t) {
+		t.Run(c.Name, func(t *testing.T) {
+			lim := newLimiter(t, []node.Node{c.Node}, ratelimit.Limit{Rate: 2, Per: time.Hour})
+			masters := map[int]bool{}
+			for i := range 12 {
+				key := c.Name + "-" + strconv.Itoa(i)
+				if i == 0 {
+					key = "}" + key
+				}
+				masters[cl.Owner(cl.Slot(ratelimit.KeyOf(key)))] = true
+				for j, want := range []bool{true, true, false} {
+					r, err := lim.Allow(t.Context(), key)
+					require.NoError(t, err, "key %q call %d", key, j)
+					if r.Allowed != want {
+						t.Fatalf("key %q call %d: %+v; want Allowed %v", key, j, r, want)
+					}
+				}
+			}
+			if len(masters) < 2 {
+				t.Errorf("the keys fell on %d master(s); want them spread", len(masters))
+			}
+		})
+	}
+}
