@@ -74,33 +74,46 @@ func (c *checker) call(start time.Time, n int, r ratelimit.Result, err error) {
 	}
 }
 
-// kill kills node j's server, which loses its data, and returns the
-// restart, which starts it again empty.
-func (c *checker) kill(j int, srv *redistest.Server) (restart func()) {
-	from := time.Now()
-	srv.Kill()
-	to := time.Now()
-	c.mu.Lock()
-	c.losses[j] = append(c.losses[j], span{from, to})
-	c.mu.Unlock()
-	return func() {
-		c.mu.Lock()
-		c.down[j] = append(c.down[j], span{to, time.Now()})
-		c.mu.Unlock()
-		srv.Restart()
+// killBetween kills the servers of the nodes idx (they lose their data)
+// at from after start, and restarts them, empty, at to; it reports false,
+// having done nothing, when ctx ended before from.
+func (c *checker) killBetween(ctx context.Context, start time.Time, from, to time.Duration, srvs []*redistest.Server, idx ...int) bool {
+	if !until(ctx, start, from) {
+		return false
 	}
+	killed := make([]time.Time, len(idx))
+	for i, j := range idx {
+		before := time.Now()
+		srvs[j].Kill()
+		killed[i] = time.Now()
+		c.mu.Lock()
+		c.losses[j] = append(c.losses[j], span{before, killed[i]})
+		c.mu.Unlock()
+	}
+	until(ctx, start, to)
+	for i, j := range idx {
+		c.mu.Lock()
+		c.down[j] = append(c.down[j], span{killed[i], time.Now()})
+		c.mu.Unlock()
+		srvs[j].Restart()
+	}
+	return true
 }
 
-// pause stops node j's server and returns its resume.
-func (c *checker) pause(srv *redistest.Server) (resume func()) {
-	from := time.Now()
-	srv.Pause()
-	return func() {
-		srv.Resume()
-		c.mu.Lock()
-		c.paused = append(c.paused, span{from, time.Now()})
-		c.mu.Unlock()
+// pauseBetween stops srv at from after start and resumes it at to; it
+// reports false, having done nothing, when ctx ended before from.
+func (c *checker) pauseBetween(ctx context.Context, start time.Time, from, to time.Duration, srv *redistest.Server) bool {
+	if !until(ctx, start, from) {
+		return false
 	}
+	paused := time.Now()
+	srv.Pause()
+	until(ctx, start, to)
+	srv.Resume()
+	c.mu.Lock()
+	c.paused = append(c.paused, span{paused, time.Now()})
+	c.mu.Unlock()
+	return true
 }
 
 // report is what judge found.
@@ -285,6 +298,27 @@ func checkRun(t *testing.T, c *checker, l ratelimit.Limit, start, end time.Time,
 	return rep
 }
 
+// run runs the workload (load) on key for d, and faults, when given,
+// beside it, told the run's context and start; it returns when both
+// ended, with the run's start and end.
+func (c *checker) run(t *testing.T, lim allower, key string, d time.Duration, faults func(ctx context.Context, start time.Time)) (start, end time.Time) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), d)
+	defer cancel()
+	start = time.Now()
+	var wg sync.WaitGroup
+	if faults != nil {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			faults(ctx, start)
+		}()
+	}
+	load(ctx, lim, key, 4, c)
+	wg.Wait()
+	return start, time.Now()
+}
+
 // until sleeps until d after start and reports whether ctx is still live.
 func until(ctx context.Context, start time.Time, d time.Duration) bool {
 	select {
@@ -305,29 +339,11 @@ func TestCheckSingle(t *testing.T) {
 			srv := redistest.Start(t)
 			lim := newLimiter(t, []node.Node{redistest.NodeFor(t, client, srv.Addr())}, checkLimit)
 			c := newChecker(lim.Limit(), 1, 1)
-			ctx, cancel := context.WithTimeout(t.Context(), 2500*time.Millisecond)
-			defer cancel()
-			start := time.Now()
-			var faults sync.WaitGroup
-			faults.Add(1)
-			go func() {
-				defer faults.Done()
-				if !until(ctx, start, 1000*time.Millisecond) {
-					return
-				}
-				restart := c.kill(0, srv)
-				until(ctx, start, 1200*time.Millisecond)
-				restart()
-				if !until(ctx, start, 1600*time.Millisecond) {
-					return
-				}
-				resume := c.pause(srv)
-				until(ctx, start, 1900*time.Millisecond)
-				resume()
-			}()
-			load(ctx, lim, "single", 4, c)
-			faults.Wait()
-			end := time.Now()
+			start, end := c.run(t, lim, "single", 2500*time.Millisecond, func(ctx context.Context, start time.Time) {
+				srvs := []*redistest.Server{srv}
+				_ = c.killBetween(ctx, start, 1000*time.Millisecond, 1200*time.Millisecond, srvs, 0) &&
+					c.pauseBetween(ctx, start, 1600*time.Millisecond, 1900*time.Millisecond, srv)
+			})
 			c.outage = append(c.outage, c.down[0]...)
 			c.outage = append(c.outage, c.paused...)
 			checkRun(t, c, lim.Limit(), start, end, 0.75)
@@ -342,42 +358,15 @@ func TestCheckQuorum(t *testing.T) {
 	srvs := redistest.StartN(t, 5)
 	for _, client := range redistest.Clients {
 		t.Run(client, func(t *testing.T) {
-			nodes := make([]node.Node, len(srvs))
-			for i, s := range srvs {
-				nodes[i] = redistest.NodeFor(t, client, s.Addr())
-			}
+			nodes := nodesFor(t, client, srvs)
 			lim := newLimiter(t, nodes, checkLimit)
 			c := newChecker(lim.Limit(), len(nodes), lim.Majority())
-			ctx, cancel := context.WithTimeout(t.Context(), 3500*time.Millisecond)
-			defer cancel()
-			start := time.Now()
-			var faults sync.WaitGroup
-			faults.Add(1)
-			go func() {
-				defer faults.Done()
-				if !until(ctx, start, 700*time.Millisecond) {
-					return
-				}
-				restart := c.kill(0, srvs[0])
-				until(ctx, start, 1300*time.Millisecond)
-				restart()
-				if !until(ctx, start, 1600*time.Millisecond) {
-					return
-				}
-				resume := c.pause(srvs[1])
-				until(ctx, start, 2100*time.Millisecond)
-				resume()
-				if !until(ctx, start, 2300*time.Millisecond) {
-					return
-				}
-				r2, r3 := c.kill(2, srvs[2]), c.kill(3, srvs[3])
-				until(ctx, start, 2900*time.Millisecond)
-				r2()
-				r3()
-			}()
-			load(ctx, lim, "quorum-"+client, 4, c)
-			faults.Wait()
-			end := time.Now()
+			start, end := c.run(t, lim, "quorum-"+client, 3500*time.Millisecond, func(ctx context.Context, start time.Time) {
+				ms := time.Millisecond
+				_ = c.killBetween(ctx, start, 700*ms, 1300*ms, srvs, 0) &&
+					c.pauseBetween(ctx, start, 1600*ms, 2100*ms, srvs[1]) &&
+					c.killBetween(ctx, start, 2300*ms, 2900*ms, srvs, 2, 3)
+			})
 			checkRun(t, c, lim.Limit(), start, end, 0.75)
 		})
 	}
@@ -415,11 +404,8 @@ func TestCheckCatchesOverAdmission(t *testing.T) {
 		s.lims = append(s.lims, newLimiter(t, []node.Node{redistest.NodeFor(t, "go-redis", srv.Addr())}, checkLimit))
 	}
 	c := newChecker(s.lims[0].Limit(), len(srvs), len(srvs)/2+1)
-	ctx, cancel := context.WithTimeout(t.Context(), 1500*time.Millisecond)
-	defer cancel()
-	start := time.Now()
-	load(ctx, s, "spread", 4, c)
-	rep := c.judge(start, time.Now(), 500*time.Millisecond, 10*time.Millisecond)
+	start, end := c.run(t, s, "spread", 1500*time.Millisecond, nil)
+	rep := c.judge(start, end, 500*time.Millisecond, 10*time.Millisecond)
 	t.Logf("broken quorum: %d admitted; %d of %d judged windows over the bound (worst admitted/bound %.2f); the first: %s",
 		rep.admitted, rep.violations, rep.judged, rep.worst, rep.first)
 	require.Positive(t, rep.judged, "windows judged")

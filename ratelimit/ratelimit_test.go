@@ -38,6 +38,16 @@ func forEachClient(t *testing.T, f func(t *testing.T, srv *redistest.Server, n n
 	}
 }
 
+// nodesFor returns a Node on client for each of srvs, in order.
+func nodesFor(t testing.TB, client string, srvs []*redistest.Server) []node.Node {
+	t.Helper()
+	nodes := make([]node.Node, len(srvs))
+	for i, s := range srvs {
+		nodes[i] = redistest.NodeFor(t, client, s.Addr())
+	}
+	return nodes
+}
+
 func TestNewArgs(t *testing.T) {
 	srv := redistest.Start(t)
 	n := redistest.NodeFor(t, "go-redis", srv.Addr())
@@ -196,10 +206,7 @@ func TestQuorum(t *testing.T) {
 	for _, client := range redistest.Clients {
 		t.Run(client, func(t *testing.T) {
 			srvs := redistest.StartN(t, 3)
-			nodes := make([]node.Node, len(srvs))
-			for i, s := range srvs {
-				nodes[i] = redistest.NodeFor(t, client, s.Addr())
-			}
+			nodes := nodesFor(t, client, srvs)
 			lim := newLimiter(t, nodes, ratelimit.Limit{Rate: 2, Per: time.Hour})
 			require.Equal(t, 2, lim.Majority())
 			ctx := t.Context()
@@ -238,10 +245,7 @@ func TestQuorumRefund(t *testing.T) {
 	for _, client := range redistest.Clients {
 		t.Run(client, func(t *testing.T) {
 			srvs := redistest.StartN(t, 3)
-			nodes := make([]node.Node, len(srvs))
-			for i, s := range srvs {
-				nodes[i] = redistest.NodeFor(t, client, s.Addr())
-			}
+			nodes := nodesFor(t, client, srvs)
 			limit := ratelimit.Limit{Rate: 1, Per: time.Hour}
 			lim := newLimiter(t, nodes, limit)
 			ctx := t.Context()
