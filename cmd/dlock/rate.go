@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/dlockgo/dlock"
 	"github.com/dlockgo/dlock/fence"
+	"github.com/dlockgo/dlock/lease"
 	"github.com/dlockgo/dlock/ratelimit"
 )
 
@@ -34,6 +36,12 @@ func parseRate(s string, burst int) (ratelimit.Limit, error) {
 	}
 	l := ratelimit.Limit{Rate: rate, Per: d, Burst: burst}
 	if err := l.Check(); err != nil {
+		var ae *lease.ArgError
+		if errors.As(err, &ae) {
+			// In the command's words: N/PERIOD and --burst.
+			name := map[string]string{"limit.Rate": "N", "limit.Per": "PERIOD", "limit.Burst": "--burst"}[ae.Arg]
+			return ratelimit.Limit{}, fmt.Errorf("--rate %q --burst %d: %s %v %s", s, burst, cmp.Or(name, ae.Arg), ae.Value, ae.Rule)
+		}
 		return ratelimit.Limit{}, fmt.Errorf("--rate %q --burst %d: %w", s, burst, err)
 	}
 	return l, nil
