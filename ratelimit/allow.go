@@ -104,13 +104,17 @@ func (l *Limiter) quorum(ctx context.Context, keys []string, n int, nArg string)
 			a := l.ask(c, nd, keys, nArg)
 			cancel()
 			answers <- a
-			if !a.admitted {
+			if a.err != nil {
 				return
 			}
 			<-d.done
-			if !d.admitted {
+			if a.admitted != d.admitted {
 				c, cancel := context.WithTimeout(base, l.timeout)
-				_, _ = nd.Eval(c, refundScript, keys, a.written, cost)
+				if a.admitted {
+					_, _ = nd.Eval(c, refundScript, keys, a.written, cost)
+				} else {
+					_, _ = nd.Eval(c, chargeScript, keys, cost, l.args[1])
+				}
 				cancel()
 			}
 		}()

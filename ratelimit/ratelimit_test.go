@@ -303,3 +303,45 @@ func TestCluster(t *testing.T) {
 		})
 	}
 }
+
+// A request the quorum admitted is charged on the node that refused it,
+// up to an empty limit, so that every node counts every admission.
+func TestQuorumCharge(t *testing.T) {
+	for _, client := range redistest.Clients {
+		t.Run(client, func(t *testing.T) {
+			srvs := redistest.StartN(t, 3)
+			nodes := nodesFor(t, client, srvs)
+			limit := ratelimit.Limit{Rate: 3, Per: time.Hour} // 20 min each, a burst of 3
+			lim := newLimiter(t, nodes, limit)
+			ctx := t.Context()
+			one := newLimiter(t, nodes[2:], limit)
+			r, err := one.AllowN(ctx, "charge", 2) // node 2: one left
+			require.NoError(t, err)
+			require.True(t, r.Allowed)
+			r, err = lim.AllowN(ctx, "charge", 2)
+			require.NoError(t, err)
+			if !r.Allowed || r.Remaining != 1 {
+				t.Fatalf("AllowN(2) with nodes 0 and 1 full: %+v; want admitted, 1 left", r)
+			}
+			// Node 2 refused it and is charged, to empty (its 40 min of
+			// TAT become 60), not past it.
+			deadline := time.Now().Add(2 * time.Second)
+			for {
+				ms, _ := strconv.Atoi(srvs[2].MustDo(t, "PTTL", ratelimit.KeyOf("charge")))
+				if ms > 55*60*1000 && ms <= 60*60*1000 {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("node 2's key has %d ms left; want the charge to bring it to ~60 min", ms)
+				}
+				time.Sleep(10 * time.Millisecond)
+			}
+			for _, s := range srvs[:2] {
+				ms, _ := strconv.Atoi(s.MustDo(t, "PTTL", ratelimit.KeyOf("charge")))
+				if ms <= 35*60*1000 || ms > 40*60*1000 {
+					t.Errorf("%s: %d ms left; want its own admission's 40 min", s.Addr(), ms)
+				}
+			}
+		})
+	}
+}
