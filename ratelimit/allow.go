@@ -78,10 +78,10 @@ func (l *Limiter) AllowN(ctx context.Context, key string, n int) (Result, error)
 
 // quorum asks every node at once and decides as soon as a majority
 // admitted, or enough refused or failed that no majority can. The calls
-// still running then go on, and end within the node timeout (Close waits
-// for them): a node that admitted a request the quorum refused is then
-// refunded (see refund.lua), one that admitted an admitted request keeps
-// it, so the nodes' states stay alike.
+// still running then go on, and end within twice the node timeout (Close
+// waits for them): each node that answered otherwise than the decision is
+// refunded (refund.lua) or charged (charge.lua), so that the nodes count
+// the same admissions.
 func (l *Limiter) quorum(ctx context.Context, keys []string, n int, nArg string) (Result, error) {
 	count := len(l.nodes)
 	answers := make(chan answer, count)
@@ -146,11 +146,11 @@ func (l *Limiter) quorum(ctx context.Context, keys []string, n int, nArg string)
 	if !d.admitted && failed > count-l.majority {
 		return Result{}, fmt.Errorf("%w: %d of %d nodes failed, the first with: %w", ErrNoQuorum, failed, count, firstErr)
 	}
-	return l.decide(got, d.admitted), nil
+	return l.sum(got, d.admitted), nil
 }
 
 // decision is a quorum call's outcome, for its nodes' calls: those that
-// admitted wait for it, and refund a refusal.
+// answered wait for it, and bring their node in line with it.
 type decision struct {
 	admitted bool
 	done     chan struct{}
@@ -161,11 +161,11 @@ func (d *decision) decide(admitted bool) {
 	close(d.done)
 }
 
-// decide sums up the answers of a quorum call: Remaining is the
+// sum sums up the answers of a quorum call: Remaining is the
 // majority-th largest (a node that did not answer has none left),
 // RetryAfter and ResetAfter the majority-th smallest among the nodes that
 // answered, or their largest when fewer answered.
-func (l *Limiter) decide(got []answer, admitted bool) Result {
+func (l *Limiter) sum(got []answer, admitted bool) Result {
 	var rem, retry, reset []int64
 	for _, a := range got {
 		if a.err == nil {
