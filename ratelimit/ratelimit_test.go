@@ -38,6 +38,11 @@ func forEachClient(t *testing.T, f func(t *testing.T, srv *redistest.Server, n n
 	}
 }
 
+// slowMachine is the node timeout of the tests that want every node's
+// answer, and every refund and charge made, on a loaded machine: the
+// default 100 ms is for the checks, which count what a timeout costs.
+var slowMachine = ratelimit.WithNodeTimeout(2 * time.Second)
+
 // nodesFor returns a Node on client for each of srvs, in order.
 func nodesFor(t testing.TB, client string, srvs []*redistest.Server) []node.Node {
 	t.Helper()
@@ -207,7 +212,7 @@ func TestQuorum(t *testing.T) {
 		t.Run(client, func(t *testing.T) {
 			srvs := redistest.StartN(t, 3)
 			nodes := nodesFor(t, client, srvs)
-			lim := newLimiter(t, nodes, ratelimit.Limit{Rate: 2, Per: time.Hour})
+			lim := newLimiter(t, nodes, ratelimit.Limit{Rate: 2, Per: time.Hour}, slowMachine)
 			require.Equal(t, 2, lim.Majority())
 			ctx := t.Context()
 			r, err := lim.Allow(ctx, "q")
@@ -247,7 +252,7 @@ func TestQuorumRefund(t *testing.T) {
 			srvs := redistest.StartN(t, 3)
 			nodes := nodesFor(t, client, srvs)
 			limit := ratelimit.Limit{Rate: 1, Per: time.Hour}
-			lim := newLimiter(t, nodes, limit)
+			lim := newLimiter(t, nodes, limit, slowMachine)
 			ctx := t.Context()
 			// Spend the limit on nodes 1 and 2 alone.
 			for _, n := range nodes[1:] {
@@ -312,7 +317,7 @@ func TestQuorumCharge(t *testing.T) {
 			srvs := redistest.StartN(t, 3)
 			nodes := nodesFor(t, client, srvs)
 			limit := ratelimit.Limit{Rate: 3, Per: time.Hour} // 20 min each, a burst of 3
-			lim := newLimiter(t, nodes, limit)
+			lim := newLimiter(t, nodes, limit, slowMachine)
 			ctx := t.Context()
 			one := newLimiter(t, nodes[2:], limit)
 			r, err := one.AllowN(ctx, "charge", 2) // node 2: one left
