@@ -66,6 +66,7 @@ func Open(ctx context.Context, cfg Config) (Locker, error) {
 	if len(cfg.Nodes) > 0 {
 		nodes = slices.Clone(cfg.Nodes)
 	}
+	o.used = nodes
 	if cfg.Strategy == "" || cfg.Strategy == StrategySingle {
 		if len(cfg.Nodes) > 0 {
 			err = ping(ctx, nodes[0])
@@ -308,7 +309,8 @@ type opened struct {
 	strategy
 	nodes   []node.Node
 	clients []ownedClient
-	one     node.Node // the single strategy's server
+	one     node.Node   // the single strategy's server
+	used    []node.Node // the servers the strategy runs on
 
 	once sync.Once
 	err  error
@@ -337,6 +339,22 @@ func SingleNode(l Locker) (node.Node, bool) {
 		return nil, false
 	}
 	return o.one, true
+}
+
+// Nodes returns the servers a Locker that Open built runs on, for what
+// lives beside the locks on either strategy (package ratelimit): the
+// single strategy's one server, or the quorum's nodes, in the Config's
+// order. It reports false for a Locker Open did not build. The Nodes stay
+// the Locker's, as SingleNode's do; the slice is the caller's.
+func Nodes(l Locker) ([]node.Node, bool) {
+	o, ok := l.(*opened)
+	if !ok {
+		return nil, false
+	}
+	if o.one != nil {
+		return []node.Node{o.one}, true
+	}
+	return slices.Clone(o.used), true
 }
 
 // add keeps a node and its client, or returns the error that made neither.

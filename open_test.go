@@ -376,3 +376,41 @@ func TestOpenClusterQuietDead(t *testing.T) {
 		}
 	}
 }
+
+// TestNodes: Open's Locker names the servers it runs on, one for single
+// and each node for a quorum, in order, so a rate limit runs beside the
+// locks on either strategy.
+func TestNodes(t *testing.T) {
+	srvs := redistest.StartN(t, 3)
+	ctx := t.Context()
+	addrs := []string{srvs[0].Addr(), srvs[1].Addr(), srvs[2].Addr()}
+	lk, err := dlock.Open(ctx, dlock.Config{Addrs: addrs[:1]})
+	require.NoError(t, err)
+	defer lk.Close()
+	q, err := dlock.Open(ctx, dlock.Config{Strategy: dlock.StrategyQuorum, Addrs: addrs, DurableNodes: true})
+	require.NoError(t, err)
+	defer q.Close()
+	for _, c := range []struct {
+		lk   dlock.Locker
+		want []string
+	}{{lk, addrs[:1]}, {q, addrs}} {
+		nodes, ok := dlock.Nodes(c.lk)
+		require.True(t, ok, "Nodes of a Locker Open built")
+		var got []string
+		for _, n := range nodes {
+			got = append(got, n.String())
+			if _, err := n.Eval(ctx, node.NewScript("return 1"), nil); err != nil {
+				t.Errorf("%s: %v", n, err)
+			}
+		}
+		if !slices.Equal(got, c.want) {
+			t.Errorf("Nodes: %v; want %v", got, c.want)
+		}
+	}
+	own, err := single.New(redistest.NodeFor(t, "go-redis", addrs[0]))
+	require.NoError(t, err)
+	defer own.Close()
+	if _, ok := dlock.Nodes(own); ok {
+		t.Error("Nodes of a Locker Open did not build: ok; want false")
+	}
+}

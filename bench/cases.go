@@ -45,6 +45,7 @@ func uncontendedSubjects() []subject {
 	singles, quorums := dlockSubjects("")
 	s = append(append(s, singles...), claimsSubjects()...)
 	s = append(s, permitsSubjects()...)
+	s = append(s, ratelimitSubjects()...)
 	s = append(s,
 		subject{library: "redislock", strategy: "single", client: "go-redis", nodes: 1,
 			setup: func(_ context.Context, a []string) (*instance, error) {

@@ -119,8 +119,6 @@ func claimsChecks(rs []Result) []Check {
 	if c == nil || z == nil || c.OpsPerS == nil || z.OpsPerS == nil || *z.OpsPerS == 0 {
 		return nil
 	}
-	const limit = 0.7
-	v := *c.OpsPerS / *z.OpsPerS
-	return []Check{{Target: "claims c=64 go-redis >= 0.7x a bare ZPOPMIN queue's items/s", Case: c.ID,
-		Value: round(v, 3), Limit: limit, Unit: "x ZPOPMIN", Met: v >= limit, Margin: round((v-limit)/limit, 3)}}
+	return []Check{atLeastCheck("claims c=64 go-redis >= 0.7x a bare ZPOPMIN queue's items/s", c.ID,
+		*c.OpsPerS / *z.OpsPerS, 0.7, "x ZPOPMIN")}
 }

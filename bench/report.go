@@ -152,13 +152,17 @@ func atMostCheck(target, c string, v, limit float64, unit string) Check {
 	return Check{Target: target, Case: c, Value: round(v, 3), Limit: round(limit, 3), Unit: unit, Met: v <= limit, Margin: round((limit-v)/limit, 3)}
 }
 
+func atLeastCheck(target, c string, v, limit float64, unit string) Check {
+	return Check{Target: target, Case: c, Value: round(v, 3), Limit: round(limit, 3), Unit: unit, Met: v >= limit, Margin: round((v-limit)/limit, 3)}
+}
+
 func evaluate(rs []Result) []Check {
 	var out []Check
 	atMost := func(target, c string, v, limit float64, unit string) {
 		out = append(out, atMostCheck(target, c, v, limit, unit))
 	}
 	atLeast := func(target, c string, v, limit float64, unit string) {
-		out = append(out, Check{Target: target, Case: c, Value: round(v, 3), Limit: round(limit, 3), Unit: unit, Met: v >= limit, Margin: round((v-limit)/limit, 3)})
+		out = append(out, atLeastCheck(target, c, v, limit, unit))
 	}
 	get := func(kind, lib, strategy, client string, nodes, c int) *Result {
 		return find(rs, func(r Result) bool {
@@ -220,6 +224,7 @@ func evaluate(rs []Result) []Check {
 		}
 	}
 	out = append(out, claimsChecks(rs)...)
+	out = append(out, ratelimitChecks(rs)...)
 	for _, r := range rs {
 		if r.Library != "dlock" || r.Case != "contention" || r.AcquisitionsPerS == nil {
 			continue

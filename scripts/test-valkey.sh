@@ -52,7 +52,7 @@ run() { # name server -p packages...
   [ "$status" = ok ]
 }
 
-v8pkgs=(./single ./redlock ./election ./permits ./claims ./rwlock . ./node/... ./dlocktest ./internal/testkit/nemesis ./internal/testkit/redistest)
+v8pkgs=(./single ./redlock ./election ./permits ./claims ./rwlock ./ratelimit . ./node/... ./dlocktest ./internal/testkit/nemesis ./internal/testkit/redistest)
 # The test binaries first, so that no compile competes with tests that
 # count time; then three packages at a time on 8.0 beside one at a time
 # on 7.2 (the tests mostly wait on servers and TTLs).

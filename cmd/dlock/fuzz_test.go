@@ -52,6 +52,8 @@ func FuzzRunArgs(f *testing.F) {
 		{"--key\x00k\x00--config\x00/nonexistent\x00--\x00x", ""},
 		{"--help", ""}, {"", ""}, {"--key\x00k\x00--\x00x", "redis://a:1,b:2"},
 		{"--keys\x00,\x00--\x00x", ""}, {"--key\x00k\x00--permits\x00-1\x00--\x00x", ""},
+		{"--key\x00k\x00--rate\x0010/s\x00--burst\x003\x00--\x00x", "redlock://a:1,b:2,c:3"},
+		{"--key\x00k\x00--rate\x005/1h30m\x00--\x00x", ""}, {"--key\x00k\x00--rate\x00/\x00--\x00x", ""},
 		{"--key\x00k\x00--metadata\x00" + strings.Repeat("m", 600) + "\x00--\x00x", ""},
 	} {
 		f.Add(s[0], s[1])
@@ -73,6 +75,9 @@ func FuzzRunArgs(f *testing.F) {
 		}
 		if r == nil || r.key == "" || len(r.argv) == 0 || r.ttl <= 0 || r.wait < 0 || r.grace < 0 {
 			t.Fatalf("parseRun(%q) = %+v", args, r)
+		}
+		if r.rate != nil && r.rate.Check() != nil {
+			t.Fatalf("parseRun(%q) took the rate %+v: %v", args, *r.rate, r.rate.Check())
 		}
 		checkResolved(t, "parseRun", cfg)
 	})

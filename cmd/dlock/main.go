@@ -51,7 +51,8 @@ const exitCodesHelp = `Exit codes:
   70     internal error (EX_SOFTWARE)
   75     lock held elsewhere: --wait 0 found it taken, or --wait ran out and
          the last attempt found it taken; for elect, another stayed leader
-         for --wait (EX_TEMPFAIL)
+         for --wait; for run --rate, the limit did not admit the run within
+         --wait (EX_TEMPFAIL)
   76     lease (or leadership) lost while CMD ran (renewal refused or
          validity ran out); CMD was stopped
   77     authentication failed: a server refused the username or password, or
@@ -65,6 +66,7 @@ const mainUsage = `dlock: distributed locks on Redis and Valkey, from the shell.
 
 Usage:
   dlock run [flags] --key KEY -- CMD [ARGS...]   run CMD while holding the lock on KEY
+  dlock run --rate N/PERIOD --key KEY -- CMD     run CMD once the rate limit on KEY admits it
   dlock elect [flags] --name OFFICE -- CMD [...] run CMD while this process leads OFFICE
   dlock inspect [flags] KEY                      show who holds the lock on KEY
   dlock acquire [flags] --key KEY                take the lock on KEY, print its lease's handle

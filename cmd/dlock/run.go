@@ -21,6 +21,7 @@ import (
 	"github.com/dlockgo/dlock/fence"
 	"github.com/dlockgo/dlock/lease"
 	"github.com/dlockgo/dlock/permits"
+	"github.com/dlockgo/dlock/ratelimit"
 	"github.com/dlockgo/dlock/rwlock"
 )
 
@@ -53,6 +54,16 @@ served. The read-write lock of KEY is another lock than run's plain lock
 of KEY: readers and their writers must all use these two flags. The
 readers after a writer share a DLOCK_TOKEN above that writer's.
 
+With --rate N/PERIOD, KEY names a rate limit instead of a lock: dlock
+waits (up to --wait) until the limit admits one more run, then runs CMD,
+holding nothing: at most N runs start per PERIOD across hosts, in bursts
+of up to --burst (default N). PERIOD is a unit (ms, s, m, h, d) or a
+duration (10/s, 100/m, 5/1h, 3/500ms). It works on both strategies: a
+quorum admits when a majority of its servers does (docs/ratelimit.md).
+CMD gets DLOCK_KEY, no DLOCK_TOKEN. --wait 0 makes one attempt; a run
+not admitted exits 75. --rate excludes --keys, --permits, --shared and
+--exclusive; to also hold a lock, run dlock run inside dlock run --rate.
+
 If the lease is lost (a renewal refused: someone else holds the lock; or
 the servers unreachable until its validity ran out), dlock sends SIGTERM
 to CMD's process group, SIGKILL after --grace, and exits 76. SIGINT,
@@ -71,6 +82,7 @@ Examples:
   dlock run --keys acct:17,acct:42 -- ./transfer.sh 17 42   # both accounts, or wait
   dlock run --shared --key catalog -- ./read-catalog.sh      # many readers at once
   dlock run --exclusive --key catalog -- ./rebuild-catalog.sh   # one writer, no readers
+  dlock run --rate 10/m --burst 2 --key api-sync --wait 5m -- ./sync.sh   # at most 10 starts a minute
 
 Flags:
 `
@@ -105,6 +117,8 @@ func parseRun(args []string, getenv func(string) string, stdout, stderr io.Write
 		nperm   = fs.Int("permits", 0, "hold one of N permits of KEY rather than its lock (single strategy); 0: the lock")
 		shared  = fs.Bool("shared", false, "hold a read lock of the read-write lock KEY, beside other readers (single strategy)")
 		excl    = fs.Bool("exclusive", false, "hold the write lock of the read-write lock KEY, the writer to --shared readers (single strategy)")
+		rate    = fs.String("rate", "", "N/PERIOD: run CMD once the rate limit KEY admits it (10/s, 100/m, 5/1h), holding no lock")
+		burst   = fs.Int("burst", 0, "with --rate, how many runs may start at once; 0: N")
 	)
 	conn.register(fs)
 	fs.Usage = func() {
@@ -142,6 +156,21 @@ func parseRun(args []string, getenv func(string) string, stdout, stderr io.Write
 	case *shared && *excl, (*shared || *excl) && *nperm > 0:
 		fmt.Fprintln(stderr, "dlock run: --shared, --exclusive and --permits exclude each other")
 		return nil, cfg, exitUsage, false
+	case *rate != "" && (keys != nil || *nperm > 0 || *shared || *excl):
+		fmt.Fprintln(stderr, "dlock run: --rate excludes --keys, --permits, --shared and --exclusive")
+		return nil, cfg, exitUsage, false
+	case *rate == "" && flagSet(fs, "burst"):
+		fmt.Fprintln(stderr, "dlock run: --burst needs --rate")
+		return nil, cfg, exitUsage, false
+	}
+	var limit *ratelimit.Limit
+	if *rate != "" {
+		l, err := parseRate(*rate, *burst)
+		if err != nil {
+			fmt.Fprintf(stderr, "dlock run: %v\n", err)
+			return nil, cfg, exitUsage, false
+		}
+		limit = &l
 	}
 	cfg, source, err := conn.resolve(getenv)
 	if err != nil {
@@ -170,7 +199,7 @@ func parseRun(args []string, getenv func(string) string, stdout, stderr io.Write
 	r = &runner{
 		key: *key, keys: keys, ttl: *ttl, wait: *wait, grace: *grace, argv: argv,
 		verbose: *verbose, stderr: stderr, metadata: *meta, permits: *nperm, rw: rw,
-		origin: origin(source, getenv),
+		rate: limit, origin: origin(source, getenv),
 	}
 	return r, cfg, exitOK, true
 }
@@ -194,12 +223,13 @@ type runner struct {
 	verbose          bool
 	stderr           io.Writer
 	metadata         string
-	permits          int      // hold one of this many permits of key; 0: its lock
-	rw               rwSide   // hold a side of the read-write lock key rather than its lock
-	keys             []string // hold the locks of all of these at once (key is them, joined)
-	office, value    string   // campaign for this office (dlock elect) rather than lock key
-	origin           string   // where the servers came from
-	name             string   // the command, for messages: "run" or "elect"
+	permits          int              // hold one of this many permits of key; 0: its lock
+	rw               rwSide           // hold a side of the read-write lock key rather than its lock
+	keys             []string         // hold the locks of all of these at once (key is them, joined)
+	rate             *ratelimit.Limit // run once this rate limit on key admits it, holding nothing
+	office, value    string           // campaign for this office (dlock elect) rather than lock key
+	origin           string           // where the servers came from
+	name             string           // the command, for messages: "run" or "elect"
 }
 
 // rwSide is which side of a read-write lock run holds, if any.
@@ -276,7 +306,7 @@ func (r *runner) run(cfg dlock.Config) int {
 		return code
 	}
 	defer locker.Close()
-	if r.verbose {
+	if r.verbose && r.rate == nil {
 		r.logf("holding %q, token %v, ttl %v", r.key, ls.Token(), r.ttl)
 	}
 	return r.supervise(ls, sigs)
@@ -298,6 +328,9 @@ func (r *runner) acquire(ctx context.Context, cfg dlock.Config) (holding, dlock.
 	}
 	if r.office != "" {
 		return r.campaign(ctx, locker)
+	}
+	if r.rate != nil {
+		return r.admit(ctx, locker, cfg)
 	}
 	opts := []lease.Option{lease.WithTTL(r.ttl), lease.WithAutoRenew(), lease.WithMetadata(r.metadata)}
 	try, wait := locker.TryAcquire, locker.Acquire
@@ -414,7 +447,10 @@ func acquireExitCode(err error) int {
 func (r *runner) supervise(ls holding, sigs <-chan os.Signal) int {
 	cmd := exec.Command(r.argv[0], r.argv[1:]...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
-	cmd.Env = append(os.Environ(), "DLOCK_KEY="+r.key, "DLOCK_TOKEN="+ls.Token().String())
+	cmd.Env = append(os.Environ(), "DLOCK_KEY="+r.key)
+	if r.rate == nil {
+		cmd.Env = append(cmd.Env, "DLOCK_TOKEN="+ls.Token().String())
+	}
 	if l, ok := ls.(*lease.Lease); ok && r.keys != nil {
 		held := l.Keys()
 		toks := make([]string, len(held))
@@ -493,6 +529,9 @@ func (r *runner) stop(cmd *exec.Cmd, exited <-chan struct{}, sigs <-chan os.Sign
 }
 
 func (r *runner) release(ls holding) {
+	if r.rate != nil {
+		return // an admission holds nothing
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), lease.ReleaseTimeout)
 	defer cancel()
 	if err := ls.Release(ctx); err != nil {

@@ -1,0 +1,298 @@
+// Package ratelimit limits how often something happens, across every
+// process that shares the servers: at most Rate requests per Per on a key,
+// with bursts of up to Burst, judged by the server's clock.
+//
+// # Algorithm
+//
+// Each call is one Lua script on one key per server, by the generic cell
+// rate algorithm (GCRA): the key holds the limit's theoretical arrival
+// time (TAT), the time at which the limit would be full again, in µs of
+// the server's clock (TIME, read in the script; no client's clock is
+// compared with it). A request of n is admitted when TAT + n × Per/Rate
+// is at most Burst × Per/Rate ahead of now, and then moves TAT by
+// n × Per/Rate; a refusal writes nothing. The key expires when TAT
+// passes, so a limit at rest keeps nothing on the server, and a busy one
+// keeps one small string. GCRA was chosen over a sliding window: it is
+// exact where a window log must keep one entry per admission (memory
+// growing with the rate) and a window counter only approximates; it
+// answers when to retry and when the limit is full again from its one
+// number; and its bound (below) holds for every window, not only the
+// windows aligned on the counter's.
+//
+// # Single server and quorum
+//
+// New takes one node or several. On one node (a standalone server, a
+// Cluster, a Sentinel-managed master) the node decides. On several
+// independent masters the Limiter asks them all at once, each call bounded
+// by the node timeout (WithNodeTimeout), and admits a request when a
+// majority of them (N/2+1) admit it; a node that fails or does not answer
+// in time counts as a refusal. So the limit holds, and keeps admitting,
+// through the loss of a minority of the nodes.
+//
+// After the decision, the nodes that answered otherwise are brought in
+// line with it, so that every node counts the same admissions. A request
+// the majority refused is refunded on the nodes that admitted it, by a
+// script that undoes the admission only when the key still holds what the
+// admission wrote, that is when nothing was admitted there since: the
+// node's state is then exactly what it would be had the request never
+// come (a blind refund could hand back more than the request took, since
+// GCRA moves TAT to max(TAT, now) before adding). A request the majority
+// admitted is charged on the nodes that refused it, moving their TAT on
+// as an admission would, but never past an empty limit. Neither can make
+// a node admit more than it would have: the bound below holds as it
+// would without them. Without them, nodes that took different requests
+// near the limit drifted apart: with no refunds a quorum under contention
+// admitted a quarter of the rate, and with refunds but no charges, nodes
+// that missed admissions kept budget the others had spent, and a healthy
+// quorum admitted up to 1.2 times the single server's rate. A refund
+// that finds a later admission, or a refund or charge that fails, is
+// skipped: under-admission, never over. Either costs one more round trip
+// to the nodes that disagreed, after the call returns.
+//
+// # Over-admission bound
+//
+// Let I = Per/Rate rounded up to a µs and B = Burst. On one server whose
+// key is not lost, at most B + ⌊T/I⌋ ≤ B + Rate×T/Per requests are
+// admitted in any window of T of the server's clock: the first admission
+// in the window sets TAT at least I past its start, each other one adds I,
+// and the last one needs TAT ≤ its time + B×I. Each loss of the key in
+// the window (a restart without persistence, a failover to a replica that
+// missed the latest writes, an eviction) adds up to B. A server clock that
+// jumps forward by J counts as J more of T; one that runs fast by ε
+// stretches T to (1+ε)T.
+//
+// On N nodes with majority M = N/2+1, every admitted request was admitted
+// by at least M nodes, and node j keeps at most B×(1+R_j) + ⌊T_j/I⌋
+// admissions in the window (a refunded one is as if it never came), R_j
+// being its losses and T_j the window by its clock. So at most
+//
+//	⌊(Σ_j (B×(1+R_j) + ⌊T_j/I⌋)) / M⌋
+//
+// requests are admitted, the sum running over the nodes up at some time in
+// the window: with equal clocks and no loss, ⌊N×(B + ⌊T/I⌋)/M⌋, 5/3 of the
+// single bound for N = 5, and exactly the single bound while only M nodes
+// are up. The excess over the single bound needs the nodes to disagree:
+// concurrent requests reaching the nodes in different orders near the
+// limit. Only the rate of a node's clock matters, never its offset from
+// the others': each node judges by its own clock alone. docs/ratelimit.md
+// states the bound with the faults, and the tests check it per sliding
+// window under faults.
+//
+// # Keys
+//
+// A limit's key is "dlock:rate:{KEY}" (see KeyOf), tagged so that it works
+// on a Cluster. One key holds one limit: Limiters of different Limits on
+// the same key share its TAT, each judging by its own Limit.
+package ratelimit
+
+import (
+	_ "embed"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/dlockgo/dlock/internal/keyname"
+	"github.com/dlockgo/dlock/lease"
+	"github.com/dlockgo/dlock/node"
+)
+
+// The scripts, in lua/ with their keys, arguments and replies.
+var (
+	// gcraScript: KEYS the limit's key; ARGV the interval µs, the
+	// tolerance µs, n. Replies {admitted 1/0, left, µs until retry, µs
+	// until full, and when admitted the TAT written}.
+	gcraScript = node.NewScript(gcraSource)
+	// refundScript: KEYS the limit's key; ARGV the TAT an admission
+	// wrote, n × the interval µs. Replies 1 when it undid the admission.
+	refundScript = node.NewScript(refundSource)
+	// chargeScript: KEYS the limit's key; ARGV n × the interval µs, the
+	// tolerance µs. Replies 1.
+	chargeScript = node.NewScript(chargeSource)
+)
+
+//go:embed lua/gcra.lua
+var gcraSource string
+
+//go:embed lua/refund.lua
+var refundSource string
+
+//go:embed lua/charge.lua
+var chargeSource string
+
+// MaxRefill is the longest a limit may take to refill its burst,
+// Burst × Per / Rate.
+const MaxRefill = 366 * 24 * time.Hour
+
+// DefaultNodeTimeout bounds each call to one node of a quorum unless
+// WithNodeTimeout sets another bound.
+const DefaultNodeTimeout = 100 * time.Millisecond
+
+// ErrClosed is returned by the calls of a Limiter after Close.
+var ErrClosed = errors.New("ratelimit: closed")
+
+// ErrNoQuorum matches the error of a quorum call that too many nodes
+// failed to answer for a majority to admit it.
+var ErrNoQuorum = errors.New("ratelimit: too few nodes answered")
+
+// ErrCallsRunning matches Close's error when calls to slow nodes were
+// still running when it gave up waiting for them.
+var ErrCallsRunning = errors.New("ratelimit: calls still running")
+
+// Limit is Rate requests per Per, in bursts of up to Burst. A zero Burst
+// means Rate.
+type Limit struct {
+	Rate  int
+	Per   time.Duration
+	Burst int
+}
+
+// String writes the limit as "10/1s burst 10".
+func (l Limit) String() string {
+	return strconv.Itoa(l.Rate) + "/" + l.Per.String() + " burst " + strconv.Itoa(l.burst())
+}
+
+func (l Limit) burst() int {
+	if l.Burst == 0 {
+		return l.Rate
+	}
+	return l.Burst
+}
+
+// Check returns an *lease.ArgError naming the field and its rule when l
+// breaks one, as New does.
+func (l Limit) Check() error {
+	switch {
+	case l.Rate < 1:
+		return &lease.ArgError{Arg: "limit.Rate", Value: l.Rate, Rule: "must be >= 1"}
+	case l.Per <= 0:
+		return &lease.ArgError{Arg: "limit.Per", Value: l.Per, Rule: "must be > 0"}
+	case l.Burst < 0:
+		return &lease.ArgError{Arg: "limit.Burst", Value: l.Burst, Rule: "must be >= 0 (0 means Rate)"}
+	case l.Per/time.Microsecond < time.Duration(l.Rate):
+		return &lease.ArgError{Arg: "limit.Rate", Value: l.Rate,
+			Rule: "must be at most one per µs of Per (" + l.Per.String() + ")"}
+	}
+	if refill := time.Duration(l.burst()) * l.interval(); refill > MaxRefill || refill/time.Duration(l.burst()) != l.interval() {
+		return &lease.ArgError{Arg: "limit.Burst", Value: l.Burst,
+			Rule: "must refill within ratelimit.MaxRefill (Burst × Per / Rate <= " + MaxRefill.String() + ")"}
+	}
+	return nil
+}
+
+// interval returns Per/Rate rounded up to a µs: rounding up never admits
+// more than Rate per Per.
+func (l Limit) interval() time.Duration {
+	ns := (l.Per + time.Duration(l.Rate) - 1) / time.Duration(l.Rate)
+	return (ns + time.Microsecond - 1).Truncate(time.Microsecond)
+}
+
+// Option configures a Limiter; pass options to New.
+type Option func(*config)
+
+type config struct {
+	nodeTimeout time.Duration
+}
+
+// WithNodeTimeout bounds each call to one node. The default is
+// DefaultNodeTimeout on a quorum; on one node, the caller's context alone
+// bounds the call unless this option is given.
+func WithNodeTimeout(d time.Duration) Option { return func(c *config) { c.nodeTimeout = d } }
+
+// Limiter applies one Limit to any number of keys. It is safe for
+// concurrent use.
+type Limiter struct {
+	nodes    []node.Node
+	limit    Limit
+	majority int
+	timeout  time.Duration
+	args     [2]string // the interval and the tolerance, µs
+	interval int64     // µs
+
+	mu     sync.Mutex
+	closed bool
+	calls  sync.WaitGroup // calls to nodes still running after their Allow returned
+}
+
+// New returns a Limiter of limit on nodes: one node, or several
+// independent masters that decide by majority. It uses the nodes but does
+// not own them: Close leaves them open. Bad arguments are reported as an
+// *lease.ArgError naming the argument and the rule.
+func New(nodes []node.Node, limit Limit, opts ...Option) (*Limiter, error) {
+	if len(nodes) == 0 {
+		return nil, &lease.ArgError{Arg: "nodes", Value: len(nodes), Rule: "must hold at least one node"}
+	}
+	for i, n := range nodes {
+		if n == nil {
+			return nil, &lease.ArgError{Arg: "nodes", Value: i, Rule: "must not hold a nil node (index given)"}
+		}
+	}
+	if err := limit.Check(); err != nil {
+		return nil, err
+	}
+	var cfg config
+	for _, o := range opts {
+		if o != nil {
+			o(&cfg)
+		}
+	}
+	if cfg.nodeTimeout < 0 {
+		return nil, &lease.ArgError{Arg: "node timeout", Value: cfg.nodeTimeout, Rule: "must be >= 0 (0 for the default)"}
+	}
+	if cfg.nodeTimeout == 0 && len(nodes) > 1 {
+		cfg.nodeTimeout = DefaultNodeTimeout
+	}
+	limit.Burst = limit.burst()
+	iv := limit.interval()
+	return &Limiter{
+		nodes:    nodes,
+		limit:    limit,
+		majority: len(nodes)/2 + 1,
+		timeout:  cfg.nodeTimeout,
+		interval: iv.Microseconds(),
+		args: [2]string{
+			strconv.FormatInt(iv.Microseconds(), 10),
+			strconv.FormatInt(iv.Microseconds()*int64(limit.Burst), 10),
+		},
+	}, nil
+}
+
+// Limit returns the Limiter's limit, its Burst set.
+func (l *Limiter) Limit() Limit { return l.limit }
+
+// Majority returns how many nodes must admit a request: N/2+1, 1 on one
+// node.
+func (l *Limiter) Majority() int { return l.majority }
+
+// KeyOf returns the server key of the limit on key.
+func KeyOf(key string) string { return keyname.Rate(key) }
+
+// Close makes later calls fail with ErrClosed and waits for the calls to
+// slow nodes that outlived their Allow (a quorum returns as soon as a
+// majority decided), for at most the node timeout plus 5 s: a call to a
+// hung server ends only when its client gives up. It does not close the
+// nodes.
+func (l *Limiter) Close() error {
+	l.mu.Lock()
+	l.closed = true
+	l.mu.Unlock()
+	done := make(chan struct{})
+	go func() {
+		l.calls.Wait()
+		close(done)
+	}()
+	t := time.NewTimer(l.timeout + 5*time.Second)
+	defer t.Stop()
+	select {
+	case <-done:
+		return nil
+	case <-t.C:
+		names := make([]string, len(l.nodes))
+		for i, n := range l.nodes {
+			names[i] = n.String()
+		}
+		return fmt.Errorf("%w on one of %s", ErrCallsRunning, strings.Join(names, ", "))
+	}
+}
