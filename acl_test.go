@@ -23,6 +23,7 @@ import (
 	"github.com/dlockgo/dlock/lease"
 	"github.com/dlockgo/dlock/node"
 	"github.com/dlockgo/dlock/permits"
+	"github.com/dlockgo/dlock/ratelimit"
 	"github.com/dlockgo/dlock/redlock"
 	"github.com/dlockgo/dlock/rwlock"
 )
@@ -49,6 +50,7 @@ var aclUsers = []struct {
 	{"dlock-permits", []string{"permits/lua", "internal/claimcore/lua"}, 1, aclPermits},
 	{"dlock-rwlock", []string{"rwlock/lua", "internal/claimcore/lua"}, 1, aclRWLock},
 	{"dlock-claims", []string{"claims/lua", "internal/claimcore/lua/core.lua", "internal/claimcore/lua/gone.lua"}, 1, aclClaims},
+	{"dlock-ratelimit", []string{"ratelimit/lua"}, 3, aclRateLimit},
 	{"dlock-fence", []string{"fence/lua"}, 1, aclFence},
 }
 
@@ -422,6 +424,47 @@ func aclClaims(ctx context.Context, a aclRun) error {
 	return nil
 }
 
+func aclRateLimit(ctx context.Context, a aclRun) error {
+	// One server, through a single Locker's Node (Open checks it with
+	// PING), then the three as a quorum's.
+	one := a
+	one.addrs = a.addrs[:1]
+	lk1, err := one.open(ctx, dlock.Config{})
+	if err != nil {
+		return err
+	}
+	defer lk1.Close()
+	lk, err := a.open(ctx, dlock.Config{Strategy: dlock.StrategyQuorum})
+	if err != nil {
+		return err
+	}
+	defer lk.Close()
+	n1, _ := dlock.Nodes(lk1)
+	nodes, _ := dlock.Nodes(lk)
+	for _, ns := range [][]node.Node{n1, nodes} {
+		rl, err := ratelimit.New(ns, ratelimit.Limit{Rate: 2, Per: time.Minute, Burst: 2})
+		if err != nil {
+			return err
+		}
+		key := fmt.Sprintf("%scalls-%d", a.prefix, len(ns))
+		for i := range 3 {
+			r, err := rl.Allow(ctx, key)
+			if err != nil {
+				_ = rl.Close()
+				return fmt.Errorf("allow %d on %d nodes: %w", i, len(ns), err)
+			}
+			if r.Allowed != (i < 2) {
+				_ = rl.Close()
+				return fmt.Errorf("allow %d on %d nodes: allowed %v; want %v", i, len(ns), r.Allowed, i < 2)
+			}
+		}
+		if err := rl.Close(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 func aclFence(ctx context.Context, a aclRun) error {
 	n, closeNode, err := a.node(ctx)
 	if err != nil {
@@ -526,6 +569,8 @@ var aclUntried = map[string]string{
 	"dlock-claims +del":    "an item completed, its done record lapsed, and added again",
 	"dlock-claims +exists": "a claim that finds items returned to the queue while it ran",
 	"dlock-claims +get":    "a claim's extend or finish refused after its lease lapsed and a later claim completed the item",
+
+	"dlock-ratelimit +del": "a quorum's refund that empties a node's limit: a request fewer than a majority admitted, on a limit no other request had touched",
 }
 
 const (
