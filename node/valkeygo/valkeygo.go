@@ -7,15 +7,13 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
-	"sync"
-	"time"
 
 	"github.com/valkey-io/valkey-go"
 
 	"github.com/dlockgo/dlock/internal/ctxerr"
 	"github.com/dlockgo/dlock/node"
 	"github.com/dlockgo/dlock/node/internal/cached"
-	"github.com/dlockgo/dlock/node/internal/hub"
+	"github.com/dlockgo/dlock/node/internal/subconn"
 )
 
 // New returns a Node that runs its commands through c. Eval is plain
@@ -33,19 +31,15 @@ import (
 // A cluster client splits a Pipeline by slot; with a WAIT, its calls must
 // all be in one slot (one hash tag), or Pipeline fails with node.ErrCrossSlot.
 func New(c valkey.Client) node.Node {
-	return &valkeyNode{c: c, hub: hub.New()}
+	n := &valkeyNode{c: c}
+	n.subs = subconn.New(n.dial)
+	return n
 }
 
 type valkeyNode struct {
 	c      valkey.Client
-	hub    *hub.Hub
+	subs   *subconn.Subs
 	cached cached.Set // the scripts a Pipeline may send by SHA1
-
-	mu   sync.Mutex
-	dc   valkey.DedicatedClient // current subscription connection, nil while down
-	errs <-chan error           // reports dc breaking
-	quit chan struct{}          // closed by Close to end watch
-	done chan struct{}          // closed by watch when it ends
 }
 
 func (n *valkeyNode) String() string {
@@ -247,140 +241,37 @@ func waitCmd(c doer, wait node.Wait) valkey.Completed {
 	return c.B().Wait().Numreplicas(int64(wait.Replicas)).Timeout(wait.Timeout.Milliseconds()).Build()
 }
 
-// Subscribe opens the Node's subscription connection on first use; valkey-go
-// answers a SUBSCRIBE only once the server confirmed it.
+// Subscribe opens the Node's subscription connection on first use.
 func (n *valkeyNode) Subscribe(ctx context.Context, channel string) (<-chan string, func(), error) {
-	return n.hub.Subscribe(ctx, channel, n.subscribe, n.unsubscribe)
-}
-
-// subscribe runs under hub.sem, as do connect and every other use of n.dc.
-func (n *valkeyNode) subscribe(ctx context.Context, channel string) error {
-	n.mu.Lock()
-	dc := n.dc
-	n.mu.Unlock()
-	if dc == nil {
-		var err error
-		if dc, err = n.connect(ctx); err != nil {
-			return err
-		}
-	}
-	return dc.Do(ctx, dc.B().Subscribe().Channel(channel).Build()).Error()
-}
-
-func (n *valkeyNode) unsubscribe(ctx context.Context, channel string) error {
-	n.mu.Lock()
-	dc := n.dc
-	n.mu.Unlock()
-	if dc == nil {
-		return nil
-	}
-	return dc.Do(ctx, dc.B().Unsubscribe().Channel(channel).Build()).Error()
-}
-
-// connect opens a subscription connection, subscribes it to every channel
-// that has listeners, and makes sure the watch goroutine runs. It runs under
-// hub.sem.
-func (n *valkeyNode) connect(ctx context.Context) (valkey.DedicatedClient, error) {
-	if n.hub.IsClosed() {
-		return nil, node.ErrClosed
-	}
-	dc, _ := n.c.Dedicate()
-	errs := dc.SetPubSubHooks(valkey.PubSubHooks{
-		OnMessage: func(m valkey.PubSubMessage) { n.hub.Notify(m.Channel, m.Message) },
-	})
-	if chans := n.hub.Channels(); len(chans) > 0 {
-		if err := dc.Do(ctx, dc.B().Subscribe().Channel(chans...).Build()).Error(); err != nil {
-			dc.Close()
-			return nil, err
-		}
-	}
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	if n.hub.IsClosed() {
-		dc.Close()
-		return nil, node.ErrClosed
-	}
-	n.dc, n.errs = dc, errs
-	if n.done == nil {
-		n.quit, n.done = make(chan struct{}), make(chan struct{})
-		go n.watch(n.quit, n.done)
-	}
-	return dc, nil
-}
-
-// watch is the Node's one subscription goroutine: when the subscription
-// connection breaks it opens another, until Close closes quit.
-func (n *valkeyNode) watch(quit, done chan struct{}) {
-	defer close(done)
-	for {
-		n.mu.Lock()
-		errs := n.errs
-		n.mu.Unlock()
-		select {
-		case <-quit:
-			return
-		case <-errs:
-		}
-		n.mu.Lock()
-		if n.errs == errs {
-			n.dc.Close()
-			n.dc, n.errs = nil, nil
-		}
-		n.mu.Unlock()
-		for !n.reconnect(quit) {
-		}
-		select {
-		case <-quit:
-			return
-		default:
-		}
-	}
-}
-
-// reconnect makes one attempt, after a pause so a server that is down does
-// not turn watch into a busy loop; it reports whether watch can go back to
-// waiting (connected, or closing).
-func (n *valkeyNode) reconnect(quit chan struct{}) bool {
-	select {
-	case <-quit:
-		return true
-	case <-time.After(100 * time.Millisecond):
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-	defer cancel()
-	if n.hub.Lock(ctx) != nil {
-		return false
-	}
-	defer n.hub.Unlock()
-	n.mu.Lock()
-	up := n.dc != nil
-	n.mu.Unlock()
-	if up {
-		return true
-	}
-	_, err := n.connect(ctx)
-	return err == nil || errors.Is(err, node.ErrClosed)
+	return n.subs.Subscribe(ctx, channel)
 }
 
 func (n *valkeyNode) Close() error {
-	if !n.hub.Close() {
-		return nil
-	}
-	defer n.hub.Wait()
-	n.mu.Lock()
-	dc, quit, done := n.dc, n.quit, n.done
-	n.dc, n.errs = nil, nil
-	n.mu.Unlock()
-	if quit == nil {
-		return nil
-	}
-	close(quit)
-	<-done
-	if dc != nil {
-		dc.Close()
-	}
+	n.subs.Close()
 	return nil
 }
+
+// dial dedicates a connection of n.c to subscriptions; valkey-go answers a
+// SUBSCRIBE on it only once the server confirmed it.
+func (n *valkeyNode) dial(_ context.Context, notify func(channel, message string)) (subconn.Conn, <-chan error, error) {
+	dc, _ := n.c.Dedicate()
+	errs := dc.SetPubSubHooks(valkey.PubSubHooks{
+		OnMessage: func(m valkey.PubSubMessage) { notify(m.Channel, m.Message) },
+	})
+	return subConn{dc}, errs, nil
+}
+
+type subConn struct{ dc valkey.DedicatedClient }
+
+func (c subConn) Subscribe(ctx context.Context, channels ...string) error {
+	return c.dc.Do(ctx, c.dc.B().Subscribe().Channel(channels...).Build()).Error()
+}
+
+func (c subConn) Unsubscribe(ctx context.Context, channel string) error {
+	return c.dc.Do(ctx, c.dc.B().Unsubscribe().Channel(channel).Build()).Error()
+}
+
+func (c subConn) Close() { c.dc.Close() }
 
 // isValkeyNoScript and isReplyError see errors made by valkeyResult, never
 // wrapped, so a type assertion does (and keeps the hot path free of the
