@@ -119,23 +119,9 @@ func (n *redigoNode) Pipeline(ctx context.Context, calls []node.Call, wait node.
 		return nil, 0, redigoErr(ctx, err)
 	}
 	defer c.Close()
-	for _, call := range calls {
-		cmd, body := "EVALSHA", call.Script.SHA()
-		if call.Script.First() == nil && !n.cached.Has(call.Script) {
-			// A script not seen cached goes in full, so the calls run in
-			// order (see package cached).
-			cmd, body = "EVAL", call.Script.Source()
-		}
-		if err := c.Send(cmd, evalArgs(body, call.Keys, call.Args)...); err != nil {
-			return nil, 0, redigoErr(ctx, err)
-		}
-	}
-	if wait.Replicas > 0 {
-		if err := sendWait(c, wait); err != nil {
-			return nil, 0, redigoErr(ctx, err)
-		}
-	}
-	replies, err := exchange(ctx, c)
+	// A script not seen cached goes in full, so the calls run in order
+	// (see package cached).
+	replies, err := exchange(ctx, c, calls, func(s *node.Script) bool { return s.First() == nil && !n.cached.Has(s) }, wait)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -169,18 +155,11 @@ func (n *redigoNode) Pipeline(ctx context.Context, calls []node.Call, wait node.
 		// The NOSCRIPT calls did not run, so sending them again by EVAL
 		// runs each exactly once; the WAIT goes again after them (and
 		// after any first run), since it must count their writes too.
-		for _, i := range resend {
-			call := calls[i]
-			if err := c.Send("EVAL", evalArgs(call.Script.Source(), call.Keys, call.Args)...); err != nil {
-				return nil, 0, redigoErr(ctx, err)
-			}
+		again := make([]node.Call, len(resend))
+		for j, i := range resend {
+			again[j] = calls[i]
 		}
-		if wait.Replicas > 0 {
-			if err := sendWait(c, wait); err != nil {
-				return nil, 0, redigoErr(ctx, err)
-			}
-		}
-		replies, err := exchange(ctx, c)
+		replies, err := exchange(ctx, c, again, func(*node.Script) bool { return true }, wait)
 		if err != nil {
 			return nil, 0, err
 		}
@@ -202,13 +181,27 @@ func (n *redigoNode) Pipeline(ctx context.Context, calls []node.Call, wait node.
 	return results, acked, nil
 }
 
-func sendWait(c redis.Conn, wait node.Wait) error {
-	return c.Send("WAIT", wait.Replicas, wait.Timeout.Milliseconds())
-}
-
-// exchange flushes what was sent on c and reads every reply, error
-// replies among them as redis.Error values.
-func exchange(ctx context.Context, c redis.Conn) ([]any, error) {
+// exchange sends calls on c, each by EVAL when inFull says so of its
+// script and by EVALSHA else, then the WAIT when asked, and reads every
+// reply, error replies among them as redis.Error values.
+func exchange(ctx context.Context, c redis.Conn, calls []node.Call, inFull func(*node.Script) bool, wait node.Wait) ([]any, error) {
+	if len(calls) == 0 && wait.Replicas <= 0 {
+		return nil, nil
+	}
+	for _, call := range calls {
+		cmd, body := "EVALSHA", call.Script.SHA()
+		if inFull(call.Script) {
+			cmd, body = "EVAL", call.Script.Source()
+		}
+		if err := c.Send(cmd, evalArgs(body, call.Keys, call.Args)...); err != nil {
+			return nil, redigoErr(ctx, err)
+		}
+	}
+	if wait.Replicas > 0 {
+		if err := c.Send("WAIT", wait.Replicas, wait.Timeout.Milliseconds()); err != nil {
+			return nil, redigoErr(ctx, err)
+		}
+	}
 	v, err := redis.DoContext(c, ctx, "")
 	if err != nil {
 		return nil, redigoErr(ctx, err)

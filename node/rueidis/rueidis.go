@@ -1,18 +1,23 @@
-// Package rueidis is the node.Node adapter for rueidis clients.
+// Package rueidis is the node.Node adapter for rueidis clients
+// (github.com/redis/rueidis), which rueidislock uses. A program that
+// imports both names one of them, for example:
+//
+//	import rueidisnode "github.com/dlockgo/dlock/node/rueidis"
+//
+// valkey-go is a fork of rueidis, and the two adapters share their Eval
+// and Pipeline (node/internal/rueapi).
 package rueidis
 
 import (
 	"context"
 	"errors"
-	"fmt"
 	"strconv"
-	"strings"
 
 	"github.com/redis/rueidis"
 
 	"github.com/dlockgo/dlock/internal/ctxerr"
 	"github.com/dlockgo/dlock/node"
-	"github.com/dlockgo/dlock/node/internal/cached"
+	"github.com/dlockgo/dlock/node/internal/rueapi"
 	"github.com/dlockgo/dlock/node/internal/subconn"
 )
 
@@ -30,16 +35,55 @@ import (
 //
 // A cluster client splits a Pipeline by slot; with a WAIT, its calls must
 // all be in one slot (one hash tag), or Pipeline fails with node.ErrCrossSlot.
+// A Sentinel client (ClientOption.Sentinel) is a client of the current
+// master, as any client of one server (the suite does not test it).
+//
+// The Node uses no client-side caching: c may be made with DisableCache,
+// which rueidis needs for a server without RESP3 (before Redis 6).
 func New(c rueidis.Client) node.Node {
-	n := &rueidisNode{c: c}
+	n := &rueidisNode{c: c, Node: rueapi.New(lib(c))}
 	n.subs = subconn.New(n.dial)
 	return n
 }
 
+type conn = rueapi.Conn[rueidis.Completed, rueidis.RedisResult]
+
+// lib is what package rueapi needs of c, in rueidis's types.
+func lib(c rueidis.Client) rueapi.Lib[rueidis.Completed, rueidis.RedisResult] {
+	return rueapi.Lib[rueidis.Completed, rueidis.RedisResult]{
+		Client: c,
+		Dedicated: func(fn func(conn) error) error {
+			return c.Dedicated(func(dc rueidis.DedicatedClient) error { return fn(dc) })
+		},
+		Cluster: c.Mode() == rueidis.ClientModeCluster,
+		Slot: func(key string) uint16 {
+			cmd := c.B().Get().Key(key).Build()
+			return cmd.Slot()
+		},
+		Evalsha: func(s *node.Script, keys, args []string) rueidis.Completed {
+			return c.B().Evalsha().Sha1(s.SHA()).Numkeys(int64(len(keys))).Key(keys...).Arg(args...).Build()
+		},
+		Eval: func(s *node.Script, keys, args []string) rueidis.Completed {
+			return c.B().Eval().Script(s.Source()).Numkeys(int64(len(keys))).Key(keys...).Arg(args...).Build()
+		},
+		ScriptLoad: func(src string) rueidis.Completed { return c.B().ScriptLoad().Script(src).Build() },
+		Wait: func(w node.Wait) rueidis.Completed {
+			return c.B().Wait().Numreplicas(int64(w.Replicas)).Timeout(w.Timeout.Milliseconds()).Build()
+		},
+		Result: resultIn,
+		Slab:   replySlab,
+		Int: func(ctx context.Context, res rueidis.RedisResult) (int64, error) {
+			i, err := res.AsInt64()
+			return i, rueidisErr(ctx, err)
+		},
+		Err: rueidisErr,
+	}
+}
+
 type rueidisNode struct {
-	c      rueidis.Client
-	subs   *subconn.Subs
-	cached cached.Set // the scripts a Pipeline may send by SHA1
+	*rueapi.Node[rueidis.Completed, rueidis.RedisResult] // Eval, Pipeline
+	c                                                    rueidis.Client
+	subs                                                 *subconn.Subs
 }
 
 func (n *rueidisNode) String() string {
@@ -47,198 +91,6 @@ func (n *rueidisNode) String() string {
 		return addr
 	}
 	return "rueidis"
-}
-
-func (n *rueidisNode) Eval(ctx context.Context, s *node.Script, keys []string, args ...string) (node.Reply, error) {
-	if len(keys) > 1 && n.c.Mode() == rueidis.ClientModeCluster && !sameSlot(n.c, []node.Call{{Keys: keys}}) {
-		return nil, errCrossSlotKeys
-	}
-	return evalOn(ctx, n.c, s, keys, args)
-}
-
-// errCrossSlotKeys is what a cluster replies to a script whose keys are in
-// different slots; rueidis would panic building such a command, so the
-// Node answers for the server.
-var errCrossSlotKeys = &node.ReplyError{Msg: "CROSSSLOT Keys in request don't hash to the same slot"}
-
-type doer interface {
-	B() rueidis.Builder
-	Do(ctx context.Context, cmd rueidis.Completed) rueidis.RedisResult
-	DoMulti(ctx context.Context, cmds ...rueidis.Completed) []rueidis.RedisResult
-}
-
-func evalOn(ctx context.Context, c doer, s *node.Script, keys, args []string) (node.Reply, error) {
-	r, err := result(ctx, c.Do(ctx, evalsha(c, s, keys, args)))
-	if isNoScript(err) {
-		if s.First() != nil {
-			return firstRun(ctx, c, s, keys, args)
-		}
-		r, err = result(ctx, c.Do(ctx, eval(c, s, keys, args)))
-	}
-	return r, err
-}
-
-// firstRun runs s.First() in place of s, on one connection that then
-// loads s (see NewScriptAfter): c's, when c is one already, else a
-// connection dedicated to it for the while.
-func firstRun(ctx context.Context, c doer, s *node.Script, keys, args []string) (r node.Reply, err error) {
-	run := func(dc doer) {
-		r, err = result(ctx, dc.Do(ctx, evalsha(dc, s.First(), keys, args)))
-		if isNoScript(err) {
-			r, err = result(ctx, dc.Do(ctx, eval(dc, s.First(), keys, args)))
-		}
-		if err == nil {
-			// A failed load costs only a later call running first again.
-			_ = dc.Do(ctx, dc.B().ScriptLoad().Script(s.Source()).Build()).Error()
-		}
-	}
-	vc, ok := c.(rueidis.Client)
-	if !ok {
-		run(c)
-		return r, err
-	}
-	if derr := vc.Dedicated(func(dc rueidis.DedicatedClient) error {
-		run(dc)
-		return nil
-	}); derr != nil {
-		return nil, rueidisErr(ctx, derr)
-	}
-	return r, err
-}
-
-func evalsha(c doer, s *node.Script, keys, args []string) rueidis.Completed {
-	return c.B().Evalsha().Sha1(s.SHA()).Numkeys(int64(len(keys))).Key(keys...).Arg(args...).Build()
-}
-
-func eval(c doer, s *node.Script, keys, args []string) rueidis.Completed {
-	return c.B().Eval().Script(s.Source()).Numkeys(int64(len(keys))).Key(keys...).Arg(args...).Build()
-}
-
-func (n *rueidisNode) Pipeline(ctx context.Context, calls []node.Call, wait node.Wait) (results []node.Result, acked int, err error) {
-	if n.c.Mode() == rueidis.ClientModeCluster {
-		for _, c := range calls {
-			if len(c.Keys) > 1 && !sameSlot(n.c, []node.Call{c}) {
-				return nil, 0, errCrossSlotKeys
-			}
-		}
-	}
-	if wait.Replicas <= 0 {
-		return pipeline(ctx, n.c, &n.cached, calls, wait)
-	}
-	if n.c.Mode() == rueidis.ClientModeCluster && !sameSlot(n.c, calls) {
-		return nil, 0, node.ErrCrossSlot
-	}
-	err = n.c.Dedicated(func(dc rueidis.DedicatedClient) error {
-		var err error
-		results, acked, err = pipeline(ctx, dc, &n.cached, calls, wait)
-		return err
-	})
-	return results, acked, err
-}
-
-// pipeline sends calls, and the WAIT when asked, as one DoMulti on
-// c. A script not seen cached goes in full (see package cached), so the
-// calls run in order; one the server no longer had is sent again by EVAL,
-// or, for a script with a first, runs through first (see NewScriptAfter),
-// before the WAIT is sent again.
-func pipeline(ctx context.Context, c doer, seen *cached.Set, calls []node.Call, wait node.Wait) ([]node.Result, int, error) {
-	n := len(calls)
-	if wait.Replicas > 0 {
-		n++
-	}
-	cmds := make([]rueidis.Completed, 0, n)
-	for _, call := range calls {
-		if call.Script.First() == nil && !seen.Has(call.Script) {
-			cmds = append(cmds, eval(c, call.Script, call.Keys, call.Args))
-			continue
-		}
-		cmds = append(cmds, evalsha(c, call.Script, call.Keys, call.Args))
-	}
-	if wait.Replicas > 0 {
-		cmds = append(cmds, waitCmd(c, wait))
-	}
-	resps := c.DoMulti(ctx, cmds...)
-	results := make([]node.Result, len(calls))
-	slab := replySlab(resps[:len(calls)])
-	var resend []int
-	ranFirst := false
-	for i := range calls {
-		var (
-			r   node.Reply
-			err error
-		)
-		r, slab, err = resultIn(ctx, resps[i], slab)
-		switch {
-		case isNoScript(err) && calls[i].Script.First() != nil:
-			call := calls[i]
-			seen.Forget(call.Script)
-			r, err := firstRun(ctx, c, call.Script, call.Keys, call.Args)
-			if err != nil && !isReplyError(err) {
-				return nil, 0, err
-			}
-			results[i] = node.Result{Reply: r, Err: err}
-			ranFirst = true
-		case isNoScript(err):
-			seen.Forget(calls[i].Script)
-			resend = append(resend, i)
-		case err != nil && !isReplyError(err):
-			return nil, 0, err
-		default:
-			seen.Mark(calls[i].Script)
-			results[i] = node.Result{Reply: r, Err: err}
-		}
-	}
-	waitResp := resps[len(resps)-1]
-	if len(resend) > 0 || ranFirst && wait.Replicas > 0 {
-		// The NOSCRIPT calls did not run, so sending them again by EVAL
-		// runs each exactly once; the WAIT goes again after them (and
-		// after any first run), since it must count their writes too.
-		cmds = cmds[:0]
-		for _, i := range resend {
-			call := calls[i]
-			cmds = append(cmds, eval(c, call.Script, call.Keys, call.Args))
-		}
-		if wait.Replicas > 0 {
-			cmds = append(cmds, waitCmd(c, wait))
-		}
-		resps = c.DoMulti(ctx, cmds...)
-		for j, i := range resend {
-			r, err := result(ctx, resps[j])
-			if err != nil && !isReplyError(err) {
-				return nil, 0, err
-			}
-			seen.Mark(calls[i].Script)
-			results[i] = node.Result{Reply: r, Err: err}
-		}
-		waitResp = resps[len(resps)-1]
-	}
-	if wait.Replicas <= 0 {
-		return results, 0, nil
-	}
-	acked, err := waitResp.AsInt64()
-	if err != nil {
-		return nil, 0, fmt.Errorf("node: WAIT: %w", rueidisErr(ctx, err))
-	}
-	return results, int(acked), nil
-}
-
-func sameSlot(c rueidis.Client, calls []node.Call) bool {
-	slot, seen := uint16(0), false
-	for _, call := range calls {
-		for _, k := range call.Keys {
-			cmd := c.B().Get().Key(k).Build()
-			s := cmd.Slot()
-			if seen && s != slot {
-				return false
-			}
-			slot, seen = s, true
-		}
-	}
-	return true
-}
-
-func waitCmd(c doer, wait node.Wait) rueidis.Completed {
-	return c.B().Wait().Numreplicas(int64(wait.Replicas)).Timeout(wait.Timeout.Milliseconds()).Build()
 }
 
 // Subscribe opens the Node's subscription connection on first use.
@@ -272,27 +124,6 @@ func (c subConn) Unsubscribe(ctx context.Context, channel string) error {
 }
 
 func (c subConn) Close() { c.dc.Close() }
-
-// isNoScript and isReplyError see errors made by result, never
-// wrapped, so a type assertion does (and keeps the hot path free of the
-// allocation errors.As would cost).
-func isNoScript(err error) bool {
-	re, ok := err.(*node.ReplyError)
-	return ok && strings.HasPrefix(re.Msg, "NOSCRIPT")
-}
-
-func isReplyError(err error) bool {
-	_, ok := err.(*node.ReplyError)
-	return ok
-}
-
-// result converts one reply: a server error becomes a *node.ReplyError, a
-// nil reply an empty node.Reply, anything else a transport error kept
-// recognisable by errors.Is for the context's end.
-func result(ctx context.Context, res rueidis.RedisResult) (node.Reply, error) {
-	r, _, err := resultIn(ctx, res, nil)
-	return r, err
-}
 
 // replySlab returns room for the replies of every one of resps, in one
 // allocation rather than one per reply (see resultIn).
