@@ -3,7 +3,6 @@ package single_test
 import (
 	"context"
 	"errors"
-	"sync"
 	"testing"
 	"time"
 
@@ -30,66 +29,11 @@ func TestEveryClient(t *testing.T) {
 			key := "every-" + c.Name
 			lk := newLocker(t, c.Node)
 
-			// Contention: of 20 contenders, exactly one wins.
-			var (
-				wg     sync.WaitGroup
-				mu     sync.Mutex
-				won    []*lease.Lease
-				start  = make(chan struct{})
-				others = make(chan error, 20)
-			)
-			for range 20 {
-				wg.Go(func() {
-					<-start
-					l, err := lk.TryAcquire(ctx, key)
-					if err != nil {
-						others <- err
-						return
-					}
-					mu.Lock()
-					won = append(won, l)
-					mu.Unlock()
-				})
-			}
-			close(start)
-			wg.Wait()
-			close(others)
-			for err := range others {
-				if !errors.Is(err, lease.ErrTaken) {
-					t.Fatalf("TryAcquire: %v; want nil or ErrTaken", err)
-				}
-			}
-			if len(won) != 1 {
-				t.Fatalf("%d winners; want 1", len(won))
-			}
-			held := won[0]
-
-			// A waiter with a retry longer than its context is woken by
-			// the release published through Subscribe, or fails.
+			held := redistest.OneWinner(t, 20, func() (*lease.Lease, error) { return lk.TryAcquire(ctx, key) })
 			waiter := newLocker(t, c.Node)
-			got := make(chan *lease.Lease, 1)
-			errc := make(chan error, 1)
-			go func() {
-				wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-				defer cancel()
-				l, err := waiter.Acquire(wctx, key, lease.WithRetry(lease.Retry{Min: time.Minute, Max: time.Minute}))
-				if err != nil {
-					errc <- err
-					return
-				}
-				got <- l
-			}()
-			waitSubscribed(t, master, "dlock:{"+key+"}:released")
-			require.NoError(t, held.Release(ctx), "Release")
-			var next *lease.Lease
-			select {
-			case next = <-got:
-			case err := <-errc:
-				t.Fatalf("waiter: %v; want woken by the release", err)
-			}
-			if next.Token() <= held.Token() {
-				t.Fatalf("waiter's token %d; want above the holder's %d", next.Token(), held.Token())
-			}
+			next := redistest.WokenByRelease(t, held, func(ctx context.Context, opts ...lease.Option) (*lease.Lease, error) {
+				return waiter.Acquire(ctx, key, opts...)
+			}, func() { master.WaitSubscribed(t, "dlock:{"+key+"}:released") })
 			require.NoError(t, next.Release(ctx), "waiter's Release")
 
 			// WAIT after the claim, on its connection.
