@@ -126,14 +126,15 @@ func NodeFor(t testing.TB, client, addr string) node.Node {
 }
 
 // RedigoPool returns a redigo pool of connections to addr, as a service
-// would configure one: up to 16 idle connections kept, and a caller that
-// finds 64 in use waits for one rather than failing.
+// would configure one for up to 64 callers at once: as many connections
+// kept idle as may be active, and a caller that finds 64 in use waits for
+// one rather than failing.
 func RedigoPool(addr string, opts ...redigoredis.DialOption) *redigoredis.Pool {
 	return &redigoredis.Pool{
 		DialContext: func(ctx context.Context) (redigoredis.Conn, error) {
 			return redigoredis.DialContext(ctx, "tcp", addr, opts...)
 		},
-		MaxIdle:     16,
+		MaxIdle:     64,
 		MaxActive:   64,
 		Wait:        true,
 		IdleTimeout: time.Minute,
