@@ -6,19 +6,14 @@ import (
 	"fmt"
 	"log"
 	"os"
-	"testing"
 	"time"
 
 	"github.com/gomodule/redigo/redis"
-	"go.uber.org/goleak"
 
 	"github.com/dlockgo/dlock"
-	"github.com/dlockgo/dlock/internal/testkit/examplemain"
 	"github.com/dlockgo/dlock/node"
 	"github.com/dlockgo/dlock/node/redigo"
 )
-
-func TestMain(m *testing.M) { goleak.VerifyTestMain(examplemain.With(m, 1)) }
 
 // A redigo pool, as redsync's users already have one, wrapped into a
 // Node and given to dlock.Open; the pool stays the caller's to close,

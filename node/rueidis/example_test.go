@@ -6,19 +6,14 @@ import (
 	"fmt"
 	"log"
 	"os"
-	"testing"
 	"time"
 
 	"github.com/redis/rueidis"
-	"go.uber.org/goleak"
 
 	"github.com/dlockgo/dlock"
-	"github.com/dlockgo/dlock/internal/testkit/examplemain"
 	"github.com/dlockgo/dlock/node"
 	rueidisnode "github.com/dlockgo/dlock/node/rueidis"
 )
-
-func TestMain(m *testing.M) { goleak.VerifyTestMain(examplemain.With(m, 1)) }
 
 // A rueidis client, as rueidislock's users already have one, wrapped into
 // a Node and given to dlock.Open; the client stays the caller's to close,
