@@ -4,21 +4,18 @@
 //
 //	import rueidisnode "github.com/dlockgo/dlock/node/rueidis"
 //
-// valkey-go is a fork of rueidis, and the two adapters share their Eval
-// and Pipeline (node/internal/rueapi).
+// valkey-go is a fork of rueidis, and the two adapters share all but the
+// names of their types (node/internal/rueapi).
 package rueidis
 
 import (
-	"context"
-	"errors"
-	"strconv"
+	"iter"
+	"maps"
 
 	"github.com/redis/rueidis"
 
-	"github.com/dlockgo/dlock/internal/ctxerr"
 	"github.com/dlockgo/dlock/node"
 	"github.com/dlockgo/dlock/node/internal/rueapi"
-	"github.com/dlockgo/dlock/node/internal/subconn"
 )
 
 // New returns a Node that runs its commands through c. Eval is plain
@@ -40,26 +37,31 @@ import (
 //
 // The Node uses no client-side caching: c may be made with DisableCache,
 // which rueidis needs for a server without RESP3 (before Redis 6).
-func New(c rueidis.Client) node.Node {
-	n := &rueidisNode{c: c, Node: rueapi.New(lib(c))}
-	n.subs = subconn.New(n.dial)
-	return n
-}
+func New(c rueidis.Client) node.Node { return rueapi.New(lib(c)) }
 
-type conn = rueapi.Conn[rueidis.Completed, rueidis.RedisResult]
+type (
+	conn = rueapi.Conn[rueidis.Completed, rueidis.RedisResult]
+	msg  = rueidis.RedisMessage
+)
 
-// lib is what package rueapi needs of c, in rueidis's types.
-func lib(c rueidis.Client) rueapi.Lib[rueidis.Completed, rueidis.RedisResult] {
-	return rueapi.Lib[rueidis.Completed, rueidis.RedisResult]{
+// lib names rueidis's types for package rueapi, which the valkey-go
+// adapter shares.
+func lib(c rueidis.Client) rueapi.Lib[rueidis.Completed, rueidis.RedisResult, msg] {
+	return rueapi.Lib[rueidis.Completed, rueidis.RedisResult, msg]{
 		Client: c,
 		Dedicated: func(fn func(conn) error) error {
 			return c.Dedicated(func(dc rueidis.DedicatedClient) error { return fn(dc) })
 		},
-		Cluster: c.Mode() == rueidis.ClientModeCluster,
-		Slot: func(key string) uint16 {
-			cmd := c.B().Get().Key(key).Build()
-			return cmd.Slot()
+		Dedicate: func(notify func(channel, message string)) (conn, <-chan error, func()) {
+			dc, _ := c.Dedicate()
+			hooks := rueidis.PubSubHooks{OnMessage: func(m rueidis.PubSubMessage) { notify(m.Channel, m.Message) }}
+			return dc, dc.SetPubSubHooks(hooks), dc.Close
 		},
+		Addrs:   func() iter.Seq[string] { return maps.Keys(c.Nodes()) },
+		Name:    "rueidis",
+		Cluster: c.Mode() == rueidis.ClientModeCluster,
+		Slot:    func(key string) uint16 { cmd := c.B().Get().Key(key).Build(); return cmd.Slot() },
+
 		Evalsha: func(s *node.Script, keys, args []string) rueidis.Completed {
 			return c.B().Evalsha().Sha1(s.SHA()).Numkeys(int64(len(keys))).Key(keys...).Arg(args...).Build()
 		},
@@ -70,139 +72,23 @@ func lib(c rueidis.Client) rueapi.Lib[rueidis.Completed, rueidis.RedisResult] {
 		Wait: func(w node.Wait) rueidis.Completed {
 			return c.B().Wait().Numreplicas(int64(w.Replicas)).Timeout(w.Timeout.Milliseconds()).Build()
 		},
-		Result: resultIn,
-		Slab:   replySlab,
-		Int: func(ctx context.Context, res rueidis.RedisResult) (int64, error) {
-			i, err := res.AsInt64()
-			return i, rueidisErr(ctx, err)
-		},
-		Err: rueidisErr,
+		Subscribe:   func(chans ...string) rueidis.Completed { return c.B().Subscribe().Channel(chans...).Build() },
+		Unsubscribe: func(ch string) rueidis.Completed { return c.B().Unsubscribe().Channel(ch).Build() },
+
+		Message:     rueidis.RedisResult.ToMessage,
+		IsNil:       rueidis.IsRedisNil,
+		IsServerErr: func(err error) bool { ve, ok := rueidis.IsRedisErr(err); return ok && !ve.IsNil() },
+		IsNilMsg:    func(m msg) bool { return m.IsNil() },
+		IsArray:     func(m msg) bool { return m.IsArray() },
+		IsInt64:     func(m msg) bool { return m.IsInt64() },
+		IsString:    func(m msg) bool { return m.IsString() },
+		IsBool:      func(m msg) bool { return m.IsBool() },
+		IsFloat64:   func(m msg) bool { return m.IsFloat64() },
+		ToArray:     func(m msg) []msg { a, _ := m.ToArray(); return a },
+		AsInt64:     func(m msg) int64 { i, _ := m.AsInt64(); return i },
+		ToString:    func(m msg) string { s, _ := m.ToString(); return s },
+		AsBool:      func(m msg) bool { b, _ := m.AsBool(); return b },
+		AsFloat64:   func(m msg) float64 { f, _ := m.AsFloat64(); return f },
+		Error:       func(m msg) error { return m.Error() },
 	}
-}
-
-type rueidisNode struct {
-	*rueapi.Node[rueidis.Completed, rueidis.RedisResult] // Eval, Pipeline
-	c                                                    rueidis.Client
-	subs                                                 *subconn.Subs
-}
-
-func (n *rueidisNode) String() string {
-	for addr := range n.c.Nodes() {
-		return addr
-	}
-	return "rueidis"
-}
-
-// Subscribe opens the Node's subscription connection on first use.
-func (n *rueidisNode) Subscribe(ctx context.Context, channel string) (<-chan string, func(), error) {
-	return n.subs.Subscribe(ctx, channel)
-}
-
-func (n *rueidisNode) Close() error {
-	n.subs.Close()
-	return nil
-}
-
-// dial dedicates a connection of n.c to subscriptions; rueidis answers a
-// SUBSCRIBE on it only once the server confirmed it.
-func (n *rueidisNode) dial(_ context.Context, notify func(channel, message string)) (subconn.Conn, <-chan error, error) {
-	dc, _ := n.c.Dedicate()
-	errs := dc.SetPubSubHooks(rueidis.PubSubHooks{
-		OnMessage: func(m rueidis.PubSubMessage) { notify(m.Channel, m.Message) },
-	})
-	return subConn{dc}, errs, nil
-}
-
-type subConn struct{ dc rueidis.DedicatedClient }
-
-func (c subConn) Subscribe(ctx context.Context, channels ...string) error {
-	return c.dc.Do(ctx, c.dc.B().Subscribe().Channel(channels...).Build()).Error()
-}
-
-func (c subConn) Unsubscribe(ctx context.Context, channel string) error {
-	return c.dc.Do(ctx, c.dc.B().Unsubscribe().Channel(channel).Build()).Error()
-}
-
-func (c subConn) Close() { c.dc.Close() }
-
-// replySlab returns room for the replies of every one of resps, in one
-// allocation rather than one per reply (see resultIn).
-func replySlab(resps []rueidis.RedisResult) node.Reply {
-	n := 0
-	for _, res := range resps {
-		if m, err := res.ToMessage(); err == nil {
-			if elems, err := m.ToArray(); err == nil {
-				n += len(elems)
-			} else {
-				n++
-			}
-		}
-	}
-	return make(node.Reply, n)
-}
-
-// resultIn converts res, into the start of slab when it has room,
-// and returns what is left of slab. The reply's capacity ends with it, so
-// that an append to it cannot reach the next one's.
-func resultIn(ctx context.Context, res rueidis.RedisResult, slab node.Reply) (node.Reply, node.Reply, error) {
-	m, err := res.ToMessage()
-	if err != nil {
-		if rueidis.IsRedisNil(err) {
-			return node.Reply{}, slab, nil
-		}
-		return nil, slab, rueidisErr(ctx, err)
-	}
-	elems := []rueidis.RedisMessage{m}
-	if m.IsArray() {
-		elems, _ = m.ToArray()
-	}
-	var r node.Reply
-	if len(slab) >= len(elems) {
-		r, slab = slab[:0:len(elems)], slab[len(elems):]
-	} else {
-		r = make(node.Reply, 0, len(elems))
-	}
-	for i := range elems {
-		v, err := value(&elems[i])
-		if err != nil {
-			return nil, slab, err
-		}
-		r = append(r, v)
-	}
-	return r, slab, nil
-}
-
-func rueidisErr(ctx context.Context, err error) error {
-	if ve, ok := rueidis.IsRedisErr(err); ok && !ve.IsNil() {
-		return &node.ReplyError{Msg: ve.Error()}
-	}
-	return ctxerr.Wrap(ctx, err)
-}
-
-func value(m *rueidis.RedisMessage) (node.Value, error) {
-	switch {
-	case m.IsNil():
-		return node.Value{}, nil
-	case m.IsInt64():
-		i, _ := m.AsInt64()
-		return node.Value{Kind: node.Int, Int: i}, nil
-	case m.IsString():
-		s, _ := m.ToString()
-		return node.Value{Kind: node.Str, Str: s}, nil
-	case m.IsBool():
-		if b, _ := m.AsBool(); b {
-			return node.Value{Kind: node.Int, Int: 1}, nil
-		}
-		return node.Value{Kind: node.Int}, nil
-	case m.IsFloat64():
-		f, _ := m.AsFloat64()
-		return node.Value{Kind: node.Str, Str: strconv.FormatFloat(f, 'g', -1, 64)}, nil
-	}
-	if err := m.Error(); err != nil {
-		if ve, ok := rueidis.IsRedisErr(err); ok {
-			return node.Value{}, &node.ReplyError{Msg: ve.Error()}
-		}
-		return node.Value{}, err
-	}
-	return node.Value{}, errors.New("node: unexpected reply element (nested or map)")
 }
