@@ -24,6 +24,7 @@ func TestEveryClient(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	defer cancel()
 	require.NoError(t, replica.WaitSynced(ctx))
+	require.NoError(t, replica.WaitAcking(ctx))
 	for _, c := range redistest.AllNodes(t, master.Addr()) {
 		t.Run(c.Name, func(t *testing.T) {
 			key := "every-" + c.Name
