@@ -33,7 +33,7 @@ import (
 // A cluster client splits a Pipeline by slot; with a WAIT, its calls must
 // all be in one slot (one hash tag), or Pipeline fails with node.ErrCrossSlot.
 // A Sentinel client (ClientOption.Sentinel) is a client of the current
-// master, as any client of one server (the suite does not test it).
+// master, and follows it through a failover (TestSentinel).
 //
 // The Node uses no client-side caching: c may be made with DisableCache,
 // which rueidis needs for a server without RESP3 (before Redis 6).
