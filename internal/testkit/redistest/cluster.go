@@ -184,7 +184,11 @@ func (c *Cluster) Nodes(t testing.TB) []NamedNode {
 func (c *Cluster) AllNodes(t testing.TB) []NamedNode {
 	t.Helper()
 	nodes := c.Nodes(t)
-	rc, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: c.Addrs(), DisableCache: true})
+	// One seed: given every master's address, rueidis 1.0.80 often drops
+	// a connection of its first topology read and closes it 5 s later in
+	// a goroutine the test would have to wait for (awaitRefresh); with
+	// one it did not in 16 runs.
+	rc, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: c.Addrs()[:1], DisableCache: true})
 	if err != nil {
 		t.Fatalf("redistest: rueidis cluster client: %v", err)
 	}
