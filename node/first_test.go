@@ -26,7 +26,7 @@ return 'first'`)
 // started or flushed its scripts, through Eval and Pipeline alike.
 func TestScriptAfter(t *testing.T) {
 	srv := redistest.Start(t)
-	for _, c := range redistest.Nodes(t, srv.Addr()) {
+	for _, c := range redistest.AllNodes(t, srv.Addr()) {
 		t.Run(c.Name, func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
 			defer cancel()
@@ -79,7 +79,7 @@ func TestScriptAfter(t *testing.T) {
 	}
 	// A restart empties the cache as a flush does.
 	srv.Restart()
-	for _, c := range redistest.Nodes(t, srv.Addr()) {
+	for _, c := range redistest.AllNodes(t, srv.Addr()) {
 		ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 		got, err := c.Node.Eval(ctx, checkedFast, []string{"after-restart"}, "")
 		cancel()
@@ -88,6 +88,6 @@ func TestScriptAfter(t *testing.T) {
 		}
 	}
 	if runs, _ := srv.Do("GET", "after-restart"); runs != "1" {
-		t.Fatalf("the first script ran %s times on the restarted server; want 1 (once, for both clients)", runs)
+		t.Fatalf("the first script ran %s times on the restarted server; want 1 (once, for every client)", runs)
 	}
 }

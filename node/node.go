@@ -5,8 +5,9 @@
 // A Node is built from a client the caller already has, by the adapter of
 // its library: node/goredis for a go-redis redis.UniversalClient
 // (standalone, cluster or failover), node/valkeygo for a valkey-go
-// valkey.Client. This package links neither; everything above it is
-// client-agnostic.
+// valkey.Client, node/rueidis for a rueidis Client, node/redigo for a
+// redigo Pool (see docs/clients.md). This package links none of them;
+// everything above it is client-agnostic.
 package node
 
 import (

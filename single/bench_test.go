@@ -75,10 +75,10 @@ func reportServer(b *testing.B, srv *redistest.Server, before float64) {
 }
 
 // BenchmarkTryAcquireRelease is one TryAcquire and Release at a time, on
-// one key.
+// one key, on every client library (redistest.AllClients).
 func BenchmarkTryAcquireRelease(b *testing.B) {
 	srv := redistest.Start(b)
-	for _, c := range redistest.Nodes(b, srv.Addr()) {
+	for _, c := range redistest.AllNodes(b, srv.Addr()) {
 		b.Run(c.Name, func(b *testing.B) {
 			lk := benchLocker(b, c.Node)
 			ctx := context.Background()
@@ -99,10 +99,11 @@ func BenchmarkTryAcquireRelease(b *testing.B) {
 }
 
 // BenchmarkTryAcquireReleaseParallel runs 32 goroutines per GOMAXPROCS
-// (64 on the 2-core machines of docs/benchmarks.md), each on its own key.
+// (64 on the 2-core machines of docs/benchmarks.md), each on its own key,
+// on every client library.
 func BenchmarkTryAcquireReleaseParallel(b *testing.B) {
 	srv := redistest.Start(b)
-	for _, c := range redistest.Nodes(b, srv.Addr()) {
+	for _, c := range redistest.AllNodes(b, srv.Addr()) {
 		b.Run(c.Name, func(b *testing.B) {
 			lk := benchLocker(b, c.Node)
 			var next atomic.Int64

@@ -366,19 +366,8 @@ func TestReplicas(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 	defer cancel()
 	require.NoError(t, replica.WaitSynced(ctx))
-	// The replica's link may be up before the master streams to it: wait
-	// until a write is acknowledged.
 	start := time.Now()
-	for {
-		_, err := master.Do("SET", "probe", "1")
-		require.NoError(t, err)
-		if n, _ := master.Do("WAIT", "1", "100"); n == "1" {
-			break
-		}
-		if ctx.Err() != nil {
-			t.Fatal("the replica never acknowledged a write")
-		}
-	}
+	require.NoError(t, replica.WaitAcking(ctx))
 	t.Logf("replica acknowledging writes %v after WaitSynced", time.Since(start))
 	for _, c := range redistest.Nodes(t, master.Addr()) {
 		t.Run(c.Name, func(t *testing.T) {

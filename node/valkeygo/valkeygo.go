@@ -2,20 +2,13 @@
 package valkeygo
 
 import (
-	"context"
-	"errors"
-	"fmt"
-	"strconv"
-	"strings"
-	"sync"
-	"time"
+	"iter"
+	"maps"
 
 	"github.com/valkey-io/valkey-go"
 
-	"github.com/dlockgo/dlock/internal/ctxerr"
 	"github.com/dlockgo/dlock/node"
-	"github.com/dlockgo/dlock/node/internal/cached"
-	"github.com/dlockgo/dlock/node/internal/hub"
+	"github.com/dlockgo/dlock/node/internal/rueapi"
 )
 
 // New returns a Node that runs its commands through c. Eval is plain
@@ -32,455 +25,58 @@ import (
 //
 // A cluster client splits a Pipeline by slot; with a WAIT, its calls must
 // all be in one slot (one hash tag), or Pipeline fails with node.ErrCrossSlot.
-func New(c valkey.Client) node.Node {
-	return &valkeyNode{c: c, hub: hub.New()}
-}
+func New(c valkey.Client) node.Node { return rueapi.New(lib(c)) }
 
-type valkeyNode struct {
-	c      valkey.Client
-	hub    *hub.Hub
-	cached cached.Set // the scripts a Pipeline may send by SHA1
+type (
+	conn = rueapi.Conn[valkey.Completed, valkey.ValkeyResult]
+	msg  = valkey.ValkeyMessage
+)
 
-	mu   sync.Mutex
-	dc   valkey.DedicatedClient // current subscription connection, nil while down
-	errs <-chan error           // reports dc breaking
-	quit chan struct{}          // closed by Close to end watch
-	done chan struct{}          // closed by watch when it ends
-}
+// lib names valkey-go's types for package rueapi, which the rueidis
+// adapter shares.
+func lib(c valkey.Client) rueapi.Lib[valkey.Completed, valkey.ValkeyResult, msg] {
+	return rueapi.Lib[valkey.Completed, valkey.ValkeyResult, msg]{
+		Client: c,
+		Dedicated: func(fn func(conn) error) error {
+			return c.Dedicated(func(dc valkey.DedicatedClient) error { return fn(dc) })
+		},
+		Dedicate: func(notify func(channel, message string)) (conn, <-chan error, func()) {
+			dc, _ := c.Dedicate()
+			hooks := valkey.PubSubHooks{OnMessage: func(m valkey.PubSubMessage) { notify(m.Channel, m.Message) }}
+			return dc, dc.SetPubSubHooks(hooks), dc.Close
+		},
+		Addrs:   func() iter.Seq[string] { return maps.Keys(c.Nodes()) },
+		Name:    "valkey",
+		Cluster: c.Mode() == valkey.ClientModeCluster,
+		Slot:    func(key string) uint16 { cmd := c.B().Get().Key(key).Build(); return cmd.Slot() },
 
-func (n *valkeyNode) String() string {
-	for addr := range n.c.Nodes() {
-		return addr
-	}
-	return "valkey"
-}
+		Evalsha: func(s *node.Script, keys, args []string) valkey.Completed {
+			return c.B().Evalsha().Sha1(s.SHA()).Numkeys(int64(len(keys))).Key(keys...).Arg(args...).Build()
+		},
+		Eval: func(s *node.Script, keys, args []string) valkey.Completed {
+			return c.B().Eval().Script(s.Source()).Numkeys(int64(len(keys))).Key(keys...).Arg(args...).Build()
+		},
+		ScriptLoad: func(src string) valkey.Completed { return c.B().ScriptLoad().Script(src).Build() },
+		Wait: func(w node.Wait) valkey.Completed {
+			return c.B().Wait().Numreplicas(int64(w.Replicas)).Timeout(w.Timeout.Milliseconds()).Build()
+		},
+		Subscribe:   func(chans ...string) valkey.Completed { return c.B().Subscribe().Channel(chans...).Build() },
+		Unsubscribe: func(ch string) valkey.Completed { return c.B().Unsubscribe().Channel(ch).Build() },
 
-func (n *valkeyNode) Eval(ctx context.Context, s *node.Script, keys []string, args ...string) (node.Reply, error) {
-	if len(keys) > 1 && n.c.Mode() == valkey.ClientModeCluster && !sameSlot(n.c, []node.Call{{Keys: keys}}) {
-		return nil, errCrossSlotKeys
+		Message:     valkey.ValkeyResult.ToMessage,
+		IsNil:       valkey.IsValkeyNil,
+		IsServerErr: func(err error) bool { ve, ok := valkey.IsValkeyErr(err); return ok && !ve.IsNil() },
+		IsNilMsg:    func(m msg) bool { return m.IsNil() },
+		IsArray:     func(m msg) bool { return m.IsArray() },
+		IsInt64:     func(m msg) bool { return m.IsInt64() },
+		IsString:    func(m msg) bool { return m.IsString() },
+		IsBool:      func(m msg) bool { return m.IsBool() },
+		IsFloat64:   func(m msg) bool { return m.IsFloat64() },
+		ToArray:     func(m msg) []msg { a, _ := m.ToArray(); return a },
+		AsInt64:     func(m msg) int64 { i, _ := m.AsInt64(); return i },
+		ToString:    func(m msg) string { s, _ := m.ToString(); return s },
+		AsBool:      func(m msg) bool { b, _ := m.AsBool(); return b },
+		AsFloat64:   func(m msg) float64 { f, _ := m.AsFloat64(); return f },
+		Error:       func(m msg) error { return m.Error() },
 	}
-	return valkeyEval(ctx, n.c, s, keys, args)
-}
-
-// errCrossSlotKeys is what a cluster replies to a script whose keys are in
-// different slots; valkey-go would panic building such a command, so the
-// Node answers for the server.
-var errCrossSlotKeys = &node.ReplyError{Msg: "CROSSSLOT Keys in request don't hash to the same slot"}
-
-type doer interface {
-	B() valkey.Builder
-	Do(ctx context.Context, cmd valkey.Completed) valkey.ValkeyResult
-	DoMulti(ctx context.Context, cmds ...valkey.Completed) []valkey.ValkeyResult
-}
-
-func valkeyEval(ctx context.Context, c doer, s *node.Script, keys, args []string) (node.Reply, error) {
-	r, err := valkeyResult(ctx, c.Do(ctx, evalsha(c, s, keys, args)))
-	if isValkeyNoScript(err) {
-		if s.First() != nil {
-			return valkeyFirstRun(ctx, c, s, keys, args)
-		}
-		r, err = valkeyResult(ctx, c.Do(ctx, eval(c, s, keys, args)))
-	}
-	return r, err
-}
-
-// valkeyFirstRun runs s.First() in place of s, on one connection that then
-// loads s (see NewScriptAfter): c's, when c is one already, else a
-// connection dedicated to it for the while.
-func valkeyFirstRun(ctx context.Context, c doer, s *node.Script, keys, args []string) (r node.Reply, err error) {
-	run := func(dc doer) {
-		r, err = valkeyResult(ctx, dc.Do(ctx, evalsha(dc, s.First(), keys, args)))
-		if isValkeyNoScript(err) {
-			r, err = valkeyResult(ctx, dc.Do(ctx, eval(dc, s.First(), keys, args)))
-		}
-		if err == nil {
-			// A failed load costs only a later call running first again.
-			_ = dc.Do(ctx, dc.B().ScriptLoad().Script(s.Source()).Build()).Error()
-		}
-	}
-	vc, ok := c.(valkey.Client)
-	if !ok {
-		run(c)
-		return r, err
-	}
-	if derr := vc.Dedicated(func(dc valkey.DedicatedClient) error {
-		run(dc)
-		return nil
-	}); derr != nil {
-		return nil, valkeyErr(ctx, derr)
-	}
-	return r, err
-}
-
-func evalsha(c doer, s *node.Script, keys, args []string) valkey.Completed {
-	return c.B().Evalsha().Sha1(s.SHA()).Numkeys(int64(len(keys))).Key(keys...).Arg(args...).Build()
-}
-
-func eval(c doer, s *node.Script, keys, args []string) valkey.Completed {
-	return c.B().Eval().Script(s.Source()).Numkeys(int64(len(keys))).Key(keys...).Arg(args...).Build()
-}
-
-func (n *valkeyNode) Pipeline(ctx context.Context, calls []node.Call, wait node.Wait) (results []node.Result, acked int, err error) {
-	if n.c.Mode() == valkey.ClientModeCluster {
-		for _, c := range calls {
-			if len(c.Keys) > 1 && !sameSlot(n.c, []node.Call{c}) {
-				return nil, 0, errCrossSlotKeys
-			}
-		}
-	}
-	if wait.Replicas <= 0 {
-		return valkeyPipeline(ctx, n.c, &n.cached, calls, wait)
-	}
-	if n.c.Mode() == valkey.ClientModeCluster && !sameSlot(n.c, calls) {
-		return nil, 0, node.ErrCrossSlot
-	}
-	err = n.c.Dedicated(func(dc valkey.DedicatedClient) error {
-		var err error
-		results, acked, err = valkeyPipeline(ctx, dc, &n.cached, calls, wait)
-		return err
-	})
-	return results, acked, err
-}
-
-// valkeyPipeline sends calls, and the WAIT when asked, as one DoMulti on
-// c. A script not seen cached goes in full (see package cached), so the
-// calls run in order; one the server no longer had is sent again by EVAL,
-// or, for a script with a first, runs through first (see NewScriptAfter),
-// before the WAIT is sent again.
-func valkeyPipeline(ctx context.Context, c doer, seen *cached.Set, calls []node.Call, wait node.Wait) ([]node.Result, int, error) {
-	n := len(calls)
-	if wait.Replicas > 0 {
-		n++
-	}
-	cmds := make([]valkey.Completed, 0, n)
-	for _, call := range calls {
-		if call.Script.First() == nil && !seen.Has(call.Script) {
-			cmds = append(cmds, eval(c, call.Script, call.Keys, call.Args))
-			continue
-		}
-		cmds = append(cmds, evalsha(c, call.Script, call.Keys, call.Args))
-	}
-	if wait.Replicas > 0 {
-		cmds = append(cmds, waitCmd(c, wait))
-	}
-	resps := c.DoMulti(ctx, cmds...)
-	results := make([]node.Result, len(calls))
-	slab := replySlab(resps[:len(calls)])
-	var resend []int
-	ranFirst := false
-	for i := range calls {
-		var (
-			r   node.Reply
-			err error
-		)
-		r, slab, err = valkeyResultIn(ctx, resps[i], slab)
-		switch {
-		case isValkeyNoScript(err) && calls[i].Script.First() != nil:
-			call := calls[i]
-			seen.Forget(call.Script)
-			r, err := valkeyFirstRun(ctx, c, call.Script, call.Keys, call.Args)
-			if err != nil && !isReplyError(err) {
-				return nil, 0, err
-			}
-			results[i] = node.Result{Reply: r, Err: err}
-			ranFirst = true
-		case isValkeyNoScript(err):
-			seen.Forget(calls[i].Script)
-			resend = append(resend, i)
-		case err != nil && !isReplyError(err):
-			return nil, 0, err
-		default:
-			seen.Mark(calls[i].Script)
-			results[i] = node.Result{Reply: r, Err: err}
-		}
-	}
-	waitResp := resps[len(resps)-1]
-	if len(resend) > 0 || ranFirst && wait.Replicas > 0 {
-		// The NOSCRIPT calls did not run, so sending them again by EVAL
-		// runs each exactly once; the WAIT goes again after them (and
-		// after any first run), since it must count their writes too.
-		cmds = cmds[:0]
-		for _, i := range resend {
-			call := calls[i]
-			cmds = append(cmds, eval(c, call.Script, call.Keys, call.Args))
-		}
-		if wait.Replicas > 0 {
-			cmds = append(cmds, waitCmd(c, wait))
-		}
-		resps = c.DoMulti(ctx, cmds...)
-		for j, i := range resend {
-			r, err := valkeyResult(ctx, resps[j])
-			if err != nil && !isReplyError(err) {
-				return nil, 0, err
-			}
-			seen.Mark(calls[i].Script)
-			results[i] = node.Result{Reply: r, Err: err}
-		}
-		waitResp = resps[len(resps)-1]
-	}
-	if wait.Replicas <= 0 {
-		return results, 0, nil
-	}
-	acked, err := waitResp.AsInt64()
-	if err != nil {
-		return nil, 0, fmt.Errorf("node: WAIT: %w", valkeyErr(ctx, err))
-	}
-	return results, int(acked), nil
-}
-
-func sameSlot(c valkey.Client, calls []node.Call) bool {
-	slot, seen := uint16(0), false
-	for _, call := range calls {
-		for _, k := range call.Keys {
-			cmd := c.B().Get().Key(k).Build()
-			s := cmd.Slot()
-			if seen && s != slot {
-				return false
-			}
-			slot, seen = s, true
-		}
-	}
-	return true
-}
-
-func waitCmd(c doer, wait node.Wait) valkey.Completed {
-	return c.B().Wait().Numreplicas(int64(wait.Replicas)).Timeout(wait.Timeout.Milliseconds()).Build()
-}
-
-// Subscribe opens the Node's subscription connection on first use; valkey-go
-// answers a SUBSCRIBE only once the server confirmed it.
-func (n *valkeyNode) Subscribe(ctx context.Context, channel string) (<-chan string, func(), error) {
-	return n.hub.Subscribe(ctx, channel, n.subscribe, n.unsubscribe)
-}
-
-// subscribe runs under hub.sem, as do connect and every other use of n.dc.
-func (n *valkeyNode) subscribe(ctx context.Context, channel string) error {
-	n.mu.Lock()
-	dc := n.dc
-	n.mu.Unlock()
-	if dc == nil {
-		var err error
-		if dc, err = n.connect(ctx); err != nil {
-			return err
-		}
-	}
-	return dc.Do(ctx, dc.B().Subscribe().Channel(channel).Build()).Error()
-}
-
-func (n *valkeyNode) unsubscribe(ctx context.Context, channel string) error {
-	n.mu.Lock()
-	dc := n.dc
-	n.mu.Unlock()
-	if dc == nil {
-		return nil
-	}
-	return dc.Do(ctx, dc.B().Unsubscribe().Channel(channel).Build()).Error()
-}
-
-// connect opens a subscription connection, subscribes it to every channel
-// that has listeners, and makes sure the watch goroutine runs. It runs under
-// hub.sem.
-func (n *valkeyNode) connect(ctx context.Context) (valkey.DedicatedClient, error) {
-	if n.hub.IsClosed() {
-		return nil, node.ErrClosed
-	}
-	dc, _ := n.c.Dedicate()
-	errs := dc.SetPubSubHooks(valkey.PubSubHooks{
-		OnMessage: func(m valkey.PubSubMessage) { n.hub.Notify(m.Channel, m.Message) },
-	})
-	if chans := n.hub.Channels(); len(chans) > 0 {
-		if err := dc.Do(ctx, dc.B().Subscribe().Channel(chans...).Build()).Error(); err != nil {
-			dc.Close()
-			return nil, err
-		}
-	}
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	if n.hub.IsClosed() {
-		dc.Close()
-		return nil, node.ErrClosed
-	}
-	n.dc, n.errs = dc, errs
-	if n.done == nil {
-		n.quit, n.done = make(chan struct{}), make(chan struct{})
-		go n.watch(n.quit, n.done)
-	}
-	return dc, nil
-}
-
-// watch is the Node's one subscription goroutine: when the subscription
-// connection breaks it opens another, until Close closes quit.
-func (n *valkeyNode) watch(quit, done chan struct{}) {
-	defer close(done)
-	for {
-		n.mu.Lock()
-		errs := n.errs
-		n.mu.Unlock()
-		select {
-		case <-quit:
-			return
-		case <-errs:
-		}
-		n.mu.Lock()
-		if n.errs == errs {
-			n.dc.Close()
-			n.dc, n.errs = nil, nil
-		}
-		n.mu.Unlock()
-		for !n.reconnect(quit) {
-		}
-		select {
-		case <-quit:
-			return
-		default:
-		}
-	}
-}
-
-// reconnect makes one attempt, after a pause so a server that is down does
-// not turn watch into a busy loop; it reports whether watch can go back to
-// waiting (connected, or closing).
-func (n *valkeyNode) reconnect(quit chan struct{}) bool {
-	select {
-	case <-quit:
-		return true
-	case <-time.After(100 * time.Millisecond):
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-	defer cancel()
-	if n.hub.Lock(ctx) != nil {
-		return false
-	}
-	defer n.hub.Unlock()
-	n.mu.Lock()
-	up := n.dc != nil
-	n.mu.Unlock()
-	if up {
-		return true
-	}
-	_, err := n.connect(ctx)
-	return err == nil || errors.Is(err, node.ErrClosed)
-}
-
-func (n *valkeyNode) Close() error {
-	if !n.hub.Close() {
-		return nil
-	}
-	defer n.hub.Wait()
-	n.mu.Lock()
-	dc, quit, done := n.dc, n.quit, n.done
-	n.dc, n.errs = nil, nil
-	n.mu.Unlock()
-	if quit == nil {
-		return nil
-	}
-	close(quit)
-	<-done
-	if dc != nil {
-		dc.Close()
-	}
-	return nil
-}
-
-// isValkeyNoScript and isReplyError see errors made by valkeyResult, never
-// wrapped, so a type assertion does (and keeps the hot path free of the
-// allocation errors.As would cost).
-func isValkeyNoScript(err error) bool {
-	re, ok := err.(*node.ReplyError)
-	return ok && strings.HasPrefix(re.Msg, "NOSCRIPT")
-}
-
-func isReplyError(err error) bool {
-	_, ok := err.(*node.ReplyError)
-	return ok
-}
-
-// valkeyResult converts one reply: a server error becomes a *node.ReplyError, a
-// nil reply an empty node.Reply, anything else a transport error kept
-// recognisable by errors.Is for the context's end.
-func valkeyResult(ctx context.Context, res valkey.ValkeyResult) (node.Reply, error) {
-	r, _, err := valkeyResultIn(ctx, res, nil)
-	return r, err
-}
-
-// replySlab returns room for the replies of every one of resps, in one
-// allocation rather than one per reply (see valkeyResultIn).
-func replySlab(resps []valkey.ValkeyResult) node.Reply {
-	n := 0
-	for _, res := range resps {
-		if m, err := res.ToMessage(); err == nil {
-			if elems, err := m.ToArray(); err == nil {
-				n += len(elems)
-			} else {
-				n++
-			}
-		}
-	}
-	return make(node.Reply, n)
-}
-
-// valkeyResultIn converts res, into the start of slab when it has room,
-// and returns what is left of slab. The reply's capacity ends with it, so
-// that an append to it cannot reach the next one's.
-func valkeyResultIn(ctx context.Context, res valkey.ValkeyResult, slab node.Reply) (node.Reply, node.Reply, error) {
-	m, err := res.ToMessage()
-	if err != nil {
-		if valkey.IsValkeyNil(err) {
-			return node.Reply{}, slab, nil
-		}
-		return nil, slab, valkeyErr(ctx, err)
-	}
-	elems := []valkey.ValkeyMessage{m}
-	if m.IsArray() {
-		elems, _ = m.ToArray()
-	}
-	var r node.Reply
-	if len(slab) >= len(elems) {
-		r, slab = slab[:0:len(elems)], slab[len(elems):]
-	} else {
-		r = make(node.Reply, 0, len(elems))
-	}
-	for i := range elems {
-		v, err := valkeyValue(&elems[i])
-		if err != nil {
-			return nil, slab, err
-		}
-		r = append(r, v)
-	}
-	return r, slab, nil
-}
-
-func valkeyErr(ctx context.Context, err error) error {
-	if ve, ok := valkey.IsValkeyErr(err); ok && !ve.IsNil() {
-		return &node.ReplyError{Msg: ve.Error()}
-	}
-	return ctxerr.Wrap(ctx, err)
-}
-
-func valkeyValue(m *valkey.ValkeyMessage) (node.Value, error) {
-	switch {
-	case m.IsNil():
-		return node.Value{}, nil
-	case m.IsInt64():
-		i, _ := m.AsInt64()
-		return node.Value{Kind: node.Int, Int: i}, nil
-	case m.IsString():
-		s, _ := m.ToString()
-		return node.Value{Kind: node.Str, Str: s}, nil
-	case m.IsBool():
-		if b, _ := m.AsBool(); b {
-			return node.Value{Kind: node.Int, Int: 1}, nil
-		}
-		return node.Value{Kind: node.Int}, nil
-	case m.IsFloat64():
-		f, _ := m.AsFloat64()
-		return node.Value{Kind: node.Str, Str: strconv.FormatFloat(f, 'g', -1, 64)}, nil
-	}
-	if err := m.Error(); err != nil {
-		if ve, ok := valkey.IsValkeyErr(err); ok {
-			return node.Value{}, &node.ReplyError{Msg: ve.Error()}
-		}
-		return node.Value{}, err
-	}
-	return node.Value{}, errors.New("node: unexpected reply element (nested or map)")
 }

@@ -7,12 +7,16 @@ import (
 	"testing"
 	"time"
 
+	redigoredis "github.com/gomodule/redigo/redis"
 	"github.com/redis/go-redis/v9"
+	"github.com/redis/rueidis"
 	"github.com/valkey-io/valkey-go"
 
 	"github.com/dlockgo/dlock/lease"
 	"github.com/dlockgo/dlock/node"
 	"github.com/dlockgo/dlock/node/goredis"
+	redigonode "github.com/dlockgo/dlock/node/redigo"
+	rueidisnode "github.com/dlockgo/dlock/node/rueidis"
 	"github.com/dlockgo/dlock/node/valkeygo"
 )
 
@@ -24,9 +28,19 @@ import (
 // four unused with odds of about 1e-4.
 const WarmRounds = 32
 
-// Clients names the client libraries a Node can be built on, in the order
-// Nodes returns them.
+// Clients names the client libraries the suite runs every test with, in
+// the order Nodes returns them: the two that dlock.Open builds clients of.
+// A test of a strategy or primitive loops over these.
 var Clients = []string{"go-redis", "valkey-go"}
+
+// AllClients names every client library a Node can be built on, in the
+// order AllNodes returns them: Clients, then the adapters a user reaches
+// only by wrapping a client of their own (rueidis, redigo). The adapter
+// tests of package node loop over these, and each strategy has one
+// end-to-end test that does; the rest of the suite stays on Clients, as
+// the adapters share all that is above node.Node and the suite's time is
+// bounded.
+var AllClients = []string{"go-redis", "valkey-go", "rueidis", "redigo"}
 
 // NamedNode is a Node and the name of the client library behind it, for
 // t.Run.
@@ -52,8 +66,18 @@ func Nodes(t testing.TB, addr string) []NamedNode {
 	return out
 }
 
-// NodeFor returns a Node for addr on the client library named client
-// ("go-redis" or "valkey-go"), closed with its client when the test ends.
+// AllNodes is Nodes for AllClients.
+func AllNodes(t testing.TB, addr string) []NamedNode {
+	t.Helper()
+	out := make([]NamedNode, len(AllClients))
+	for i, name := range AllClients {
+		out[i] = NamedNode{Name: name, Node: NodeFor(t, name, addr)}
+	}
+	return out
+}
+
+// NodeFor returns a Node for addr on the client library named client (one
+// of AllClients), closed with its client when the test ends.
 func NodeFor(t testing.TB, client, addr string) node.Node {
 	t.Helper()
 	switch client {
@@ -76,9 +100,44 @@ func NodeFor(t testing.TB, client, addr string) node.Node {
 			c.Close()
 		})
 		return n
+	case "rueidis":
+		c, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{addr}, DisableCache: true})
+		if err != nil {
+			t.Fatalf("redistest: rueidis client for %s: %v", addr, err)
+		}
+		n := rueidisnode.New(c)
+		t.Cleanup(func() {
+			_ = n.Close()
+			c.Close()
+		})
+		return n
+	case "redigo":
+		p := RedigoPool(addr)
+		n := redigonode.New(p, addr)
+		t.Cleanup(func() {
+			_ = n.Close()
+			_ = p.Close()
+		})
+		return n
 	default:
-		t.Fatalf("redistest: unknown client %q (want one of %v)", client, Clients)
+		t.Fatalf("redistest: unknown client %q (want one of %v)", client, AllClients)
 		return nil
+	}
+}
+
+// RedigoPool returns a redigo pool of connections to addr, as a service
+// would configure one for up to 64 callers at once: as many connections
+// kept idle as may be active, and a caller that finds 64 in use waits for
+// one rather than failing.
+func RedigoPool(addr string, opts ...redigoredis.DialOption) *redigoredis.Pool {
+	return &redigoredis.Pool{
+		DialContext: func(ctx context.Context) (redigoredis.Conn, error) {
+			return redigoredis.DialContext(ctx, "tcp", addr, opts...)
+		},
+		MaxIdle:     64,
+		MaxActive:   64,
+		Wait:        true,
+		IdleTimeout: time.Minute,
 	}
 }
 

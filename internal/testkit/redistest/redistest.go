@@ -431,6 +431,29 @@ func (s *Server) WaitSynced(ctx context.Context) error {
 	}
 }
 
+// WaitAcking waits until the master of s, a replica, has a write of its
+// own acknowledged by a replica (WAIT 1): a replica's link may be up, and
+// WaitSynced return, before the master streams writes to it.
+func (s *Server) WaitAcking(ctx context.Context) error {
+	s.mu.Lock()
+	m := s.cfg.replica
+	s.mu.Unlock()
+	if m == nil {
+		return fmt.Errorf("redistest: %s is not a replica", s.Addr())
+	}
+	for {
+		if _, err := m.Do("SET", "redistest:probe", "1"); err != nil {
+			return err
+		}
+		if n, _ := m.Do("WAIT", "1", "100"); n == "1" {
+			return nil
+		}
+		if ctx.Err() != nil {
+			return fmt.Errorf("redistest: no write of %s acknowledged by a replica: %w", m.Addr(), ctx.Err())
+		}
+	}
+}
+
 func (s *Server) onlineAtMaster() bool {
 	s.mu.Lock()
 	m := s.cfg.replica

@@ -1,0 +1,11 @@
+package redigo_test
+
+import (
+	"testing"
+
+	"go.uber.org/goleak"
+
+	"github.com/dlockgo/dlock/internal/testkit/examplemain"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(examplemain.With(m, 1)) }
