@@ -1,6 +1,6 @@
 // Package dlocktest gives your own unit tests a working dlock.Locker, and
-// the one server that packages permits, claims and rwlock live on, with no
-// server to set up. By default each test gets in-process servers
+// the one server that packages permits, claims, rwlock and ratelimit (on
+// one server) live on, with no server to set up. By default each test gets in-process servers
 // (miniredis, on 127.0.0.1), started at its first call and closed when it
 // ends, whose key expiry follows the wall clock: a lease nobody renews or
 // releases ends after its TTL, as on a real server. Name a real server,
@@ -201,7 +201,7 @@ func New(t testing.TB, opts ...Option) dlock.Locker {
 
 // Node returns the server of a Locker New(t, opts...) made, for what
 // lives on one server beside the locks: permits.New, claims.New,
-// rwlock.New. It is the same server New(t) locks on, in-process or real;
+// rwlock.New, ratelimit.New with this one node. It is the same server New(t) locks on, in-process or real;
 // it is closed when t ends, after the cleanups registered after Node.
 // Node fails t (t.Fatal) as New does, and with WithQuorum.
 func Node(t testing.TB, opts ...Option) node.Node {

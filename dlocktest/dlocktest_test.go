@@ -16,7 +16,9 @@ import (
 	"github.com/dlockgo/dlock/dlocktest"
 	"github.com/dlockgo/dlock/internal/testkit/redistest"
 	"github.com/dlockgo/dlock/lease"
+	"github.com/dlockgo/dlock/node"
 	"github.com/dlockgo/dlock/permits"
+	"github.com/dlockgo/dlock/ratelimit"
 	"github.com/dlockgo/dlock/rwlock"
 	"github.com/dlockgo/dlock/single"
 )
@@ -90,7 +92,7 @@ func TestLockersExclude(t *testing.T) {
 	}
 }
 
-// TestNodePrimitives: permits, claims and rwlock work on a Node, which is
+// TestNodePrimitives: permits, claims, rwlock and ratelimit work on a Node, which is
 // the server New's Lockers lock on.
 func TestNodePrimitives(t *testing.T) {
 	forEach(t, 0, func(t *testing.T, opts ...dlocktest.Option) {
@@ -162,6 +164,21 @@ func TestNodePrimitives(t *testing.T) {
 			require.NoError(t, err, "a writer once the readers left")
 			require.Greater(t, w2.Token(), r1.Token())
 			require.NoError(t, w2.Release(ctx))
+		})
+
+		t.Run("ratelimit", func(t *testing.T) {
+			rl, err := ratelimit.New([]node.Node{n}, ratelimit.Limit{Rate: 2, Per: time.Minute, Burst: 2})
+			require.NoError(t, err)
+			t.Cleanup(func() { _ = rl.Close() })
+			for i := range 2 {
+				r, err := rl.Allow(ctx, "mail")
+				require.NoError(t, err)
+				require.True(t, r.Allowed, "call %d of a burst of 2", i)
+			}
+			r, err := rl.Allow(ctx, "mail")
+			require.NoError(t, err)
+			require.False(t, r.Allowed, "a third call within the minute")
+			require.Greater(t, r.RetryAfter, 20*time.Second, "a refill of one, 30 s less the calls' time")
 		})
 	})
 }
