@@ -26,8 +26,10 @@ const MaxKeys = 64
 // key is held by someone else or has waiters queued for it, having taken
 // none. Every key is a lock as Acquire's: held in a set, it is held against
 // Acquire of that key alone, and the other way round. The keys must be
-// distinct, and on a Redis Cluster in one slot (give them one hash tag,
-// {like}this); otherwise the error matches node.ErrCrossSlot. It returns
+// distinct. On a Redis Cluster, keys of one slot (one hash tag,
+// {like}this) are one script; keys of several slots are taken key by key,
+// in the order of their names, and the keys taken are released again at
+// the first refused, so all or none still holds (docs/multikey.md). It returns
 // an *lease.ArgError for no keys, more than MaxKeys, a repeat or a bad key
 // or option. As for TryAcquire, a claim whose outcome is unknown is given
 // up before it returns.
