@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/dlockgo/dlock/internal/acquire"
 	"github.com/dlockgo/dlock/internal/argerr"
 	"github.com/dlockgo/dlock/internal/ctxerr"
 	"github.com/dlockgo/dlock/lease"
@@ -221,8 +222,8 @@ func (l *Limiter) check(ctx context.Context, key string, n int) error {
 	if err := argerr.CheckContext(ctx); err != nil {
 		return err
 	}
-	if key == "" {
-		return &lease.ArgError{Arg: "key", Value: key, Rule: "must not be empty"}
+	if err := acquire.CheckKey(key); err != nil {
+		return err
 	}
 	if n < 1 || n > l.limit.Burst {
 		return &lease.ArgError{Arg: "n", Value: n,

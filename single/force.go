@@ -72,15 +72,14 @@ func (lk *Locker) Resume(ctx context.Context, h lease.Handle, opts ...lease.Opti
 		return nil, err
 	}
 	t1 := time.Now()
-	r, err := lk.n.Eval(ctx, inspectScript, []string{hashKey(h.Key)})
+	info, err := lk.Inspect(ctx, h.Key)
 	if err != nil {
-		return nil, fmt.Errorf("single: resume %q on %s: %w", h.Key, lk.n, acquire.CtxErr(ctx, err))
+		return nil, fmt.Errorf("single: resume: %w", err)
 	}
-	left := time.Duration(r.Int(2)) * time.Millisecond
-	if r.Str(0) != h.Owner || r.Str(1) != h.Token.String() || left <= 0 {
+	if !info.Held || info.Owner != h.Owner || info.Token != h.Token {
 		return nil, fmt.Errorf("single: resume %q on %s: %w: the server holds it for another lease, or for none", h.Key, lk.n, lease.ErrNotHeld)
 	}
-	until := lk.cfg.Until(t1, left)
+	until := lk.cfg.Until(t1, info.TTL)
 	if !time.Now().Before(until) {
 		return nil, fmt.Errorf("single: resume %q on %s: %w: too little of it is left", h.Key, lk.n, lease.ErrNotHeld)
 	}

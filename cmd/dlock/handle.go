@@ -220,20 +220,11 @@ func extendMain(args []string, stdout, stderr io.Writer) int {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
 	defer cancel()
-	locker, code := c.open(ctx, ttl, false)
-	if locker == nil {
+	l, done, code := c.resume(ctx, h, *ttl, lease.WithTTL(*ttl))
+	if l == nil {
 		return code
 	}
-	defer locker.Close()
-	r, ok := locker.(dlock.Resumer)
-	if !ok {
-		c.logf("the Locker cannot take up handles")
-		return exitSoftware
-	}
-	l, err := r.Resume(ctx, h, lease.WithTTL(*ttl))
-	if err != nil {
-		return c.failed(fmt.Sprintf("%q", h.Key), err)
-	}
+	defer done()
 	if err := l.Extend(ctx, *ttl); err != nil {
 		return c.failed(fmt.Sprintf("%q", h.Key), err)
 	}
@@ -269,25 +260,37 @@ func releaseMain(args []string, stdout, stderr io.Writer) int {
 	if code != exitOK {
 		return code
 	}
-	ttl := h.TTL
-	locker, code := c.open(ctx, &ttl, false)
-	if locker == nil {
+	l, done, code := c.resume(ctx, h, h.TTL)
+	if l == nil {
 		return code
 	}
-	defer locker.Close()
-	r, ok := locker.(dlock.Resumer)
-	if !ok {
-		c.logf("the Locker cannot take up handles")
-		return exitSoftware
-	}
-	l, err := r.Resume(ctx, h)
-	if err != nil {
-		return c.failed(fmt.Sprintf("%q", h.Key), err)
-	}
+	defer done()
 	if err := l.Release(ctx); err != nil {
 		return c.failed(fmt.Sprintf("%q", h.Key), err)
 	}
 	return exitOK
+}
+
+// resume opens the servers, with ttl as the lease TTL, and takes up the
+// lease h names there; done closes what it opened. When it fails, the
+// lease is nil and code says why.
+func (c *handleCmd) resume(ctx context.Context, h lease.Handle, ttl time.Duration, opts ...lease.Option) (l *lease.Lease, done func(), code int) {
+	locker, code := c.open(ctx, &ttl, false)
+	if locker == nil {
+		return nil, nil, code
+	}
+	r, ok := locker.(dlock.Resumer)
+	if !ok {
+		locker.Close()
+		c.logf("the Locker cannot take up handles")
+		return nil, nil, exitSoftware
+	}
+	l, err := r.Resume(ctx, h, opts...)
+	if err != nil {
+		locker.Close()
+		return nil, nil, c.failed(fmt.Sprintf("%q", h.Key), err)
+	}
+	return l, func() { locker.Close() }, exitOK
 }
 
 // forceRelease breaks the lock on key and prints what it found.
