@@ -46,10 +46,12 @@ skip='Allocs|TestACLEachNeeded|TestACLCoversScripts'
 log=$(mktemp -d)
 trap 'rm -rf "$log"' EXIT
 
-run() { # name server -p packages...
-  local name=$1 bin=$2 p=$3 start=$SECONDS
-  shift 3
-  if DLOCK_SERVER=$bin go test -count=1 -p "$p" -timeout 15m -skip "$skip" "$@" >"$log/$name" 2>&1; then
+. scripts/testbin.sh
+
+run() { # name server list -p flags...
+  local name=$1 bin=$2 list=$3 p=$4 start=$SECONDS
+  shift 4
+  if DLOCK_SERVER=$bin testbin_run "$list" "$p" -test.skip="$skip" "$@" >"$log/$name" 2>&1; then
     status=ok
   else
     status=FAIL
@@ -61,14 +63,18 @@ run() { # name server -p packages...
 
 # The longest first, so that no long package starts last.
 v8pkgs=(./single ./redlock . ./internal/testkit/nemesis ./election ./rwlock ./internal/testkit/redistest ./permits ./node/... ./claims ./ratelimit ./dlocktest)
-# The test binaries first, so that no compile competes with tests that
-# count time; then three packages at a time on 8.0 beside one at a time
-# on 7.2 (the tests mostly wait on servers and TTLs).
-go test -count=1 -run '^$' "${v8pkgs[@]}" >/dev/null
-run valkey-8.0.1 "$v8" 3 "${v8pkgs[@]}" &
+# The test binaries first, once each (scripts/testbin.sh), so that no
+# compile or link competes with tests that count time; then three
+# packages at a time on 8.0 beside one at a time on 7.2 (the tests mostly
+# wait on servers and TTLs), which runs binaries of the same build.
+testbin_list "$log/" "${v8pkgs[@]}" >"$log/v8"
+testbin_build "$log/v8"
+awk '$1 ~ /\/(single|redlock)$/' "$log/v8" >"$log/v7"
+awk '$1 ~ /\/internal\/testkit\/redistest$/' "$log/v8" >"$log/v7-info"
+run valkey-8.0.1 "$v8" "$log/v8" 3 &
 p8=$!
-run valkey-7.2.7 "$v7" 1 ./single ./redlock &&
-  run valkey-7.2.7-info "$v7" 1 -run 'TestBuild|TestInfoServerFields|TestClock' ./internal/testkit/redistest &
+run valkey-7.2.7 "$v7" "$log/v7" 1 &&
+  run valkey-7.2.7-info "$v7" "$log/v7-info" 1 -test.run='TestBuild|TestInfoServerFields|TestClock' &
 p7=$!
 rc=0
 wait $p8 || rc=1

@@ -67,44 +67,25 @@ go test -count=1 -timeout 5m -run 'Allocs' ./single ./redlock
 (cd observe/otelmetric && go test -count=1 -timeout 5m -run 'Allocs' ./...)
 
 # Every test with the race detector. The test binaries are built first
-# (go test -c, one per package), so that no compile or link competes for
-# the CPU with tests that count time, and then run, each in its package's
-# folder as go test runs it, without being linked a second time (go test
-# links a test binary again at every call: a build pass before it cost as
-# much again, about 100 s). The longest packages start first. Two packages
-# at a time (go test's default on two cores): four at once, tried,
-# starved the tests with 50-300 ms TTLs of CPU under the race detector
-# ("granted after its validity ran out").
+# (scripts/testbin.sh: once each), so that no compile or link competes
+# for the CPU with tests that count time, and the longest packages start
+# first (single, redlock, the root package, the nemesis, the command).
+# Two packages at a time (go test's default on two cores): four at once,
+# tried, starved the tests with 50-300 ms TTLs of CPU under the race
+# detector ("granted after its validity ran out").
 phase "race run"
+. scripts/testbin.sh
 racebin=$(mktemp -d)
 trap 'rm -rf "$racebin"' EXIT
-# The packages with tests, as "import-path folder binary" lines, the
-# slowest first (single, redlock, the root package, the nemesis, the
-# command), the others in go list's order.
 for m in "${modules[@]}"; do
-  (cd "$m" && go list -f '{{if or .TestGoFiles .XTestGoFiles}}{{.ImportPath}} {{.Dir}}{{end}}' ./...)
-done | awk -v d="$racebin" -v root="$(go list -m)" '
-  NF {
-    rank = 9
-    if ($1 == root "/single") rank = 1
-    else if ($1 == root "/redlock") rank = 2
-    else if ($1 == root) rank = 3
-    else if ($1 == root "/internal/testkit/nemesis") rank = 4
-    else if ($1 == root "/cmd/dlock") rank = 5
-    print rank, NR, $1, $2, d "/" NR ".test"
-  }' | sort -n -k1,1 -k2,2 | cut -d" " -f3- >"$racebin/list"
-# -c into a file of its own per package: two test binaries of one name
-# (the root's and cmd/dlock's are both dlock.test) cannot share a folder.
-# shellcheck disable=SC2016
-xargs -P 2 -L 1 sh -c 'cd "$2" && go test -race -c -o "$3" . >/dev/null' _ <"$racebin/list"
-# shellcheck disable=SC2016
-xargs -P 2 -L 1 sh -c '
-  start=$(date +%s)
-  if (cd "$2" && "$3" -test.count=1 -test.timeout=15m) >"$3.log" 2>&1 </dev/null; then
-    echo "ok  	$1	$(( $(date +%s) - start ))s"
-  else
-    cat "$3.log"; echo "FAIL	$1	$(( $(date +%s) - start ))s"; exit 1
-  fi' _ <"$racebin/list" || { echo "test.sh: the race run failed (above)" >&2; exit 1; }
+  pkgs=(./...) prefix=${m//\//-}-
+  if [ "$m" = . ]; then
+    pkgs=(./single ./redlock . ./internal/testkit/nemesis ./cmd/dlock ./...) prefix=root-
+  fi
+  (cd "$m" && testbin_list "$racebin/$prefix" "${pkgs[@]}")
+done >"$racebin/list"
+testbin_build "$racebin/list" -race
+testbin_run "$racebin/list" 2 || { echo "test.sh: the race run failed (above)" >&2; exit 1; }
 
 # Fuzz targets, each for a fixed count of runs (about a second each on a
 # quiet 2-core machine; halved when the suite neared 15 minutes; their
