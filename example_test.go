@@ -15,6 +15,7 @@ import (
 	"github.com/dlockgo/dlock/fence"
 	"github.com/dlockgo/dlock/lease"
 	"github.com/dlockgo/dlock/node/goredis"
+	"github.com/dlockgo/dlock/ratelimit"
 	"github.com/dlockgo/dlock/single"
 )
 
@@ -125,4 +126,39 @@ func Example_fencedWrite() {
 	// Output:
 	// late write refused: true
 	// stored: fresh under the next holder's token: true
+}
+
+// A rate limit beside the locks, on the servers the Locker already uses:
+// one server here, a quorum's nodes with the quorum strategy. The Nodes
+// stay the Locker's and close with it.
+func ExampleNodes() {
+	addr := cmp.Or(os.Getenv("DLOCK_ADDR"), "localhost:6379") // the server, host:port (the tests set DLOCK_ADDR)
+	ctx := context.Background()
+
+	locker, err := dlock.OpenURL(ctx, "redis://"+addr)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer locker.Close()
+
+	nodes, ok := dlock.Nodes(locker)
+	if !ok {
+		log.Fatal("not a Locker that Open built")
+	}
+	limiter, err := ratelimit.New(nodes, ratelimit.Limit{Rate: 1, Per: time.Hour})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer limiter.Close()
+
+	for range 2 {
+		r, err := limiter.Allow(ctx, "report:weekly")
+		if err != nil {
+			log.Fatal(err)
+		}
+		fmt.Println("admitted:", r.Allowed)
+	}
+	// Output:
+	// admitted: true
+	// admitted: false
 }

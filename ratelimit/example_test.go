@@ -3,6 +3,7 @@ package ratelimit_test
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"log"
 	"os"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/dlockgo/dlock/lease"
 	"github.com/dlockgo/dlock/node"
 	"github.com/dlockgo/dlock/node/goredis"
 	"github.com/dlockgo/dlock/ratelimit"
@@ -103,4 +105,25 @@ func ExampleNew_quorum() {
 	}
 	fmt.Println("majority", limiter.Majority(), "admitted", r.Allowed, "left", r.Remaining)
 	// Output: majority 2 admitted true left 6
+}
+
+// A limit read from configuration is checked before a Limiter is built:
+// the error names the field and the rule it breaks.
+func ExampleLimit_Check() {
+	for _, l := range []ratelimit.Limit{
+		{Rate: 10, Per: time.Second},
+		{Rate: 10, Per: time.Second, Burst: -1},
+		{Rate: 0, Per: time.Minute},
+	} {
+		if err := l.Check(); err != nil {
+			var bad *lease.ArgError
+			fmt.Println(errors.As(err, &bad), bad.Arg)
+			continue
+		}
+		fmt.Println(l)
+	}
+	// Output:
+	// 10/1s burst 10
+	// true limit.Burst
+	// true limit.Rate
 }
