@@ -47,6 +47,12 @@ const (
 	// any. Reported by the Locker that broke it, whether or not a lease
 	// held the key.
 	ForceReleased
+	// RateDecided: a rate limit's call (package ratelimit: Allow, AllowN,
+	// Wait, WaitN) ended. Strategy is "ratelimit", Key the limit's key,
+	// Outcome "allowed", "refused", "invalid", "canceled" or "error"
+	// (RateOutcome), Wait the call's time (a Wait's, its sleeps
+	// included), Err its error. A Wait reports once, not once per try.
+	RateDecided
 )
 
 func (k EventKind) String() string {
@@ -67,6 +73,8 @@ func (k EventKind) String() string {
 		return "master_changed"
 	case ForceReleased:
 		return "force_released"
+	case RateDecided:
+		return "rate_decided"
 	}
 	return "unknown"
 }
@@ -74,11 +82,11 @@ func (k EventKind) String() string {
 // Event is one thing an Observer hears.
 type Event struct {
 	Kind     EventKind
-	Strategy string        // "single" or "quorum"; "permits", "rwlock" or "claims" for those packages
+	Strategy string        // "single" or "quorum"; "permits", "rwlock", "claims" or "ratelimit" for those packages
 	Key      string        // the lock's key; once granted, the lease's (a permit's NAME#SLOT, a claimed item's id)
 	Node     string        // the node, for a Vote; the new master's address, for MasterChanged
-	Outcome  string        // a Vote's answer: "ok", "taken", "error", "timeout", "sits_out"
-	Wait     time.Duration // AcquireEnded: time to the outcome; Vote: round trip
+	Outcome  string        // a Vote's answer: "ok", "taken", "error", "timeout", "sits_out"; a RateDecided's (RateOutcome)
+	Wait     time.Duration // AcquireEnded, RateDecided: time to the outcome; Vote: round trip
 	Err      error         // the outcome's error, if any
 }
 
@@ -96,4 +104,17 @@ func Outcome(err error) string {
 		return "canceled"
 	}
 	return "error"
+}
+
+// RateOutcome names a rate limit call's result for metrics: "allowed" or
+// "refused" when the servers decided (allowed says which), else
+// "invalid", "canceled" or "error" as Outcome names err.
+func RateOutcome(allowed bool, err error) string {
+	switch {
+	case err != nil:
+		return Outcome(err)
+	case allowed:
+		return "allowed"
+	}
+	return "refused"
 }

@@ -14,11 +14,14 @@ import (
 // Log returns an Observer that writes one record per Event to logger (nil
 // means slog.Default()). Every record has the attribute strategy, and key
 // but for a master's change; votes and a master's change add node; all
-// but AcquireStarted and a master's change add outcome; acquisitions and
-// votes add wait; an Event with an error adds err. Levels:
+// but AcquireStarted and a master's change add outcome; acquisitions,
+// votes and rate limit calls add wait; an Event with an error adds err.
+// Levels:
 //
 //   - Debug: acquire started, a vote, an acquisition that found the lock
-//     taken or whose context ended, a renewal that succeeded.
+//     taken or whose context ended, a renewal that succeeded, a rate
+//     limit's call that was allowed or refused or whose context ended
+//     (lease.RateDecided: one per request).
 //   - Info: acquired, released (only a Release that ended a live lease
 //     is reported: one of a lease already lost or expired writes nothing,
 //     its end was logged then).
@@ -26,12 +29,14 @@ import (
 //     failed, a change of the master followed through Sentinels
 //     (lease.MasterChanged: a failover), an operator's break
 //     (lease.ForceReleased), whether it succeeded or failed.
-//   - Error: an acquisition that failed for any other reason (servers
-//     down, no quorum, too slow, an invalid argument).
+//   - Error: an acquisition or a rate limit's call that failed for any
+//     other reason (servers down, no quorum, too slow, an invalid
+//     argument).
 //
 // Outcomes are those of the metrics: lease.Outcome for acquisitions, the
-// Event's Outcome for votes, "ok" or "failed" for renewals, releases and
-// breaks, "expired" or "lost" for losses.
+// Event's Outcome for votes and rate limit calls (lease.RateOutcome), "ok"
+// or "failed" for renewals, releases and breaks, "expired" or "lost" for
+// losses.
 //
 // Events carry no owner values or tokens, and the err text is cleaned of
 // any that an error might quote: a run of 16 or more hexadecimal digits
@@ -65,7 +70,7 @@ func (o logObserver) Observe(e lease.Event) {
 	if outcome != "" {
 		attrs = append(attrs, slog.String("outcome", outcome))
 	}
-	if e.Kind == lease.AcquireEnded || e.Kind == lease.Vote {
+	if e.Kind == lease.AcquireEnded || e.Kind == lease.Vote || e.Kind == lease.RateDecided {
 		attrs = append(attrs, slog.Duration("wait", e.Wait))
 	}
 	if e.Err != nil {
@@ -110,6 +115,14 @@ func describe(e lease.Event) (slog.Level, string, string) {
 			return slog.LevelWarn, "dlock force released", "ok"
 		}
 		return slog.LevelWarn, "dlock force release failed", "failed"
+	case lease.RateDecided:
+		switch e.Outcome {
+		case "allowed", "refused", "canceled":
+			// A limit's everyday answers, one per request: debug only.
+			return slog.LevelDebug, "dlock rate " + e.Outcome, e.Outcome
+		default:
+			return slog.LevelError, "dlock rate limit failed", e.Outcome
+		}
 	}
 	return slog.LevelDebug, "dlock event", e.Kind.String()
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/dlockgo/dlock/lease"
 	"github.com/dlockgo/dlock/node"
 	"github.com/dlockgo/dlock/observe"
+	"github.com/dlockgo/dlock/ratelimit"
 	"github.com/dlockgo/dlock/redlock"
 	"github.com/dlockgo/dlock/single"
 )
@@ -305,5 +306,42 @@ func TestLogForceRelease(t *testing.T) {
 	}
 	if rs[0]["key"] != "broken" || rs[0]["strategy"] != "single" {
 		t.Fatalf("record %v; want key broken, strategy single", rs[0])
+	}
+}
+
+// TestLogRateLimit: a rate limit's answers are debug records, one per
+// call with its wait; a call the server could not decide is an error.
+func TestLogRateLimit(t *testing.T) {
+	srv := redistest.Start(t)
+	n := redistest.NodeFor(t, "valkey-go", srv.Addr())
+	ctx := t.Context()
+	for _, level := range []slog.Level{slog.LevelDebug, slog.LevelInfo} {
+		lb, obs := newLog(level)
+		lim, err := ratelimit.New([]node.Node{n}, ratelimit.Limit{Rate: 1, Per: time.Hour}, ratelimit.WithObserver(obs))
+		require.NoError(t, err)
+		key := "rate-" + level.String()
+		for range 2 {
+			_, err := lim.Allow(ctx, key)
+			require.NoError(t, err)
+		}
+		if level == slog.LevelInfo {
+			srv.Kill()
+			_, err = lim.Allow(ctx, key)
+			require.Error(t, err, "Allow on a stopped server")
+		}
+		require.NoError(t, lim.Close())
+		rs := lb.records(t)
+		want := "DEBUG dlock rate allowed allowed\nDEBUG dlock rate refused refused"
+		if level == slog.LevelInfo {
+			want = "ERROR dlock rate limit failed error"
+		}
+		if got := strings.Join(summaries(rs), "\n"); got != want {
+			t.Fatalf("at %v, records:\n%s\nwant:\n%s", level, got, want)
+		}
+		for _, r := range rs {
+			if r["key"] != key || r["strategy"] != "ratelimit" || r["wait"] == nil {
+				t.Fatalf("record %v; want key %s, strategy ratelimit, a wait", r, key)
+			}
+		}
 	}
 }

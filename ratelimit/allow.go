@@ -53,6 +53,23 @@ func (l *Limiter) Allow(ctx context.Context, key string) (Result, error) {
 // could not decide (on a quorum, ErrNoQuorum when too many nodes failed);
 // the request is then not admitted, though some nodes may have counted it.
 func (l *Limiter) AllowN(ctx context.Context, key string, n int) (Result, error) {
+	if l.observer == nil {
+		return l.allowN(ctx, key, n)
+	}
+	start := time.Now()
+	r, err := l.allowN(ctx, key, n)
+	l.report(key, start, r, err)
+	return r, err
+}
+
+// report tells the Observer how a call that began at start ended.
+func (l *Limiter) report(key string, start time.Time, r Result, err error) {
+	l.observer.Observe(lease.Event{Kind: lease.RateDecided, Strategy: "ratelimit", Key: key,
+		Outcome: lease.RateOutcome(r.Allowed, err), Wait: time.Since(start), Err: err})
+}
+
+// allowN is AllowN, unreported.
+func (l *Limiter) allowN(ctx context.Context, key string, n int) (Result, error) {
 	if err := l.check(ctx, key, n); err != nil {
 		return Result{}, err
 	}
@@ -255,6 +272,17 @@ func (l *Limiter) Wait(ctx context.Context, key string) (Result, error) {
 // attempt could be admitted, and with ctx's error when ctx ends; an error
 // of a call (see AllowN) ends the wait too.
 func (l *Limiter) WaitN(ctx context.Context, key string, n int) (Result, error) {
+	if l.observer == nil {
+		return l.waitN(ctx, key, n)
+	}
+	start := time.Now()
+	r, err := l.waitN(ctx, key, n)
+	l.report(key, start, r, err)
+	return r, err
+}
+
+// waitN is WaitN, unreported.
+func (l *Limiter) waitN(ctx context.Context, key string, n int) (Result, error) {
 	var timer *time.Timer
 	defer func() {
 		if timer != nil {
@@ -262,7 +290,7 @@ func (l *Limiter) WaitN(ctx context.Context, key string, n int) (Result, error) 
 		}
 	}()
 	for {
-		r, err := l.AllowN(ctx, key, n)
+		r, err := l.allowN(ctx, key, n)
 		if err != nil || r.Allowed {
 			return r, err
 		}

@@ -194,12 +194,20 @@ type Option func(*config)
 
 type config struct {
 	nodeTimeout time.Duration
+	observer    lease.Observer
 }
 
 // WithNodeTimeout bounds each call to one node. The default is
 // DefaultNodeTimeout on a quorum; on one node, the caller's context alone
 // bounds the call unless this option is given.
 func WithNodeTimeout(d time.Duration) Option { return func(c *config) { c.nodeTimeout = d } }
+
+// WithObserver reports each call (Allow, AllowN, Wait, WaitN) to o as one
+// lease.RateDecided event when it ends: its key, its outcome
+// (lease.RateOutcome), its time and its error. o is called on the
+// caller's goroutine, as the Lockers call theirs (see lease.Observer); a
+// nil o, the default, reports nothing and costs nothing.
+func WithObserver(o lease.Observer) Option { return func(c *config) { c.observer = o } }
 
 // Limiter applies one Limit to any number of keys. It is safe for
 // concurrent use.
@@ -208,6 +216,7 @@ type Limiter struct {
 	limit    Limit
 	majority int
 	timeout  time.Duration
+	observer lease.Observer
 	args     [2]string // the interval and the tolerance, µs
 	interval int64     // µs
 
@@ -251,6 +260,7 @@ func New(nodes []node.Node, limit Limit, opts ...Option) (*Limiter, error) {
 		limit:    limit,
 		majority: len(nodes)/2 + 1,
 		timeout:  cfg.nodeTimeout,
+		observer: cfg.observer,
 		interval: iv.Microseconds(),
 		args: [2]string{
 			strconv.FormatInt(iv.Microseconds(), 10),

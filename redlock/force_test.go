@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/dlockgo/dlock/fence"
+	"github.com/dlockgo/dlock/internal/testkit/events"
 	"github.com/dlockgo/dlock/internal/testkit/redistest"
 	"github.com/dlockgo/dlock/lease"
 	"github.com/dlockgo/dlock/redlock"
@@ -105,7 +106,7 @@ func TestForceRelease(t *testing.T) {
 		opts := []redlock.Option{redlock.WithDurableNodes(), redlock.WithTTL(time.Second)}
 		holder := newLocker(t, nodesOn(t, srvs, c), opts...)
 		waiter := newLocker(t, nodesOn(t, srvs, c), opts...)
-		rec := &recorder{}
+		rec := &events.Recorder{}
 		op := newLocker(t, nodesOn(t, srvs, otherClient(c)), append(opts, redlock.WithObserver(rec))...)
 		store := fence.NewStore(nodesOn(t, srvs[:1], c)[0])
 		var guard fence.Guard
@@ -135,7 +136,7 @@ func TestForceRelease(t *testing.T) {
 		if !br.Held || br.Owner != l.Owner() || br.Metadata != "host=a" || br.Was != l.Token() || br.Token <= l.Token() {
 			t.Fatalf("Broken = %+v; want held by %s (host=a) at %v, and a token above", br, l.Owner()[:8], l.Token())
 		}
-		if ev := rec.take(); !slices.ContainsFunc(ev, func(e lease.Event) bool { return e.Kind == lease.ForceReleased && e.Err == nil }) {
+		if ev := rec.Take(); !slices.ContainsFunc(ev, func(e lease.Event) bool { return e.Kind == lease.ForceReleased && e.Err == nil }) {
 			t.Fatalf("observer heard %v; want a ForceReleased", ev)
 		}
 

@@ -4,52 +4,16 @@ import (
 	"context"
 	"errors"
 	"slices"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/dlockgo/dlock/internal/testkit/events"
 	"github.com/dlockgo/dlock/internal/testkit/redistest"
 	"github.com/dlockgo/dlock/lease"
 	"github.com/dlockgo/dlock/redlock"
 )
-
-// recorder is an Observer that keeps every event.
-type recorder struct {
-	mu     sync.Mutex
-	events []lease.Event
-}
-
-func (r *recorder) Observe(e lease.Event) {
-	r.mu.Lock()
-	r.events = append(r.events, e)
-	r.mu.Unlock()
-}
-
-// take returns the events recorded so far and forgets them.
-func (r *recorder) take() []lease.Event {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	ev := r.events
-	r.events = nil
-	return ev
-}
-
-// waitFor returns the first event of kind k, waiting up to 3s for it, and
-// forgets the events recorded until then.
-func (r *recorder) waitFor(t *testing.T, k lease.EventKind) lease.Event {
-	t.Helper()
-	var got []lease.Event
-	for start := time.Now(); time.Since(start) < 3*time.Second; time.Sleep(10 * time.Millisecond) {
-		got = append(got, r.take()...)
-		if i := slices.IndexFunc(got, func(e lease.Event) bool { return e.Kind == k }); i >= 0 {
-			return got[i]
-		}
-	}
-	t.Fatalf("no %v event in 3s; got %v", k, got)
-	return lease.Event{}
-}
 
 // acquisition checks that ev is one acquisition of key: started, votes,
 // ended with an error matching want (nil for a grant). It returns the
@@ -86,14 +50,14 @@ func TestObserver(t *testing.T) {
 	forEachClient(t, func(t *testing.T, c string) {
 		srvs := redistest.StartN(t, 5)
 		nodes := nodesOn(t, srvs, c)
-		rec := &recorder{}
+		rec := &events.Recorder{}
 		lk := newLocker(t, nodes, redlock.WithDurableNodes(), redlock.WithTTL(time.Second), redlock.WithObserver(rec))
 		ctx := t.Context()
 
 		// A grant, with auto-renewal: it renews, then is released.
 		l, err := lk.TryAcquire(ctx, "obs", lease.WithAutoRenew())
 		require.NoError(t, err)
-		votes := acquisition(t, rec.take(), "obs", nil)
+		votes := acquisition(t, rec.Take(), "obs", nil)
 		ok := 0
 		for _, o := range votes {
 			if o == "ok" {
@@ -103,11 +67,11 @@ func TestObserver(t *testing.T) {
 		if ok < 3 {
 			t.Errorf("votes %v; want at least 3 ok", votes)
 		}
-		if e := rec.waitFor(t, lease.Renewed); e.Err != nil || e.Strategy != "quorum" || e.Key != "obs" {
+		if e := rec.WaitFor(t, lease.Renewed); e.Err != nil || e.Strategy != "quorum" || e.Key != "obs" {
 			t.Errorf("renewal event %+v; want a successful quorum renewal of obs", e)
 		}
 		require.NoError(t, l.Release(ctx))
-		if e := rec.waitFor(t, lease.Released); e.Err != nil {
+		if e := rec.WaitFor(t, lease.Released); e.Err != nil {
 			t.Errorf("release event with %v", e.Err)
 		}
 
@@ -118,11 +82,11 @@ func TestObserver(t *testing.T) {
 		for _, s := range srvs {
 			do(t, s, "DEL", "dlock:{gone}:lock")
 		}
-		if e := rec.waitFor(t, lease.Lost); !errors.Is(e.Err, lease.ErrLost) {
+		if e := rec.WaitFor(t, lease.Lost); !errors.Is(e.Err, lease.ErrLost) {
 			t.Errorf("lost event with %v; want ErrLost", e.Err)
 		}
 		_ = l.Release(ctx)
-		rec.take()
+		rec.Take()
 
 		// One answer of each kind: held by another, two votes, a failed
 		// script (a counter that is no number), a hung node; the attempt
@@ -136,7 +100,7 @@ func TestObserver(t *testing.T) {
 		if !errors.As(err, &qe) || errors.Is(err, lease.ErrTaken) {
 			t.Fatalf("err = %v; want a QuorumError, not taken", err)
 		}
-		votes = acquisition(t, rec.take(), "mix", err)
+		votes = acquisition(t, rec.Take(), "mix", err)
 		want := map[string]string{
 			srvs[0].Addr(): "taken", srvs[1].Addr(): "ok", srvs[2].Addr(): "ok",
 			srvs[3].Addr(): "error", srvs[4].Addr(): "timeout",
@@ -157,7 +121,7 @@ func TestObserver(t *testing.T) {
 		if !errors.Is(err, lease.ErrTaken) {
 			t.Errorf("Acquire of a held lock: %v; want ErrTaken", err)
 		}
-		ev := rec.take()
+		ev := rec.Take()
 		acquisition(t, ev, "held", context.DeadlineExceeded)
 		if n := slices.IndexFunc(ev[1:], func(e lease.Event) bool { return e.Kind != lease.Vote }); n != len(ev)-2 {
 			t.Errorf("events %v; want one start, votes, one end", ev)
@@ -172,11 +136,11 @@ func TestObserver(t *testing.T) {
 // reports every vote as lost data.
 func TestObserverLostData(t *testing.T) {
 	srvs := redistest.StartN(t, 3)
-	rec := &recorder{}
+	rec := &events.Recorder{}
 	lk := newLocker(t, nodesOn(t, srvs, "go-redis"), redlock.WithTTL(time.Second), redlock.WithObserver(rec))
 	for start := time.Now(); ; {
 		_, err := lk.TryAcquire(t.Context(), "fresh")
-		votes := acquisition(t, rec.take(), "fresh", err)
+		votes := acquisition(t, rec.Take(), "fresh", err)
 		lost := 0
 		for _, o := range votes {
 			if o == "sits_out" {

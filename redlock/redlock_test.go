@@ -14,6 +14,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/dlockgo/dlock/fence"
+	"github.com/dlockgo/dlock/internal/testkit/events"
 	"github.com/dlockgo/dlock/internal/testkit/examplemain"
 	"github.com/dlockgo/dlock/internal/testkit/redistest"
 	"github.com/dlockgo/dlock/lease"
@@ -1059,7 +1060,7 @@ func TestGhostVoteAfterSIGCONT(t *testing.T) {
 func TestReleaseThenAcquireInOrder(t *testing.T) {
 	forEachClient(t, func(t *testing.T, c string) {
 		srvs := redistest.StartN(t, 5)
-		rec := &recorder{}
+		rec := &events.Recorder{}
 		lk := newLocker(t, nodesOn(t, srvs, c), redlock.WithDurableNodes(), redlock.WithTTL(5*time.Second),
 			redlock.WithObserver(rec))
 		ctx := t.Context()
@@ -1069,7 +1070,7 @@ func TestReleaseThenAcquireInOrder(t *testing.T) {
 			l, err := lk.TryAcquire(ctx, "k")
 			require.NoError(t, err, "TryAcquire")
 			require.NoError(t, l.Release(ctx), "Release")
-			for _, e := range rec.take() {
+			for _, e := range rec.Take() {
 				if e.Kind == lease.Vote && e.Outcome == "taken" {
 					taken++
 				}

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/dlockgo/dlock/fence"
+	"github.com/dlockgo/dlock/internal/testkit/events"
 	"github.com/dlockgo/dlock/internal/testkit/redistest"
 	"github.com/dlockgo/dlock/lease"
 	"github.com/dlockgo/dlock/node"
@@ -159,7 +160,7 @@ func TestForceRelease(t *testing.T) {
 				ctx := t.Context()
 				key := "break-" + form
 				holder := newLocker(t, n)
-				rec := &recorder{}
+				rec := &events.Recorder{}
 				op := newLocker(t, redistest.NodeFor(t, redistest.Clients[1], srv.Addr()), single.WithObserver(rec))
 				waiter := newLocker(t, n)
 				store := fence.NewStore(n)
@@ -196,8 +197,8 @@ func TestForceRelease(t *testing.T) {
 				if !br.Held || br.Owner != l.Owner() || br.Metadata != "host=a" || br.Was != l.Token() || br.Token <= l.Token() {
 					t.Fatalf("Broken = %+v; want held by %q (host=a) at %v, and a token above", br, l.Owner()[:8], l.Token())
 				}
-				if !rec.has(lease.ForceReleased, nil) {
-					t.Fatalf("observer heard %v; want a ForceReleased", kinds(rec.take()))
+				if !rec.Has(lease.ForceReleased, nil) {
+					t.Fatalf("observer heard %v; want a ForceReleased", events.Kinds(rec.Take()))
 				}
 
 				// The holder loses its lease at its next renewal.

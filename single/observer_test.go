@@ -2,72 +2,20 @@ package single_test
 
 import (
 	"errors"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/dlockgo/dlock/internal/testkit/events"
 	"github.com/dlockgo/dlock/internal/testkit/redistest"
 	"github.com/dlockgo/dlock/lease"
 	"github.com/dlockgo/dlock/node"
 	"github.com/dlockgo/dlock/single"
 )
 
-// recorder is an Observer that keeps every event.
-type recorder struct {
-	mu     sync.Mutex
-	events []lease.Event
-}
-
-func (r *recorder) Observe(e lease.Event) {
-	r.mu.Lock()
-	r.events = append(r.events, e)
-	r.mu.Unlock()
-}
-
-// has reports whether an event of kind with error err was recorded.
-func (r *recorder) has(kind lease.EventKind, err error) bool {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	for _, e := range r.events {
-		if e.Kind == kind && e.Err == err {
-			return true
-		}
-	}
-	return false
-}
-
-// take returns the events recorded so far and forgets them.
-func (r *recorder) take() []lease.Event {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	ev := r.events
-	r.events = nil
-	return ev
-}
-
-// without returns ev less its events of kind.
-func without(ev []lease.Event, kind lease.EventKind) []lease.Event {
-	var out []lease.Event
-	for _, e := range ev {
-		if e.Kind != kind {
-			out = append(out, e)
-		}
-	}
-	return out
-}
-
-func kinds(ev []lease.Event) []lease.EventKind {
-	k := make([]lease.EventKind, len(ev))
-	for i, e := range ev {
-		k[i] = e.Kind
-	}
-	return k
-}
-
 func sameKinds(got []lease.Event, want ...lease.EventKind) bool {
-	k := kinds(got)
+	k := events.Kinds(got)
 	if len(k) != len(want) {
 		return false
 	}
@@ -82,7 +30,7 @@ func sameKinds(got []lease.Event, want ...lease.EventKind) bool {
 func TestObserver(t *testing.T) {
 	forEachClient(t, func(t *testing.T, srv *redistest.Server, n node.Node) {
 		ctx := t.Context()
-		rec := &recorder{}
+		rec := &events.Recorder{}
 		lk := newLocker(t, n, single.WithObserver(rec))
 
 		// A grant, then a refusal while it is held.
@@ -92,9 +40,9 @@ func TestObserver(t *testing.T) {
 		if !errors.Is(errTaken, lease.ErrTaken) {
 			t.Fatalf("second TryAcquire: %v; want ErrTaken", errTaken)
 		}
-		ev := rec.take()
+		ev := rec.Take()
 		if !sameKinds(ev, lease.AcquireStarted, lease.AcquireEnded, lease.AcquireStarted, lease.AcquireEnded) {
-			t.Fatalf("events %v; want started, ended, started, ended", kinds(ev))
+			t.Fatalf("events %v; want started, ended, started, ended", events.Kinds(ev))
 		}
 		for _, e := range ev {
 			if e.Strategy != "single" || e.Key != "obs" {
@@ -122,14 +70,14 @@ func TestObserver(t *testing.T) {
 		// The new lease renews every 100 ms from its grant, which on a
 		// loaded machine may come before its AcquireEnded is reported or
 		// this take runs: renewals are checked below, not here.
-		ev = without(rec.take(), lease.Renewed)
+		ev = events.Without(rec.Take(), lease.Renewed)
 		// The holder reports its release after the server took it, so the
 		// waiter's end may be reported first.
 		if len(ev) == 3 && ev[1].Kind == lease.AcquireEnded {
 			ev[1], ev[2] = ev[2], ev[1]
 		}
 		if !sameKinds(ev, lease.AcquireStarted, lease.Released, lease.AcquireEnded) {
-			t.Fatalf("events %v; want started, then released (the holder's) and ended", kinds(ev))
+			t.Fatalf("events %v; want started, then released (the holder's) and ended", events.Kinds(ev))
 		}
 		if ev[1].Err != nil {
 			t.Errorf("Released: err %v; want nil", ev[1].Err)
@@ -139,7 +87,7 @@ func TestObserver(t *testing.T) {
 		}
 
 		// Renewals, then the loss when another owner takes over.
-		for deadline := time.Now().Add(2 * time.Second); !rec.has(lease.Renewed, nil); {
+		for deadline := time.Now().Add(2 * time.Second); !rec.Has(lease.Renewed, nil); {
 			if time.Now().After(deadline) {
 				t.Fatal("no successful renewal reported")
 			}
@@ -157,7 +105,7 @@ func TestObserver(t *testing.T) {
 		if err := l2.Release(ctx); !errors.Is(err, lease.ErrNotHeld) {
 			t.Fatalf("Release of a lost lease: %v; want ErrNotHeld", err)
 		}
-		ev = rec.take()
+		ev = rec.Take()
 		var renewed, refused, lost int
 		for _, e := range ev {
 			switch e.Kind {
@@ -180,16 +128,16 @@ func TestObserver(t *testing.T) {
 			}
 		}
 		if renewed == 0 || refused != 1 || lost != 1 {
-			t.Errorf("events %v; want successful renewals, then one refused renewal and one loss", kinds(ev))
+			t.Errorf("events %v; want successful renewals, then one refused renewal and one loss", events.Kinds(ev))
 		}
 
 		// A bad argument is an acquisition too, and its outcome "invalid".
 		if _, err := lk.TryAcquire(ctx, ""); !errors.Is(err, lease.ErrInvalid) {
 			t.Fatalf("TryAcquire(\"\"): %v; want ErrInvalid", err)
 		}
-		ev = rec.take()
+		ev = rec.Take()
 		if !sameKinds(ev, lease.AcquireStarted, lease.AcquireEnded) || lease.Outcome(ev[1].Err) != "invalid" {
-			t.Errorf("events %v; want started, ended with outcome invalid", kinds(ev))
+			t.Errorf("events %v; want started, ended with outcome invalid", events.Kinds(ev))
 		}
 	})
 }

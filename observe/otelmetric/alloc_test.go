@@ -25,6 +25,7 @@ func TestObserveAllocs(t *testing.T) {
 		{Kind: lease.Renewed, Strategy: "quorum", Key: "k"},
 		{Kind: lease.Released, Strategy: "quorum", Key: "k"},
 		{Kind: lease.ForceReleased, Strategy: "quorum", Key: "k"},
+		{Kind: lease.RateDecided, Strategy: "ratelimit", Key: "k", Outcome: "refused", Wait: time.Millisecond},
 		{Kind: lease.AcquireEnded, Strategy: "quorum", Key: "k", Err: lease.ErrTaken},
 	}
 	for _, e := range events { // the first vote builds its attribute set

@@ -13,10 +13,13 @@
 //	dlock.leases.held       up/down counter leases held now; dlock.strategy
 //	dlock.master.changes    counter         failovers a Sentinel Locker followed (lease.MasterChanged); dlock.node, the new master
 //	dlock.breaks            counter         operators' breaks (lease.ForceReleased, dlock.ForceRelease); dlock.strategy, dlock.result
+//	dlock.rate.decisions    counter         rate limit calls (lease.RateDecided, package ratelimit); dlock.strategy, dlock.outcome
 //
 // dlock.outcome is lease.Outcome of the call's error ("acquired", "taken",
 // "canceled", "invalid", "error") on acquisitions, and the node's answer
-// ("ok", "taken", "error", "timeout", "sits_out") on votes; dlock.result
+// ("ok", "taken", "error", "timeout", "sits_out") on votes, and
+// lease.RateOutcome ("allowed", "refused", "invalid", "canceled",
+// "error") on rate limit calls, whose dlock.strategy is "ratelimit"; dlock.result
 // is "ok" or "failed"; dlock.cause is "expired" (validity ran out by the
 // local clock) or "lost" (a renewal was refused). Lock keys are not
 // attributes: their number is unbounded.
@@ -117,6 +120,9 @@ func New(mp metric.MeterProvider, opts ...Option) (lease.Observer, error) {
 		o.byCause.get(st, "lost")
 		o.byStrategy.get(st, "")
 	}
+	for _, out := range []string{"allowed", "refused", "canceled", "invalid", "error"} {
+		o.byOutcome.get("ratelimit", out)
+	}
 	var errs []error
 	add := func(err error) { errs = append(errs, err) }
 	var err error
@@ -145,6 +151,9 @@ func New(mp metric.MeterProvider, opts ...Option) (lease.Observer, error) {
 	o.breaks, err = m.Int64Counter("dlock.breaks", metric.WithUnit("{break}"),
 		metric.WithDescription("Operators' breaks of a lock (ForceRelease), by result."))
 	add(err)
+	o.rates, err = m.Int64Counter("dlock.rate.decisions", metric.WithUnit("{call}"),
+		metric.WithDescription("Rate limit calls (Allow, AllowN, Wait, WaitN), by outcome."))
+	add(err)
 	o.masters, err = m.Int64Counter("dlock.master.changes", metric.WithUnit("{change}"),
 		metric.WithDescription("Changes of the master a Locker follows through Sentinels (failovers), by new master."))
 	add(err)
@@ -164,6 +173,7 @@ type observer struct {
 	leases       metric.Int64UpDownCounter
 	masters      metric.Int64Counter
 	breaks       metric.Int64Counter
+	rates        metric.Int64Counter
 
 	byOutcome, byNode, byResult, byCause, byStrategy, byMaster *sets
 
@@ -203,6 +213,8 @@ func (o *observer) Observe(e lease.Event) {
 		o.masters.Add(ctx, 1, o.byMaster.get(e.Node, "").add...)
 	case lease.ForceReleased:
 		o.breaks.Add(ctx, 1, o.byResult.get(e.Strategy, result(e.Err)).add...)
+	case lease.RateDecided:
+		o.rates.Add(ctx, 1, o.byOutcome.get(e.Strategy, e.Outcome).add...)
 	}
 }
 

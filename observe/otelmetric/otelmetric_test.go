@@ -19,6 +19,7 @@ import (
 	"github.com/dlockgo/dlock/node"
 	"github.com/dlockgo/dlock/observe/otelmetric"
 	"github.com/dlockgo/dlock/permits"
+	"github.com/dlockgo/dlock/ratelimit"
 	"github.com/dlockgo/dlock/redlock"
 	"github.com/dlockgo/dlock/rwlock"
 	"github.com/dlockgo/dlock/single"
@@ -405,4 +406,29 @@ func TestBreaks(t *testing.T) {
 	m.want("dlock.breaks", 1, otelmetric.KeyStrategy.String("single"), otelmetric.KeyResult.String("ok"))
 	m.want("dlock.breaks", 1, otelmetric.KeyStrategy.String("single"), otelmetric.KeyResult.String("failed"))
 	m.want("dlock.breaks", 1, otelmetric.KeyStrategy.String("quorum"), otelmetric.KeyResult.String("ok"))
+}
+
+// TestRateDecisions: rate limit calls are counted by outcome, a Wait once.
+func TestRateDecisions(t *testing.T) {
+	ctx := t.Context()
+	m, obs := newMetrics(t)
+	srv := redistest.Start(t)
+	n := redistest.NodeFor(t, "go-redis", srv.Addr())
+	lim, err := ratelimit.New([]node.Node{n}, ratelimit.Limit{Rate: 20, Per: time.Second, Burst: 1}, ratelimit.WithObserver(obs))
+	require.NoError(t, err)
+	defer lim.Close()
+	for range 2 {
+		_, err := lim.Allow(ctx, "r")
+		require.NoError(t, err)
+	}
+	_, err = lim.Wait(ctx, "r")
+	require.NoError(t, err)
+	_, err = lim.AllowN(ctx, "r", 2)
+	require.ErrorIs(t, err, lease.ErrInvalid)
+	m.collect()
+	rate := otelmetric.KeyStrategy.String("ratelimit")
+	m.want("dlock.rate.decisions", 2, rate, otelmetric.KeyOutcome.String("allowed"))
+	m.want("dlock.rate.decisions", 1, rate, otelmetric.KeyOutcome.String("refused"))
+	m.want("dlock.rate.decisions", 1, rate, otelmetric.KeyOutcome.String("invalid"))
+	m.want("dlock.rate.decisions", 4)
 }
