@@ -70,7 +70,11 @@ func hlen(t *testing.T, srv *redistest.Server, k string) int {
 // WithIdleTTL; then nothing is left.
 func TestMemory(t *testing.T) {
 	forEachClient(t, func(t *testing.T, srv *redistest.Server, n node.Node) {
-		const items, workers, keep = 5000, 16, 2 * time.Second
+		// keep is how long a done record and a floor last: every one must
+		// still be there when the last item completes, which on a loaded
+		// machine under the race detector came more than 2 s after the
+		// first (4,614 records of 5,000 were left once).
+		const items, workers, keep = 5000, 16, 6 * time.Second
 		q := newQueue(t, n, "mem", claims.WithKeepDone(keep), claims.WithIdleTTL(keep))
 		ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 		defer cancel()
@@ -127,6 +131,7 @@ func TestMemory(t *testing.T) {
 			t.Fatalf("with half returned: %+v, %d entries, %d owners; want an entry per item, an owner per claim", s,
 				hlen(t, srv, base), hlen(t, srv, base+":owners"))
 		}
+		firstDone := time.Now()
 		for _, c := range held[items/2:] {
 			require.NoError(t, c.Complete(ctx))
 		}
@@ -167,7 +172,8 @@ func TestMemory(t *testing.T) {
 		require.NoError(t, err)
 		keys, done, floors := queueKeys(t, srv, q)
 		if len(keys) != 0 || done != items || floors != items {
-			t.Fatalf("with every item completed: keys %v, %d done records and %d floors; want only %d of each record", keys, done, floors, items)
+			t.Fatalf("with every item completed, %v after the first (records last %v): keys %v, %d done records and %d floors; want only %d of each record",
+				time.Since(firstDone).Round(time.Millisecond), keep, keys, done, floors, items)
 		}
 		var doneBytes int64
 		for _, k := range []string{base + ":done:order:0", base + ":floor:order:0"} {
