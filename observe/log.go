@@ -116,10 +116,15 @@ func describe(e lease.Event) (slog.Level, string, string) {
 		}
 		return slog.LevelWarn, "dlock force release failed", "failed"
 	case lease.RateDecided:
+		// A limit's everyday answers, one per request, are debug only.
+		// Constant messages: this runs before the level check.
 		switch e.Outcome {
-		case "allowed", "refused", "canceled":
-			// A limit's everyday answers, one per request: debug only.
-			return slog.LevelDebug, "dlock rate " + e.Outcome, e.Outcome
+		case "allowed":
+			return slog.LevelDebug, "dlock rate allowed", e.Outcome
+		case "refused":
+			return slog.LevelDebug, "dlock rate refused", e.Outcome
+		case "canceled":
+			return slog.LevelDebug, "dlock rate canceled", e.Outcome
 		default:
 			return slog.LevelError, "dlock rate limit failed", e.Outcome
 		}
