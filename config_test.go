@@ -7,13 +7,13 @@ import (
 	"reflect"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/dlockgo/dlock"
+	"github.com/dlockgo/dlock/internal/testkit/events"
 	"github.com/dlockgo/dlock/internal/testkit/redistest"
 	"github.com/dlockgo/dlock/lease"
 )
@@ -299,24 +299,13 @@ func TestOpenQuorumOptions(t *testing.T) {
 }
 
 // eventLog is an Observer that keeps every event.
-type eventLog struct {
-	mu     sync.Mutex
-	events []lease.Event
-}
-
-func (r *eventLog) Observe(e lease.Event) {
-	r.mu.Lock()
-	r.events = append(r.events, e)
-	r.mu.Unlock()
-}
+type eventLog struct{ events.Recorder }
 
 // masterChanges returns the addresses of the lease.MasterChanged events
 // heard, in order.
 func (r *eventLog) masterChanges() []string {
-	r.mu.Lock()
-	defer r.mu.Unlock()
 	var addrs []string
-	for _, e := range r.events {
+	for _, e := range r.Events() {
 		if e.Kind == lease.MasterChanged {
 			addrs = append(addrs, e.Node)
 		}
@@ -328,10 +317,7 @@ func (r *eventLog) masterChanges() []string {
 // the events.
 func (r *eventLog) expect(t *testing.T, strategy string, kinds ...lease.EventKind) {
 	t.Helper()
-	r.mu.Lock()
-	ev := r.events
-	r.events = nil
-	r.mu.Unlock()
+	ev := r.Take()
 	for _, k := range kinds {
 		if !slices.ContainsFunc(ev, func(e lease.Event) bool { return e.Kind == k }) {
 			t.Errorf("no %v event among %v", k, ev)

@@ -35,6 +35,13 @@ func (r *Recorder) Take() []lease.Event {
 	return ev
 }
 
+// Events returns the events recorded so far, keeping them.
+func (r *Recorder) Events() []lease.Event {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(r.events)
+}
+
 // Has reports whether an event of kind with error err is kept.
 func (r *Recorder) Has(kind lease.EventKind, err error) bool {
 	r.mu.Lock()
