@@ -102,7 +102,7 @@ func (lk *Locker) forceRelease(ctx context.Context, key string) (lease.Broken, e
 		br.Token = fence.Token(token)
 	}
 	rel := releasing{owner: b.owner, unsure: b.unsure, token: tokenArg, ttl: lk.cfg.ttl, publish: true}
-	if answers, released := lk.releaseAll(ks, rel, nil, q, nil); released == 0 {
+	if answers, released, _ := lk.releaseAll(ks, rel, nil, q, nil); released == 0 {
 		return lease.Broken{}, newQuorumError("force release", key, 0, q, answers, nil)
 	}
 	return br, nil
