@@ -20,13 +20,15 @@ var ErrForeignHandle = lease.ErrForeignHandle
 // Locker of one's own (a test double) need not.
 type Resumer interface {
 	// Resume checks on the servers that the lease h names is still held
-	// by its owner (with its token, for single; on a majority, for the
-	// quorum) and returns a lease that extends and releases it, valid
-	// for what the servers say it has left. opts may set
-	// lease.WithAutoRenew (off by default) and lease.WithTTL (what
-	// renewals ask for; h.TTL by default). It fails with an error
-	// matching ErrForeignHandle for a handle of another strategy or
-	// servers, and ErrNotHeld for one whose lease has ended.
+	// by its owner, with its token (for the quorum: on a majority, the
+	// token being the highest fence counter of the key among them), and
+	// returns a lease that extends and releases it, valid for what the
+	// servers say it has left. opts may set lease.WithAutoRenew (off by
+	// default) and lease.WithTTL (what renewals ask for; h.TTL by
+	// default). It fails with an error matching ErrForeignHandle for a
+	// handle of another strategy or servers, and ErrNotHeld for one
+	// whose lease has ended or whose token is not the lease's. Servers
+	// that do not answer make neither: the error then matches neither.
 	Resume(ctx context.Context, h lease.Handle, opts ...lease.Option) (*lease.Lease, error)
 }
 
@@ -52,7 +54,10 @@ var (
 // been granted by a Locker of l's strategy on l's servers. A handle that
 // is not one, was cut short or edited is an *lease.ArgError naming handle;
 // one of another Locker's servers matches ErrForeignHandle (and
-// ErrInvalid); one whose lease ended matches ErrNotHeld. The lease
+// ErrInvalid); one whose lease ended, or whose token was edited (and its
+// checksum recomputed), matches ErrNotHeld: the servers hold the token,
+// not the handle. When the servers do not answer (for the quorum, too few
+// of them to tell), the error does not match ErrNotHeld. The lease
 // returned extends, releases and reports its TTL as any lease; it renews
 // itself only with lease.WithAutoRenew. l must implement Resumer (both
 // strategies do); another Locker is an *lease.ArgError naming locker.

@@ -92,12 +92,14 @@ func (b *backend) Extend(ctx context.Context, l *lease.Lease, ttl time.Duration)
 }
 
 // Release deletes the lock on every node where this owner still holds it,
-// and wakes the next waiter. It succeeds when at least one node held it
-// (or, with tokens and the lease still valid, had it last: the lock gone
-// and its counter still at the lease's token, as a release run again
-// after its reply was lost finds it), and returns once a majority has
-// released it or every node answered: the rest of the release goes on in
-// the background, and Close waits for it.
+// and wakes the next waiter. It succeeds when at least one node held it,
+// or, with tokens and the lease still valid, when a majority had it last:
+// the lock gone and its counter still at the lease's token, as a release
+// run again after its reply was lost finds it. One such node is not
+// enough: a break (ForceRelease) commits its token on a majority only,
+// and leaves the others so. It returns once a majority has released it or
+// every node answered: the rest of the release goes on in the background,
+// and Close waits for it.
 func (b *backend) Release(ctx context.Context, l *lease.Lease) error {
 	lk := b.lk
 	if err := lk.begin(); err != nil {
@@ -113,16 +115,24 @@ func (b *backend) Release(ctx context.Context, l *lease.Lease) error {
 		rel.token, rel.tokens = b.token, b.tokens
 	}
 	var (
-		answers  []NodeAnswer
-		released int
+		answers           []NodeAnswer
+		released, deleted int
 	)
+	q := lk.Quorum()
 	if b.set == nil {
-		answers, released = lk.releaseAll(b.ks, rel, nil, lk.Quorum(), nil)
+		answers, released, deleted = lk.releaseAll(b.ks, rel, nil, q, nil)
 	} else {
-		answers, released = lk.releaseSet(b.set, rel, nil, lk.Quorum(), nil)
+		answers, released, deleted = lk.releaseSet(b.set, rel, nil, q, nil)
 	}
-	if released > 0 {
+	if deleted > 0 || released >= q {
 		return nil
 	}
-	return newQuorumError("release", b.name(), 0, lk.Quorum(), answers, nil)
+	for i := range answers {
+		if answers[i].Kind == KindOK {
+			// Gone with its counter at the token, on too few nodes to
+			// tell a release run again from a break.
+			answers[i].Kind = KindHeld
+		}
+	}
+	return newQuorumError("release", b.name(), 0, q, answers, nil)
 }

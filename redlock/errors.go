@@ -69,8 +69,10 @@ type NodeAnswer struct {
 // ErrNoValidity). errors.Is and errors.As see through it to each node's
 // error (context errors included) and to Reason. It matches lease.ErrTaken
 // when a majority of the nodes hold the lock for another owner, and
-// lease.ErrNotHeld when, on extend or release, so many nodes no longer held
-// the lease that a majority was out of reach.
+// lease.ErrNotHeld when, on extend, release or resume, so many nodes
+// answered that they no longer hold the lease that a majority was out of
+// reach. Nodes that failed, timed out or were not awaited count for
+// neither: a quorum that did not answer is no lease ended.
 type QuorumError struct {
 	Op     string // "acquire", "commit", "extend", "release", "force release" or "resume"
 	Key    string
@@ -98,8 +100,11 @@ func newQuorumError(op, key string, got, needed int, nodes []NodeAnswer, reason 
 	switch op {
 	case "acquire":
 		e.taken = held >= needed
-	case "extend", "release":
+	case "extend", "release", "resume":
 		e.notHeld = held > len(nodes)-needed
+		if e.notHeld && e.Reason == nil {
+			e.Reason = lease.ErrNotHeld
+		}
 	}
 	return e
 }

@@ -3,6 +3,7 @@ package redlock
 import (
 	"cmp"
 	"context"
+	"fmt"
 	"slices"
 	"strconv"
 	"strings"
@@ -101,7 +102,7 @@ func (lk *Locker) forceRelease(ctx context.Context, key string) (lease.Broken, e
 		br.Token = fence.Token(token)
 	}
 	rel := releasing{owner: b.owner, unsure: b.unsure, token: tokenArg, ttl: lk.cfg.ttl, publish: true}
-	if answers, released := lk.releaseAll(ks, rel, nil, q, nil); released == 0 {
+	if answers, released, _ := lk.releaseAll(ks, rel, nil, q, nil); released == 0 {
 		return lease.Broken{}, newQuorumError("force release", key, 0, q, answers, nil)
 	}
 	return br, nil
@@ -135,16 +136,34 @@ func (b *ballot) broken(key string) lease.Broken {
 }
 
 // Resume takes up the lease h names (see lease.Lease.Handle), written out
-// by a Locker on the same nodes, perhaps in another process: it checks
-// that h's owner still holds the lock on a majority of the nodes (the
-// scripts know a lease by its owner, unique to it) and returns a lease
-// that extends and releases it as the one written out did, valid while a
-// majority still holds it by the nodes' word (less the drift margin).
-// opts may set WithAutoRenew (off by default) and WithTTL, the TTL
-// renewals ask for (by default h.TTL). A handle of another strategy or of
-// other nodes (compared as the sorted addresses) is refused with an error
-// matching lease.ErrForeignHandle; one whose lease has ended, with an error
-// matching lease.ErrNotHeld.
+// by a Locker on the same nodes, perhaps in another process: it checks on
+// the nodes that h's owner still holds the lock on a majority of them (the
+// scripts know a lease by its owner, unique to it) and that h's token is
+// the one the lease committed, and returns a lease that extends and
+// releases it as the one written out did, valid while a majority still
+// holds it by the nodes' word (less the drift margin). opts may set
+// WithAutoRenew (off by default) and WithTTL, the TTL renewals ask for (by
+// default h.TTL).
+//
+// The token is checked against the key's own fence counters on the nodes
+// that hold the lease: h.Token must be the highest of them. A node's
+// counter moves only by a commit of the owner holding the lock there (or
+// by a break, which takes the lock first), and the lease's commit majority
+// meets every majority of holders, so that highest counter is the lease's
+// token; a handle with another token, raised, lowered or zeroed, is
+// refused. Without tokens (WithoutTokens) the token must be 0. Extend and
+// Release then check the owner only: the counter cannot move while the
+// owner holds the lock.
+//
+// A handle of another strategy or of other nodes (compared as the sorted
+// addresses) is refused with an error matching lease.ErrForeignHandle.
+// One whose lease has ended, or whose token is not the lease's, is refused
+// with an error matching lease.ErrNotHeld: for an ended lease, a
+// *QuorumError saying that so many nodes answered that the owner does not
+// hold the lock there that a majority is out of reach. When too few nodes
+// answer to tell (stopped, timed out, failing), the *QuorumError does not
+// match lease.ErrNotHeld: nodes that did not answer never make a lease
+// ended.
 func (lk *Locker) Resume(ctx context.Context, h lease.Handle, opts ...lease.Option) (*lease.Lease, error) {
 	if err := h.For(strategy, lk.servers()); err != nil {
 		return nil, err
@@ -153,28 +172,41 @@ func (lk *Locker) Resume(ctx context.Context, h lease.Handle, opts ...lease.Opti
 	if err != nil {
 		return nil, err
 	}
+	if err := lk.begin(); err != nil {
+		return nil, err
+	}
+	defer lk.wg.Done()
 	t1 := time.Now()
-	info, err := lk.Inspect(ctx, h.Key)
+	nodes, own, err := lk.look(ctx, h.Key)
 	if err != nil {
 		return nil, err
 	}
-	var left []time.Duration
-	for _, ni := range info.Nodes {
+	var (
+		left []time.Duration
+		top  fence.Token // the highest counter among the nodes that hold the lease
+	)
+	for i, ni := range nodes {
 		if ni.Err == nil && ni.Owner == h.Owner && ni.TTL > 0 {
 			left = append(left, ni.TTL)
+			top = max(top, own[i])
 		}
 	}
 	q := lk.Quorum()
 	if len(left) < q {
-		return nil, newQuorumError("resume", h.Key, len(left), q, inspectAnswers(info, h.Owner),
-			lease.ErrNotHeld)
+		return nil, newQuorumError("resume", h.Key, len(left), q, inspectAnswers(nodes, h.Owner), nil)
+	}
+	if lk.cfg.noTokens {
+		top = 0
+	}
+	if h.Token != top {
+		// The tokens stay out of the message, as out of every error.
+		return nil, fmt.Errorf("redlock: resume %q: %w: the handle's token is not the one its lease committed on the nodes", h.Key, lease.ErrNotHeld)
 	}
 	// Held until fewer than a majority hold it: the quorum-th longest.
 	slices.SortFunc(left, func(a, b time.Duration) int { return cmp.Compare(b, a) })
 	until := t1.Add(left[q-1] - acquire.Drift(left[q-1], lk.cfg.drift))
 	if !time.Now().Before(until) {
-		return nil, newQuorumError("resume", h.Key, len(left), q, inspectAnswers(info, h.Owner),
-			lease.ErrNotHeld)
+		return nil, fmt.Errorf("redlock: resume %q: %w: too little of it is left", h.Key, lease.ErrNotHeld)
 	}
 	be := &backend{lk: lk, ks: newKeySet(h.Key), ttl: o.TTL, waiter: h.Waiter}
 	if h.Token != 0 {
@@ -188,10 +220,10 @@ func (lk *Locker) Resume(ctx context.Context, h lease.Handle, opts ...lease.Opti
 }
 
 // inspectAnswers lists, for a resume's error, each node's answer: whether
-// owner holds the lock there.
-func inspectAnswers(info lease.Info, owner string) []NodeAnswer {
-	out := make([]NodeAnswer, len(info.Nodes))
-	for i, ni := range info.Nodes {
+// owner holds the lock there (KindHeld: it does not).
+func inspectAnswers(nodes []lease.NodeInfo, owner string) []NodeAnswer {
+	out := make([]NodeAnswer, len(nodes))
+	for i, ni := range nodes {
 		switch {
 		case ni.Err != nil:
 			out[i] = NodeAnswer{Node: ni.Node, Kind: KindError, Err: ni.Err}

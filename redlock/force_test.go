@@ -253,3 +253,168 @@ func TestForceReleaseGuarded(t *testing.T) {
 		}
 	})
 }
+
+// TestResumeForgedToken: a quorum handle whose token was edited, its
+// checksum recomputed (the format is public), is refused by the nodes with
+// an error matching ErrNotHeld, whether the token was raised, lowered or
+// zeroed; the real holder is still admitted by the fence and still
+// extends, and its own handle still resumes, with its token. A node whose
+// floor (a repair's node-wide bound) is above the lease's token changes
+// neither: the check reads each key's own counter. Without tokens, a
+// handle given one is refused.
+func TestResumeForgedToken(t *testing.T) {
+	forEachClient(t, func(t *testing.T, c string) {
+		ctx := t.Context()
+		srvs := redistest.StartN(t, 3)
+		opts := []redlock.Option{redlock.WithDurableNodes(), redlock.WithTTL(5 * time.Second)}
+		a := newLocker(t, nodesOn(t, srvs, c), opts...)
+		b := newLocker(t, nodesOn(t, srvs, otherClient(c)), opts...)
+
+		l, err := a.Acquire(ctx, "forge")
+		require.NoError(t, err)
+		var guard fence.Guard
+		require.NoError(t, guard.Admit("forge", l.Token()))
+		h, err := l.Handle()
+		require.NoError(t, err)
+
+		forged := func(tok fence.Token) lease.Handle {
+			f := h
+			f.Token = tok
+			p, err := lease.ParseHandle(f.String())
+			require.NoError(t, err, "a re-encoded handle passes its checksum")
+			return p
+		}
+		refuse := func(what string, tok fence.Token) {
+			t.Helper()
+			r, err := b.Resume(ctx, forged(tok))
+			if err == nil {
+				ext := r.Extend(ctx, 5*time.Second)
+				t.Fatalf("Resume of a handle with its token %s: resumed with token %v (its Extend: %v); want ErrNotHeld", what, r.Token(), ext)
+			}
+			if !errors.Is(err, lease.ErrNotHeld) {
+				t.Fatalf("Resume of a handle with its token %s: %v; want ErrNotHeld", what, err)
+			}
+		}
+		refuse("raised by one", l.Token()+1)
+		refuse("raised by 10^12", l.Token()+1_000_000_000_000)
+		refuse("raised near 2^53", 1<<53-1)
+		refuse("lowered by one", l.Token()-1)
+		refuse("zeroed", 0)
+
+		require.NoError(t, guard.Admit("forge", l.Token()), "the real holder, at the fence")
+		require.NoError(t, l.Extend(ctx, 5*time.Second), "the real lease's Extend")
+
+		// A floor above the token on one node: the real handle resumes,
+		// the floor's value does not.
+		floor := l.Token() + 1_000_000
+		do(t, srvs[0], "SET", "dlock:floor", floor.String())
+		refuse("set to a node's floor", floor)
+		r, err := b.Resume(ctx, h)
+		require.NoError(t, err, "Resume of the real handle, a node's floor above its token")
+		if r.Token() != l.Token() {
+			t.Fatalf("resumed token %v; want the lease's %v", r.Token(), l.Token())
+		}
+		require.NoError(t, r.Extend(ctx, 5*time.Second), "the resumed lease's Extend")
+		require.NoError(t, guard.Admit("forge", r.Token()), "the resumed lease, at the fence")
+		require.NoError(t, l.Release(ctx))
+
+		// Without tokens a lease has none: a handle given one is refused.
+		plain := newLocker(t, nodesOn(t, srvs, c), append(opts, redlock.WithoutTokens())...)
+		pl, err := plain.Acquire(ctx, "plain")
+		require.NoError(t, err)
+		ph, err := pl.Handle()
+		require.NoError(t, err)
+		ph.Token = 5
+		if _, err := plain.Resume(ctx, ph); !errors.Is(err, lease.ErrNotHeld) {
+			t.Fatalf("Resume without tokens of a handle given token 5: %v; want ErrNotHeld", err)
+		}
+		require.NoError(t, pl.Release(ctx))
+	})
+}
+
+// TestResumeNoQuorum: with 2 of 3 nodes stopped (SIGSTOP), Resume, Extend
+// and ForceRelease (of another key) fail with a *QuorumError that does not match
+// ErrNotHeld (nor ErrTaken): the nodes did not answer, the lease did not
+// end. Once the nodes continue, the lock is still held on all three, the
+// handle resumes and the lease extends. A release whose one answering
+// node holds the lock for another owner says the same: not ended, unknown.
+func TestResumeNoQuorum(t *testing.T) {
+	forEachClient(t, func(t *testing.T, c string) {
+		ctx := t.Context()
+		srvs := redistest.StartN(t, 3)
+		opts := []redlock.Option{redlock.WithDurableNodes(), redlock.WithTTL(10 * time.Second)}
+		a := newLocker(t, nodesOn(t, srvs, c), opts...)
+		b := newLocker(t, nodesOn(t, srvs, otherClient(c)), opts...)
+		l, err := a.Acquire(ctx, "away")
+		require.NoError(t, err)
+		h, err := l.Handle()
+		require.NoError(t, err)
+
+		resume1, resume2 := srvs[1].PauseOnce(), srvs[2].PauseOnce()
+		defer resume1()
+		defer resume2()
+		unknown := func(what string, err error) {
+			t.Helper()
+			var qe *redlock.QuorumError
+			if !errors.As(err, &qe) || errors.Is(err, lease.ErrNotHeld) || errors.Is(err, lease.ErrTaken) {
+				t.Fatalf("%s with 2 of 3 nodes stopped: %v; want a QuorumError matching neither ErrNotHeld nor ErrTaken", what, err)
+			}
+		}
+		_, err = b.Resume(ctx, h)
+		unknown("Resume", err)
+		unknown("Extend", l.Extend(ctx, 10*time.Second))
+		if err := l.Err(); err != nil {
+			t.Fatalf("the lease ended (%v) on an Extend the nodes did not answer", err)
+		}
+		// A break takes the lock from its holder wherever its phase 1
+		// lands, even when it fails: it is tried on another key.
+		_, err = b.ForceRelease(ctx, "away-other")
+		unknown("ForceRelease", err)
+
+		resume1()
+		resume2()
+
+		if left := lockKeysLeft(t, srvs, "away"); len(left) != 3 {
+			t.Fatalf("lock held on nodes %v once they continue; want all three", left)
+		}
+		r, err := b.Resume(ctx, h)
+		require.NoError(t, err, "Resume once the nodes continue")
+		require.NoError(t, r.Extend(ctx, 10*time.Second), "Extend of the resumed lease")
+		require.NoError(t, l.Extend(ctx, 10*time.Second), "Extend of the original")
+
+		// Release: the one node that answers no longer holds the lock.
+		resume1, resume2 = srvs[1].PauseOnce(), srvs[2].PauseOnce()
+		defer resume1()
+		defer resume2()
+		do(t, srvs[0], "SET", "dlock:{away}:lock", "another-owner", "PX", "10000")
+		unknown("Release, the answering node held by another", r.Release(ctx))
+	})
+}
+
+// TestReleaseAfterBreak: the old holder's Release after a break fails
+// with an error matching ErrNotHeld, as its Extend does. The break's
+// phase 1 stops at a majority, so its token is committed on a majority
+// only: on the node it met last, its release leaves the lock gone with
+// the counter still at the old holder's token, as the old holder's own
+// release run again would leave it. One such node is no release.
+func TestReleaseAfterBreak(t *testing.T) {
+	forEachClient(t, func(t *testing.T, c string) {
+		ctx := t.Context()
+		srvs := redistest.StartN(t, 3)
+		opts := []redlock.Option{redlock.WithDurableNodes(), redlock.WithTTL(10 * time.Second)}
+		holder := newLocker(t, nodesOn(t, srvs, c), opts...)
+		op := newLocker(t, nodesOn(t, srvs, otherClient(c)), opts...)
+		for i := range 10 {
+			l, err := holder.Acquire(ctx, "rel")
+			require.NoError(t, err)
+			br, err := op.ForceRelease(ctx, "rel")
+			require.NoError(t, err)
+			if got := eventuallyNoLock(t, srvs, "rel"); len(got) != 0 {
+				t.Fatalf("lock left on %v after the break", got)
+			}
+			if err := l.Release(ctx); !errors.Is(err, lease.ErrNotHeld) {
+				t.Fatalf("round %d: Release of a lease broken (token %v, break %v): %v; want ErrNotHeld", i, l.Token(), br.Token, err)
+			}
+		}
+	})
+}

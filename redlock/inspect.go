@@ -30,7 +30,11 @@ var inspectScript = node.NewScript(epochLua + inspectLua)
 // counter, metadata and time left there, whether the node sits out, and
 // what a majority agrees on. Each node is asked in parallel within the
 // node timeout; a node that fails is reported in its NodeInfo, not as an
-// error. Inspect changes nothing on the nodes.
+// error. Info.Held is false also when too few nodes answered to tell: a
+// caller that must tell "free" from "unknown" counts, as dlock inspect
+// and election do, whether an owner seen on some nodes, with the nodes
+// that failed, could make a majority. Inspect changes nothing on the
+// nodes.
 func (lk *Locker) Inspect(ctx context.Context, key string) (lease.Info, error) {
 	if err := acquire.CheckContext(ctx); err != nil {
 		return lease.Info{}, err
@@ -42,20 +46,10 @@ func (lk *Locker) Inspect(ctx context.Context, key string) (lease.Info, error) {
 		return lease.Info{}, err
 	}
 	defer lk.wg.Done()
-	ks := newKeySet(key)
-	keys := []string{ks.script[0], ks.script[5], floorKey, epochKey, repairedKey}
-	info := lease.Info{Key: key, Quorum: lk.Quorum(), Nodes: make([]lease.NodeInfo, len(lk.nodes))}
-	var wg sync.WaitGroup
-	for i, n := range lk.nodes {
-		wg.Go(func() {
-			nctx, cancel := context.WithTimeout(ctx, lk.nodeTimeout(lk.cfg.ttl))
-			defer cancel()
-			info.Nodes[i] = lk.inspectNode(nctx, n, lk.names[i], keys)
-		})
-	}
-	wg.Wait()
-	if err := ctx.Err(); err != nil {
-		return lease.Info{}, fmt.Errorf("redlock: inspect %q: %w", key, err)
+	info := lease.Info{Key: key, Quorum: lk.Quorum()}
+	var err error
+	if info.Nodes, _, err = lk.look(ctx, key); err != nil {
+		return lease.Info{}, err
 	}
 
 	votes := make(map[string]int)
@@ -89,7 +83,34 @@ func (lk *Locker) Inspect(ctx context.Context, key string) (lease.Info, error) {
 	return info, nil
 }
 
-func (lk *Locker) inspectNode(ctx context.Context, n node.Node, name string, keys []string) lease.NodeInfo {
+// look asks every node, in parallel and each within the node timeout, for
+// its view of the lock on key (lua/inspect.lua). It returns each node's
+// NodeInfo and, by node, the key's own fence counter there: the value
+// commits set, where NodeInfo.Counter is the effective counter, raised to
+// the node's floor. The caller holds an operation (begin).
+func (lk *Locker) look(ctx context.Context, key string) ([]lease.NodeInfo, []fence.Token, error) {
+	ks := newKeySet(key)
+	keys := []string{ks.script[0], ks.script[5], floorKey, epochKey, repairedKey}
+	nodes := make([]lease.NodeInfo, len(lk.nodes))
+	own := make([]fence.Token, len(lk.nodes))
+	var wg sync.WaitGroup
+	for i, n := range lk.nodes {
+		wg.Go(func() {
+			nctx, cancel := context.WithTimeout(ctx, lk.nodeTimeout(lk.cfg.ttl))
+			defer cancel()
+			nodes[i] = lk.inspectNode(nctx, n, lk.names[i], keys, &own[i])
+		})
+	}
+	wg.Wait()
+	if err := ctx.Err(); err != nil {
+		return nil, nil, fmt.Errorf("redlock: inspect %q: %w", key, err)
+	}
+	return nodes, own, nil
+}
+
+// inspectNode returns node n's view of a lock (see look), and sets *own
+// to the key's own fence counter there.
+func (lk *Locker) inspectNode(ctx context.Context, n node.Node, name string, keys []string, own *fence.Token) lease.NodeInfo {
 	ni := lease.NodeInfo{Node: name}
 	r, err := n.Eval(ctx, inspectScript, keys)
 	if err != nil {
@@ -104,6 +125,7 @@ func (lk *Locker) inspectNode(ctx context.Context, n node.Node, name string, key
 		return ni
 	}
 	ni.Counter = fence.Token(max(c, f))
+	*own = fence.Token(c)
 	if r.Str(0) != "" && r.Int(1) > 0 {
 		ni.Owner = r.Str(0)
 		ni.Metadata = acquire.Metadata(ni.Owner)

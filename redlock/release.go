@@ -63,13 +63,15 @@ type releasing struct {
 // releaseAll runs the release script for rel on the nodes at idx (all
 // when nil), detached from the caller's context and bounded by
 // cleanupTimeout per node, recording the owner as gone where it does not
-// hold the lock and its vote may still land. It returns once need nodes released the lock, or every
-// node for which await is true (all when await is nil) answered; the
-// other calls finish in the background, counted in the Locker's
-// WaitGroup, which Close waits for. Nodes not awaited are reported as
-// KindNotAwaited. The answers are returned only when no node released
-// the lock: nothing else reads them.
-func (lk *Locker) releaseAll(ks *keySet, rel releasing, idx []int, need int, await []bool) (answers []NodeAnswer, released int) {
+// hold the lock and its vote may still land. It returns once need nodes
+// released the lock, or every node for which await is true (all when
+// await is nil) answered; the other calls finish in the background,
+// counted in the Locker's WaitGroup, which Close waits for. released
+// counts the nodes that deleted the lock and those that found it gone
+// with its counter still at rel.token; deleted, the first only. Nodes not
+// awaited are reported as KindNotAwaited. The answers are returned only
+// when no node deleted the lock: nothing else reads them.
+func (lk *Locker) releaseAll(ks *keySet, rel releasing, idx []int, need int, await []bool) (answers []NodeAnswer, released, deleted int) {
 	ch := ""
 	if rel.publish {
 		ch = ks.channel
@@ -84,8 +86,10 @@ func (lk *Locker) releaseAll(ks *keySet, rel releasing, idx []int, need int, awa
 	return lk.releaseRound(req, rel.ttl, idx, need, await)
 }
 
-// releaseSet is releaseAll for the locks of a set.
-func (lk *Locker) releaseSet(ls *lockSet, rel releasing, idx []int, need int, await []bool) (answers []NodeAnswer, released int) {
+// releaseSet is releaseAll for the locks of a set; its script does not
+// tell a lock deleted from one gone with its counter at the token, and
+// both count as deleted.
+func (lk *Locker) releaseSet(ls *lockSet, rel releasing, idx []int, need int, await []bool) (answers []NodeAnswer, released, deleted int) {
 	pub := ""
 	if rel.publish {
 		pub = "1"
@@ -116,7 +120,7 @@ func releaseSetArgs(ls *lockSet, owner, publish, remember, waiter string, tokens
 
 // releaseRound sends req, a release, as releaseAll does; the calls are
 // bounded for leases of ttl.
-func (lk *Locker) releaseRound(req request, ttl time.Duration, idx []int, need int, await []bool) (answers []NodeAnswer, released int) {
+func (lk *Locker) releaseRound(req request, ttl time.Duration, idx []int, need int, await []bool) (answers []NodeAnswer, released, deleted int) {
 	if idx == nil {
 		idx = lk.all()
 	}
@@ -132,7 +136,7 @@ func (lk *Locker) releaseRound(req request, ttl time.Duration, idx []int, need i
 		ans[i] = NodeAnswer{Node: lk.names[i], Kind: KindNotAwaited}
 	}
 	if len(idx) == 0 {
-		return slices.Clone(ans), 0
+		return slices.Clone(ans), 0, 0
 	}
 	// Background, not context.WithoutCancel(ctx): a round reads only its
 	// context's cancellation, and this saves an allocation.
@@ -148,17 +152,27 @@ func (lk *Locker) releaseRound(req request, ttl time.Duration, idx []int, need i
 		if await == nil || await[a.i] {
 			waiting--
 		}
+		if a.err == nil && a.reply.Int(0) == releaseGone {
+			ans[a.i] = NodeAnswer{Node: lk.names[a.i], Kind: KindOK}
+			released++
+			continue
+		}
 		var ok bool
 		if ans[a.i], ok = agreed(lk.names[a.i], a); ok {
 			released++
+			deleted++
 		}
 	}
 	r.abandon()
-	if released > 0 {
-		return nil, released
+	if deleted > 0 {
+		return nil, released, deleted
 	}
-	return slices.Clone(ans), 0
+	return slices.Clone(ans), released, 0
 }
+
+// releaseGone is the release script's reply for a lock found gone with
+// its counter still at the lease's token.
+const releaseGone = 2
 
 // releaseOne undoes a late grant on node i, on a context detached from
 // ctx: the vote has run, and there is no late one to refuse.

@@ -139,7 +139,8 @@ var (
 	// lifetime ms. Replies 1 or 0.
 	extendScript = node.NewScript(extendLua)
 	// releaseScript: KEYS keySet.release; ARGV owner, channel, ms to
-	// remember the owner ('0' not to), waiter, token. Replies 1 or 0.
+	// remember the owner ('0' not to), waiter, token. Replies 1 (deleted),
+	// 2 (gone, the counter still at the token) or 0.
 	releaseScript = node.NewScript(releaseLua)
 	// leaveScript: KEYS the first four of keySet.release; ARGV waiter,
 	// channel. Replies 1.

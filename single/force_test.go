@@ -1,12 +1,14 @@
 package single_test
 
 import (
+	"context"
 	"errors"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
 	"github.com/dlockgo/dlock/fence"
@@ -14,6 +16,7 @@ import (
 	"github.com/dlockgo/dlock/internal/testkit/redistest"
 	"github.com/dlockgo/dlock/lease"
 	"github.com/dlockgo/dlock/node"
+	"github.com/dlockgo/dlock/node/goredis"
 	"github.com/dlockgo/dlock/single"
 )
 
@@ -272,4 +275,59 @@ func TestForceReleaseFree(t *testing.T) {
 			t.Fatalf("ForceRelease of an empty key: %v; want ErrInvalid", err)
 		}
 	})
+}
+
+// TestResumeUnreachable: with the server stopped (SIGSTOP), Resume and
+// Extend fail with an error that keeps the deadline recognisable and does
+// not match ErrNotHeld: no answer is no lease ended. Once the server
+// continues, the handle resumes and the lease extends. go-redis is set up
+// as dlock.Open sets it up, ending each call at its context's deadline.
+func TestResumeUnreachable(t *testing.T) {
+	for _, client := range redistest.Clients {
+		t.Run(client, func(t *testing.T) {
+			t.Parallel()
+			srv := redistest.Start(t)
+			n := redistest.NodeFor(t, client, srv.Addr())
+			if client == "go-redis" {
+				c := redis.NewClient(&redis.Options{Addr: srv.Addr(), ContextTimeoutEnabled: true, MaxRetries: -1, DisableIdentity: true})
+				t.Cleanup(func() { _ = c.Close() })
+				n = goredis.New(c)
+			}
+			resumeUnreachable(t, srv, n)
+		})
+	}
+}
+
+func resumeUnreachable(t *testing.T, srv *redistest.Server, n node.Node) {
+	ctx := t.Context()
+	a := newLocker(t, n)
+	l, err := a.TryAcquire(ctx, "away", lease.WithTTL(10*time.Second))
+	require.NoError(t, err)
+	h, err := l.Handle()
+	require.NoError(t, err)
+
+	cont := srv.PauseOnce()
+	defer cont()
+	unknown := func(what string, err error) {
+		t.Helper()
+		if err == nil || errors.Is(err, lease.ErrNotHeld) || !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("%s with the server stopped: %v; want a deadline, not ErrNotHeld", what, err)
+		}
+	}
+	short, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
+	_, err = a.Resume(short, h)
+	cancel()
+	unknown("Resume", err)
+	short, cancel = context.WithTimeout(ctx, 500*time.Millisecond)
+	unknown("Extend", l.Extend(short, 10*time.Second))
+	cancel()
+	if err := l.Err(); err != nil {
+		t.Fatalf("the lease ended (%v) on an Extend the server did not answer", err)
+	}
+	cont()
+
+	r, err := a.Resume(ctx, h)
+	require.NoError(t, err, "Resume once the server continues")
+	require.NoError(t, r.Extend(ctx, 10*time.Second), "Extend of the resumed lease")
+	require.NoError(t, r.Release(ctx))
 }

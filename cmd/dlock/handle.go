@@ -40,9 +40,10 @@ const extendUsage = `Usage: dlock extend [flags] [--handle HANDLE] [--ttl D]
 Extends the lease a handle names (dlock acquire printed it; --handle, else
 $DLOCK_HANDLE) to --ttl from now, by default the TTL it was acquired
 with. The servers check that the lease is still the handle's: exits 1
-when it has ended (expired, released, broken or taken over), 64 for a
-handle that is not one, was edited, or was written for other servers or
-another strategy.
+when they answer that it has ended (expired, released, broken or taken
+over) or that the handle's token is not the lease's, 69 when they do not
+answer (on a quorum, too few to tell), 64 for a handle that is not one,
+was edited, or was written for other servers or another strategy.
 
 Flags:
 `
@@ -51,9 +52,10 @@ const releaseUsage = `Usage: dlock release [flags] [--handle HANDLE]
        dlock release [flags] --force --key KEY
 
 Releases the lease a handle names (dlock acquire printed it; --handle,
-else $DLOCK_HANDLE). Exits 1 when it had already ended, 64 for a handle
-that is not one, was edited, or was written for other servers or another
-strategy.
+else $DLOCK_HANDLE). Exits 1 when the servers answer that it had already
+ended, 69 when they do not answer (on a quorum, too few to tell), 64 for
+a handle that is not one, was edited, or was written for other servers
+or another strategy.
 
 With --force, an operator's break: ends whatever lease holds KEY, on
 either strategy, and raises the key's fencing token above every token
@@ -121,7 +123,8 @@ func (c *handleCmd) open(ctx context.Context, ttl *time.Duration, agree bool) (d
 }
 
 // failed reports err and returns its exit code: that of an acquisition,
-// and 1 for a lease no longer held.
+// and 1 for a lease the servers said is no longer held (an error that
+// matches ErrNotHeld; servers that did not answer never make one).
 func (c *handleCmd) failed(op string, err error) int {
 	c.logf("%s: %v", op, err)
 	if errors.Is(err, dlock.ErrNotHeld) && !errors.Is(err, dlock.ErrInvalid) {

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -109,13 +111,7 @@ func TestReleaseForce(t *testing.T) {
 			if r.code != exitOK || !strings.Contains(r.stdout, "job=nightly") || !strings.Contains(r.stdout, "its token    "+token) {
 				t.Fatalf("release --force: %v; want exit 0, the holder's metadata and token %s", r, token)
 			}
-			var brk string
-			for line := range strings.Lines(r.stdout) {
-				if v, ok := strings.CutPrefix(line, "break token"); ok {
-					brk = strings.TrimSpace(v)
-				}
-			}
-			if len(brk) != len(token) || brk <= token {
+			if brk := field(r.stdout, "break token"); !above(brk, token) {
 				t.Fatalf("break token %q; want above the holder's %s", brk, token)
 			}
 			res := wait(t, holder, &out, &errOut)
@@ -123,13 +119,39 @@ func TestReleaseForce(t *testing.T) {
 				t.Fatalf("the broken holder: %v; want exit %d", res, exitLost)
 			}
 
-			// A key nobody holds: a token all the same.
-			r = runBin(t, nil, "release", "--force", "--url", url, "--key", "nobody")
-			if r.code != exitOK || !strings.Contains(r.stdout, "nobody") || !strings.Contains(r.stdout, "break token") {
-				t.Fatalf("release --force of a free key: %v; want exit 0, held by nobody, a break token", r)
+			// A key nobody holds: "was held by  nobody", its last token
+			// (the first break's), and a break token above it.
+			r = runBin(t, nil, "release", "--force", "--url", url, "--key", "free-key")
+			if r.code != exitOK || !regexp.MustCompile(`(?m)^was held by +nobody$`).MatchString(r.stdout) ||
+				strings.Contains(r.stdout, "its token") || field(r.stdout, "break token") == "" {
+				t.Fatalf("release --force of a free key: %v; want exit 0, was held by nobody, a break token", r)
+			}
+			last := field(r.stdout, "break token")
+			r = runBin(t, nil, "release", "--force", "--url", url, "--key", "free-key")
+			if r.code != exitOK || !regexp.MustCompile(`(?m)^was held by +nobody$`).MatchString(r.stdout) ||
+				field(r.stdout, "last token") != last || !above(field(r.stdout, "break token"), last) {
+				t.Fatalf("second release --force of a free key: %v; want held by nobody, last token %s, a break token above it", r, last)
 			}
 		})
 	}
+}
+
+// field returns the value of the line of out that starts with name, as
+// the command prints a table of names and values; "" when none does.
+func field(out, name string) string {
+	for line := range strings.Lines(out) {
+		if v, ok := strings.CutPrefix(line, name+" "); ok {
+			return strings.TrimSpace(v)
+		}
+	}
+	return ""
+}
+
+// above reports whether a and b are tokens, a above b.
+func above(a, b string) bool {
+	x, errA := strconv.ParseUint(a, 10, 64)
+	y, errB := strconv.ParseUint(b, 10, 64)
+	return errA == nil && errB == nil && x > y
 }
 
 func TestHandleUsage(t *testing.T) {
@@ -157,4 +179,76 @@ func TestHandleUsage(t *testing.T) {
 			t.Errorf("dlock %v: %v; want its usage on stdout", tc.args, r)
 		}
 	}
+}
+
+// TestHandleUnreachable: with the single server stopped, or 2 of 3 quorum
+// nodes (SIGSTOP), extend, release --handle, release --force, acquire,
+// inspect, run and elect exit 69: servers that do not answer never make a
+// lease ended (exit 1) or a lock taken (exit 75). Once the servers
+// continue, the lease is still held on every node, and its handle
+// extends and releases it.
+func TestHandleUnreachable(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name string
+		srvs int
+		stop []int
+	}{{"single", 1, []int{0}}, {"quorum", 3, []int{1, 2}}} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			srvs := redistest.StartN(t, tc.srvs)
+			url := durable(urlOf(srvs...))
+			r := runBin(t, nil, "acquire", "--url", url, "--ttl", "1m", "--key", "away")
+			if r.code != exitOK {
+				t.Fatalf("acquire: %v", r)
+			}
+			h := strings.TrimSpace(r.stdout)
+
+			var resume []func()
+			for _, i := range tc.stop {
+				resume = append(resume, srvs[i].PauseOnce())
+				defer resume[len(resume)-1]()
+			}
+			for _, args := range [][]string{
+				{"extend", "--handle", h, "--timeout", "3s"},
+				{"release", "--handle", h, "--timeout", "3s"},
+				// A break lands where it can, even when it fails: it is
+				// tried on another key.
+				{"release", "--force", "--key", "other", "--timeout", "3s"},
+				{"acquire", "--wait", "1s", "--key", "other"},
+				{"inspect", "--timeout", "3s", "away"},
+				{"run", "--wait", "1s", "--key", "other", "--", "true"},
+				{"elect", "--wait", "1s", "--name", "other", "--", "true"},
+			} {
+				args = append(args[:1:1], append([]string{"--url", url}, args[1:]...)...)
+				if r := runBin(t, nil, args...); r.code != exitUnavailable {
+					t.Errorf("dlock %s with %d of %d servers stopped: %v; want exit %d", args[0], len(tc.stop), tc.srvs, r, exitUnavailable)
+				}
+			}
+			for _, f := range resume {
+				f()
+			}
+
+			for i, s := range srvs {
+				if v, err := s.Do("EXISTS", lockKey(tc.name, "away")); err != nil || v != "1" {
+					t.Errorf("server %d once the servers continue: lock EXISTS = %q (%v); want still held", i, v, err)
+				}
+			}
+			if r := runBin(t, nil, "extend", "--url", url, "--handle", h); r.code != exitOK {
+				t.Fatalf("extend once the servers continue: %v; want exit 0", r)
+			}
+			if r := runBin(t, nil, "release", "--url", url, "--handle", h); r.code != exitOK {
+				t.Fatalf("release once the servers continue: %v; want exit 0", r)
+			}
+		})
+	}
+}
+
+// lockKey is the server key that holds the lock on key, for the single
+// strategy or the quorum's.
+func lockKey(strategy, key string) string {
+	if strategy == "quorum" {
+		return "dlock:{" + key + "}:lock"
+	}
+	return "dlock:{" + key + "}"
 }

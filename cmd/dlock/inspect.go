@@ -25,7 +25,9 @@ per node too, saying whether the node votes or sits out after a restart,
 a flush or its first use, and until when: judged by the max TTL the URL
 or flags give (max_ttl, else the TTL), so give the workers' own. Reads
 only; changes nothing. Exits 0 when the lock is held, 1 when it is not,
-69 when the servers do not answer.
+69 when the servers do not answer, or too few of them to tell (on a
+quorum: an owner seen on some nodes, with those that did not answer, could
+make a majority).
 
 Examples:
   dlock inspect nightly-report
@@ -105,8 +107,19 @@ func printQuorum(w io.Writer, info lease.Info) int {
 	}
 	fmt.Fprintf(w, "key\t%s\n", info.Key)
 	fmt.Fprintf(w, "strategy\tquorum (%d nodes, %d needed, %d answered)\n", len(info.Nodes), info.Quorum, answered)
+	// Free only when no owner seen, with every node that did not answer
+	// on its side, could make a majority: otherwise it may be held.
+	most, votes := 0, map[string]int{}
+	for _, n := range info.Nodes {
+		if n.Err == nil && n.Owner != "" {
+			votes[n.Owner]++
+			most = max(most, votes[n.Owner])
+		}
+	}
+	unknown := !info.Held && most+len(info.Nodes)-answered >= info.Quorum
 	code := exitOK
-	if info.Held {
+	switch {
+	case info.Held:
 		held := 0
 		for _, n := range info.Nodes {
 			if n.Owner == info.Owner {
@@ -118,7 +131,10 @@ func printQuorum(w io.Writer, info lease.Info) int {
 		printMetadata(w, info.Metadata)
 		fmt.Fprintf(w, "token\t%v\n", info.Token)
 		fmt.Fprintf(w, "ttl\t%v (while a majority holds it)\n", info.TTL)
-	} else {
+	case unknown:
+		fmt.Fprintf(w, "state\tunknown (held on %d of the %d nodes that answered: with those that did not, it may be held by a majority)\n", most, answered)
+		code = exitUnavailable
+	default:
 		fmt.Fprintf(w, "state\tfree (no owner on a majority)\n")
 		fmt.Fprintf(w, "last token\t%v\n", info.Token)
 		code = exitNotHeld
@@ -146,7 +162,7 @@ func printQuorum(w io.Writer, info lease.Info) int {
 		}
 		fmt.Fprintf(w, "%s\t%s\t%s\t%v\t%s\n", n.Node, owner, ttl, n.Counter, votes)
 	}
-	if answered < info.Quorum {
+	if answered < info.Quorum || unknown {
 		for _, n := range info.Nodes {
 			if errors.Is(n.Err, dlock.ErrAuth) {
 				return exitAuth

@@ -216,3 +216,28 @@ func TestRunURLTTL(t *testing.T) {
 		}
 	}
 }
+
+// TestInspectUnknown: on a quorum of 3, a lock held on one node that
+// answers, free on the other, with the third stopped (SIGSTOP) and
+// holding it too, may be held by a majority: inspect exits 69 and says it
+// cannot tell, never 1 ("nobody holds the lock"). With the third node
+// back, it reads held.
+func TestInspectUnknown(t *testing.T) {
+	t.Parallel()
+	srvs := redistest.StartN(t, 3)
+	url := durable(urlOf(srvs...))
+	if r := runBin(t, nil, "acquire", "--url", url, "--ttl", "1m", "--key", "half"); r.code != exitOK {
+		t.Fatalf("acquire: %v", r)
+	}
+	srvs[0].MustDo(t, "DEL", "dlock:{half}:lock")
+	cont := srvs[2].PauseOnce()
+	defer cont()
+	r := runBin(t, nil, "inspect", "--url", url, "--timeout", "3s", "half")
+	if r.code != exitUnavailable || !strings.Contains(r.stdout, "unknown") {
+		t.Errorf("inspect, held on 1 of the 2 nodes that answer: %v; want exit %d, state unknown", r, exitUnavailable)
+	}
+	cont()
+	if r := runBin(t, nil, "inspect", "--url", url, "half"); r.code != exitOK || !strings.Contains(r.stdout, "held (on 2 of 3 nodes)") {
+		t.Errorf("inspect with every node back: %v; want exit 0, held on 2 of 3", r)
+	}
+}

@@ -27,12 +27,12 @@ import (
 // is indistinguishable from dlock saying it (see docs/cli.md).
 const (
 	exitOK          = 0
-	exitNotHeld     = 1   // inspect: nobody holds the lock; extend, release: the handle's lease ended
+	exitNotHeld     = 1   // inspect: nobody holds the lock; extend, release: the servers said the handle's lease ended
 	exitUsage       = 64  // EX_USAGE: bad flags, arguments or configuration
 	exitUnavailable = 69  // EX_UNAVAILABLE: the servers did not answer, or no majority did
 	exitSoftware    = 70  // EX_SOFTWARE: an error dlock did not expect
 	exitTaken       = 75  // EX_TEMPFAIL: the last attempt found the lock held elsewhere
-	exitLost        = 76  // the lease was lost while CMD ran; CMD was stopped
+	exitLost        = 76  // the lease was lost while CMD ran (CMD was stopped), or had ended when CMD exited
 	exitAuth        = 77  // EX_NOPERM: a server refused the username or password, or wants one
 	exitCannotExec  = 126 // CMD exists but could not be started
 	exitNotFound    = 127 // CMD was not found
@@ -43,18 +43,21 @@ const exitCodesHelp = `Exit codes:
   0      CMD exited 0 (run, elect); the lock is held (inspect); done
          (acquire, extend, release)
   1-63   CMD's own exit code, passed through (run, elect); 1: nobody holds
-         the lock (inspect), the handle's lease has ended (extend, release)
+         the lock (inspect), the servers answered that the handle's lease
+         has ended (extend, release)
   64     bad usage: flags, arguments or configuration; a handle that is not
          one, was edited, or is for other servers or strategy (EX_USAGE)
-  69     servers unavailable: no answer, or no majority answered, also when
-         --wait ran out while they were (EX_UNAVAILABLE)
+  69     servers unavailable: no answer, or no majority answered (for
+         extend, release and inspect: too few to tell), also when --wait
+         ran out while they were (EX_UNAVAILABLE)
   70     internal error (EX_SOFTWARE)
   75     lock held elsewhere: --wait 0 found it taken, or --wait ran out and
          the last attempt found it taken; for elect, another stayed leader
          for --wait; for run --rate, the limit did not admit the run within
          --wait (EX_TEMPFAIL)
   76     lease (or leadership) lost while CMD ran (renewal refused or
-         validity ran out); CMD was stopped
+         validity ran out; CMD was stopped), or ended by the time CMD
+         exited
   77     authentication failed: a server refused the username or password, or
          wants one (EX_NOPERM)
   126    CMD could not be started

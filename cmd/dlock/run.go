@@ -467,7 +467,7 @@ func (r *runner) supervise(ls holding, sigs <-chan os.Signal) int {
 	}
 	setProcessGroup(cmd)
 	if err := cmd.Start(); err != nil {
-		r.release(ls)
+		_ = r.release(ls)
 		r.logf("start %s: %v", r.argv[0], err)
 		if errors.Is(err, exec.ErrNotFound) || errors.Is(err, os.ErrNotExist) {
 			return exitNotFound
@@ -500,7 +500,12 @@ wait:
 		r.logf("lease on %q ended as %s exited (%v)", r.key, r.argv[0], err)
 		return exitLost
 	}
-	r.release(ls)
+	if err := r.release(ls); errors.Is(err, lease.ErrNotHeld) {
+		// The servers no longer held it: it ended (a break, a takeover)
+		// before its release, perhaps while CMD ran.
+		r.logf("lease on %q ended before %s's end was seen: its release was refused (%v)", r.key, r.argv[0], err)
+		return exitLost
+	}
 	return code
 }
 
@@ -528,17 +533,24 @@ func (r *runner) stop(cmd *exec.Cmd, exited <-chan struct{}, sigs <-chan os.Sign
 	}
 }
 
-func (r *runner) release(ls holding) {
+// release releases ls and returns the error of a release that failed,
+// having reported it unless the servers refused it as not held (the
+// caller says what that means).
+func (r *runner) release(ls holding) error {
 	if r.rate != nil {
-		return // an admission holds nothing
+		return nil // an admission holds nothing
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), lease.ReleaseTimeout)
 	defer cancel()
-	if err := ls.Release(ctx); err != nil {
+	err := ls.Release(ctx)
+	switch {
+	case errors.Is(err, lease.ErrNotHeld):
+	case err != nil:
 		r.logf("release %q: %v (the lock ends with its TTL)", r.key, err)
-	} else if r.verbose {
+	case r.verbose:
 		r.logf("released %q", r.key)
 	}
+	return err
 }
 
 // childExitCode is CMD's exit code, or 128+n when signal n killed it.

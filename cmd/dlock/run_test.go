@@ -33,6 +33,10 @@ func urlOf(srvs ...*redistest.Server) string {
 func TestRunExitCode(t *testing.T) {
 	t.Parallel()
 	url := urlOf(redistest.Start(t))
+	// A script without its execute bit exists but cannot be started, by
+	// root too.
+	noExec := filepath.Join(t.TempDir(), "no-exec.sh")
+	require.NoError(t, os.WriteFile(noExec, []byte("#!/bin/sh\nexit 0\n"), 0o644))
 	for _, tc := range []struct {
 		argv []string
 		want int
@@ -41,6 +45,8 @@ func TestRunExitCode(t *testing.T) {
 		{[]string{"sh", "-c", "exit 7"}, 7},
 		{[]string{"sh", "-c", "kill -9 $$"}, 128 + 9},
 		{[]string{"/nonexistent/cmd"}, exitNotFound},
+		{[]string{noExec}, exitCannotExec},
+		{[]string{t.TempDir()}, exitCannotExec},
 	} {
 		for _, client := range []string{"go-redis", "valkey-go"} {
 			r := runBin(t, nil, append([]string{"run", "--url", url, "--client", client, "--key", "exit", "--"}, tc.argv...)...)
@@ -532,5 +538,36 @@ func TestRunKeys(t *testing.T) {
 		if r := runBin(t, nil, tc.args...); r.code != exitUsage || !strings.Contains(r.stderr, tc.name) {
 			t.Errorf("%v: got %v; want exit %d naming %s", tc.args, r, exitUsage, tc.name)
 		}
+	}
+}
+
+// TestRunLeaseEndedAtExit: dlock run exits 76, not CMD's 0, when the lease
+// had ended by the time CMD exited: mutual exclusion may not have held to
+// the end. Two ways, on both strategies. dlock frozen (SIGSTOP, sent by
+// CMD) past the lease's TTL while CMD exits: when a helper continues it,
+// the lease has expired by its clock. CMD breaking its own lock (dlock
+// release --force) just before it exits, long before the renewal that
+// would hear of it: dlock hears of it from its release, which the servers
+// refuse.
+func TestRunLeaseEndedAtExit(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name string
+		srvs int
+	}{{"single", 1}, {"quorum", 3}} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			url := durable(urlOf(redistest.StartN(t, tc.srvs)...))
+			r := runBin(t, nil, "run", "--url", url, "--ttl", "1s", "--key", "frozen", "--",
+				"sh", "-c", `(sleep 2; kill -CONT $PPID) >/dev/null 2>&1 & kill -STOP $PPID; exit 0`)
+			if r.code != exitLost || !strings.Contains(r.stderr, "lease on \"frozen\" ended") {
+				t.Errorf("run frozen past its TTL as CMD exited: %v; want exit %d, the lease's end reported", r, exitLost)
+			}
+			r = runBin(t, nil, "run", "--url", url, "--ttl", "30s", "--key", "self", "--",
+				"sh", "-c", `"$0" release --force --url "$1" --key self >/dev/null`, bin, url)
+			if r.code != exitLost || !strings.Contains(r.stderr, "ended before") {
+				t.Errorf("run whose CMD broke its lock and exited 0: %v; want exit %d, the lease's end reported", r, exitLost)
+			}
+		})
 	}
 }

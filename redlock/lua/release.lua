@@ -13,9 +13,10 @@
 -- so the late vote is refused instead of holding the lock for a TTL. The
 -- gone set is scored by the time until which each record holds: records
 -- that lapsed are dropped whenever one is added, and the key expires with
--- its last. Replies 1 when deleted; 1 too when the lock is gone and the
--- counter is still at the lease's token (nobody took the lock since: this
--- release run again after its reply was lost); else 0.
+-- its last. Replies 1 when deleted; 2 when the lock is gone and the
+-- counter is still at the lease's token (nobody committed a token here
+-- since: this release run again after its reply was lost, or a break
+-- whose token this node never got); else 0.
 local function remember(id)
   local t = redis.call('TIME')
   local ms = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
@@ -36,5 +37,5 @@ if v == ARGV[1] then
   return 1
 end
 if ARGV[3] ~= '0' then remember(ARGV[1]) end
-if not v and ARGV[5] ~= '' and redis.call('GET', KEYS[5]) == ARGV[5] then return 1 end
+if not v and ARGV[5] ~= '' and redis.call('GET', KEYS[5]) == ARGV[5] then return 2 end
 return 0
