@@ -3,7 +3,8 @@
 # on a fresh Debian machine (redis-server, redis-cli, gcc, staticcheck), then
 # vets, runs staticcheck and runs every test with the race detector against
 # real redis-server processes; then scripts/test-valkey.sh runs the
-# server-dependent packages again on Valkey 8.0 and 7.2.
+# server-dependent packages again on Valkey 8.0 and 7.2, and
+# scripts/test-redis62.sh the floor's test on Redis 6.2.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -25,6 +26,7 @@ fi
 # Valkey, from ../shared/valkey beside the repository: its builds are
 # checked here, so that a missing one is said at once; its tests run last.
 ./scripts/test-valkey.sh --check
+./scripts/test-redis62.sh --check
 
 # observe/otelmetric is a module of its own (it keeps OpenTelemetry out of
 # dlock's dependencies), so ./... from the root does not reach it.
@@ -130,4 +132,7 @@ fuzzwait
 # two at once load two cores so that timing-bound tests of either fail.
 phase "valkey"
 ./scripts/test-valkey.sh
+# Below the floor: Redis 6.2, what refuses at once and what works (seconds).
+phase "redis 6.2"
+./scripts/test-redis62.sh
 phase "done"
