@@ -11,6 +11,7 @@ import (
 	"github.com/dlockgo/dlock/fence"
 	"github.com/dlockgo/dlock/internal/acquire"
 	"github.com/dlockgo/dlock/lease"
+	"github.com/dlockgo/dlock/node"
 )
 
 // ballot is one attempt at a lock: its owner, the calls it sends, and the
@@ -419,16 +420,13 @@ func (b *ballot) commit(ctx context.Context, req request, timeout time.Duration,
 	for pending := len(voters); pending > 0 && got < q && got+pending >= q; pending-- {
 		a := r.next()
 		name := lk.names[a.i]
-		switch {
-		case a.err != nil:
+		if a.err != nil {
 			ans[a.i] = answerOf(name, a)
-		case a.reply.Int(0) == 1:
-			ans[a.i] = NodeAnswer{Node: name, Kind: KindOK}
+			continue
+		}
+		ans[a.i] = readCommit(name, a.reply)
+		if ans[a.i].Kind == KindOK {
 			got++
-		case a.reply.Int(0) == 0:
-			ans[a.i] = NodeAnswer{Node: name, Kind: KindHeld}
-		default:
-			ans[a.i] = NodeAnswer{Node: name, Kind: KindError, Err: errCounterAhead}
 		}
 	}
 	r.abandon()
@@ -440,6 +438,25 @@ func (b *ballot) commit(ctx context.Context, req request, timeout time.Duration,
 		answers[i] = ans[i]
 	}
 	return answers, got
+}
+
+// readCommit reads node name's reply to a commit (commit.lua,
+// commit_set.lua), which is one integer: 1 committed (KindOK), 0 the owner
+// does not hold the lock (KindHeld), -1 a counter or the floor not lower
+// (errCounterAhead). Any other reply is an error answer, never a commit.
+func readCommit(name string, r node.Reply) NodeAnswer {
+	if len(r) == 1 && r[0].Kind == node.Int {
+		switch r[0].Int {
+		case 1:
+			return NodeAnswer{Node: name, Kind: KindOK}
+		case 0:
+			return NodeAnswer{Node: name, Kind: KindHeld}
+		case -1:
+			return NodeAnswer{Node: name, Kind: KindError, Err: errCounterAhead}
+		}
+	}
+	return NodeAnswer{Node: name, Kind: KindError,
+		Err: fmt.Errorf("%w: %d values, want one integer, 1, 0 or -1", errBadCommit, len(r))}
 }
 
 // tokenFor returns max(maxCounter+1, the lower median of times): the token

@@ -93,6 +93,10 @@ var errRepairing = errors.New("redlock: nodes that sat out are not repaired yet;
 // large in the meantime.
 var errCounterAhead = errors.New("redlock: fence counter moved ahead")
 
+// errBadCommit is a phase 2 answer of another shape than the scripts
+// give: an error, never a commit.
+var errBadCommit = errors.New("redlock: unexpected commit reply")
+
 // Option configures a Locker.
 type Option func(*config)
 
