@@ -4,6 +4,7 @@ import (
 	"context"
 	_ "embed"
 	"errors"
+	"fmt"
 	"strconv"
 	"strings"
 
@@ -37,20 +38,49 @@ var (
 	getScript = node.NewScript(getLua)
 )
 
+// MaxStoreToken is the largest token a Store takes: the script compares
+// tokens as Lua numbers (doubles), exact up to 2^53, above which two
+// tokens can compare equal.
+const MaxStoreToken Token = 1 << 53
+
+// errBadReply is a reply of another shape than the scripts give.
+var errBadReply = errors.New("fence: unexpected reply")
+
 // Put writes value to key under token t. It returns an error matching
 // ErrStale, and changes nothing, when key was already written under a larger
-// token.
+// token. A t above MaxStoreToken is refused with an *lease.ArgError and
+// nothing is sent. A reply of another shape than the script's is an
+// error: Put reports a write only when the server said it wrote.
 func (s *Store) Put(ctx context.Context, key, value string, t Token) error {
 	if err := argerr.CheckContext(ctx); err != nil {
 		return err
 	}
-	_, err := s.n.Eval(ctx, putScript, []string{key}, value, t.String())
+	if t > MaxStoreToken {
+		return &argerr.Error{Arg: "t", Value: t,
+			Rule: "must not exceed 2^53 (fence.MaxStoreToken): the store compares tokens as Lua numbers, exact up to 2^53"}
+	}
+	r, err := s.n.Eval(ctx, putScript, []string{key}, value, t.String())
+	return putResult(key, t, r, err)
+}
+
+// putResult reads the reply r (or the error err) of the put script for
+// key and t: nil only for the integer 1, the write.
+func putResult(key string, t Token, r node.Reply, err error) error {
 	var re *node.ReplyError
 	if errors.As(err, &re) && strings.HasPrefix(re.Msg, "DLSTALE ") {
-		h, _ := strconv.ParseUint(strings.TrimPrefix(re.Msg, "DLSTALE "), 10, 64)
+		h, perr := strconv.ParseUint(strings.TrimPrefix(re.Msg, "DLSTALE "), 10, 64)
+		if perr != nil {
+			return fmt.Errorf("%w: a refusal without its highest token: %w", errBadReply, err)
+		}
 		return &StaleError{Resource: key, Token: t, Highest: Token(h)}
 	}
-	return err
+	if err != nil {
+		return err
+	}
+	if len(r) != 1 || r[0].Kind != node.Int || r[0].Int != 1 {
+		return fmt.Errorf("%w: the put of %s replied %d values, want the integer 1", errBadReply, key, len(r))
+	}
+	return nil
 }
 
 // Get returns the value stored at key and the token it was written under;

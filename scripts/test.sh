@@ -121,6 +121,9 @@ done <<'TARGETS'
 ./rwlock FuzzReadClaim 1500x
 ./claims FuzzReadClaim 1500x
 ./redlock FuzzParseVote 1000x
+./redlock FuzzParseSetVote 1000x
+./redlock FuzzReadCommit 1000x
+./fence FuzzPutReply 1000x
 ./cmd/dlock FuzzRunArgs 750x
 ./cmd/dlock FuzzConfigFile 500x
 TARGETS
