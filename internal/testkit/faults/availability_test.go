@@ -16,7 +16,8 @@ const tries = 20
 // TestNodeLoss measures availability when nodes die (SIGKILL): the quorum
 // keeps granting with 2 of 5 dead and refuses every acquisition with 3 of 5
 // dead; the single strategy refuses every acquisition once its one node is
-// dead. Time to fail is the median duration of a refused attempt.
+// dead. Time to fail is the median duration of a refused attempt; with 3
+// of 5 dead, every refusal must take at most twice the node timeout.
 func TestNodeLoss(t *testing.T) {
 	t.Run("quorum", func(t *testing.T) {
 		t.Parallel()
@@ -34,7 +35,7 @@ func TestNodeLoss(t *testing.T) {
 			srvs[0].Kill()
 			srvs[1].Kill()
 			res := newResource()
-			ok, ttf, errs := attempts(t, lk, res, "k", tries)
+			ok, ttf, _, errs := attempts(t, lk, res, "k", tries)
 			res.fill(t, minority)
 			minority.Acquired, minority.Attempts, minority.TimeToFailMs = Int(ok), Int(tries), ttf
 			minority.Observed = errKinds(errs)
@@ -44,15 +45,19 @@ func TestNodeLoss(t *testing.T) {
 
 			srvs[2].Kill()
 			res = newResource()
-			ok, ttf, errs = attempts(t, lk, res, "k", tries)
+			ok, ttf, slowest, errs := attempts(t, lk, res, "k", tries)
 			res.fill(t, majority)
 			majority.Acquired, majority.Attempts, majority.TimeToFailMs = Int(ok), Int(tries), ttf
 			majority.Observed = errKinds(errs)
 			if ok != 0 {
 				t.Errorf("3 of 5 dead: %d of %d granted; want none", ok, tries)
 			}
-			if ttf != nil && *ttf > 2*float64(nodeTimeout.Milliseconds()) {
-				t.Errorf("time to fail %.1fms; want within twice the node timeout (%v)", *ttf, nodeTimeout)
+			t.Logf("3 of 5 dead: slowest refusal %.1fms", slowest)
+			// Every refusal, not only the median: the slowest one is
+			// within twice the node timeout.
+			if bound := 2 * float64(nodeTimeout.Milliseconds()); slowest > bound {
+				t.Errorf("slowest refusal %.1fms; want every one within twice the node timeout (%v)",
+					slowest, nodeTimeout)
 			}
 		})
 	})
@@ -67,7 +72,7 @@ func TestNodeLoss(t *testing.T) {
 			redistest.Warm(t, lk)
 			srv.Kill()
 			res := newResource()
-			ok, ttf, errs := attempts(t, lk, res, "k", tries)
+			ok, ttf, _, errs := attempts(t, lk, res, "k", tries)
 			res.fill(t, row)
 			row.Acquired, row.Attempts, row.TimeToFailMs = Int(ok), Int(tries), ttf
 			row.Observed = fmt.Sprintf("%s (connection refused)", errKinds(errs))

@@ -180,9 +180,10 @@ func supersededAccepted(h safety.History) int {
 }
 
 // attempts runs n single attempts at key, each released at once when it
-// succeeds, and returns how many succeeded and the median time of those
-// that failed (nil when none failed).
-func attempts(t *testing.T, lk locker, res *resource, key string, n int) (ok int, ttf *float64, errs []error) {
+// succeeds, and returns how many succeeded, the median time of those
+// that failed (nil when none failed) and the longest of them, ms (0 when
+// none failed).
+func attempts(t *testing.T, lk locker, res *resource, key string, n int) (ok int, ttf *float64, slowest float64, errs []error) {
 	t.Helper()
 	var failed, took []float64
 	defer func() {
@@ -213,8 +214,9 @@ func attempts(t *testing.T, lk locker, res *resource, key string, n int) (ok int
 	if len(failed) > 0 {
 		slices.Sort(failed)
 		ttf = Ms(failed[len(failed)/2])
+		slowest = failed[len(failed)-1]
 	}
-	return ok, ttf, errs
+	return ok, ttf, slowest, errs
 }
 
 // lockLeft reports whether a redlock lock key for key exists on s.
