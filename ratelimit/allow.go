@@ -87,7 +87,10 @@ func (l *Limiter) allowN(ctx context.Context, key string, n int) (Result, error)
 		a := l.ask(c, l.nodes[0], keys, nArg)
 		cancel()
 		if a.err != nil {
-			return Result{}, ctxerr.Wrap(ctx, a.err)
+			// A node timeout of the Limiter's own is the node's
+			// failure: the error matches a context's end only when
+			// the caller's context ended.
+			return Result{}, ctxerr.Wrap(ctx, ctxerr.Detach(a.err))
 		}
 		return a.result(), nil
 	}
@@ -162,7 +165,11 @@ func (l *Limiter) quorum(ctx context.Context, keys []string, n int, nArg string)
 	}
 	d.decide(admitted >= l.majority)
 	if !d.admitted && failed > count-l.majority {
-		return Result{}, fmt.Errorf("%w: %d of %d nodes failed, the first with: %w", ErrNoQuorum, failed, count, firstErr)
+		// The nodes' calls are bounded by the node timeout, not by
+		// ctx: a node that timed out failed, and the error matches a
+		// context's end only when the caller's context ended.
+		return Result{}, ctxerr.Wrap(ctx, fmt.Errorf("%w: %d of %d nodes failed, the first with: %w",
+			ErrNoQuorum, failed, count, ctxerr.Detach(firstErr)))
 	}
 	return l.sum(got, d.admitted), nil
 }

@@ -108,3 +108,26 @@ func TestParseRate(t *testing.T) {
 		}
 	}
 }
+
+// TestRunRateUnavailable: with two of three servers stopped, the rate
+// limit has no majority: dlock run --rate exits 69 (unavailable), with or
+// without --wait, not 75 (not admitted): the nodes' timeouts are not the
+// end of --wait.
+func TestRunRateUnavailable(t *testing.T) {
+	t.Parallel()
+	srvs := redistest.StartN(t, 3)
+	for _, s := range srvs[1:] {
+		resume := s.PauseOnce()
+		t.Cleanup(resume) // before the servers' own cleanup
+		defer resume()
+	}
+	for _, client := range redistest.Clients {
+		for _, wait := range []string{"0", "2s"} {
+			r := runBin(t, nil, "run", "--url", urlOf(srvs...), "--client", client, "--rate", "10/s",
+				"--key", "unavailable", "--wait", wait, "--", "true")
+			if r.code != exitUnavailable || !strings.Contains(r.stderr, "too few nodes answered") {
+				t.Errorf("%s, --wait %s, 2 of 3 servers stopped: got %v; want exit %d, too few nodes answered", client, wait, r, exitUnavailable)
+			}
+		}
+	}
+}
