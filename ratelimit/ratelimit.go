@@ -89,6 +89,7 @@ import (
 	_ "embed"
 	"errors"
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 	"sync"
@@ -162,7 +163,12 @@ func (l Limit) burst() int {
 }
 
 // Check returns an *lease.ArgError naming the field and its rule when l
-// breaks one, as New does.
+// breaks one, as New does: Rate >= 1, Per > 0, Burst >= 0; the interval
+// Per/Rate at least 1 µs (at most one request per µs of Per); and the
+// refill, Burst × Per/Rate (Per itself for a zero Burst), at most
+// MaxRefill, and so the interval too. Every limit Check admits works on
+// the servers: the script's µs, and the key's expiry, stay far within
+// what they count.
 func (l Limit) Check() error {
 	switch {
 	case l.Rate < 1:
@@ -171,11 +177,21 @@ func (l Limit) Check() error {
 		return &lease.ArgError{Arg: "limit.Per", Value: l.Per, Rule: "must be > 0"}
 	case l.Burst < 0:
 		return &lease.ArgError{Arg: "limit.Burst", Value: l.Burst, Rule: "must be >= 0 (0 means Rate)"}
-	case l.Per/time.Microsecond < time.Duration(l.Rate):
+	case int64(l.Per/time.Microsecond) < int64(l.Rate):
 		return &lease.ArgError{Arg: "limit.Rate", Value: l.Rate,
-			Rule: "must be at most one per µs of Per (" + l.Per.String() + ")"}
+			Rule: "must be at most one per µs of Per (" + l.Per.String() + "): the interval Per/Rate must be at least 1µs"}
 	}
-	if refill := time.Duration(l.burst()) * l.interval(); refill > MaxRefill || refill/time.Duration(l.burst()) != l.interval() {
+	const maxUs = int64(MaxRefill / time.Microsecond)
+	iv := l.intervalUs()
+	if iv > maxUs {
+		return &lease.ArgError{Arg: "limit.Per", Value: l.Per,
+			Rule: "must make the interval Per/Rate at most ratelimit.MaxRefill (" + MaxRefill.String() + ")"}
+	}
+	if int64(l.burst()) > maxUs/iv {
+		if l.Burst == 0 {
+			return &lease.ArgError{Arg: "limit.Per", Value: l.Per,
+				Rule: "must be at most ratelimit.MaxRefill (" + MaxRefill.String() + ") with Burst 0 (Rate): Burst × Per/Rate is the refill"}
+		}
 		return &lease.ArgError{Arg: "limit.Burst", Value: l.Burst,
 			Rule: "must refill within ratelimit.MaxRefill (Burst × Per / Rate <= " + MaxRefill.String() + ")"}
 	}
@@ -183,10 +199,24 @@ func (l Limit) Check() error {
 }
 
 // interval returns Per/Rate rounded up to a µs: rounding up never admits
-// more than Rate per Per.
-func (l Limit) interval() time.Duration {
-	ns := (l.Per + time.Duration(l.Rate) - 1) / time.Duration(l.Rate)
-	return (ns + time.Microsecond - 1).Truncate(time.Microsecond)
+// more than Rate per Per. l must pass Check.
+func (l Limit) interval() time.Duration { return time.Duration(l.intervalUs()) * time.Microsecond }
+
+// intervalUs returns Per/Rate in µs, rounded up, without overflow:
+// ⌈⌈Per/Rate⌉ ns / 1000⌉ = ⌈Per / (Rate × 1000)⌉, and Rate × 1000 fits
+// when Rate is at most Per in µs (Check). Rate and Per must be positive.
+func (l Limit) intervalUs() int64 {
+	per, rate := int64(l.Per), int64(l.Rate)
+	if rate > math.MaxInt64/1000 {
+		// Only for a limit Check refuses: Rate above Per in µs.
+		return 1
+	}
+	d := rate * 1000
+	q := per / d
+	if per%d != 0 {
+		q++
+	}
+	return q
 }
 
 // Option configures a Limiter; pass options to New.

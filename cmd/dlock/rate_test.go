@@ -72,6 +72,11 @@ func TestRunRateUsage(t *testing.T) {
 		{[]string{"--rate", "10/-1s", "--key", "k"}, "PERIOD -1s must be > 0"},
 		{[]string{"--rate", "10/s", "--burst", "-1", "--key", "k"}, "--burst -1 must be >= 0"},
 		{[]string{"--burst", "3", "--key", "k"}, "--burst needs --rate"},
+		// Limits whose interval or refill overflowed and passed, then
+		// failed on the servers (69).
+		{[]string{"--rate", "1/2562047h", "--burst", "1", "--key", "k"}, "PERIOD 2562047h0m0s must make the interval"},
+		{[]string{"--rate", "1000000000000000/2562047h", "--key", "k"}, "PERIOD 2562047h0m0s must be at most"},
+		{[]string{"--rate", "1/d", "--burst", "367", "--key", "k"}, "--burst 367 must refill"},
 		{[]string{"--rate", "10/s", "--permits", "2", "--key", "k"}, "--rate excludes"},
 		{[]string{"--rate", "10/s", "--keys", "a,b"}, "--rate excludes"},
 		{[]string{"--rate", "10/s", "--shared", "--key", "k"}, "--rate excludes"},
