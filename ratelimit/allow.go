@@ -230,11 +230,53 @@ func (l *Limiter) ask(ctx context.Context, nd node.Node, keys []string, nArg str
 	if err != nil {
 		return answer{err: fmt.Errorf("ratelimit: %s: %w", nd, err)}
 	}
-	a := answer{admitted: r.Int(0) == 1, remaining: r.Int(1), retryUs: r.Int(2), resetUs: r.Int(3), written: r.Str(4)}
-	if len(r) < 4 || a.admitted && a.written == "" {
-		return answer{err: fmt.Errorf("ratelimit: %s: unexpected reply %v", nd, r)}
+	a, err := parseReply(r, l.limit.Burst)
+	if err != nil {
+		return answer{err: fmt.Errorf("ratelimit: %s: %w", nd, err)}
 	}
 	return a
+}
+
+// maxUs is the most µs a reply's times can be: MaxRefill, the longest
+// any Limit (of any Limiter on the key) can push TAT ahead.
+const maxUs = int64(MaxRefill / time.Microsecond)
+
+// parseReply reads gcra.lua's reply, or returns an error matching
+// acquire.ErrBadReply when it is of another shape: {1, left, 0, µs until
+// full, the TAT written (a decimal integer)} for an admission, {0, left,
+// µs until retry (> 0), µs until full} for a refusal, left from 0 to
+// burst and the times at most MaxRefill. A reply of any other shape is
+// never an admission.
+func parseReply(r node.Reply, burst int) (answer, error) {
+	adm, err := acquire.ReplyInt(r, 0, 0, 1)
+	if err != nil {
+		return answer{}, err
+	}
+	want := 4 + int(adm)
+	if err := acquire.ReplyLen(r, want); err != nil {
+		return answer{}, err
+	}
+	a := answer{admitted: adm == 1}
+	if a.remaining, err = acquire.ReplyInt(r, 1, 0, int64(burst)); err != nil {
+		return answer{}, err
+	}
+	lo, hi := int64(1), maxUs // a refusal's retry is after now
+	if a.admitted {
+		lo, hi = 0, 0
+	}
+	if a.retryUs, err = acquire.ReplyInt(r, 2, lo, hi); err != nil {
+		return answer{}, err
+	}
+	if a.resetUs, err = acquire.ReplyInt(r, 3, 0, maxUs); err != nil {
+		return answer{}, err
+	}
+	if a.admitted {
+		a.written = r.Str(4)
+		if v, err := strconv.ParseInt(a.written, 10, 64); err != nil || v <= 0 || r[4].Kind != node.Str {
+			return answer{}, fmt.Errorf("%w: value 4 of 5 is not a TAT in µs", acquire.ErrBadReply)
+		}
+	}
+	return a, nil
 }
 
 func (a answer) result() Result {

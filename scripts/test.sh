@@ -119,6 +119,7 @@ done <<'TARGETS'
 ./rwlock FuzzReadClaim 1500x
 ./claims FuzzReadClaim 1500x
 ./redlock FuzzParseVote 1000x
+./ratelimit FuzzParseReply 1500x
 ./cmd/dlock FuzzRunArgs 750x
 ./cmd/dlock FuzzConfigFile 500x
 TARGETS
