@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -37,7 +38,7 @@ type answer struct {
 	admitted         bool
 	remaining        int64
 	retryUs, resetUs int64
-	written          string // the TAT an admission wrote
+	written          string // an admission's id, for its refund
 	err              error
 }
 
@@ -76,7 +77,7 @@ func (l *Limiter) allowN(ctx context.Context, key string, n int) (Result, error)
 	if err := l.begin(); err != nil {
 		return Result{}, err
 	}
-	keys := []string{KeyOf(key)}
+	keys := keysOf(key)
 	nArg := strconv.Itoa(n)
 	if len(l.nodes) == 1 {
 		defer l.calls.Done()
@@ -132,9 +133,14 @@ func (l *Limiter) quorum(ctx context.Context, keys []string, n int, nArg string)
 			if a.admitted != d.admitted {
 				c, cancel := context.WithTimeout(base, l.timeout)
 				if a.admitted {
-					_, _ = nd.Eval(c, refundScript, keys, a.written, cost)
-				} else {
-					_, _ = nd.Eval(c, chargeScript, keys, cost, l.args[1])
+					r, err := nd.Eval(c, refundScript, keys, a.written, l.args[2])
+					if err == nil && r.Int(0) == 1 {
+						l.refunded.Add(1)
+					} else {
+						l.unrefunded.Add(1)
+					}
+				} else if _, err := nd.Eval(c, chargeScript, keys, cost, l.args[1], l.args[2]); err == nil {
+					l.charged.Add(1)
 				}
 				cancel()
 			}
@@ -226,7 +232,7 @@ func us(v int64) time.Duration { return time.Duration(v) * time.Microsecond }
 
 // ask runs the script on one node.
 func (l *Limiter) ask(ctx context.Context, nd node.Node, keys []string, nArg string) answer {
-	r, err := nd.Eval(ctx, gcraScript, keys, l.args[0], l.args[1], nArg)
+	r, err := nd.Eval(ctx, gcraScript, keys, l.args[0], l.args[1], nArg, l.args[2])
 	if err != nil {
 		return answer{err: fmt.Errorf("ratelimit: %s: %w", nd, err)}
 	}
@@ -243,7 +249,7 @@ const maxUs = int64(MaxRefill / time.Microsecond)
 
 // parseReply reads gcra.lua's reply, or returns an error matching
 // acquire.ErrBadReply when it is of another shape: {1, left, 0, µs until
-// full, the TAT written (a decimal integer)} for an admission, {0, left,
+// full, its id ("T.SEQ", two decimal integers)} for an admission, {0, left,
 // µs until retry (> 0), µs until full} for a refusal, left from 0 to
 // burst and the times at most MaxRefill. A reply of any other shape is
 // never an admission.
@@ -272,11 +278,20 @@ func parseReply(r node.Reply, burst int) (answer, error) {
 	}
 	if a.admitted {
 		a.written = r.Str(4)
-		if v, err := strconv.ParseInt(a.written, 10, 64); err != nil || v <= 0 || r[4].Kind != node.Str {
-			return answer{}, fmt.Errorf("%w: value 4 of 5 is not a TAT in µs", acquire.ErrBadReply)
+		if !validID(a.written) {
+			return answer{}, fmt.Errorf("%w: value 4 of 5 is not an admission's id", acquire.ErrBadReply)
 		}
 	}
 	return a, nil
+}
+
+// validID reports whether id is an admission's id, "T.SEQ": two decimal
+// integers.
+func validID(id string) bool {
+	t, seq, ok := strings.Cut(id, ".")
+	_, err1 := strconv.ParseUint(t, 10, 63)
+	_, err2 := strconv.ParseUint(seq, 10, 63)
+	return ok && err1 == nil && err2 == nil
 }
 
 func (a answer) result() Result {

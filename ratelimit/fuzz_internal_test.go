@@ -3,6 +3,7 @@ package ratelimit
 import (
 	"errors"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/dlockgo/dlock/internal/acquire"
@@ -15,7 +16,7 @@ import (
 // acquire.ErrBadReply, never an admission, and never a panic; an
 // admission carries the TAT it wrote, for the refund.
 func FuzzParseReply(f *testing.F) {
-	tat := fuzzreply.Str("1700000000123456")
+	tat := fuzzreply.Str("1700000000123456.7")
 	for _, s := range []struct {
 		r     node.Reply
 		burst uint8
@@ -26,6 +27,8 @@ func FuzzParseReply(f *testing.F) {
 		{node.Reply{fuzzreply.Int(1), fuzzreply.Int(4), fuzzreply.Int(0), fuzzreply.Int(100000), fuzzreply.Str("")}, 5},
 		{node.Reply{fuzzreply.Int(1), fuzzreply.Str("4"), fuzzreply.Int(0), fuzzreply.Int(100000), tat}, 5},
 		{node.Reply{fuzzreply.Int(1), fuzzreply.Int(4), fuzzreply.Int(0), fuzzreply.Int(100000), fuzzreply.Int(1)}, 5},
+		{node.Reply{fuzzreply.Int(1), fuzzreply.Int(4), fuzzreply.Int(0), fuzzreply.Int(100000), fuzzreply.Str("1700000000123456")}, 5},
+		{node.Reply{fuzzreply.Int(1), fuzzreply.Int(4), fuzzreply.Int(0), fuzzreply.Int(100000), fuzzreply.Str("-1.2")}, 5},
 		{fuzzreply.Ints(0, 0, 0, 500000), 5},
 		{fuzzreply.Ints(2, 0, 1, 1), 5},
 		{node.Reply{fuzzreply.Str("1"), fuzzreply.Int(4), fuzzreply.Int(0), fuzzreply.Int(100000), tat}, 5},
@@ -48,8 +51,11 @@ func FuzzParseReply(f *testing.F) {
 		want := 4
 		if a.admitted {
 			want = 5
-			if v, perr := strconv.ParseInt(a.written, 10, 64); perr != nil || v <= 0 || a.retryUs != 0 {
-				t.Fatalf("parseReply(%v) = %+v: an admission without a TAT written, or with a retry", r, a)
+			at, seq, ok := strings.Cut(a.written, ".")
+			_, err1 := strconv.ParseUint(at, 10, 63)
+			_, err2 := strconv.ParseUint(seq, 10, 63)
+			if !ok || err1 != nil || err2 != nil || a.retryUs != 0 {
+				t.Fatalf("parseReply(%v) = %+v: an admission without its id, or with a retry", r, a)
 			}
 		} else if a.retryUs <= 0 || a.written != "" {
 			t.Fatalf("parseReply(%v) = %+v: a refusal with no retry, or a TAT", r, a)

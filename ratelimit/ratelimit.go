@@ -93,6 +93,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/dlockgo/dlock/internal/keyname"
@@ -100,19 +101,24 @@ import (
 	"github.com/dlockgo/dlock/node"
 )
 
-// The scripts, in lua/ with their keys, arguments and replies.
+// The scripts, in lua/ with their keys, arguments and replies; each
+// begins with log.lua, the state of the limit's keys.
 var (
-	// gcraScript: KEYS the limit's key; ARGV the interval µs, the
-	// tolerance µs, n. Replies {admitted 1/0, left, µs until retry, µs
-	// until full, and when admitted the TAT written}.
-	gcraScript = node.NewScript(gcraSource)
-	// refundScript: KEYS the limit's key; ARGV the TAT an admission
-	// wrote, n × the interval µs. Replies 1 when it undid the admission.
-	refundScript = node.NewScript(refundSource)
-	// chargeScript: KEYS the limit's key; ARGV n × the interval µs, the
-	// tolerance µs. Replies 1.
-	chargeScript = node.NewScript(chargeSource)
+	// gcraScript: KEYS the limit's keys (keysOf); ARGV the interval µs,
+	// the tolerance µs, n, how long to keep the admission refundable µs
+	// (0: no log). Replies {admitted 1/0, left, µs until retry, µs until
+	// full, and when admitted its id}.
+	gcraScript = node.NewScript(logSource + gcraSource)
+	// refundScript: KEYS the limit's keys; ARGV the admission's id, the
+	// keep µs. Replies 1 when it undid the admission.
+	refundScript = node.NewScript(logSource + refundSource)
+	// chargeScript: KEYS the limit's keys; ARGV n × the interval µs, the
+	// tolerance µs, the keep µs. Replies 1.
+	chargeScript = node.NewScript(logSource + chargeSource)
 )
+
+//go:embed lua/log.lua
+var logSource string
 
 //go:embed lua/gcra.lua
 var gcraSource string
@@ -247,12 +253,16 @@ type Limiter struct {
 	majority int
 	timeout  time.Duration
 	observer lease.Observer
-	args     [2]string // the interval and the tolerance, µs
+	args     [3]string // the interval, the tolerance and the keep, µs
 	interval int64     // µs
 
 	mu     sync.Mutex
 	closed bool
 	calls  sync.WaitGroup // calls to nodes still running after their Allow returned
+
+	// What the nodes' calls after a decision did, for the tests'
+	// measurements: refunds made and skipped, charges made.
+	refunded, unrefunded, charged atomic.Int64
 }
 
 // New returns a Limiter of limit on nodes: one node, or several
@@ -292,11 +302,24 @@ func New(nodes []node.Node, limit Limit, opts ...Option) (*Limiter, error) {
 		timeout:  cfg.nodeTimeout,
 		observer: cfg.observer,
 		interval: iv.Microseconds(),
-		args: [2]string{
+		args: [3]string{
 			strconv.FormatInt(iv.Microseconds(), 10),
 			strconv.FormatInt(iv.Microseconds()*int64(limit.Burst), 10),
+			strconv.FormatInt(keepFor(len(nodes), cfg.nodeTimeout), 10),
 		},
 	}, nil
+}
+
+// keepFor returns how long, in µs, the nodes of a quorum keep an
+// admission refundable: three node timeouts, the longest a refund comes
+// after its admission (the majority's answers, then the refund, each
+// bounded by the node timeout) with room to spare; 0, no log, on one
+// node.
+func keepFor(nodes int, timeout time.Duration) int64 {
+	if nodes == 1 {
+		return 0
+	}
+	return 3 * timeout.Microseconds()
 }
 
 // Limit returns the Limiter's limit, its Burst set.
@@ -306,8 +329,17 @@ func (l *Limiter) Limit() Limit { return l.limit }
 // node.
 func (l *Limiter) Majority() int { return l.majority }
 
-// KeyOf returns the server key of the limit on key.
+// KeyOf returns the server key of the limit on key: its TAT. A quorum
+// keeps beside it, while refunds may come, the log of its latest
+// admissions, LogKeyOf.
 func KeyOf(key string) string { return keyname.Rate(key) }
+
+// LogKeyOf returns the server key of the log of the limit on key: KeyOf
+// and ":log", in the same hash slot.
+func LogKeyOf(key string) string { return keyname.Rate(key) + ":log" }
+
+// keysOf returns the scripts' KEYS for the limit on key.
+func keysOf(key string) []string { return []string{KeyOf(key), LogKeyOf(key)} }
 
 // Close makes later calls fail with ErrClosed and waits for the calls to
 // slow nodes that outlived their Allow (a quorum returns as soon as a
