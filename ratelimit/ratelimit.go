@@ -12,7 +12,7 @@
 // is at most Burst × Per/Rate ahead of now, and then moves TAT by
 // n × Per/Rate; a refusal writes nothing. The key expires when TAT
 // passes, so a limit at rest keeps nothing on the server, and a busy one
-// keeps one small string. GCRA was chosen over a sliding window: it is
+// keeps one small string (on a quorum, and a short log). GCRA was chosen over a sliding window: it is
 // exact where a window log must keep one entry per admission (memory
 // growing with the rate) and a window counter only approximates; it
 // answers when to retry and when the limit is full again from its one
@@ -31,21 +31,25 @@
 //
 // After the decision, the nodes that answered otherwise are brought in
 // line with it, so that every node counts the same admissions. A request
-// the majority refused is refunded on the nodes that admitted it, by a
-// script that undoes the admission only when the key still holds what the
-// admission wrote, that is when nothing was admitted there since: the
-// node's state is then exactly what it would be had the request never
-// come (a blind refund could hand back more than the request took, since
-// GCRA moves TAT to max(TAT, now) before adding). A request the majority
-// admitted is charged on the nodes that refused it, moving their TAT on
-// as an admission would, but never past an empty limit. Neither can make
-// a node admit more than it would have: the bound below holds as it
-// would without them. Without them, nodes that took different requests
-// near the limit drifted apart: with no refunds a quorum under contention
-// admitted a quarter of the rate, and with refunds but no charges, nodes
-// that missed admissions kept budget the others had spent, and a healthy
-// quorum admitted up to 1.2 times the single server's rate. A refund
-// that finds a later admission, or a refund or charge that fails, is
+// the majority refused is refunded on the nodes that admitted it; a
+// request the majority admitted is charged on the nodes that refused it,
+// moving their TAT on as an admission would, but never past an empty
+// limit. For the refunds, each node of a quorum keeps beside TAT a log of
+// its latest admissions and charges (those of the last three node
+// timeouts, at most 32; LogKeyOf): a refund removes its admission from the
+// log and replays TAT from the rest, so the node's state is exactly what
+// it would be had the request never come, whatever was admitted or
+// charged after it. (A blind refund, TAT − n × Per/Rate, could hand back
+// more than the request took, since GCRA moves TAT to max(TAT, now)
+// before adding; an exact undo of the latest admission alone, as before
+// the log, was skipped whenever a later admission stood on it, which
+// under contention was nearly always: the refused requests' budget stayed
+// spent, the nodes drifted to full, and five nodes with 48 callers
+// admitted a quarter to a half of the ideal.) Neither a refund nor a
+// charge can make a node admit more than it would have: the bound below
+// holds as it would without them (proof below). Without them, nodes that
+// took different requests near the limit drifted apart. A refund of an
+// admission no longer logged, or a refund or charge that fails, is
 // skipped: under-admission, never over. Either costs one more round trip
 // to the nodes that disagreed, after the call returns.
 //
@@ -60,6 +64,21 @@
 // missed the latest writes, an eviction) adds up to B. A server clock that
 // jumps forward by J counts as J more of T; one that runs fast by ε
 // stretches T to (1+ε)T.
+//
+// With refunds and charges it holds on each node of a quorum as well, by
+// this invariant: for every time a, TAT ≥ a + I × N(a), N(a) being the
+// requests (weighted by n) the node admitted at or after a and did not
+// refund, whenever N(a) ≥ 1. An admission at t sets max(TAT, t) + n×I,
+// at least TAT + n×I and at least t + n×I, so the invariant holds after
+// it for every a; a charge, and a lost key (read as now, past the TAT that
+// expired), only move TAT later; and a refund sets TAT to the replay of
+// the log's base through its other entries, where the base met the
+// invariant for the admissions folded into it (which can no longer be
+// refunded) and each replayed step is an admission's or a charge's, which
+// keep it. Now take the k admissions of a window [a, b] that stand at its
+// end, the last at t: when it was admitted TAT became at most t + B×I,
+// and, by the invariant then (every one of the k stood then too), at
+// least a + k×I; so k ≤ B + (t − a)/I.
 //
 // On N nodes with majority M = N/2+1, every admitted request was admitted
 // by at least M nodes, and node j keeps at most B×(1+R_j) + ⌊T_j/I⌋
@@ -81,7 +100,8 @@
 // # Keys
 //
 // A limit's key is "dlock:rate:{KEY}" (see KeyOf), tagged so that it works
-// on a Cluster. One key holds one limit: Limiters of different Limits on
+// on a Cluster; a quorum's log is "dlock:rate:{KEY}:log" (LogKeyOf), in
+// the same slot. One key holds one limit: Limiters of different Limits on
 // the same key share its TAT, each judging by its own Limit.
 package ratelimit
 
