@@ -31,6 +31,7 @@ import (
 
 	"github.com/dlockgo/dlock/fence"
 	"github.com/dlockgo/dlock/internal/argerr"
+	"github.com/dlockgo/dlock/internal/ctxerr"
 	"github.com/dlockgo/dlock/lease"
 )
 
@@ -215,8 +216,10 @@ func (e *Election) read(ctx context.Context) (Leader, fence.Token, error) {
 			}
 		}
 		if most+len(errs) >= info.Quorum {
-			return Leader{}, 0, fmt.Errorf("election: read the leader of %q: %d of %d servers answered, too few to tell: %w",
-				e.name, len(info.Nodes)-len(errs), len(info.Nodes), errors.Join(errs...))
+			// The nodes' timeouts are their failures, not the end
+			// of ctx: the error matches that only when ctx ended.
+			return Leader{}, 0, ctxerr.Wrap(ctx, fmt.Errorf("election: read the leader of %q: %d of %d servers answered, too few to tell: %w",
+				e.name, len(info.Nodes)-len(errs), len(info.Nodes), ctxerr.Detach(errors.Join(errs...))))
 		}
 		return Leader{}, info.Token, nil
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -37,7 +38,7 @@ type answer struct {
 	admitted         bool
 	remaining        int64
 	retryUs, resetUs int64
-	written          string // the TAT an admission wrote
+	written          string // an admission's id, for its refund
 	err              error
 }
 
@@ -76,7 +77,7 @@ func (l *Limiter) allowN(ctx context.Context, key string, n int) (Result, error)
 	if err := l.begin(); err != nil {
 		return Result{}, err
 	}
-	keys := []string{KeyOf(key)}
+	keys := keysOf(key)
 	nArg := strconv.Itoa(n)
 	if len(l.nodes) == 1 {
 		defer l.calls.Done()
@@ -87,7 +88,10 @@ func (l *Limiter) allowN(ctx context.Context, key string, n int) (Result, error)
 		a := l.ask(c, l.nodes[0], keys, nArg)
 		cancel()
 		if a.err != nil {
-			return Result{}, ctxerr.Wrap(ctx, a.err)
+			// A node timeout of the Limiter's own is the node's
+			// failure: the error matches a context's end only when
+			// the caller's context ended.
+			return Result{}, ctxerr.Wrap(ctx, ctxerr.Detach(a.err))
 		}
 		return a.result(), nil
 	}
@@ -129,9 +133,14 @@ func (l *Limiter) quorum(ctx context.Context, keys []string, n int, nArg string)
 			if a.admitted != d.admitted {
 				c, cancel := context.WithTimeout(base, l.timeout)
 				if a.admitted {
-					_, _ = nd.Eval(c, refundScript, keys, a.written, cost)
-				} else {
-					_, _ = nd.Eval(c, chargeScript, keys, cost, l.args[1])
+					r, err := nd.Eval(c, refundScript, keys, a.written, l.args[2])
+					if err == nil && r.Int(0) == 1 {
+						l.refunded.Add(1)
+					} else {
+						l.unrefunded.Add(1)
+					}
+				} else if _, err := nd.Eval(c, chargeScript, keys, cost, l.args[1], l.args[2]); err == nil {
+					l.charged.Add(1)
 				}
 				cancel()
 			}
@@ -162,7 +171,11 @@ func (l *Limiter) quorum(ctx context.Context, keys []string, n int, nArg string)
 	}
 	d.decide(admitted >= l.majority)
 	if !d.admitted && failed > count-l.majority {
-		return Result{}, fmt.Errorf("%w: %d of %d nodes failed, the first with: %w", ErrNoQuorum, failed, count, firstErr)
+		// The nodes' calls are bounded by the node timeout, not by
+		// ctx: a node that timed out failed, and the error matches a
+		// context's end only when the caller's context ended.
+		return Result{}, ctxerr.Wrap(ctx, fmt.Errorf("%w: %d of %d nodes failed, the first with: %w",
+			ErrNoQuorum, failed, count, ctxerr.Detach(firstErr)))
 	}
 	return l.sum(got, d.admitted), nil
 }
@@ -219,15 +232,66 @@ func us(v int64) time.Duration { return time.Duration(v) * time.Microsecond }
 
 // ask runs the script on one node.
 func (l *Limiter) ask(ctx context.Context, nd node.Node, keys []string, nArg string) answer {
-	r, err := nd.Eval(ctx, gcraScript, keys, l.args[0], l.args[1], nArg)
+	r, err := nd.Eval(ctx, gcraScript, keys, l.args[0], l.args[1], nArg, l.args[2])
 	if err != nil {
 		return answer{err: fmt.Errorf("ratelimit: %s: %w", nd, err)}
 	}
-	a := answer{admitted: r.Int(0) == 1, remaining: r.Int(1), retryUs: r.Int(2), resetUs: r.Int(3), written: r.Str(4)}
-	if len(r) < 4 || a.admitted && a.written == "" {
-		return answer{err: fmt.Errorf("ratelimit: %s: unexpected reply %v", nd, r)}
+	a, err := parseReply(r, l.limit.Burst)
+	if err != nil {
+		return answer{err: fmt.Errorf("ratelimit: %s: %w", nd, err)}
 	}
 	return a
+}
+
+// maxUs is the most µs a reply's times can be: MaxRefill, the longest
+// any Limit (of any Limiter on the key) can push TAT ahead.
+const maxUs = int64(MaxRefill / time.Microsecond)
+
+// parseReply reads gcra.lua's reply, or returns an error matching
+// acquire.ErrBadReply when it is of another shape: {1, left, 0, µs until
+// full, its id ("T.SEQ", two decimal integers)} for an admission, {0, left,
+// µs until retry (> 0), µs until full} for a refusal, left from 0 to
+// burst and the times at most MaxRefill. A reply of any other shape is
+// never an admission.
+func parseReply(r node.Reply, burst int) (answer, error) {
+	adm, err := acquire.ReplyInt(r, 0, 0, 1)
+	if err != nil {
+		return answer{}, err
+	}
+	want := 4 + int(adm)
+	if err := acquire.ReplyLen(r, want); err != nil {
+		return answer{}, err
+	}
+	a := answer{admitted: adm == 1}
+	if a.remaining, err = acquire.ReplyInt(r, 1, 0, int64(burst)); err != nil {
+		return answer{}, err
+	}
+	lo, hi := int64(1), maxUs // a refusal's retry is after now
+	if a.admitted {
+		lo, hi = 0, 0
+	}
+	if a.retryUs, err = acquire.ReplyInt(r, 2, lo, hi); err != nil {
+		return answer{}, err
+	}
+	if a.resetUs, err = acquire.ReplyInt(r, 3, 0, maxUs); err != nil {
+		return answer{}, err
+	}
+	if a.admitted {
+		a.written = r.Str(4)
+		if !validID(a.written) {
+			return answer{}, fmt.Errorf("%w: value 4 of 5 is not an admission's id", acquire.ErrBadReply)
+		}
+	}
+	return a, nil
+}
+
+// validID reports whether id is an admission's id, "T.SEQ": two decimal
+// integers.
+func validID(id string) bool {
+	t, seq, ok := strings.Cut(id, ".")
+	_, err1 := strconv.ParseUint(t, 10, 63)
+	_, err2 := strconv.ParseUint(seq, 10, 63)
+	return ok && err1 == nil && err2 == nil
 }
 
 func (a answer) result() Result {

@@ -12,7 +12,7 @@
 // is at most Burst × Per/Rate ahead of now, and then moves TAT by
 // n × Per/Rate; a refusal writes nothing. The key expires when TAT
 // passes, so a limit at rest keeps nothing on the server, and a busy one
-// keeps one small string. GCRA was chosen over a sliding window: it is
+// keeps one small string (on a quorum, and a short log). GCRA was chosen over a sliding window: it is
 // exact where a window log must keep one entry per admission (memory
 // growing with the rate) and a window counter only approximates; it
 // answers when to retry and when the limit is full again from its one
@@ -31,21 +31,25 @@
 //
 // After the decision, the nodes that answered otherwise are brought in
 // line with it, so that every node counts the same admissions. A request
-// the majority refused is refunded on the nodes that admitted it, by a
-// script that undoes the admission only when the key still holds what the
-// admission wrote, that is when nothing was admitted there since: the
-// node's state is then exactly what it would be had the request never
-// come (a blind refund could hand back more than the request took, since
-// GCRA moves TAT to max(TAT, now) before adding). A request the majority
-// admitted is charged on the nodes that refused it, moving their TAT on
-// as an admission would, but never past an empty limit. Neither can make
-// a node admit more than it would have: the bound below holds as it
-// would without them. Without them, nodes that took different requests
-// near the limit drifted apart: with no refunds a quorum under contention
-// admitted a quarter of the rate, and with refunds but no charges, nodes
-// that missed admissions kept budget the others had spent, and a healthy
-// quorum admitted up to 1.2 times the single server's rate. A refund
-// that finds a later admission, or a refund or charge that fails, is
+// the majority refused is refunded on the nodes that admitted it; a
+// request the majority admitted is charged on the nodes that refused it,
+// moving their TAT on as an admission would, but never past an empty
+// limit. For the refunds, each node of a quorum keeps beside TAT a log of
+// its latest admissions and charges (those of the last three node
+// timeouts, at most 32; LogKeyOf): a refund removes its admission from the
+// log and replays TAT from the rest, so the node's state is exactly what
+// it would be had the request never come, whatever was admitted or
+// charged after it. (A blind refund, TAT − n × Per/Rate, could hand back
+// more than the request took, since GCRA moves TAT to max(TAT, now)
+// before adding; an exact undo of the latest admission alone, as before
+// the log, was skipped whenever a later admission stood on it, which
+// under contention was nearly always: the refused requests' budget stayed
+// spent, the nodes drifted to full, and five nodes with 48 callers
+// admitted a quarter to a half of the ideal.) Neither a refund nor a
+// charge can make a node admit more than it would have: the bound below
+// holds as it would without them (proof below). Without them, nodes that
+// took different requests near the limit drifted apart. A refund of an
+// admission no longer logged, or a refund or charge that fails, is
 // skipped: under-admission, never over. Either costs one more round trip
 // to the nodes that disagreed, after the call returns.
 //
@@ -60,6 +64,21 @@
 // missed the latest writes, an eviction) adds up to B. A server clock that
 // jumps forward by J counts as J more of T; one that runs fast by ε
 // stretches T to (1+ε)T.
+//
+// With refunds and charges it holds on each node of a quorum as well, by
+// this invariant: for every time a, TAT ≥ a + I × N(a), N(a) being the
+// requests (weighted by n) the node admitted at or after a and did not
+// refund, whenever N(a) ≥ 1. An admission at t sets max(TAT, t) + n×I,
+// at least TAT + n×I and at least t + n×I, so the invariant holds after
+// it for every a; a charge, and a lost key (read as now, past the TAT that
+// expired), only move TAT later; and a refund sets TAT to the replay of
+// the log's base through its other entries, where the base met the
+// invariant for the admissions folded into it (which can no longer be
+// refunded) and each replayed step is an admission's or a charge's, which
+// keep it. Now take the k admissions of a window [a, b] that stand at its
+// end, the last at t: when it was admitted TAT became at most t + B×I,
+// and, by the invariant then (every one of the k stood then too), at
+// least a + k×I; so k ≤ B + (t − a)/I.
 //
 // On N nodes with majority M = N/2+1, every admitted request was admitted
 // by at least M nodes, and node j keeps at most B×(1+R_j) + ⌊T_j/I⌋
@@ -81,7 +100,8 @@
 // # Keys
 //
 // A limit's key is "dlock:rate:{KEY}" (see KeyOf), tagged so that it works
-// on a Cluster. One key holds one limit: Limiters of different Limits on
+// on a Cluster; a quorum's log is "dlock:rate:{KEY}:log" (LogKeyOf), in
+// the same slot. One key holds one limit: Limiters of different Limits on
 // the same key share its TAT, each judging by its own Limit.
 package ratelimit
 
@@ -89,9 +109,11 @@ import (
 	_ "embed"
 	"errors"
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/dlockgo/dlock/internal/keyname"
@@ -99,19 +121,24 @@ import (
 	"github.com/dlockgo/dlock/node"
 )
 
-// The scripts, in lua/ with their keys, arguments and replies.
+// The scripts, in lua/ with their keys, arguments and replies; each
+// begins with log.lua, the state of the limit's keys.
 var (
-	// gcraScript: KEYS the limit's key; ARGV the interval µs, the
-	// tolerance µs, n. Replies {admitted 1/0, left, µs until retry, µs
-	// until full, and when admitted the TAT written}.
-	gcraScript = node.NewScript(gcraSource)
-	// refundScript: KEYS the limit's key; ARGV the TAT an admission
-	// wrote, n × the interval µs. Replies 1 when it undid the admission.
-	refundScript = node.NewScript(refundSource)
-	// chargeScript: KEYS the limit's key; ARGV n × the interval µs, the
-	// tolerance µs. Replies 1.
-	chargeScript = node.NewScript(chargeSource)
+	// gcraScript: KEYS the limit's keys (keysOf); ARGV the interval µs,
+	// the tolerance µs, n, how long to keep the admission refundable µs
+	// (0: no log). Replies {admitted 1/0, left, µs until retry, µs until
+	// full, and when admitted its id}.
+	gcraScript = node.NewScript(logSource + gcraSource)
+	// refundScript: KEYS the limit's keys; ARGV the admission's id, the
+	// keep µs. Replies 1 when it undid the admission.
+	refundScript = node.NewScript(logSource + refundSource)
+	// chargeScript: KEYS the limit's keys; ARGV n × the interval µs, the
+	// tolerance µs, the keep µs. Replies 1.
+	chargeScript = node.NewScript(logSource + chargeSource)
 )
+
+//go:embed lua/log.lua
+var logSource string
 
 //go:embed lua/gcra.lua
 var gcraSource string
@@ -162,7 +189,12 @@ func (l Limit) burst() int {
 }
 
 // Check returns an *lease.ArgError naming the field and its rule when l
-// breaks one, as New does.
+// breaks one, as New does: Rate >= 1, Per > 0, Burst >= 0; the interval
+// Per/Rate at least 1 µs (at most one request per µs of Per); and the
+// refill, Burst × Per/Rate (Per itself for a zero Burst), at most
+// MaxRefill, and so the interval too. Every limit Check admits works on
+// the servers: the script's µs, and the key's expiry, stay far within
+// what they count.
 func (l Limit) Check() error {
 	switch {
 	case l.Rate < 1:
@@ -171,11 +203,21 @@ func (l Limit) Check() error {
 		return &lease.ArgError{Arg: "limit.Per", Value: l.Per, Rule: "must be > 0"}
 	case l.Burst < 0:
 		return &lease.ArgError{Arg: "limit.Burst", Value: l.Burst, Rule: "must be >= 0 (0 means Rate)"}
-	case l.Per/time.Microsecond < time.Duration(l.Rate):
+	case int64(l.Per/time.Microsecond) < int64(l.Rate):
 		return &lease.ArgError{Arg: "limit.Rate", Value: l.Rate,
-			Rule: "must be at most one per µs of Per (" + l.Per.String() + ")"}
+			Rule: "must be at most one per µs of Per (" + l.Per.String() + "): the interval Per/Rate must be at least 1µs"}
 	}
-	if refill := time.Duration(l.burst()) * l.interval(); refill > MaxRefill || refill/time.Duration(l.burst()) != l.interval() {
+	const maxUs = int64(MaxRefill / time.Microsecond)
+	iv := l.intervalUs()
+	if iv > maxUs {
+		return &lease.ArgError{Arg: "limit.Per", Value: l.Per,
+			Rule: "must make the interval Per/Rate at most ratelimit.MaxRefill (" + MaxRefill.String() + ")"}
+	}
+	if int64(l.burst()) > maxUs/iv {
+		if l.Burst == 0 {
+			return &lease.ArgError{Arg: "limit.Per", Value: l.Per,
+				Rule: "must be at most ratelimit.MaxRefill (" + MaxRefill.String() + ") with Burst 0 (Rate): Burst × Per/Rate is the refill"}
+		}
 		return &lease.ArgError{Arg: "limit.Burst", Value: l.Burst,
 			Rule: "must refill within ratelimit.MaxRefill (Burst × Per / Rate <= " + MaxRefill.String() + ")"}
 	}
@@ -183,10 +225,24 @@ func (l Limit) Check() error {
 }
 
 // interval returns Per/Rate rounded up to a µs: rounding up never admits
-// more than Rate per Per.
-func (l Limit) interval() time.Duration {
-	ns := (l.Per + time.Duration(l.Rate) - 1) / time.Duration(l.Rate)
-	return (ns + time.Microsecond - 1).Truncate(time.Microsecond)
+// more than Rate per Per. l must pass Check.
+func (l Limit) interval() time.Duration { return time.Duration(l.intervalUs()) * time.Microsecond }
+
+// intervalUs returns Per/Rate in µs, rounded up, without overflow:
+// ⌈⌈Per/Rate⌉ ns / 1000⌉ = ⌈Per / (Rate × 1000)⌉, and Rate × 1000 fits
+// when Rate is at most Per in µs (Check). Rate and Per must be positive.
+func (l Limit) intervalUs() int64 {
+	per, rate := int64(l.Per), int64(l.Rate)
+	if rate > math.MaxInt64/1000 {
+		// Only for a limit Check refuses: Rate above Per in µs.
+		return 1
+	}
+	d := rate * 1000
+	q := per / d
+	if per%d != 0 {
+		q++
+	}
+	return q
 }
 
 // Option configures a Limiter; pass options to New.
@@ -217,12 +273,16 @@ type Limiter struct {
 	majority int
 	timeout  time.Duration
 	observer lease.Observer
-	args     [2]string // the interval and the tolerance, µs
+	args     [3]string // the interval, the tolerance and the keep, µs
 	interval int64     // µs
 
 	mu     sync.Mutex
 	closed bool
 	calls  sync.WaitGroup // calls to nodes still running after their Allow returned
+
+	// What the nodes' calls after a decision did, for the tests'
+	// measurements: refunds made and skipped, charges made.
+	refunded, unrefunded, charged atomic.Int64
 }
 
 // New returns a Limiter of limit on nodes: one node, or several
@@ -262,11 +322,24 @@ func New(nodes []node.Node, limit Limit, opts ...Option) (*Limiter, error) {
 		timeout:  cfg.nodeTimeout,
 		observer: cfg.observer,
 		interval: iv.Microseconds(),
-		args: [2]string{
+		args: [3]string{
 			strconv.FormatInt(iv.Microseconds(), 10),
 			strconv.FormatInt(iv.Microseconds()*int64(limit.Burst), 10),
+			strconv.FormatInt(keepFor(len(nodes), cfg.nodeTimeout), 10),
 		},
 	}, nil
+}
+
+// keepFor returns how long, in µs, the nodes of a quorum keep an
+// admission refundable: three node timeouts, the longest a refund comes
+// after its admission (the majority's answers, then the refund, each
+// bounded by the node timeout) with room to spare; 0, no log, on one
+// node.
+func keepFor(nodes int, timeout time.Duration) int64 {
+	if nodes == 1 {
+		return 0
+	}
+	return 3 * timeout.Microseconds()
 }
 
 // Limit returns the Limiter's limit, its Burst set.
@@ -276,8 +349,17 @@ func (l *Limiter) Limit() Limit { return l.limit }
 // node.
 func (l *Limiter) Majority() int { return l.majority }
 
-// KeyOf returns the server key of the limit on key.
+// KeyOf returns the server key of the limit on key: its TAT. A quorum
+// keeps beside it, while refunds may come, the log of its latest
+// admissions, LogKeyOf.
 func KeyOf(key string) string { return keyname.Rate(key) }
+
+// LogKeyOf returns the server key of the log of the limit on key: KeyOf
+// and ":log", in the same hash slot.
+func LogKeyOf(key string) string { return keyname.Rate(key) + ":log" }
+
+// keysOf returns the scripts' KEYS for the limit on key.
+func keysOf(key string) []string { return []string{KeyOf(key), LogKeyOf(key)} }
 
 // Close makes later calls fail with ErrClosed and waits for the calls to
 // slow nodes that outlived their Allow (a quorum returns as soon as a

@@ -7,6 +7,7 @@ import (
 	"sync"
 
 	"github.com/dlockgo/dlock/internal/acquire"
+	"github.com/dlockgo/dlock/internal/ctxerr"
 	"github.com/dlockgo/dlock/internal/keyname"
 	"github.com/dlockgo/dlock/internal/notice"
 )
@@ -48,8 +49,10 @@ func (lk *Locker) Publish(ctx context.Context, key, message string) error {
 	if len(lk.nodes)-failed >= lk.Quorum() {
 		return nil
 	}
-	return fmt.Errorf("redlock: publish on %q reached %d of %d nodes, %d needed: %w",
-		key, len(lk.nodes)-failed, len(lk.nodes), lk.Quorum(), acquire.CtxErr(ctx, errors.Join(errs...)))
+	// The nodes' errors, their timeouts among them, are the nodes'
+	// failures: the error matches a context's end only when ctx ended.
+	return acquire.CtxErr(ctx, fmt.Errorf("redlock: publish on %q reached %d of %d nodes, %d needed: %w",
+		key, len(lk.nodes)-failed, len(lk.nodes), lk.Quorum(), ctxerr.Detach(errors.Join(errs...))))
 }
 
 // Watch delivers the messages Publish sends for key from now on, from
@@ -113,8 +116,8 @@ func (lk *Locker) Watch(ctx context.Context, key string) (<-chan string, func(),
 			errs = append(errs, err)
 			if len(lk.nodes)-len(errs) < lk.Quorum() {
 				stop()
-				return nil, nil, fmt.Errorf("redlock: watch %q: %d of %d nodes failed to subscribe, %d needed: %w",
-					key, len(errs), len(lk.nodes), lk.Quorum(), errors.Join(errs...))
+				return nil, nil, acquire.CtxErr(ctx, fmt.Errorf("redlock: watch %q: %d of %d nodes failed to subscribe, %d needed: %w",
+					key, len(errs), len(lk.nodes), lk.Quorum(), ctxerr.Detach(errors.Join(errs...))))
 			}
 		case <-ctx.Done():
 			stop()

@@ -104,3 +104,42 @@ func TestNotifyArgs(t *testing.T) {
 		t.Errorf("Watch(empty key): %v; want ErrInvalid", err)
 	}
 }
+
+// TestNotifyNodeTimeoutIsNotADeadline: with three of five nodes stopped,
+// Publish and Watch fail on the nodes' timeouts, which are not the end
+// of the caller's context: their errors match no context error while
+// the caller's context lives.
+func TestNotifyNodeTimeoutIsNotADeadline(t *testing.T) {
+	forEachClient(t, func(t *testing.T, client string) {
+		srvs := redistest.StartN(t, 5)
+		// Each call on clients of its own: a go-redis (RESP3) call that
+		// follows a timed-out one on a stopped server may block past its
+		// ctx, reading pending pushes.
+		lk := newLocker(t, nodesOn(t, srvs, client), redlock.WithDurableNodes())
+		wlk := newLocker(t, nodesOn(t, srvs, client), redlock.WithDurableNodes())
+		require.NoError(t, wlk.Publish(t.Context(), "warm", "m"), "Publish before the pause")
+		for _, s := range srvs[2:] {
+			resume := s.PauseOnce()
+			t.Cleanup(resume) // before the servers' own cleanup
+			defer resume()
+		}
+		ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+		defer cancel()
+		err := lk.Publish(ctx, "stopped", "m")
+		if err == nil || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
+			t.Errorf("Publish, 3 of 5 nodes stopped: %v; want an error that is no context error", err)
+		}
+		// A go-redis subscription to a stopped server may outlast its
+		// node timeout, and then the caller's ctx ends the Watch: only
+		// then may its error match the deadline.
+		wctx, wcancel := context.WithTimeout(t.Context(), 5*time.Second)
+		defer wcancel()
+		_, _, err = wlk.Watch(wctx, "stopped")
+		if err == nil || (errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled)) && wctx.Err() == nil {
+			t.Errorf("Watch, 3 of 5 nodes stopped: %v; want an error that is no context error", err)
+		}
+		if wctx.Err() != nil {
+			t.Logf("Watch outlasted its ctx on %s: %v", client, err)
+		}
+	})
+}

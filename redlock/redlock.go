@@ -43,6 +43,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 	"sync"
@@ -247,6 +248,13 @@ func New(nodes []node.Node, opts ...Option) (*Locker, error) {
 		return nil, &lease.ArgError{Arg: "max TTL", Value: cfg.maxTTL, Rule: "must be > 0"}
 	}
 	lk := &Locker{nodes: nodes, names: names, cfg: cfg}
+	// The sit-out adds the node timeout and the drift margin to the max
+	// TTL: a sum past the largest Duration turned negative, and the
+	// lost-data guard then never sat a node out.
+	if !sumFits(cfg.maxTTL, lk.nodeTimeout(cfg.maxTTL), acquire.Drift(cfg.maxTTL, cfg.drift)) {
+		return nil, &lease.ArgError{Arg: "max TTL", Value: cfg.maxTTL,
+			Rule: "must leave room for the node timeout and the drift margin within a time.Duration (the sit-out)"}
+	}
 	// A node that lost its data sits out the max TTL, by its own clock,
 	// and then the node timeout and the drift margin more: the repair
 	// reads the other nodes' marks in the same fan-out as the node's own
@@ -280,10 +288,29 @@ func (lk *Locker) nodeTimeout(ttl time.Duration) time.Duration {
 // Quorum returns the number of nodes that must agree: N/2+1.
 func (lk *Locker) Quorum() int { return len(lk.nodes)/2 + 1 }
 
+// sumFits reports whether the sum of the non-negative ds is at most the
+// largest Duration.
+func sumFits(ds ...time.Duration) bool {
+	var sum time.Duration
+	for _, d := range ds {
+		if d > math.MaxInt64-sum {
+			return false
+		}
+		sum += d
+	}
+	return true
+}
+
 // checkTTL refuses a TTL the Locker cannot serve safely.
 func (lk *Locker) checkTTL(ttl time.Duration) error {
 	if err := acquire.CheckTTL(ttl, lk.cfg.drift); err != nil {
 		return err
+	}
+	if lk.cfg.idle > 0 && !sumFits(ttl, lk.cfg.idle) {
+		// The fence counter is kept ttl plus the idle TTL: a sum past
+		// the largest Duration turned negative, refused by the servers.
+		return &lease.ArgError{Arg: "ttl", Value: ttl,
+			Rule: "must leave room for the idle TTL (" + lk.cfg.idle.String() + ") within a time.Duration"}
 	}
 	if lk.nodeTimeout(ttl) >= ttl/2 {
 		return &lease.ArgError{Arg: "node timeout", Value: lk.nodeTimeout(ttl),

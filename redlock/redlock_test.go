@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -142,6 +143,12 @@ func TestNewArgs(t *testing.T) {
 		{"drift factor", []node.Node{n}, []redlock.Option{redlock.WithDriftFactor(0.7)}},
 		{"TTL above max TTL", []node.Node{n}, []redlock.Option{redlock.WithTTL(2 * time.Second), redlock.WithMaxTTL(time.Second)}},
 		{"retry", []node.Node{n}, []redlock.Option{redlock.WithRetry(lease.Retry{Min: time.Second})}},
+		// Sums past the largest Duration: the sit-out of the lost-data
+		// guard (it turned negative: no node ever sat out), and the TTL
+		// plus the idle TTL a fence counter is kept.
+		{"max TTL overflows the sit-out", []node.Node{n}, []redlock.Option{redlock.WithMaxTTL(math.MaxInt64)}},
+		{"TTL overflows the sit-out", []node.Node{n}, []redlock.Option{redlock.WithTTL(math.MaxInt64 - time.Hour)}},
+		{"TTL plus idle TTL overflows", []node.Node{n}, []redlock.Option{redlock.WithTTL(math.MaxInt64 - time.Second), redlock.WithDurableNodes()}},
 	}
 	for _, tc := range cases {
 		_, err := redlock.New(tc.nodes, tc.opts...)

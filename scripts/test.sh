@@ -124,6 +124,7 @@ done <<'TARGETS'
 ./redlock FuzzParseSetVote 1000x
 ./redlock FuzzReadCommit 1000x
 ./fence FuzzPutReply 1000x
+./ratelimit FuzzParseReply 1500x
 ./cmd/dlock FuzzRunArgs 750x
 ./cmd/dlock FuzzConfigFile 500x
 TARGETS

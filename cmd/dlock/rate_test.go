@@ -72,6 +72,11 @@ func TestRunRateUsage(t *testing.T) {
 		{[]string{"--rate", "10/-1s", "--key", "k"}, "PERIOD -1s must be > 0"},
 		{[]string{"--rate", "10/s", "--burst", "-1", "--key", "k"}, "--burst -1 must be >= 0"},
 		{[]string{"--burst", "3", "--key", "k"}, "--burst needs --rate"},
+		// Limits whose interval or refill overflowed and passed, then
+		// failed on the servers (69).
+		{[]string{"--rate", "1/2562047h", "--burst", "1", "--key", "k"}, "PERIOD 2562047h0m0s must make the interval"},
+		{[]string{"--rate", "1000000000000000/2562047h", "--key", "k"}, "PERIOD 2562047h0m0s must be at most"},
+		{[]string{"--rate", "1/d", "--burst", "367", "--key", "k"}, "--burst 367 must refill"},
 		{[]string{"--rate", "10/s", "--permits", "2", "--key", "k"}, "--rate excludes"},
 		{[]string{"--rate", "10/s", "--keys", "a,b"}, "--rate excludes"},
 		{[]string{"--rate", "10/s", "--shared", "--key", "k"}, "--rate excludes"},
@@ -105,6 +110,29 @@ func TestParseRate(t *testing.T) {
 		got, err := parseRate(tc.in, tc.burst)
 		if err != nil || got != tc.want {
 			t.Errorf("parseRate(%q, %d) = %+v, %v; want %+v", tc.in, tc.burst, got, err, tc.want)
+		}
+	}
+}
+
+// TestRunRateUnavailable: with two of three servers stopped, the rate
+// limit has no majority: dlock run --rate exits 69 (unavailable), with or
+// without --wait, not 75 (not admitted): the nodes' timeouts are not the
+// end of --wait.
+func TestRunRateUnavailable(t *testing.T) {
+	t.Parallel()
+	srvs := redistest.StartN(t, 3)
+	for _, s := range srvs[1:] {
+		resume := s.PauseOnce()
+		t.Cleanup(resume) // before the servers' own cleanup
+		defer resume()
+	}
+	for _, client := range redistest.Clients {
+		for _, wait := range []string{"0", "2s"} {
+			r := runBin(t, nil, "run", "--url", urlOf(srvs...), "--client", client, "--rate", "10/s",
+				"--key", "unavailable", "--wait", wait, "--", "true")
+			if r.code != exitUnavailable || !strings.Contains(r.stderr, "too few nodes answered") {
+				t.Errorf("%s, --wait %s, 2 of 3 servers stopped: got %v; want exit %d, too few nodes answered", client, wait, r, exitUnavailable)
+			}
 		}
 	}
 }

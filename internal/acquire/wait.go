@@ -115,15 +115,26 @@ type retryable struct{ err error }
 func (r retryable) Error() string { return r.err.Error() }
 func (r retryable) Unwrap() error { return r.err }
 
+// maxTicketLife bounds TicketLife: ten years.
+const maxTicketLife = 10 * 365 * 24 * time.Hour
+
 // TicketLife is how long a waiter's place in a strategy's first-come,
 // first-served queue lasts past its latest attempt. A live waiter attempts
 // again within r.Max (sooner when woken), so three of those leave room for
 // a slow round trip and a busy scheduler; the 2 s floor keeps short retries
 // from dropping a waiter that is merely late. It bounds how long a waiter
 // that died holds up a free lock.
+//
+// It is at most maxTicketLife, which keeps its ms exact in the scripts'
+// doubles.
 func TicketLife(r lease.Retry) time.Duration {
 	if r == (lease.Retry{}) {
 		r = lease.DefaultRetry
+	}
+	if r.Max > maxTicketLife/3 {
+		// 3 × Max past the largest Duration wrapped: a waiter lost its
+		// place after the floor, or after any time at all.
+		return maxTicketLife
 	}
 	return max(2*time.Second, 3*r.Max)
 }

@@ -3,6 +3,7 @@ package acquire
 import (
 	"context"
 	"errors"
+	"math"
 	"testing"
 	"time"
 
@@ -24,5 +25,24 @@ func TestWaitRetriesRetryable(t *testing.T) {
 	}
 	if errors.Is(err, lease.ErrTaken) {
 		t.Errorf("err = %v matches ErrTaken; a retryable failure is not a taken lock", err)
+	}
+}
+
+// TicketLife saturates where 3 × Max overflowed: a negative life (2 s
+// floor) or a wrapped one dropped a waiter that retries slowly.
+func TestTicketLifeNoOverflow(t *testing.T) {
+	for _, tc := range []struct {
+		max  time.Duration
+		want time.Duration
+	}{
+		{time.Second, 3 * time.Second},
+		{time.Hour, 3 * time.Hour},
+		{math.MaxInt64 / 2, maxTicketLife},
+		{math.MaxInt64, maxTicketLife},
+		{math.MaxInt64/3 + 1, maxTicketLife},
+	} {
+		if got := TicketLife(lease.Retry{Min: time.Millisecond, Max: tc.max}); got != tc.want {
+			t.Errorf("TicketLife(Max %v) = %v; want %v", tc.max, got, tc.want)
+		}
 	}
 }

@@ -3,6 +3,8 @@ package ctxerr_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"os"
 	"testing"
 	"time"
 
@@ -41,5 +43,31 @@ func TestWrapDeadlinePassed(t *testing.T) {
 	cancel()
 	if err := ctxerr.Wrap(ctx, timeout); !errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 		t.Errorf("cancelled: Wrap = %v; want Canceled only", err)
+	}
+}
+
+// A detached error keeps its text and what it matches, but a context's
+// end; wrapped with an ended context it matches that end again.
+func TestDetach(t *testing.T) {
+	sentinel := errors.New("node down")
+	err := fmt.Errorf("node 1: %w: %w", sentinel, context.DeadlineExceeded)
+	d := ctxerr.Detach(err)
+	if d.Error() != err.Error() || !errors.Is(d, sentinel) {
+		t.Errorf("Detach = %v; want the text and the sentinel kept", d)
+	}
+	if errors.Is(d, context.DeadlineExceeded) || errors.Is(ctxerr.Detach(context.Canceled), context.Canceled) {
+		t.Errorf("Detach = %v; want no context error matched", d)
+	}
+	var pe *os.PathError
+	if !errors.As(ctxerr.Detach(fmt.Errorf("x: %w", &os.PathError{Op: "open"})), &pe) || pe.Op != "open" {
+		t.Errorf("Detach lost what errors.As finds")
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if w := ctxerr.Wrap(ctx, d); !errors.Is(w, context.Canceled) {
+		t.Errorf("Wrap(ended ctx, detached) = %v; want Canceled", w)
+	}
+	if ctxerr.Detach(nil) != nil {
+		t.Errorf("Detach(nil) != nil")
 	}
 }

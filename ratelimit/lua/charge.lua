@@ -1,21 +1,24 @@
 -- charge: count on this node a request the quorum admitted though this
 -- node refused it, so that every node counts every admission and the
--- nodes' states stay alike.
---   KEYS[1]  the limit's key
+-- nodes' states stay alike. log.lua comes first: the key's state.
+--   KEYS     the limit's keys (log.lua)
 --   ARGV[1]  what the admission took: n × the interval, µs
 --   ARGV[2]  the tolerance, µs: Burst × the interval
+--   ARGV[3]  how long gcra.lua keeps admissions refundable, µs
 -- Replies 1. The charge only ever moves TAT later, never past an empty
 -- limit (now + the tolerance): it can make the node refuse more, never
--- admit more.
+-- admit more. It is logged, so that a refund replays it.
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
-local tat = tonumber(redis.call('GET', KEYS[1]) or '0') or 0
-if tat < now then
-  tat = now
+local tat, base, seq, es = load(KEYS)
+if not tat or tat < now then
+  tat, base, es = now, now, {}
 end
-local new = math.min(tat + tonumber(ARGV[1]), now + tonumber(ARGV[2]))
-if new <= now then
+local e = {seq + 1, now, tonumber(ARGV[1]), now + tonumber(ARGV[2])}
+local new = step(tat, e)
+if new <= tat then
   return 1
 end
-redis.call('SET', KEYS[1], string.format('%.0f', new), 'PX', math.ceil((new - now) / 1000))
+es[#es + 1] = e
+save(KEYS, new, base, seq + 1, es, now, tonumber(ARGV[3]))
 return 1

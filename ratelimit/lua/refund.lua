@@ -1,21 +1,33 @@
 -- refund: undo an admission a quorum refused, exactly, or not at all.
---   KEYS[1]  the limit's key
---   ARGV[1]  the TAT the admission wrote (gcra.lua's fifth reply)
---   ARGV[2]  what the admission added: n × the interval, µs
--- Replies 1 when it undid the admission, 0 when the key no longer holds
--- what the admission wrote: a later admission stands on it (or the key
--- expired), and undoing it could then give back more than it took.
--- Undone, the key is what it would be had the admission never happened:
--- the TAT before it, or nothing when that has passed.
+-- log.lua comes first: the key's state.
+--   KEYS     the limit's keys (log.lua)
+--   ARGV[1]  the admission's id, "T.SEQ" (gcra.lua's fifth reply)
+--   ARGV[2]  how long gcra.lua keeps admissions refundable, µs
+-- Replies 1 when it undid the admission, 0 when the key no longer logs it
+-- (folded, or the key expired or was lost): then it is not undone.
+-- Undone, the key holds what it would had the admission never come: TAT
+-- is replayed from the entries without it, whatever came after it, so it
+-- gives back what the admission took and never more (see the package doc
+-- for why this cannot admit past the bound).
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
-if redis.call('GET', KEYS[1]) ~= ARGV[1] then
+local at, s = string.match(ARGV[1], '^(%d+)%.(%d+)$')
+local tat, base, seq, es = load(KEYS)
+if not tat or not at then
   return 0
 end
-local back = tonumber(ARGV[1]) - tonumber(ARGV[2])
-if back <= now then
-  redis.call('DEL', KEYS[1])
-  return 1
+at, s = tonumber(at), tonumber(s)
+local kept, found = {}, false
+for i = 1, #es do
+  local e = es[i]
+  if not found and e[1] == s and e[2] == at and e[4] == 0 then
+    found = true
+  else
+    kept[#kept + 1] = e
+  end
 end
-redis.call('SET', KEYS[1], string.format('%.0f', back), 'PX', math.ceil((back - now) / 1000))
+if not found then
+  return 0
+end
+save(KEYS, replay(base, kept), base, seq, kept, now, tonumber(ARGV[2]))
 return 1
