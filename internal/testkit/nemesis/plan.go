@@ -58,11 +58,15 @@ const (
 	// sleeps For past its lease's end, then writes with its old token: a
 	// holder paused by GC or a stopped VM.
 	HolderPause Kind = "holder-pause"
+	// Break: an operator's break (dlock.ForceRelease) of lock key
+	// Targets[0], through worker Worker's Locker, whoever holds it (see
+	// force.go).
+	Break Kind = "break"
 )
 
 // Kinds lists every kind, in the order reports show them.
 var Kinds = []Kind{KillEmpty, KillRDB, KillAOF, Snapshot, Pause, ClockForward, ClockBack,
-	Latency, Timeout, ResetPeer, Failover, HolderPause}
+	Latency, Timeout, ResetPeer, Failover, HolderPause, Break}
 
 // Fault is one scheduled fault.
 type Fault struct {
@@ -104,6 +108,8 @@ func (f Fault) String() string {
 	switch f.Kind {
 	case HolderPause:
 		fmt.Fprintf(&b, " worker %d", f.Worker)
+	case Break:
+		fmt.Fprintf(&b, " key %d by worker %d", f.Targets[0], f.Worker)
 	case Failover:
 	default:
 		if f.Replica {
@@ -164,10 +170,10 @@ const (
 	// default persistence, the restore the lost-data guard once let vote
 	// at once.
 	RestoreMajority Bias = "restore-majority"
-	// ExpireHolders (single): one lock key, no other primitive, and a
-	// holder pause every 0.6-1 s: the six workers queue on the key, and
-	// every paused holder's lease runs out with waiters behind it, told by
-	// the server when it ends. What a lock that grants early needs.
+	// ExpireHolders: one lock key, no other primitive, and a holder
+	// pause every 0.6-1 s: the six workers queue on the key, and every
+	// paused holder's lease runs out with waiters behind it, told by the
+	// server when it ends. What a lock that grants early needs.
 	ExpireHolders Bias = "expire-holders"
 )
 
@@ -383,7 +389,7 @@ func draw(rng *rand.Rand, mix []weighted) Kind {
 // (p.Storms), from the first storm at 0.5-1 s to the end of p.Duration.
 func randomFaults(rng *rand.Rand, p *Plan, servers int) []Fault {
 	mix := []weighted{{KillEmpty, 2}, {KillRDB, 5}, {KillAOF, 4}, {Snapshot, 5}, {Pause, 3},
-		{ClockForward, 1}, {ClockBack, 1}, {Latency, 2}, {Timeout, 2}, {ResetPeer, 2}, {HolderPause, 2}}
+		{ClockForward, 1}, {ClockBack, 1}, {Latency, 2}, {Timeout, 2}, {ResetPeer, 2}, {HolderPause, 2}, {Break, 5}}
 	if p.Strategy == Single {
 		mix = append(mix, weighted{Failover, 2})
 	}
@@ -532,6 +538,9 @@ func newFault(rng *rand.Rand, p *Plan, k Kind, at time.Duration, servers int, rd
 	case HolderPause:
 		f.Worker = rng.IntN(len(p.Workers))
 		f.For = between(rng, 200*time.Millisecond, 1500*time.Millisecond)
+	case Break:
+		f.Worker = rng.IntN(len(p.Workers))
+		f.Targets = []int{rng.IntN(len(p.Keys))}
 	}
 	return f, f.At < p.Duration
 }
