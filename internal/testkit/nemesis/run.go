@@ -562,6 +562,9 @@ func (r *Result) Summary() string {
 			c.Breaks, c.BreaksHeld, c.BreaksFailed, c.Terms, c.Overstays)
 		b.WriteString(breakNotes(r.Events, 3))
 	}
+	if r.EarlyClaims > 0 {
+		fmt.Fprintf(&b, "  early grant planted: %d claims or votes ran broken\n", r.EarlyClaims)
+	}
 	for _, prop := range Properties {
 		fmt.Fprintf(&b, "  %s: %d broken, %d excused by the labels; judged in %.0f%% of the run\n", prop, r.BrokenBy(prop), r.Excused[string(prop)], 100*r.Judged[string(prop)])
 		shown := 0
