@@ -169,7 +169,7 @@ func TestNemesisCatches(t *testing.T) {
 		{"guard-off", Config{Strategy: Quorum, Bias: LoseMajority, GuardOff: true}, safety.MutualExclusion},
 		{"unfenced", Config{Strategy: Single, Bias: PauseHolders, Unfenced: true}, safety.Fencing},
 		{"early-grant", Config{Strategy: Single, Bias: ExpireHolders, EarlyGrant: true}, safety.MutualExclusion},
-		{"early-vote", Config{Strategy: Quorum, Bias: ExpireHolders, EarlyGrant: true}, safety.MutualExclusion},
+		{"early-vote", Config{Strategy: Quorum, Bias: ExpireQueued, EarlyGrant: true}, safety.MutualExclusion},
 		{"unraised-readers", Config{Strategy: Single, Bias: UnraisedReaders}, safety.Fencing},
 	}
 	for _, c := range cases {

@@ -175,6 +175,13 @@ const (
 	// paused holder's lease runs out with waiters behind it, told by the
 	// server when it ends. What a lock that grants early needs.
 	ExpireHolders Bias = "expire-holders"
+	// ExpireQueued: the four lock keys that are not an office, no other
+	// primitive, no fault, and every lock call an overstay when a key is
+	// free (see overstay): leases held to their end, one after another,
+	// by holders that joined no queue, with waiters queued behind them.
+	// What a quorum that grants early needs: a holder that had waited
+	// keeps its ticket at the queue's head until it releases.
+	ExpireQueued Bias = "expire-queued"
 )
 
 // Worker is one worker's plan.
@@ -287,6 +294,9 @@ func NewPlan(seed int64, strategy string, duration time.Duration, bias Bias) *Pl
 	case ExpireHolders:
 		p.Keys = p.Keys[:1]
 		p.Permits, p.PermitsN, p.RWLock = "", 0, ""
+	case ExpireQueued:
+		p.Keys = p.Keys[:4]
+		p.Permits, p.PermitsN, p.RWLock = "", 0, ""
 	case RestoreMajority:
 		p.Keys = p.Keys[:2]
 		p.LongHolds = 100
@@ -314,6 +324,7 @@ func NewPlan(seed int64, strategy string, duration time.Duration, bias Bias) *Pl
 		p.Faults = pauseHolders(rng, duration, len(p.Workers), 600*time.Millisecond, time.Second)
 	case RestoreMajority:
 		p.Faults = restoreMajority(rng, duration, servers)
+	case ExpireQueued:
 	default:
 		p.Faults = randomFaults(rng, p, servers)
 	}

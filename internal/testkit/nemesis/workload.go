@@ -301,7 +301,7 @@ func (wl *workload) do(ctx context.Context, wk *worker) {
 		wl.campaign(ctx, wk, key, office)
 		return
 	}
-	if wk.rng.IntN(overstayOdds) == 0 && !strings.HasPrefix(key, election.KeyPrefix) && wl.overstay(ctx, wk, key) {
+	if (wl.p.Bias == ExpireQueued || wk.rng.IntN(overstayOdds) == 0) && !strings.HasPrefix(key, election.KeyPrefix) && wl.overstay(ctx, wk, key) {
 		return
 	}
 	if m, ok := wk.lk.(dlock.MultiLocker); ok && wk.rng.IntN(6) == 0 {
