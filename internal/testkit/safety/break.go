@@ -34,19 +34,28 @@ type Break struct {
 	// Token is the break's own token (0 when Unknown): shown to the fence.
 	Token          fence.Token
 	Sent, Returned time.Time
+	// Fenced is when the fence had been shown Token (set by Broke; zero
+	// when it was not): from then on it refuses the broken holder.
+	Fenced time.Time
 }
 
 // Broke records b and, when it has a token, shows the token to the fence
 // as an operator must (docs/handles.md): recorded as a fenced write of no
 // holder, after which every write with an older token is refused; the
-// broken holder's writes that the fence accepts after b returned are
-// Fencing violations (see Check). An unfenced Resource only records b.
-// It returns the store's error, if any.
+// broken holder's writes that begin after that and are accepted are
+// Fencing violations (see Check). A fence already past the token (the
+// waiter the break woke has written with its newer one) refuses it, and
+// that is no error: it refuses the old holder all the same. An unfenced
+// Resource only records b, told the token and ignoring it. It returns the
+// store's error, if any.
 func (r *Resource) Broke(ctx context.Context, b Break) error {
-	r.mu.Lock()
-	r.h.Breaks = append(r.h.Breaks, b)
-	r.mu.Unlock()
 	if b.Unknown || b.Token == 0 || r.unfenced {
+		if r.unfenced && !b.Unknown && b.Token != 0 {
+			b.Fenced = time.Now() // told, and ignoring it
+		}
+		r.mu.Lock()
+		r.h.Breaks = append(r.h.Breaks, b)
+		r.mu.Unlock()
 		return nil
 	}
 	op := Op{Kind: Write, Token: b.Token, Fenced: true, Value: fmt.Sprintf("break %s", b.Token), Call: time.Now()}
@@ -63,7 +72,14 @@ func (r *Resource) Broke(ctx context.Context, b Break) error {
 	op.Return = time.Now()
 	op.Outcome, op.Err = outcome(err)
 	r.record(op)
-	return err
+	if op.Outcome == Unknown {
+		return err
+	}
+	b.Fenced = op.Return
+	r.mu.Lock()
+	r.h.Breaks = append(r.h.Breaks, b)
+	r.mu.Unlock()
+	return nil
 }
 
 // endBroken ends, at its break's Sent, each lease of byHolder that a
@@ -83,19 +99,19 @@ func endBroken(bs []Break, byHolder map[string]*interval) {
 }
 
 // brokenWrites returns a Fencing violation for each write of a broken
-// holder that was accepted after its break, which had a token, returned:
-// the fence must refuse them.
+// holder that began after the fence was shown its break's token and was
+// accepted: the fence must refuse them.
 func brokenWrites(h History) []Violation {
 	var out []Violation
 	for _, b := range h.Breaks {
-		if b.Holder == "" || b.Unknown || b.Token == 0 {
+		if b.Holder == "" || b.Unknown || b.Fenced.IsZero() {
 			continue
 		}
 		for _, op := range h.Ops {
-			if op.Kind == Write && op.Holder == b.Holder && op.Outcome == Accepted && op.Call.After(b.Returned) {
+			if op.Kind == Write && op.Holder == b.Holder && op.Outcome == Accepted && op.Call.After(b.Fenced) {
 				out = append(out, Violation{Property: Fencing, At: b.Returned, Detail: fmt.Sprintf(
-					"write accepted from a broken holder: %s token %s at %s, after a break with token %s returned at %s",
-					op.Holder, op.Token, Stamp(op.Call), b.Token, Stamp(b.Returned))})
+					"write accepted from a broken holder: %s token %s at %s, after the fence was shown the break's token %s at %s",
+					op.Holder, op.Token, Stamp(op.Call), b.Token, Stamp(b.Fenced))})
 			}
 		}
 	}

@@ -62,6 +62,24 @@ func TestCheckBreak(t *testing.T) {
 	}
 }
 
+// TestCheckBrokenWrites: a broken holder's write accepted is a Fencing
+// violation when it began after the fence was shown the break's token,
+// and only then: the fence cannot refuse what it has not been told.
+func TestCheckBrokenWrites(t *testing.T) {
+	h := History{
+		Grants: []Grant{grant("a", 1, 0, 10000)},
+		Breaks: []Break{{Holder: "a", Token: 5, Sent: at(1000), Returned: at(1010), Fenced: at(1020)}},
+		Ops:    []Op{write("a", 1, false, "a1", Accepted, 1015, 1016, 10000)},
+	}
+	if rep := Check(h); len(rep.Violations) != 0 {
+		t.Fatalf("a write begun before the fence knew the break: %v %v; want none", rep, rep.Violations)
+	}
+	h.Ops = append(h.Ops, write("a", 1, false, "a2", Accepted, 1025, 1026, 10000))
+	if rep := Check(h); len(rep.Violations) != 1 || !strings.Contains(rep.Violations[0].Detail, "broken holder") {
+		t.Fatalf("a write begun after the fence knew the break: %v %v; want one Fencing violation", rep, rep.Violations)
+	}
+}
+
 // TestResourceBroke breaks a holder of a fenced Resource: the break's
 // token goes to the fence, the old holder's next write is refused, and
 // the register stays linearizable. Unfenced, the old holder's write after
@@ -87,6 +105,15 @@ func TestResourceBroke(t *testing.T) {
 			}
 			if v, tok, _ := r.Read(ctx); tok != 2 || !strings.HasPrefix(v, "break") {
 				t.Fatalf("fenced: register %q %v; want the break's token 2", v, tok)
+			}
+			// A fence already past a break's token (its woken waiter
+			// wrote first) refuses it, and that is no error.
+			c := heldLease{"c", 4, valid(time.Minute)}
+			r.Granted(c)
+			require.NoError(t, r.Write(ctx, c, "c1"))
+			require.NoError(t, r.Broke(ctx, Break{Holder: "a", Token: 3, Sent: time.Now(), Returned: time.Now()}), "a break behind the fence")
+			if h := r.History(); len(h.Breaks) != 2 || h.Breaks[1].Fenced.IsZero() {
+				t.Fatalf("fenced: breaks %+v; want the second recorded, fenced", h.Breaks)
 			}
 			continue
 		}
