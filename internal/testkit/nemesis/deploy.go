@@ -404,6 +404,10 @@ func (d *deployment) apply(f Fault, e *Event, pauses pauser) {
 		d.failover(f, e)
 	case HolderPause:
 		pauses.pauseNext(f.Worker, f.For)
+	case Break:
+		if b, ok := pauses.(breaker); ok {
+			b.forceRelease(f, e)
+		}
 	}
 }
 

@@ -32,7 +32,12 @@
 // of a plain lock (campaign). Single workers, one call in seven, take one
 // of two permits of a semaphore (package permits) on the same server and
 // hold it as a lock; each permit's slot is a resource of its own, checked
-// as a lock key is (permit). One call in seven, they add an item to a work
+// as a lock key is (permit). One lock call in three is an overstay: the
+// worker takes a free lock key without joining a queue (TryAcquire, the
+// next key when one is taken), holds it without renewal to its very end
+// by its own clock, and has a waiter of its own queued behind it, granted
+// when the lease ends (overstay): the moment a lock that grants early
+// lets a second holder in, in every short run. One call in seven, they add an item to a work
 // queue (package claims), one of 8 ids completed and added again all run
 // long, and claim the next one, hold it as a lock, and complete it or hand
 // it back; each item is a resource checked as a lock key is, and a
@@ -58,6 +63,21 @@
 // docs/trade.md); one no fault explains is a FENCE violation. MEM bounds
 // the lock's keys as a lock key's.
 //
+// An operator's break (Break, a fault of the mix on both strategies, and
+// calm: it suspends no promise) runs dlock.ForceRelease on a lock key a
+// lease holds as it starts, through a worker's Locker, whoever holds it:
+// a plain lock, a set, a holder pause, a term of office. The broken lease
+// ends when the break was sent (safety.Break: the break takes effect on
+// the servers at a moment between its sending and its answer, and a lease
+// granted before the answer may be the one broken, or the waiter the
+// break woke), and nothing else is excused; the break's token goes to the
+// key's fence, so that FENCE requires the old holder's later writes
+// refused, and counts as one of the key's acquisitions, so that ORDER
+// requires it above every token granted before it was sent and below the
+// next holder's. A break that fails (a storm's fault) may still have
+// ended whichever lease was live across it: it ends them all at its
+// sending.
+//
 // The faults (see Kind) are planned up front from the seed alone (NewPlan),
 // so a seed replays its schedule; the interleaving of the workers is the
 // machine's. The schedule alternates storms (3-4.5 s; an eighth of a
@@ -65,8 +85,8 @@
 // with calm stretches (11-17 s, or to the end of the run) where only the
 // faults that suspend no promise of the strategy run (Calm: on the quorum
 // all but the clocks, kills of a majority included; on the single
-// strategy SIGSTOP, latency, timeouts, resets, snapshots, holder pauses
-// and restarts of the replica), one every 0.7 s. A storm's faults end by
+// strategy SIGSTOP, latency, timeouts, resets, snapshots, holder pauses,
+// breaks and restarts of the replica), one every 0.7 s. A storm's faults end by
 // its end plus 0.3 s, and a fault that cannot have its server within
 // 1.5 s is skipped rather than run late, so that the windows (below)
 // close early in the calm: every property is judged, not excused, in
@@ -94,6 +114,7 @@
 //	SIGSTOP, latency, timeout, reset_peer   ME ORDER FENCE           ME ORDER FENCE
 //	snapshot (BGSAVE)                       ME ORDER FENCE           ME ORDER FENCE
 //	holder pause (GC)                       FENCE (not an overlap)   FENCE (not an overlap)
+//	break (dlock.ForceRelease)              ME ORDER FENCE           ME ORDER FENCE
 //	data loss near a clock fault            –                        ORDER, FENCE suspended
 //
 // Both clock kinds step the clock forward once (at the start, or back to
@@ -153,7 +174,12 @@
 // second, it finds FENCE broken; with the single claim script changed to
 // take a lease for free in its holder's last 50 ms (Config.EarlyGrant),
 // on one key that every worker queues for and a holder pause every
-// 0.6-1 s (ExpireHolders), it finds ME broken. TestNemesisRestoreMajority restores 3 of
+// 0.6-1 s (ExpireHolders), it finds ME broken; with the quorum's vote
+// changed to treat a lock as free in its last 100 ms on each node (the
+// same Config.EarlyGrant) and every lock call an overstay
+// (ExpireQueued), likewise. -nemesis.plant=early-grant plants the early
+// grant in TestNemesis's default mix, on both strategies: docs/testing.md
+// gives how often ten short runs find it. TestNemesisRestoreMajority restores 3 of
 // 5 quorum nodes from an RDB snapshot moments old, every 2.5-3 s, and must
 // find no promise broken: the fault the lost-data guard once missed.
 package nemesis

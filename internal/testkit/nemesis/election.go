@@ -44,6 +44,7 @@ func (wl *workload) campaign(ctx context.Context, wk *worker, key, office string
 		return
 	}
 	granted := time.Now()
+	wl.terms.Add(1)
 	h := term{Term: t, owner: fmt.Sprintf("term-w%d-%d", wk.n, wk.seq)}
 	res.Granted(h)
 	wl.use(res, h, wk, u)

@@ -22,6 +22,7 @@ var (
 	durationFlag = flag.Duration("nemesis.duration", 0, "length of the fault phase (0: the short mode's "+shortDuration.String()+")")
 	reportFlag   = flag.String("nemesis.report", "", "directory to write the report to, NAME.md and NAME.json (none when empty)")
 	nameFlag     = flag.String("nemesis.name", "soak", "the report's file name, without .md or .json")
+	plantFlag    = flag.String("nemesis.plant", "", "a bug to plant in TestNemesis's locks, to see the default mix find it: early-grant (Config.EarlyGrant), or empty for none")
 )
 
 // shortDuration is the fault phase of the short mode, the one the normal
@@ -62,6 +63,19 @@ func seed(t *testing.T) int64 {
 	return int64(binary.LittleEndian.Uint64(b[:]) >> 1)
 }
 
+// plant reports whether -nemesis.plant asks for the early grant; any
+// other value but empty fails t.
+func plant(t *testing.T) bool {
+	switch *plantFlag {
+	case "":
+		return false
+	case "early-grant":
+		return true
+	}
+	t.Fatalf("-nemesis.plant %q: must be early-grant or empty", *plantFlag)
+	return false
+}
+
 func duration() time.Duration {
 	if *durationFlag > 0 {
 		return *durationFlag
@@ -78,6 +92,9 @@ func replay(run string, seed int64) string {
 	if *durationFlag > 0 {
 		cmd += " -nemesis.duration=" + durationFlag.String()
 	}
+	if *plantFlag != "" {
+		cmd += " -nemesis.plant=" + *plantFlag
+	}
 	return cmd
 }
 
@@ -88,6 +105,7 @@ func replay(run string, seed int64) string {
 func TestNemesis(t *testing.T) {
 	t.Parallel()
 	s := seed(t)
+	early := plant(t)
 	t.Logf("seed %d (replay: %s)", s, replay("TestNemesis$", s))
 	var mu sync.Mutex
 	var results []*Result
@@ -101,7 +119,7 @@ func TestNemesis(t *testing.T) {
 	for _, strategy := range []string{Quorum, Single} {
 		t.Run(strategy, func(t *testing.T) {
 			t.Parallel()
-			res := Run(t, Config{Strategy: strategy, Seed: s, Duration: duration(),
+			res := Run(t, Config{Strategy: strategy, Seed: s, Duration: duration(), EarlyGrant: early,
 				Replay: replay("TestNemesis$/"+strategy+"$", s)})
 			mu.Lock()
 			results = append(results, res)
@@ -136,7 +154,8 @@ func TestNemesis(t *testing.T) {
 // guard off on servers that are not durable, it finds two holders at once
 // (ME); with resources that do not check tokens, it finds a paused holder's
 // late write accepted (FENCE); with a single lock whose claim takes a
-// lease for free in its last 50 ms, it finds the waiter let in beside the
+// lease for free in its last 50 ms, or a quorum whose vote does in the
+// lock's last 100 ms (early-vote), it finds the waiter let in beside the
 // holder (ME). The schedules are biased toward the fault
 // each needs, so that the violation is all but certain.
 func TestNemesisCatches(t *testing.T) {
@@ -150,6 +169,7 @@ func TestNemesisCatches(t *testing.T) {
 		{"guard-off", Config{Strategy: Quorum, Bias: LoseMajority, GuardOff: true}, safety.MutualExclusion},
 		{"unfenced", Config{Strategy: Single, Bias: PauseHolders, Unfenced: true}, safety.Fencing},
 		{"early-grant", Config{Strategy: Single, Bias: ExpireHolders, EarlyGrant: true}, safety.MutualExclusion},
+		{"early-vote", Config{Strategy: Quorum, Bias: ExpireQueued, EarlyGrant: true}, safety.MutualExclusion},
 		{"unraised-readers", Config{Strategy: Single, Bias: UnraisedReaders}, safety.Fencing},
 	}
 	for _, c := range cases {

@@ -58,11 +58,15 @@ const (
 	// sleeps For past its lease's end, then writes with its old token: a
 	// holder paused by GC or a stopped VM.
 	HolderPause Kind = "holder-pause"
+	// Break: an operator's break (dlock.ForceRelease) of lock key
+	// Targets[0], through worker Worker's Locker, whoever holds it (see
+	// force.go).
+	Break Kind = "break"
 )
 
 // Kinds lists every kind, in the order reports show them.
 var Kinds = []Kind{KillEmpty, KillRDB, KillAOF, Snapshot, Pause, ClockForward, ClockBack,
-	Latency, Timeout, ResetPeer, Failover, HolderPause}
+	Latency, Timeout, ResetPeer, Failover, HolderPause, Break}
 
 // Fault is one scheduled fault.
 type Fault struct {
@@ -104,6 +108,8 @@ func (f Fault) String() string {
 	switch f.Kind {
 	case HolderPause:
 		fmt.Fprintf(&b, " worker %d", f.Worker)
+	case Break:
+		fmt.Fprintf(&b, " key %d by worker %d", f.Targets[0], f.Worker)
 	case Failover:
 	default:
 		if f.Replica {
@@ -164,11 +170,18 @@ const (
 	// default persistence, the restore the lost-data guard once let vote
 	// at once.
 	RestoreMajority Bias = "restore-majority"
-	// ExpireHolders (single): one lock key, no other primitive, and a
-	// holder pause every 0.6-1 s: the six workers queue on the key, and
-	// every paused holder's lease runs out with waiters behind it, told by
-	// the server when it ends. What a lock that grants early needs.
+	// ExpireHolders: one lock key, no other primitive, and a holder
+	// pause every 0.6-1 s: the six workers queue on the key, and every
+	// paused holder's lease runs out with waiters behind it, told by the
+	// server when it ends. What a lock that grants early needs.
 	ExpireHolders Bias = "expire-holders"
+	// ExpireQueued: the four lock keys that are not an office, no other
+	// primitive, no fault, and every lock call an overstay when a key is
+	// free (see overstay): leases held to their end, one after another,
+	// by holders that joined no queue, with waiters queued behind them.
+	// What a quorum that grants early needs: a holder that had waited
+	// keeps its ticket at the queue's head until it releases.
+	ExpireQueued Bias = "expire-queued"
 )
 
 // Worker is one worker's plan.
@@ -281,6 +294,9 @@ func NewPlan(seed int64, strategy string, duration time.Duration, bias Bias) *Pl
 	case ExpireHolders:
 		p.Keys = p.Keys[:1]
 		p.Permits, p.PermitsN, p.RWLock = "", 0, ""
+	case ExpireQueued:
+		p.Keys = p.Keys[:4]
+		p.Permits, p.PermitsN, p.RWLock = "", 0, ""
 	case RestoreMajority:
 		p.Keys = p.Keys[:2]
 		p.LongHolds = 100
@@ -308,6 +324,7 @@ func NewPlan(seed int64, strategy string, duration time.Duration, bias Bias) *Pl
 		p.Faults = pauseHolders(rng, duration, len(p.Workers), 600*time.Millisecond, time.Second)
 	case RestoreMajority:
 		p.Faults = restoreMajority(rng, duration, servers)
+	case ExpireQueued:
 	default:
 		p.Faults = randomFaults(rng, p, servers)
 	}
@@ -383,7 +400,7 @@ func draw(rng *rand.Rand, mix []weighted) Kind {
 // (p.Storms), from the first storm at 0.5-1 s to the end of p.Duration.
 func randomFaults(rng *rand.Rand, p *Plan, servers int) []Fault {
 	mix := []weighted{{KillEmpty, 2}, {KillRDB, 5}, {KillAOF, 4}, {Snapshot, 5}, {Pause, 3},
-		{ClockForward, 1}, {ClockBack, 1}, {Latency, 2}, {Timeout, 2}, {ResetPeer, 2}, {HolderPause, 2}}
+		{ClockForward, 1}, {ClockBack, 1}, {Latency, 2}, {Timeout, 2}, {ResetPeer, 2}, {HolderPause, 2}, {Break, 5}}
 	if p.Strategy == Single {
 		mix = append(mix, weighted{Failover, 2})
 	}
@@ -532,6 +549,9 @@ func newFault(rng *rand.Rand, p *Plan, k Kind, at time.Duration, servers int, rd
 	case HolderPause:
 		f.Worker = rng.IntN(len(p.Workers))
 		f.For = between(rng, 200*time.Millisecond, 1500*time.Millisecond)
+	case Break:
+		f.Worker = rng.IntN(len(p.Workers))
+		f.Targets = []int{rng.IntN(len(p.Keys))}
 	}
 	return f, f.At < p.Duration
 }

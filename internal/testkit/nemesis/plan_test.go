@@ -3,9 +3,11 @@ package nemesis
 import (
 	"reflect"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/dlockgo/dlock/election"
 	"github.com/dlockgo/dlock/internal/testkit/safety"
 )
 
@@ -113,6 +115,14 @@ func TestPlanBias(t *testing.T) {
 	for _, f := range p.Faults {
 		if f.Kind != HolderPause {
 			t.Fatalf("pause-holders: %v", f)
+		}
+	}
+	for _, s := range []string{Quorum, Single} {
+		p = NewPlan(1, s, 12*time.Second, ExpireQueued)
+		if len(p.Faults) != 0 || len(p.Keys) != 4 || p.Permits != "" || p.RWLock != "" ||
+			slices.ContainsFunc(p.Keys, func(k string) bool { return strings.HasPrefix(k, election.KeyPrefix) }) {
+			t.Fatalf("expire-queued %s: faults %v, keys %q, permits %q, rwlock %q; want no fault, four lock keys and nothing else",
+				s, p.Faults, p.Keys, p.Permits, p.RWLock)
 		}
 	}
 }

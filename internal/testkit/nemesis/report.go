@@ -138,6 +138,12 @@ func (s Soak) Markdown() string {
 		}
 	}
 	for _, r := range s.Results {
+		if c := r.Counts; c.Breaks+c.Terms+c.Overstays > 0 {
+			fmt.Fprintf(&b, "\n%s: %d breaks (%d of a held key, %d failed: of unknown outcome), %d terms of office, %d leases held to their end with a waiter queued.\n",
+				r.Strategy, c.Breaks, c.BreaksHeld, c.BreaksFailed, c.Terms, c.Overstays)
+		}
+	}
+	for _, r := range s.Results {
 		if len(r.Broken) == 0 {
 			continue
 		}

@@ -35,8 +35,9 @@ type Config struct {
 	GuardOff bool
 	// Unfenced makes the protected resources accept every write.
 	Unfenced bool
-	// EarlyGrant makes the single strategy's Lockers grant a lock in its
-	// holder's last 50 ms (see earlyGrant): a broken lock.
+	// EarlyGrant makes the Lockers grant a lock early, a broken lock: the
+	// single strategy's claim in its holder's last 50 ms (earlyGrant), the
+	// quorum's vote in the lock's last 100 ms on each node (earlyVote).
 	EarlyGrant bool
 	earlySwaps *atomic.Int64 // the claims EarlyGrant changed
 	// SkipMem leaves the memory check out.
@@ -130,7 +131,8 @@ type Result struct {
 	MemChecked bool               `json:"memory_checked"`
 	MemOK      bool               `json:"memory_ok"`
 	Errors     []string           `json:"errors,omitempty"` // of the harness
-	// EarlyClaims counts the claims Config.EarlyGrant ran broken.
+	// EarlyClaims counts the claims and votes Config.EarlyGrant ran
+	// broken.
 	EarlyClaims int64 `json:"early_claims,omitempty"`
 	// Schedule is every fault as it ran, from the start of the fault
 	// phase.
@@ -554,6 +556,14 @@ func (r *Result) Summary() string {
 	}
 	if c.SetGrants > 0 {
 		fmt.Fprintf(&b, "  %d sets of two lock keys held at once (AcquireAll), each key checked with the key's other leases\n", c.SetGrants)
+	}
+	if c.Breaks > 0 || c.Terms > 0 || c.Overstays > 0 {
+		fmt.Fprintf(&b, "  %d breaks (%d of a held key, %d failed), %d terms of office, %d leases held to their end with a waiter queued\n",
+			c.Breaks, c.BreaksHeld, c.BreaksFailed, c.Terms, c.Overstays)
+		b.WriteString(breakNotes(r.Events, 3))
+	}
+	if r.EarlyClaims > 0 {
+		fmt.Fprintf(&b, "  early grant planted: %d claims or votes ran broken\n", r.EarlyClaims)
 	}
 	for _, prop := range Properties {
 		fmt.Fprintf(&b, "  %s: %d broken, %d excused by the labels; judged in %.0f%% of the run\n", prop, r.BrokenBy(prop), r.Excused[string(prop)], 100*r.Judged[string(prop)])

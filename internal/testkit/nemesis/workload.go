@@ -49,6 +49,11 @@ type Counts struct {
 	RWReaders     int64 `json:"rw_reader_grants"`
 	RWReadsBehind int64 `json:"rw_reads_behind"` // valid readers' reads of a register written under a newer token
 	SetGrants     int64 `json:"set_grants"`      // AcquireAll of two lock keys (each also counted in grants)
+	Breaks        int64 `json:"breaks"`          // operators' breaks (Break faults) run
+	BreaksHeld    int64 `json:"breaks_held"`     // of them, of a key a lease held
+	BreaksFailed  int64 `json:"breaks_failed"`   // of them, that failed: of unknown outcome
+	Terms         int64 `json:"terms"`           // terms of office won (campaign)
+	Overstays     int64 `json:"overstays"`       // leases held to their end with a waiter queued (overstay)
 }
 
 // workload is the workers of one run and what they recorded.
@@ -72,6 +77,7 @@ type workload struct {
 	itemClaims, itemsReAdded, itemsDone                                 atomic.Int64
 	rwWriterGrants, rwReaderGrants, rwReadsBehind                       atomic.Int64
 	setGrants                                                           atomic.Int64
+	breaks, breaksHeld, breaksFailed, terms, overstays                  atomic.Int64
 }
 
 type worker struct {
@@ -117,8 +123,8 @@ func newLocker(p *Plan, cfg Config, w Worker, addrs []string) (dlock.Locker, nod
 	}
 	var lk dlock.Locker
 	var err error
-	if cfg.EarlyGrant && w.Locker != QuorumLocker {
-		if nodes[0], err = newEarlyGrant(nodes[0], cfg.earlySwaps); err != nil {
+	if cfg.EarlyGrant {
+		if err = plantEarly(w.Locker, nodes, cfg.earlySwaps); err != nil {
 			closeAll()
 			return nil, nil, nil, err
 		}
@@ -295,6 +301,9 @@ func (wl *workload) do(ctx context.Context, wk *worker) {
 		wl.campaign(ctx, wk, key, office)
 		return
 	}
+	if (wl.p.Bias == ExpireQueued || wk.rng.IntN(overstayOdds) == 0) && !strings.HasPrefix(key, election.KeyPrefix) && wl.overstay(ctx, wk, key) {
+		return
+	}
 	if m, ok := wk.lk.(dlock.MultiLocker); ok && wk.rng.IntN(6) == 0 {
 		// One call in six holds two lock keys at once.
 		wl.lockSet(ctx, wk, m)
@@ -454,7 +463,8 @@ func (wl *workload) counts() Counts {
 		Pauses: wl.pauses.Load(), PausedRefused: wl.pausedRefused.Load(),
 		ItemClaims: wl.itemClaims.Load(), ItemsReAdded: wl.itemsReAdded.Load(), ItemsDone: wl.itemsDone.Load(),
 		RWWriters: wl.rwWriterGrants.Load(), RWReaders: wl.rwReaderGrants.Load(), RWReadsBehind: wl.rwReadsBehind.Load(),
-		SetGrants: wl.setGrants.Load()}
+		SetGrants: wl.setGrants.Load(), Breaks: wl.breaks.Load(), BreaksHeld: wl.breaksHeld.Load(),
+		BreaksFailed: wl.breaksFailed.Load(), Terms: wl.terms.Load(), Overstays: wl.overstays.Load()}
 }
 
 // sleep sleeps d, or until ctx ends.

@@ -76,7 +76,9 @@ type interval struct {
 // Check checks h. A lease's interval runs from its first grant to the
 // latest end of validity seen at a grant or at a write made while the
 // lease was still valid by its holder's clock, or to its release if that
-// came first; a holder with no grant recorded starts at its first write.
+// came first, or to the sending of a break that ended it (see Break); a
+// holder with no grant recorded starts at its first write. A write of a
+// broken holder accepted after its break returned is a stale write.
 //
 // Linearizability is checked against a sequential register holding a value
 // and a token, initially empty and 0: a fenced write with token t succeeds,
@@ -139,6 +141,12 @@ func Check(h History) Report {
 		}
 	}
 
+	for _, v := range brokenWrites(h) {
+		rep.StaleAccepted++
+		rep.note(&rep.StaleAccepted, v.Detail)
+		rep.Violations = append(rep.Violations, v)
+	}
+
 	switch res := porcupine.CheckOperationsTimeout(registerModel, operations(h.Ops), CheckTimeout); res {
 	case porcupine.Ok:
 		rep.Linearizable = true
@@ -199,6 +207,7 @@ func leases(h History) []interval {
 			iv.to = Later(iv.from, earliest(iv.to, rel.At))
 		}
 	}
+	endBroken(h.Breaks, byHolder)
 	out := make([]interval, len(order))
 	for i, holder := range order {
 		out[i] = *byHolder[holder]
@@ -273,7 +282,9 @@ func (x *acceptedIndex) find(w Op) (Op, bool) {
 	if v := x.ops[x.tok[n-1]]; v.Token > w.Token {
 		return v, true
 	}
-	if v := x.ops[x.late[n-1]]; v.Holder != w.Holder && x.start[v.Holder].After(x.start[w.Holder]) {
+	// A write of no holder (a break's token shown to the fence) is judged
+	// by its token alone.
+	if v := x.ops[x.late[n-1]]; w.Holder != "" && v.Holder != w.Holder && x.start[v.Holder].After(x.start[w.Holder]) {
 		return v, true
 	}
 	return Op{}, false

@@ -142,6 +142,7 @@ func (r *Resource) History() History {
 		Grants:   slices.Clone(r.h.Grants),
 		Releases: slices.Clone(r.h.Releases),
 		Ops:      slices.Clone(r.h.Ops),
+		Breaks:   slices.Clone(r.h.Breaks),
 	}
 }
 

@@ -122,4 +122,5 @@ type History struct {
 	Grants   []Grant
 	Releases []Release
 	Ops      []Op
+	Breaks   []Break
 }
