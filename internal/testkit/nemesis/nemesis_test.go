@@ -22,6 +22,7 @@ var (
 	durationFlag = flag.Duration("nemesis.duration", 0, "length of the fault phase (0: the short mode's "+shortDuration.String()+")")
 	reportFlag   = flag.String("nemesis.report", "", "directory to write the report to, NAME.md and NAME.json (none when empty)")
 	nameFlag     = flag.String("nemesis.name", "soak", "the report's file name, without .md or .json")
+	plantFlag    = flag.String("nemesis.plant", "", "a bug to plant in TestNemesis's runs: "+strings.Join(Plants, " or ")+" (none when empty)")
 )
 
 // shortDuration is the fault phase of the short mode, the one the normal
@@ -78,6 +79,9 @@ func replay(run string, seed int64) string {
 	if *durationFlag > 0 {
 		cmd += " -nemesis.duration=" + durationFlag.String()
 	}
+	if *plantFlag != "" {
+		cmd += " -nemesis.plant=" + *plantFlag
+	}
 	return cmd
 }
 
@@ -101,14 +105,14 @@ func TestNemesis(t *testing.T) {
 	for _, strategy := range []string{Quorum, Single} {
 		t.Run(strategy, func(t *testing.T) {
 			t.Parallel()
-			res := Run(t, Config{Strategy: strategy, Seed: s, Duration: duration(),
+			res := Run(t, Config{Strategy: strategy, Seed: s, Duration: duration(), Plant: *plantFlag,
 				Replay: replay("TestNemesis$/"+strategy+"$", s)})
 			mu.Lock()
 			results = append(results, res)
 			mu.Unlock()
 			t.Log(res.Summary())
 			var failed []string
-			for _, prop := range []safety.Property{safety.MutualExclusion, safety.Order, safety.Fencing} {
+			for _, prop := range Properties {
 				if n := res.BrokenBy(prop); n > 0 {
 					failed = append(failed, fmt.Sprintf("%s broken %d times", prop, n))
 				}
@@ -151,6 +155,9 @@ func TestNemesisCatches(t *testing.T) {
 		{"unfenced", Config{Strategy: Single, Bias: PauseHolders, Unfenced: true}, safety.Fencing},
 		{"early-grant", Config{Strategy: Single, Bias: ExpireHolders, EarlyGrant: true}, safety.MutualExclusion},
 		{"unraised-readers", Config{Strategy: Single, Bias: UnraisedReaders}, safety.Fencing},
+		// The default mix, with a planted bug.
+		{"rate-one-yes", Config{Strategy: Quorum, Plant: PlantRateOneYes}, safety.Rate},
+		{"trusting-resume", Config{Strategy: Single, Plant: PlantTrustingResume}, safety.Handle},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

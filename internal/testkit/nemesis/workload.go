@@ -72,6 +72,9 @@ type workload struct {
 	itemClaims, itemsReAdded, itemsDone                                 atomic.Int64
 	rwWriterGrants, rwReaderGrants, rwReadsBehind                       atomic.Int64
 	setGrants                                                           atomic.Int64
+
+	rate *rateLoad // the workers' rate limit calls (ratelimit.go)
+	hand *handles  // the hand-offs of leases by their handles (handles.go)
 }
 
 type worker struct {
@@ -117,6 +120,12 @@ func newLocker(p *Plan, cfg Config, w Worker, addrs []string) (dlock.Locker, nod
 	}
 	var lk dlock.Locker
 	var err error
+	if cfg.Plant == PlantTrustingResume {
+		if nodes, err = trustingNodes(nodes, cfg.trust); err != nil {
+			closeAll()
+			return nil, nil, nil, err
+		}
+	}
 	if cfg.EarlyGrant && w.Locker != QuorumLocker {
 		if nodes[0], err = newEarlyGrant(nodes[0], cfg.earlySwaps); err != nil {
 			closeAll()
@@ -198,6 +207,12 @@ func newWorkload(t *testing.T, p *Plan, cfg Config, addrs []string) *workload {
 	for _, wk := range wl.workers {
 		warm(t, wk.lk)
 	}
+	wl.hand = newHandles()
+	var err error
+	if wl.rate, err = newRateLoad(p, cfg, addrs); err != nil {
+		wl.close()
+		t.Fatalf("nemesis: rate limits: %v", err)
+	}
 	return wl
 }
 
@@ -250,6 +265,7 @@ func (wl *workload) start(ctx context.Context) {
 			}
 		}()
 	}
+	wl.rate.start(ctx, &wl.wg)
 }
 
 func (wl *workload) wait() { wl.wg.Wait() }
@@ -262,6 +278,9 @@ func (wl *workload) harness(err error) {
 }
 
 func (wl *workload) close() {
+	if wl.rate != nil {
+		wl.rate.close()
+	}
 	for _, wk := range wl.workers {
 		wk.close()
 	}
@@ -293,6 +312,11 @@ func (wl *workload) do(ctx context.Context, wk *worker) {
 	key := wl.p.Keys[wk.rng.IntN(len(wl.p.Keys))]
 	if office, ok := strings.CutPrefix(key, election.KeyPrefix); ok && wk.rng.IntN(4) > 0 {
 		wl.campaign(ctx, wk, key, office)
+		return
+	}
+	if wk.rng.IntN(4) == 0 {
+		// One call in four hands its lease to another worker's Locker.
+		wl.handoff(ctx, wk, key)
 		return
 	}
 	if m, ok := wk.lk.(dlock.MultiLocker); ok && wk.rng.IntN(6) == 0 {

@@ -1,0 +1,177 @@
+package nemesis
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/dlockgo/dlock/fence"
+	"github.com/dlockgo/dlock/node"
+)
+
+// The bugs Config.Plant can plant, for TestNemesisCatches and the
+// -nemesis.plant flag: each must make the nemesis find its property
+// broken.
+const (
+	// PlantRateOneYes: a rate limit that admits on one node's yes (see
+	// oneYes): RATE.
+	PlantRateOneYes = "rate-one-yes"
+	// PlantTrustingResume: a resume that takes the handle's word for its
+	// token (see trusting): HANDLE.
+	PlantTrustingResume = "trusting-resume"
+)
+
+// Plants lists the plants Config.Plant takes.
+var Plants = []string{PlantRateOneYes, PlantTrustingResume}
+
+// The first lines of the scripts the plants recognize, checked against
+// the source tree when a plant is built, so that a change of them fails
+// the run instead of leaving the library unbroken.
+var (
+	gcraHead          = scriptHead{"ratelimit/lua/gcra.lua", "-- gcra: one call on one rate limit"}
+	singleInspectHead = scriptHead{"single/lua/inspect.lua", "-- inspect: who holds the lock, with which token"}
+	quorumInspectHead = scriptHead{"redlock/lua/inspect.lua", "-- inspect: one node's view of a lock"}
+)
+
+type scriptHead struct{ file, line string }
+
+func (h scriptHead) check() error {
+	_, here, _, _ := runtime.Caller(0)
+	src, err := os.ReadFile(filepath.Join(filepath.Dir(here), "..", "..", "..", h.file))
+	if err != nil {
+		return fmt.Errorf("plant: %w", err)
+	}
+	if !strings.HasPrefix(string(src), h.line) {
+		return fmt.Errorf("plant: %s no longer starts with %q", h.file, h.line)
+	}
+	return nil
+}
+
+func (h scriptHead) of(s *node.Script) bool { return strings.Contains(s.Source(), h.line) }
+
+// oneYes is a node of a broken rate limit: it runs the limit's script on
+// its own node and, when that node refuses, on the others in turn, and
+// answers with the first admission. Every node of a Limiter so wrapped
+// says yes as soon as any one node would: a majority of one. Every other
+// script runs as it is.
+type oneYes struct {
+	node.Node
+	others []node.Node
+}
+
+func (o *oneYes) Eval(ctx context.Context, s *node.Script, keys []string, args ...string) (node.Reply, error) {
+	r, err := o.Node.Eval(ctx, s, keys, args...)
+	if !gcraHead.of(s) || err == nil && r.Int(0) == 1 {
+		return r, err
+	}
+	for _, n := range o.others {
+		if r2, err2 := n.Eval(ctx, s, keys, args...); err2 == nil && r2.Int(0) == 1 {
+			return r2, nil
+		}
+	}
+	return r, err
+}
+
+// renamed is a view of a node in which the rate limit's key is another
+// one (KEY:suffix): a second limit on the same server, for the single
+// strategy's one-yes plant, whose one node has no others.
+type renamed struct {
+	node.Node
+	suffix string
+}
+
+func (r *renamed) Eval(ctx context.Context, s *node.Script, keys []string, args ...string) (node.Reply, error) {
+	if gcraHead.of(s) && len(keys) > 0 {
+		keys = append([]string{keys[0] + r.suffix}, keys[1:]...)
+	}
+	return r.Node.Eval(ctx, s, keys, args...)
+}
+
+// oneYesNodes wraps a Limiter's nodes as oneYes: each tries the others
+// after itself. One node (the single strategy) gets a renamed view of
+// itself as its other: its limit admits what two would.
+func oneYesNodes(nodes []node.Node) ([]node.Node, error) {
+	if err := gcraHead.check(); err != nil {
+		return nil, err
+	}
+	out := make([]node.Node, len(nodes))
+	for i, n := range nodes {
+		var others []node.Node
+		for j := 1; j < len(nodes); j++ {
+			others = append(others, nodes[(i+j)%len(nodes)])
+		}
+		if len(nodes) == 1 {
+			others = []node.Node{&renamed{Node: n, suffix: ":2"}}
+		}
+		out[i] = &oneYes{Node: n, others: others}
+	}
+	return out, nil
+}
+
+// trust is the trusting-resume plant's word: the token a forged handle
+// claims, by the lease owner it names, while the harness resumes it.
+type trust struct{ m sync.Map }
+
+func (t *trust) set(owner string, tok fence.Token) { t.m.Store(owner, tok) }
+func (t *trust) clear(owner string)                { t.m.Delete(owner) }
+
+func (t *trust) token(owner string) (fence.Token, bool) {
+	v, ok := t.m.Load(owner)
+	if !ok {
+		return 0, false
+	}
+	return v.(fence.Token), true
+}
+
+// trusting is a node of a broken resume: when the inspect script (the
+// servers' answer to "which token does this lock hold") names an owner
+// the harness is resuming a forged handle of, it answers with the
+// handle's token instead of the server's, as a resume that trusted the
+// handle would. Every other script, and every other owner, runs as it is.
+type trusting struct {
+	node.Node
+	t *trust
+}
+
+func (n *trusting) Eval(ctx context.Context, s *node.Script, keys []string, args ...string) (node.Reply, error) {
+	r, err := n.Node.Eval(ctx, s, keys, args...)
+	if err != nil {
+		return r, err
+	}
+	at := -1
+	switch {
+	case singleInspectHead.of(s):
+		at = 1 // {owner, attempts, ms left}
+	case quorumInspectHead.of(s):
+		at = 2 // {owner, pttl, counter, floor, …}
+	}
+	if at < 0 || len(r) <= at {
+		return r, err
+	}
+	tok, ok := n.t.token(r.Str(0))
+	if !ok {
+		return r, err
+	}
+	r = append(node.Reply(nil), r...)
+	r[at] = node.Value{Kind: node.Str, Str: strconv.FormatUint(uint64(tok), 10)}
+	return r, nil
+}
+
+// trustingNodes wraps a Locker's nodes as trusting, all answering by t.
+func trustingNodes(nodes []node.Node, t *trust) ([]node.Node, error) {
+	for _, h := range []scriptHead{singleInspectHead, quorumInspectHead} {
+		if err := h.check(); err != nil {
+			return nil, err
+		}
+	}
+	out := make([]node.Node, len(nodes))
+	for i, n := range nodes {
+		out[i] = &trusting{Node: n, t: t}
+	}
+	return out, nil
+}

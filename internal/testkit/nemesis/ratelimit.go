@@ -1,0 +1,417 @@
+package nemesis
+
+import (
+	"context"
+	"fmt"
+	"hash/fnv"
+	"math/rand/v2"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/valkey-io/valkey-go"
+
+	"github.com/dlockgo/dlock/internal/testkit/safety"
+	"github.com/dlockgo/dlock/node"
+	"github.com/dlockgo/dlock/node/goredis"
+	"github.com/dlockgo/dlock/node/valkeygo"
+	"github.com/dlockgo/dlock/ratelimit"
+)
+
+// rateLimits are the limits the workers call, each on a key of its own:
+// one whose interval is a whole number of ms, and one whose Per the Rate
+// does not divide (42857.14… µs, rounded up to 42858).
+var rateLimits = []struct {
+	key   string
+	limit ratelimit.Limit
+}{
+	{"rate-a", ratelimit.Limit{Rate: 20, Per: time.Second, Burst: 5}},
+	{"rate-b", ratelimit.Limit{Rate: 7, Per: 300 * time.Millisecond, Burst: 3}},
+}
+
+// The windows RATE and RATE floor slide, and how far from a fault a
+// stretch counts as calm for the floor: a client redials a restarted
+// server within it.
+const (
+	rateWidth   = 500 * time.Millisecond
+	rateStep    = 20 * time.Millisecond
+	floorWidth  = time.Second
+	floorStep   = 100 * time.Millisecond
+	floorSettle = 500 * time.Millisecond
+)
+
+// RateFloor is the least share of its ideal (the calm time over the
+// limit's interval) a key must admit in a calm window: see
+// safety.CheckRateFloor. The callers want several times the limit.
+const RateFloor = 0.5
+
+// rateCall bounds one Allow.
+const rateCall = 500 * time.Millisecond
+
+// RateStats is what the workers' rate limits did and how near their
+// bounds they came.
+type RateStats struct {
+	Calls    int64 `json:"calls"`
+	Admitted int64 `json:"admitted"`
+	Refused  int64 `json:"refused"`
+	Errors   int64 `json:"errors"`
+	// Worst is the largest admitted/bound of a RATE window, and
+	// WorstRefill whether that window held a refill (a fault's burst).
+	Worst       float64 `json:"worst_of_bound"`
+	WorstRefill bool    `json:"worst_with_refill"`
+	// FloorMin and FloorMean are the admitted share of the ideal over
+	// the calm windows; Floor is RateFloor.
+	FloorMin  float64 `json:"floor_min"`
+	FloorMean float64 `json:"floor_mean"`
+	Floor     float64 `json:"floor"`
+}
+
+// rateLoad is the workers' rate limit calls: each worker has one
+// Limiter per limit, on clients of its own of the strategy's servers
+// (the single master, or all the quorum's nodes), and a goroutine that
+// calls them until the run ends.
+type rateLoad struct {
+	callers []*rateCaller
+
+	mu   sync.Mutex
+	adms [][]safety.Admission // by limit
+
+	calls, admitted, refused, errs atomic.Int64
+}
+
+type rateCaller struct {
+	lims  []*ratelimit.Limiter // by limit
+	close func()
+	rng   *rand.Rand
+}
+
+// dialNodes returns a node of each address on its own client of w's
+// library, as newLocker makes them.
+func dialNodes(w Worker, addrs []string) ([]node.Node, func(), error) {
+	var nodes []node.Node
+	var closers []func()
+	closeAll := func() {
+		for i := len(closers) - 1; i >= 0; i-- {
+			closers[i]()
+		}
+	}
+	for _, a := range addrs {
+		if w.Client == "go-redis" {
+			c := redis.NewClient(&redis.Options{Addr: a})
+			n := goredis.New(c)
+			nodes = append(nodes, n)
+			closers = append(closers, func() { _ = c.Close() }, func() { _ = n.Close() })
+			continue
+		}
+		c, err := valkey.NewClient(valkey.ClientOption{InitAddress: []string{a}, DisableCache: true})
+		if err != nil {
+			closeAll()
+			return nil, nil, fmt.Errorf("valkey-go client for %s: %w", a, err)
+		}
+		n := valkeygo.New(c)
+		nodes = append(nodes, n)
+		closers = append(closers, c.Close, func() { _ = n.Close() })
+	}
+	return nodes, closeAll, nil
+}
+
+// newRateLoad builds each worker's Limiters, with the rate-one-yes plant
+// when cfg asks for it.
+func newRateLoad(p *Plan, cfg Config, addrs []string) (*rateLoad, error) {
+	rl := &rateLoad{adms: make([][]safety.Admission, len(rateLimits))}
+	for i, w := range p.Workers {
+		nodes, closeFn, err := dialNodes(w, addrs)
+		if err != nil {
+			rl.close()
+			return nil, err
+		}
+		if cfg.Plant == PlantRateOneYes {
+			if nodes, err = oneYesNodes(nodes); err != nil {
+				closeFn()
+				rl.close()
+				return nil, err
+			}
+		}
+		c := &rateCaller{close: closeFn}
+		for _, rlim := range rateLimits {
+			lim, err := ratelimit.New(nodes, rlim.limit, ratelimit.WithNodeTimeout(p.NodeTimeout))
+			if err != nil {
+				c.closeAll()
+				rl.close()
+				return nil, fmt.Errorf("worker %d: rate limit %s: %w", i, rlim.limit, err)
+			}
+			c.lims = append(c.lims, lim)
+		}
+		h := fnv.New64a()
+		h.Write([]byte("rate " + p.Strategy))
+		c.rng = rand.New(rand.NewPCG(uint64(p.Seed), h.Sum64()+uint64(i)))
+		rl.callers = append(rl.callers, c)
+	}
+	return rl, nil
+}
+
+func (c *rateCaller) closeAll() {
+	for _, l := range c.lims {
+		_ = l.Close()
+	}
+	c.close()
+}
+
+func (rl *rateLoad) close() {
+	for _, c := range rl.callers {
+		c.closeAll()
+	}
+}
+
+// start runs one goroutine per caller, in wg, until ctx ends.
+func (rl *rateLoad) start(ctx context.Context, wg *sync.WaitGroup) {
+	for _, c := range rl.callers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for ctx.Err() == nil {
+				rl.call(ctx, c)
+			}
+		}()
+	}
+}
+
+// call makes one Allow on a limit drawn at random, records it, and
+// sleeps until the limit may admit again (RetryAfter, at most 100 ms),
+// so that the callers want several times what the limits admit without
+// spinning.
+func (rl *rateLoad) call(ctx context.Context, c *rateCaller) {
+	i := c.rng.IntN(len(c.lims))
+	cctx, cancel := context.WithTimeout(ctx, rateCall)
+	start := time.Now()
+	r, err := c.lims[i].Allow(cctx, rateLimits[i].key)
+	end := time.Now()
+	cancel()
+	rl.calls.Add(1)
+	jitter := time.Duration(c.rng.IntN(5000)) * time.Microsecond
+	switch {
+	case err != nil:
+		if ctx.Err() == nil {
+			rl.errs.Add(1)
+		}
+		sleep(ctx, 20*time.Millisecond+jitter)
+	case r.Allowed:
+		rl.admitted.Add(1)
+		rl.mu.Lock()
+		rl.adms[i] = append(rl.adms[i], safety.Admission{Start: start, End: end})
+		rl.mu.Unlock()
+		sleep(ctx, 5*time.Millisecond+jitter)
+	default:
+		rl.refused.Add(1)
+		sleep(ctx, min(r.RetryAfter, 100*time.Millisecond)+jitter)
+	}
+}
+
+// rateNodes is how many servers the strategy's Limiters ask, and how many
+// must admit.
+func rateNodes(p *Plan) (nodes, majority int) {
+	if p.Strategy == Single {
+		return 1, 1
+	}
+	return len(p.AOF), len(p.AOF)/2 + 1
+}
+
+// rateRefills returns, by node of the Limiters, the faults that may hand
+// it a burst more than its clock allows: on the quorum, each kill of the
+// node (a restart empty, or from an older snapshot or AOF) and each of its
+// clock's steps; on the single master, each loss of its data (a kill of
+// the master, a failover: the replica may have missed the latest writes)
+// and every clock step, on whichever server (roles swap).
+func rateRefills(p *Plan, events []*Event) [][]safety.Span {
+	n, _ := rateNodes(p)
+	out := make([][]safety.Span, n)
+	for _, e := range events {
+		if e.Skipped != "" && e.Kind != KillEmpty && e.Kind != KillRDB && e.Kind != KillAOF || e.Start.IsZero() {
+			continue // a kill skipped in part may still have killed one
+		}
+		s := safety.Span{From: e.Start, To: e.End}
+		clock := e.Kind == ClockForward || e.Kind == ClockBack
+		if p.Strategy == Single {
+			if clock || e.LostData() {
+				out[0] = append(out[0], s)
+			}
+			continue
+		}
+		switch {
+		case clock:
+			out[e.Targets[0]] = append(out[e.Targets[0]], s)
+		case e.Kind == KillEmpty || e.Kind == KillRDB || e.Kind == KillAOF:
+			for _, j := range e.Targets {
+				out[j] = append(out[j], s)
+			}
+		}
+	}
+	return out
+}
+
+// rateDisturbed returns the stretches the floor does not judge: when a
+// fault stands between the callers and the admissions a limit owes them.
+// On the single strategy, any fault on the master or on the clients' link
+// (a pause, a toxic, a kill, a failover, a clock off); on the quorum, when
+// faults are active on a majority of the nodes at once. A fault reaches
+// floorSettle past its end, a clock fault its jump further (a clock put
+// back leaves its server's limit that much ahead).
+func rateDisturbed(p *Plan, events []*Event) []safety.Span {
+	n, majority := rateNodes(p)
+	per := make([][]safety.Span, n)
+	for _, e := range events {
+		if e.Start.IsZero() || e.Skipped != "" && e.Kind != KillEmpty && e.Kind != KillRDB && e.Kind != KillAOF {
+			continue
+		}
+		to := e.End.Add(floorSettle)
+		var targets []int
+		switch e.Kind {
+		case ClockForward, ClockBack:
+			to = to.Add(e.Jump)
+			targets = e.Targets
+		case Pause, KillEmpty, KillRDB, KillAOF, Latency, Timeout, ResetPeer:
+			targets = e.Targets
+		case Failover:
+			targets = []int{0}
+		}
+		if p.Strategy == Single {
+			switch e.Kind {
+			case Pause:
+				if len(e.Roles) == 0 || e.Roles[0] != "master" {
+					targets = nil
+				}
+			case Latency, Timeout, ResetPeer:
+				if e.Targets[0] != 0 { // the replication link
+					targets = nil
+				}
+			case KillEmpty, KillRDB, KillAOF:
+				if !e.LostData() {
+					targets = nil
+				}
+			}
+			if len(targets) > 0 {
+				targets = []int{0}
+			}
+		}
+		for _, j := range targets {
+			per[j] = append(per[j], safety.Span{From: e.Start, To: to})
+		}
+	}
+	return atLeast(per, majority)
+}
+
+// atLeast returns the stretches in which at least k of the nodes are in
+// one of their spans.
+func atLeast(per [][]safety.Span, k int) []safety.Span {
+	type edge struct {
+		at time.Time
+		d  int
+	}
+	var edges []edge
+	for _, ss := range per {
+		for _, s := range mergeNode(ss) {
+			edges = append(edges, edge{s.From, 1}, edge{s.To, -1})
+		}
+	}
+	slices.SortStableFunc(edges, func(a, b edge) int {
+		if c := a.at.Compare(b.at); c != 0 {
+			return c
+		}
+		return b.d - a.d // starts before ends at one instant
+	})
+	var out []safety.Span
+	var from time.Time
+	depth := 0
+	for _, e := range edges {
+		before := depth
+		depth += e.d
+		switch {
+		case before < k && depth >= k:
+			from = e.at
+		case before >= k && depth < k:
+			out = append(out, safety.Span{From: from, To: e.at})
+		}
+	}
+	return out
+}
+
+// mergeNode joins one node's overlapping spans, so that the node counts
+// once however many of its faults overlap.
+func mergeNode(ss []safety.Span) []safety.Span {
+	s := slices.Clone(ss)
+	slices.SortFunc(s, func(a, b safety.Span) int { return a.From.Compare(b.From) })
+	var out []safety.Span
+	for _, x := range s {
+		if n := len(out); n > 0 && !x.From.After(out[n-1].To) {
+			if x.To.After(out[n-1].To) {
+				out[n-1].To = x.To
+			}
+			continue
+		}
+		out = append(out, x)
+	}
+	return out
+}
+
+// rateViolations judges every limit's admissions of the fault phase,
+// fills res.Rate and res.Judged for RATE and RATE floor, and returns the
+// violations by key.
+func (rl *rateLoad) violations(p *Plan, events []*Event, t0 time.Time, res *Result) []keyViolations {
+	end := t0.Add(p.Duration)
+	n, majority := rateNodes(p)
+	refills := rateRefills(p, events)
+	disturbed := rateDisturbed(p, events)
+	st := &RateStats{Calls: rl.calls.Load(), Admitted: rl.admitted.Load(), Refused: rl.refused.Load(),
+		Errors: rl.errs.Load(), Floor: RateFloor, FloorMin: 1}
+	var out []keyViolations
+	var windows, judged, fWindows, fJudged int
+	floorSum := 0.0
+	for i, rlim := range rateLimits {
+		rl.mu.Lock()
+		adms := slices.Clone(rl.adms[i])
+		rl.mu.Unlock()
+		iv := safety.Interval(rlim.limit.Rate, rlim.limit.Per)
+		rep := safety.CheckRate(safety.RateLimit{Interval: iv, Burst: rlim.limit.Burst, Nodes: n, Majority: majority, Refills: refills},
+			adms, t0, end, rateWidth, rateStep)
+		windows, judged = windows+rep.Windows, judged+rep.Judged
+		if rep.Worst > st.Worst {
+			st.Worst, st.WorstRefill = rep.Worst, rep.WorstFaulty
+		}
+		fl := safety.CheckRateFloor(iv, adms, disturbed, RateFloor, t0, end, floorWidth, floorStep)
+		fWindows, fJudged = fWindows+fl.Windows, fJudged+fl.Judged
+		if fl.Judged > 0 {
+			st.FloorMin = min(st.FloorMin, fl.Min)
+			floorSum += fl.Mean * float64(fl.Judged)
+		}
+		out = append(out, keyViolations{rlim.key, append(rep.Violations, fl.Violations...)})
+	}
+	if fJudged > 0 {
+		st.FloorMean = floorSum / float64(fJudged)
+	}
+	res.Judged[string(safety.Rate)] = share(judged, windows)
+	res.Judged[string(safety.RateFloor)] = share(fJudged, fWindows)
+	res.Rate = st
+	return out
+}
+
+// keyViolations are the violations found on one key.
+type keyViolations struct {
+	key string
+	vs  []safety.Violation
+}
+
+func share(part, whole int) float64 {
+	if whole == 0 {
+		return 0
+	}
+	return float64(part) / float64(whole)
+}
+
+// summary is the rate limits' line of Result.Summary.
+func (st *RateStats) summary() string {
+	return fmt.Sprintf("rate limits (%s; %s): %d calls, %d admitted, %d refused, %d errors; the worst %v window at %.2f of its bound (refill in it: %v); calm %v windows admitted %.0f%%..%.0f%% (mean) of the ideal, floor %.0f%%",
+		rateLimits[0].limit, rateLimits[1].limit, st.Calls, st.Admitted, st.Refused, st.Errors, rateWidth, st.Worst, st.WorstRefill,
+		floorWidth, 100*st.FloorMin, 100*st.FloorMean, 100*st.Floor)
+}
