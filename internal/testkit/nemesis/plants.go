@@ -54,32 +54,9 @@ func (h scriptHead) check() error {
 
 func (h scriptHead) of(s *node.Script) bool { return strings.Contains(s.Source(), h.line) }
 
-// oneYes is a node of a broken rate limit: it runs the limit's script on
-// its own node and, when that node refuses, on the others in turn, and
-// answers with the first admission. Every node of a Limiter so wrapped
-// says yes as soon as any one node would: a majority of one. Every other
-// script runs as it is.
-type oneYes struct {
-	node.Node
-	others []node.Node
-}
-
-func (o *oneYes) Eval(ctx context.Context, s *node.Script, keys []string, args ...string) (node.Reply, error) {
-	r, err := o.Node.Eval(ctx, s, keys, args...)
-	if !gcraHead.of(s) || err == nil && r.Int(0) == 1 {
-		return r, err
-	}
-	for _, n := range o.others {
-		if r2, err2 := n.Eval(ctx, s, keys, args...); err2 == nil && r2.Int(0) == 1 {
-			return r2, nil
-		}
-	}
-	return r, err
-}
-
 // renamed is a view of a node in which the rate limit's key is another
 // one (KEY:suffix): a second limit on the same server, for the single
-// strategy's one-yes plant, whose one node has no others.
+// strategy's rate-one-yes plant, whose one node has no other to ask.
 type renamed struct {
 	node.Node
 	suffix string
@@ -92,25 +69,19 @@ func (r *renamed) Eval(ctx context.Context, s *node.Script, keys []string, args 
 	return r.Node.Eval(ctx, s, keys, args...)
 }
 
-// oneYesNodes wraps a Limiter's nodes as oneYes: each tries the others
-// after itself. One node (the single strategy) gets a renamed view of
-// itself as its other: its limit admits what two would.
-func oneYesNodes(nodes []node.Node) ([]node.Node, error) {
+// oneYesViews returns the nodes a rate-one-yes caller sends its calls to,
+// one Limiter on each, in turn: each call is decided by one node's yes,
+// as if that node were a majority. The quorum's nodes are its own; the
+// single server is itself and a renamed view of itself, so that its limit
+// admits what two would.
+func oneYesViews(nodes []node.Node) ([]node.Node, error) {
 	if err := gcraHead.check(); err != nil {
 		return nil, err
 	}
-	out := make([]node.Node, len(nodes))
-	for i, n := range nodes {
-		var others []node.Node
-		for j := 1; j < len(nodes); j++ {
-			others = append(others, nodes[(i+j)%len(nodes)])
-		}
-		if len(nodes) == 1 {
-			others = []node.Node{&renamed{Node: n, suffix: ":2"}}
-		}
-		out[i] = &oneYes{Node: n, others: others}
+	if len(nodes) == 1 {
+		return []node.Node{nodes[0], &renamed{Node: nodes[0], suffix: ":2"}}, nil
 	}
-	return out, nil
+	return nodes, nil
 }
 
 // trust is the trusting-resume plant's word: the token a forged handle

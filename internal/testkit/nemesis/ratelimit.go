@@ -39,7 +39,7 @@ const (
 	rateStep    = 20 * time.Millisecond
 	floorWidth  = time.Second
 	floorStep   = 100 * time.Millisecond
-	floorSettle = 500 * time.Millisecond
+	floorSettle = 250 * time.Millisecond
 )
 
 // RateFloor is the least share of its ideal (the calm time over the
@@ -77,12 +77,27 @@ type rateLoad struct {
 
 	mu   sync.Mutex
 	adms [][]safety.Admission // by limit
+	errs []rateErr            // the first maxRateErrs calls that failed, for the findings
 
-	calls, admitted, refused, errs atomic.Int64
+	calls, admitted, refused, failed atomic.Int64
 }
 
+// rateErr is a call that failed: when it ended, on which caller, and why.
+type rateErr struct {
+	at     time.Time
+	caller int
+	err    string
+}
+
+// maxRateErrs bounds the failed calls kept.
+const maxRateErrs = 5000
+
 type rateCaller struct {
-	lims  []*ratelimit.Limiter // by limit
+	// lims are, by limit, the Limiters the caller calls in turn: one, on
+	// every node, but under the rate-one-yes plant (see oneYesViews).
+	lims  [][]*ratelimit.Limiter
+	turn  int
+	n     int // the worker's
 	close func()
 	rng   *rand.Rand
 }
@@ -127,22 +142,33 @@ func newRateLoad(p *Plan, cfg Config, addrs []string) (*rateLoad, error) {
 			rl.close()
 			return nil, err
 		}
+		views := [][]node.Node{nodes}
 		if cfg.Plant == PlantRateOneYes {
-			if nodes, err = oneYesNodes(nodes); err != nil {
+			one, err := oneYesViews(nodes)
+			if err != nil {
 				closeFn()
 				rl.close()
 				return nil, err
 			}
-		}
-		c := &rateCaller{close: closeFn}
-		for _, rlim := range rateLimits {
-			lim, err := ratelimit.New(nodes, rlim.limit, ratelimit.WithNodeTimeout(p.NodeTimeout))
-			if err != nil {
-				c.closeAll()
-				rl.close()
-				return nil, fmt.Errorf("worker %d: rate limit %s: %w", i, rlim.limit, err)
+			views = nil
+			for _, n := range one {
+				views = append(views, []node.Node{n})
 			}
-			c.lims = append(c.lims, lim)
+		}
+		c := &rateCaller{n: i, close: closeFn}
+		for _, rlim := range rateLimits {
+			var lims []*ratelimit.Limiter
+			for _, v := range views {
+				lim, err := ratelimit.New(v, rlim.limit, ratelimit.WithNodeTimeout(p.NodeTimeout))
+				if err != nil {
+					c.lims = append(c.lims, lims)
+					c.closeAll()
+					rl.close()
+					return nil, fmt.Errorf("worker %d: rate limit %s: %w", i, rlim.limit, err)
+				}
+				lims = append(lims, lim)
+			}
+			c.lims = append(c.lims, lims)
 		}
 		h := fnv.New64a()
 		h.Write([]byte("rate " + p.Strategy))
@@ -153,8 +179,10 @@ func newRateLoad(p *Plan, cfg Config, addrs []string) (*rateLoad, error) {
 }
 
 func (c *rateCaller) closeAll() {
-	for _, l := range c.lims {
-		_ = l.Close()
+	for _, ls := range c.lims {
+		for _, l := range ls {
+			_ = l.Close()
+		}
 	}
 	c.close()
 }
@@ -186,7 +214,8 @@ func (rl *rateLoad) call(ctx context.Context, c *rateCaller) {
 	i := c.rng.IntN(len(c.lims))
 	cctx, cancel := context.WithTimeout(ctx, rateCall)
 	start := time.Now()
-	r, err := c.lims[i].Allow(cctx, rateLimits[i].key)
+	c.turn++
+	r, err := c.lims[i][c.turn%len(c.lims[i])].Allow(cctx, rateLimits[i].key)
 	end := time.Now()
 	cancel()
 	rl.calls.Add(1)
@@ -194,7 +223,12 @@ func (rl *rateLoad) call(ctx context.Context, c *rateCaller) {
 	switch {
 	case err != nil:
 		if ctx.Err() == nil {
-			rl.errs.Add(1)
+			rl.failed.Add(1)
+			rl.mu.Lock()
+			if len(rl.errs) < maxRateErrs {
+				rl.errs = append(rl.errs, rateErr{end, c.n, err.Error()})
+			}
+			rl.mu.Unlock()
 		}
 		sleep(ctx, 20*time.Millisecond+jitter)
 	case r.Allowed:
@@ -364,7 +398,7 @@ func (rl *rateLoad) violations(p *Plan, events []*Event, t0 time.Time, res *Resu
 	refills := rateRefills(p, events)
 	disturbed := rateDisturbed(p, events)
 	st := &RateStats{Calls: rl.calls.Load(), Admitted: rl.admitted.Load(), Refused: rl.refused.Load(),
-		Errors: rl.errs.Load(), Floor: RateFloor, FloorMin: 1}
+		Errors: rl.failed.Load(), Floor: RateFloor, FloorMin: 1}
 	var out []keyViolations
 	var windows, judged, fWindows, fJudged int
 	floorSum := 0.0
@@ -380,6 +414,9 @@ func (rl *rateLoad) violations(p *Plan, events []*Event, t0 time.Time, res *Resu
 			st.Worst, st.WorstRefill = rep.Worst, rep.WorstFaulty
 		}
 		fl := safety.CheckRateFloor(iv, adms, disturbed, RateFloor, t0, end, floorWidth, floorStep)
+		for j := range fl.Violations {
+			fl.Violations[j].Detail += rl.failures(fl.Violations[j].At, fl.Violations[j].At.Add(floorWidth))
+		}
 		fWindows, fJudged = fWindows+fl.Windows, fJudged+fl.Judged
 		if fl.Judged > 0 {
 			st.FloorMin = min(st.FloorMin, fl.Min)
@@ -394,6 +431,27 @@ func (rl *rateLoad) violations(p *Plan, events []*Event, t0 time.Time, res *Resu
 	res.Judged[string(safety.RateFloor)] = share(fJudged, fWindows)
 	res.Rate = st
 	return out
+}
+
+// failures says which calls failed from a to b, for a finding.
+func (rl *rateLoad) failures(a, b time.Time) string {
+	rl.mu.Lock()
+	defer rl.mu.Unlock()
+	n, callers := 0, map[int]int{}
+	first := ""
+	for _, e := range rl.errs {
+		if e.at.Before(a) || e.at.After(b) {
+			continue
+		}
+		if n++; first == "" {
+			first = fmt.Sprintf("worker %d: %s", e.caller, e.err)
+		}
+		callers[e.caller]++
+	}
+	if n == 0 {
+		return "; no call failed in it"
+	}
+	return fmt.Sprintf("; %d calls failed in it, by worker %v, the first %s", n, callers, first)
 }
 
 // keyViolations are the violations found on one key.

@@ -145,7 +145,7 @@ type FloorReport struct {
 
 // CheckRateFloor slides a window of width over [from, to] by step and,
 // in each window that is calm (outside every span of disturbed) for at
-// least half its width, compares the admissions whose calls ended in its
+// least a quarter of its width, compares the admissions whose calls ended in its
 // calm part with the ideal, the calm part's length over interval: a
 // share below floor is a RateFloor violation dated by the window's start.
 // The callers must want more than the limit admits, so that the ideal is
@@ -172,7 +172,7 @@ func CheckRateFloor(interval time.Duration, adms []Admission, disturbed []Span, 
 				calm -= b.Sub(a)
 			}
 		}
-		if calm < width/2 {
+		if calm < width/4 {
 			continue
 		}
 		count := 0
