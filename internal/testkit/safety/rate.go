@@ -145,12 +145,12 @@ type FloorReport struct {
 
 // CheckRateFloor slides a window of width over [from, to] by step and,
 // in each window that is calm (outside every span of disturbed) for at
-// least a quarter of its width, compares the admissions whose calls ended in its
-// calm part with the ideal, the calm part's length over interval: a
-// share below floor is a RateFloor violation dated by the window's start.
-// The callers must want more than the limit admits, so that the ideal is
-// what they would get.
-func CheckRateFloor(interval time.Duration, adms []Admission, disturbed []Span, floor float64, from, to time.Time, width, step time.Duration) FloorReport {
+// least minCalm, compares the admissions whose calls ended in its calm
+// part with the ideal, the calm part's length over interval: a share
+// below floor is a RateFloor violation dated by the window's start. The
+// callers must want more than the limit admits, so that the ideal is what
+// they would get.
+func CheckRateFloor(interval time.Duration, adms []Admission, disturbed []Span, floor float64, from, to time.Time, width, step, minCalm time.Duration) FloorReport {
 	ds := mergeSpans(disturbed)
 	calmAt := func(t time.Time) bool {
 		for _, d := range ds {
@@ -172,7 +172,7 @@ func CheckRateFloor(interval time.Duration, adms []Admission, disturbed []Span, 
 				calm -= b.Sub(a)
 			}
 		}
-		if calm < width/4 {
+		if calm < minCalm {
 			continue
 		}
 		count := 0

@@ -79,7 +79,7 @@ func TestCheckRateFloor(t *testing.T) {
 	t0 := time.Unix(1000, 0)
 	iv := Interval(20, time.Second)
 	good := gcra(iv, 5, everyMs(t0, 4*time.Second))
-	rep := CheckRateFloor(iv, good, nil, 0.9, t0, t0.Add(4*time.Second), time.Second, 100*time.Millisecond)
+	rep := CheckRateFloor(iv, good, nil, 0.9, t0, t0.Add(4*time.Second), time.Second, 100*time.Millisecond, 250*time.Millisecond)
 	if len(rep.Violations) > 0 || rep.Judged != rep.Windows || rep.Min < 0.9 {
 		t.Fatalf("a saturated limit: %v, judged %d of %d, min %.2f; want none, all, >= 0.9", rep.Violations, rep.Judged, rep.Windows, rep.Min)
 	}
@@ -91,11 +91,11 @@ func TestCheckRateFloor(t *testing.T) {
 			gap = append(gap, a)
 		}
 	}
-	rep = CheckRateFloor(iv, gap, nil, 0.5, t0, t0.Add(4*time.Second), time.Second, 100*time.Millisecond)
+	rep = CheckRateFloor(iv, gap, nil, 0.5, t0, t0.Add(4*time.Second), time.Second, 100*time.Millisecond, 250*time.Millisecond)
 	if len(rep.Violations) == 0 {
 		t.Fatal("a second admitting nothing: no violation; want some")
 	}
-	rep = CheckRateFloor(iv, gap, []Span{{t0.Add(2 * time.Second), t0.Add(3 * time.Second)}}, 0.5, t0, t0.Add(4*time.Second), time.Second, 100*time.Millisecond)
+	rep = CheckRateFloor(iv, gap, []Span{{t0.Add(2 * time.Second), t0.Add(3 * time.Second)}}, 0.5, t0, t0.Add(4*time.Second), time.Second, 100*time.Millisecond, 250*time.Millisecond)
 	if len(rep.Violations) > 0 || rep.Judged == rep.Windows {
 		t.Fatalf("the silent second disturbed: %v, judged %d of %d; want none, not all", rep.Violations, rep.Judged, rep.Windows)
 	}
