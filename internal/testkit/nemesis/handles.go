@@ -30,6 +30,7 @@ type HandleStats struct {
 	Forged       int64 `json:"forged"`        // forged handles (token raised, checksum recomputed) tried
 	NotResumed   int64 `json:"not_resumed"`   // genuine handles the servers did not take up (no answer, too little left)
 	EndedRefused int64 `json:"ended_refused"` // ended handles' Resume and Extend refused
+	ExtendAsked  int64 `json:"extend_asked"`  // of those Extends, the ones the first lease's clock left to the servers
 }
 
 // handles records the workers' hand-offs: what HANDLE judges beside the
@@ -39,7 +40,7 @@ type handles struct {
 	owners map[string]bool // the owners of leases resumed, by key
 	vs     map[string][]safety.Violation
 
-	handoffs, extends, released, expired, forged, notResumed, endedRefused atomic.Int64
+	handoffs, extends, released, expired, forged, notResumed, endedRefused, extendAsked atomic.Int64
 }
 
 func newHandles() *handles {
@@ -128,6 +129,10 @@ func (wl *workload) handoff(ctx context.Context, wk *worker, key string) {
 	how := map[bool]string{true: "expired", false: "released"}[expire]
 	ectx, ecancel := context.WithTimeout(context.Background(), wl.p.TTL)
 	defer ecancel()
+	if l.Err() == nil {
+		// Still valid by its own clock: the servers judge the Extend.
+		wl.hand.extendAsked.Add(1)
+	}
 	if err := l.Extend(ectx, wl.p.TTL); err == nil {
 		wl.hand.violation(key, fmt.Sprintf("the first lease of %s (token %s) extended after its resumed lease %s", l.Owner(), l.Token(), how))
 		_ = l.Release(ectx)
@@ -296,10 +301,11 @@ func handleWindows(ws []safety.Window) []safety.Window {
 
 func (h *handles) stats() *HandleStats {
 	return &HandleStats{Handoffs: h.handoffs.Load(), Extends: h.extends.Load(), Released: h.released.Load(),
-		Expired: h.expired.Load(), Forged: h.forged.Load(), NotResumed: h.notResumed.Load(), EndedRefused: h.endedRefused.Load()}
+		Expired: h.expired.Load(), Forged: h.forged.Load(), NotResumed: h.notResumed.Load(), EndedRefused: h.endedRefused.Load(),
+		ExtendAsked: h.extendAsked.Load()}
 }
 
 func (st *HandleStats) summary() string {
-	return fmt.Sprintf("handles: %d leases resumed by another worker's Locker (%d extends; %d released, %d expired, then refused %d times as ended), %d not taken up, %d forged handles tried",
-		st.Handoffs, st.Extends, st.Released, st.Expired, st.EndedRefused, st.NotResumed, st.Forged)
+	return fmt.Sprintf("handles: %d leases resumed by another worker's Locker (%d extends; %d released, %d expired, then refused %d times as ended, %d of the first leases' Extends asked of the servers), %d not taken up, %d forged handles tried",
+		st.Handoffs, st.Extends, st.Released, st.Expired, st.EndedRefused, st.ExtendAsked, st.NotResumed, st.Forged)
 }

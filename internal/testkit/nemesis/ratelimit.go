@@ -62,6 +62,9 @@ type RateStats struct {
 	Admitted int64 `json:"admitted"`
 	Refused  int64 `json:"refused"`
 	Errors   int64 `json:"errors"`
+	// CalmErrors are the failed calls (of the first maxRateErrs) that
+	// ended outside the floor's disturbed stretches.
+	CalmErrors int64 `json:"calm_errors"`
 	// Worst is the largest admitted/bound of a RATE window, and
 	// WorstRefill whether that window held a refill (a fault's burst).
 	Worst       float64 `json:"worst_of_bound"`
@@ -82,6 +85,7 @@ type rateLoad struct {
 
 	mu   sync.Mutex
 	adms [][]safety.Admission // by limit
+	refs [][]time.Time        // by limit: the ends of the calls refused
 	errs []rateErr            // the first maxRateErrs calls that failed, for the findings
 
 	calls, admitted, refused, failed atomic.Int64
@@ -140,7 +144,7 @@ func dialNodes(w Worker, addrs []string) ([]node.Node, func(), error) {
 // newRateLoad builds each worker's Limiters, with the rate-one-yes plant
 // when cfg asks for it.
 func newRateLoad(p *Plan, cfg Config, addrs []string) (*rateLoad, error) {
-	rl := &rateLoad{adms: make([][]safety.Admission, len(rateLimits))}
+	rl := &rateLoad{adms: make([][]safety.Admission, len(rateLimits)), refs: make([][]time.Time, len(rateLimits))}
 	for i, w := range p.Workers {
 		nodes, closeFn, err := dialNodes(w, addrs)
 		if err != nil {
@@ -276,6 +280,9 @@ func (rl *rateLoad) call(ctx context.Context, caller int, lim *ratelimit.Limiter
 		rl.mu.Unlock()
 	default:
 		rl.refused.Add(1)
+		rl.mu.Lock()
+		rl.refs[i] = append(rl.refs[i], end)
+		rl.mu.Unlock()
 	}
 }
 
@@ -460,15 +467,30 @@ func (rl *rateLoad) violations(p *Plan, events []*Event, t0 time.Time, res *Resu
 	disturbed := rateDisturbed(p, events)
 	st := &RateStats{Calls: rl.calls.Load(), Admitted: rl.admitted.Load(), Refused: rl.refused.Load(),
 		Errors: rl.failed.Load(), Floor: RateFloor, FloorMin: 1}
+	rl.mu.Lock()
+	for _, e := range rl.errs {
+		calm := true
+		for _, d := range disturbed {
+			if !e.at.Before(d.From) && !e.at.After(d.To) {
+				calm = false
+				break
+			}
+		}
+		if calm {
+			st.CalmErrors++
+		}
+	}
+	rl.mu.Unlock()
 	var out []keyViolations
 	var windows, judged, fWindows, fJudged int
 	floorSum := 0.0
 	for i, rlim := range rateLimits {
 		rl.mu.Lock()
 		adms := slices.Clone(rl.adms[i])
+		refs := slices.Clone(rl.refs[i])
 		rl.mu.Unlock()
 		iv := safety.Interval(rlim.limit.Rate, rlim.limit.Per)
-		rep := safety.CheckRate(safety.RateLimit{Interval: iv, Burst: rlim.limit.Burst, Nodes: n, Majority: majority, Refills: refills},
+		rep := safety.CheckRate(safety.RateLimit{Interval: iv, Burst: rlim.limit.Burst, Nodes: n, Majority: majority, Refills: refills, Refused: refs},
 			adms, t0, end, rateWidth, rateStep)
 		windows, judged = windows+rep.Windows, judged+rep.Judged
 		if rep.Worst > st.Worst {
@@ -530,7 +552,7 @@ func share(part, whole int) float64 {
 
 // summary is the rate limits' line of Result.Summary.
 func (st *RateStats) summary() string {
-	return fmt.Sprintf("rate limits (%s; %s): %d calls, %d admitted, %d refused, %d errors; the worst %v window at %.2f of its bound (refill in it: %v); calm %v windows admitted %.0f%%..%.0f%% (mean) of the ideal, floor %.0f%%",
-		rateLimits[0].limit, rateLimits[1].limit, st.Calls, st.Admitted, st.Refused, st.Errors, rateWidth, st.Worst, st.WorstRefill,
+	return fmt.Sprintf("rate limits (%s; %s): %d calls, %d admitted, %d refused, %d errors (%d outside the floor's disturbed stretches); the worst %v window at %.2f of its bound (refill in it: %v); calm %v windows admitted %.0f%%..%.0f%% (mean) of the ideal, floor %.0f%%",
+		rateLimits[0].limit, rateLimits[1].limit, st.Calls, st.Admitted, st.Refused, st.Errors, st.CalmErrors, rateWidth, st.Worst, st.WorstRefill,
 		floorWidth, 100*st.FloorMin, 100*st.FloorMean, 100*st.Floor)
 }

@@ -59,6 +59,10 @@ type RateLimit struct {
 	// persistence or from an older snapshot, a failover), a clock step
 	// forward. Each one overlapping a window adds Burst to its node.
 	Refills [][]Span
+	// Refused are the ends of the calls the servers answered with a
+	// refusal: a window holding one is judged though it admitted nothing
+	// (the limit was there, and held).
+	Refused []time.Time
 	// Slack widens each window's span, for the difference between the
 	// clock the calls are timed by and the servers' (2 ms when 0).
 	Slack time.Duration
@@ -66,7 +70,7 @@ type RateLimit struct {
 
 // RateReport is what CheckRate found.
 type RateReport struct {
-	Windows, Judged int     // windows slid, and those holding an admission
+	Windows, Judged int     // windows slid, and those holding an admission or a refusal
 	Worst           float64 // the largest admitted/bound of a judged window
 	WorstFaulty     bool    // whether that window held a refill
 	Violations      []Violation
@@ -90,8 +94,10 @@ func CheckRate(l RateLimit, adms []Admission, from, to time.Time, width, step ti
 	}
 	as := slices.Clone(adms)
 	slices.SortFunc(as, func(x, y Admission) int { return x.End.Compare(y.End) })
+	refused := slices.Clone(l.Refused)
+	slices.SortFunc(refused, func(x, y time.Time) int { return x.Compare(y) })
 	var rep RateReport
-	lo := 0
+	lo, rlo := 0, 0
 	for t := from; !t.Add(width).After(to); t = t.Add(step) {
 		rep.Windows++
 		for lo < len(as) && as[lo].End.Before(t) {
@@ -106,7 +112,13 @@ func CheckRate(l RateLimit, adms []Admission, from, to time.Time, width, step ti
 			}
 			b = as[i].End
 		}
+		for rlo < len(refused) && refused[rlo].Before(t) {
+			rlo++
+		}
 		if count == 0 {
+			if rlo < len(refused) && refused[rlo].Before(t.Add(width)) {
+				rep.Judged++
+			}
 			continue
 		}
 		rep.Judged++
