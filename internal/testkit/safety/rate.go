@@ -159,7 +159,9 @@ type FloorReport struct {
 // in each window that is calm (outside every span of disturbed) for at
 // least minCalm, compares the admissions whose calls ended in its calm
 // part with the ideal, the calm part's length over interval: a share
-// below floor is a RateFloor violation dated by the window's start. The
+// below floor, by more than one admission (the call that straddles a
+// calm part's edge, which counts for a short one), is a RateFloor
+// violation dated by the window's start. The
 // callers must want more than the limit admits, so that the ideal is what
 // they would get.
 func CheckRateFloor(interval time.Duration, adms []Admission, disturbed []Span, floor float64, from, to time.Time, width, step, minCalm time.Duration) FloorReport {
@@ -200,7 +202,7 @@ func CheckRateFloor(interval time.Duration, adms []Admission, disturbed []Span, 
 		}
 		rep.Judged++
 		sum += share
-		if share < floor {
+		if float64(count+1) < floor*ideal {
 			rep.Violations = append(rep.Violations, Violation{Property: RateFloor, At: t, Detail: fmt.Sprintf(
 				"%d admitted from %s in %v calm of %v; ideal %.1f, share %.0f%% < floor %.0f%%",
 				count, Stamp(t), calm.Round(time.Millisecond), width, ideal, 100*share, 100*floor)})
