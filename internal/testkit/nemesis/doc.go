@@ -134,7 +134,7 @@
 //     granted gets a strictly larger token; no two holders share a token
 //     (safety.CheckOrder).
 //   - FENCE: no stale write accepted, and the register linearizable.
-//   - RATE: in every 500 ms window (sliding by 20 ms) the admissions on a
+//   - RATE: in every 1 s window (sliding by 20 ms) the admissions on a
 //     limit's key, those whose calls ended in it, are within the bound of
 //     docs/ratelimit.md, ⌊Σ_j (B×(1 + R_j) + ⌊T/I⌋) / M⌋ over the N nodes,
 //     I = Per/Rate rounded up to a µs (from the Limit itself), T the span
@@ -142,10 +142,14 @@
 //     on the quorum each kill of the node and each clock fault on it, on
 //     the single master each loss of its data (kill, failover) and every
 //     clock fault (safety.CheckRate). No window excuses it: the bound
-//     counts the faults. Judged: the share of windows holding an admission.
+//     counts the faults. Judged: the share of windows in which the
+//     servers answered a call (an admission or a refusal), leaving out
+//     those with no answer inside the floor's disturbed stretches, where
+//     the faults kept the limit out of reach.
 //   - RATE floor: in every 5 s window (sliding by 100 ms) calm for 200 ms
 //     or more, the admissions of its calm part are at least RateFloor
-//     (40%) of the ideal, its calm time over I (safety.CheckRateFloor).
+//     (40%) of the ideal, its calm time over I, less one admission (the
+//     call across a calm part's edge) (safety.CheckRateFloor).
 //     Calm: on the single strategy no fault on the master or the clients'
 //     link but latency (a pause, a timeout or reset, a kill, a failover, a
 //     clock off), on the quorum faults on fewer than N−M nodes at once

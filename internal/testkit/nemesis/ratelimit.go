@@ -36,7 +36,7 @@ var rateLimits = []struct {
 // client redials a restarted server within it. A floor window is long
 // so that the calm parts between the faults of a busy schedule add up.
 const (
-	rateWidth   = 500 * time.Millisecond
+	rateWidth   = time.Second
 	rateStep    = 20 * time.Millisecond
 	floorWidth  = 5 * time.Second
 	floorCalm   = 200 * time.Millisecond
@@ -465,6 +465,10 @@ func (rl *rateLoad) violations(p *Plan, events []*Event, t0 time.Time, res *Resu
 	n, majority := rateNodes(p)
 	refills := rateRefills(p, events)
 	disturbed := rateDisturbed(p, events)
+	// Where faults stand in the limit's way (the floor's disturbed
+	// stretches), a window in which no call was answered had nothing to
+	// judge: it counts neither way in RATE's judged share.
+	outages := disturbed
 	st := &RateStats{Calls: rl.calls.Load(), Admitted: rl.admitted.Load(), Refused: rl.refused.Load(),
 		Errors: rl.failed.Load(), Floor: RateFloor, FloorMin: 1}
 	rl.mu.Lock()
@@ -490,9 +494,9 @@ func (rl *rateLoad) violations(p *Plan, events []*Event, t0 time.Time, res *Resu
 		refs := slices.Clone(rl.refs[i])
 		rl.mu.Unlock()
 		iv := safety.Interval(rlim.limit.Rate, rlim.limit.Per)
-		rep := safety.CheckRate(safety.RateLimit{Interval: iv, Burst: rlim.limit.Burst, Nodes: n, Majority: majority, Refills: refills, Refused: refs},
+		rep := safety.CheckRate(safety.RateLimit{Interval: iv, Burst: rlim.limit.Burst, Nodes: n, Majority: majority, Refills: refills, Refused: refs, Outages: outages},
 			adms, t0, end, rateWidth, rateStep)
-		windows, judged = windows+rep.Windows, judged+rep.Judged
+		windows, judged = windows+rep.Windows-rep.Unreachable, judged+rep.Judged
 		if rep.Worst > st.Worst {
 			st.Worst, st.WorstRefill = rep.Worst, rep.WorstFaulty
 		}

@@ -63,6 +63,10 @@ type RateLimit struct {
 	// refusal: a window holding one is judged though it admitted nothing
 	// (the limit was there, and held).
 	Refused []time.Time
+	// Outages are when faults kept the limit out of the callers' reach:
+	// a window inside one that holds no answer counts in
+	// RateReport.Unreachable, not as a window left unjudged.
+	Outages []Span
 	// Slack widens each window's span, for the difference between the
 	// clock the calls are timed by and the servers' (2 ms when 0).
 	Slack time.Duration
@@ -71,6 +75,7 @@ type RateLimit struct {
 // RateReport is what CheckRate found.
 type RateReport struct {
 	Windows, Judged int     // windows slid, and those holding an admission or a refusal
+	Unreachable     int     // windows inside an outage, with no answer
 	Worst           float64 // the largest admitted/bound of a judged window
 	WorstFaulty     bool    // whether that window held a refill
 	Violations      []Violation
@@ -86,7 +91,9 @@ type RateReport struct {
 // requests, R_j the refills of node j overlapping [a, b]. Every node
 // counts, down or not: the bound is loose by what a node down throughout
 // the window would have taken, never tight. A window over it is a Rate
-// violation dated by its last admission.
+// violation dated by its last admission. A window with no admission is
+// judged when it holds a refusal, and is Unreachable when it lies inside
+// one of l.Outages.
 func CheckRate(l RateLimit, adms []Admission, from, to time.Time, width, step time.Duration) RateReport {
 	slack := l.Slack
 	if slack == 0 {
@@ -116,8 +123,11 @@ func CheckRate(l RateLimit, adms []Admission, from, to time.Time, width, step ti
 			rlo++
 		}
 		if count == 0 {
-			if rlo < len(refused) && refused[rlo].Before(t.Add(width)) {
+			switch {
+			case rlo < len(refused) && refused[rlo].Before(t.Add(width)):
 				rep.Judged++
+			case slices.ContainsFunc(l.Outages, func(o Span) bool { return !o.From.After(t) && !o.To.Before(t.Add(width)) }):
+				rep.Unreachable++
 			}
 			continue
 		}
