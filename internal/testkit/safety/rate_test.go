@@ -100,3 +100,38 @@ func TestCheckRateFloor(t *testing.T) {
 		t.Fatalf("the silent second disturbed: %v, judged %d of %d; want none, not all", rep.Violations, rep.Judged, rep.Windows)
 	}
 }
+
+func TestCheckRateJudged(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	l := RateLimit{Interval: 50 * time.Millisecond, Burst: 5, Nodes: 1, Majority: 1}
+	adms := []Admission{{Start: t0, End: t0.Add(time.Millisecond)}}
+	// Admissions in the first second, a refusal at 1.5 s, nothing after 2 s,
+	// and from 2 s an outage.
+	l.Refused = []time.Time{t0.Add(1500 * time.Millisecond)}
+	l.Outages = []Span{{t0.Add(2 * time.Second), t0.Add(4 * time.Second)}}
+	rep := CheckRate(l, adms, t0, t0.Add(4*time.Second), time.Second, time.Second)
+	if rep.Windows != 4 || rep.Judged != 2 || rep.Unreachable != 2 {
+		t.Fatalf("windows %d, judged %d, unreachable %d; want 4, 2 (an admission, a refusal), 2 (the outage)", rep.Windows, rep.Judged, rep.Unreachable)
+	}
+}
+
+func TestCheckRateFloorSlack(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	iv := 100 * time.Millisecond
+	// Ideal 10 in a calm second; at a floor of 50%, 4 admitted is one
+	// short of 5, within the slack; 3 is not.
+	at := func(n int) []Admission {
+		var out []Admission
+		for i := range n {
+			e := t0.Add(time.Duration(i) * 200 * time.Millisecond)
+			out = append(out, Admission{Start: e, End: e})
+		}
+		return out
+	}
+	if rep := CheckRateFloor(iv, at(4), nil, 0.5, t0, t0.Add(time.Second), time.Second, time.Second, time.Second); len(rep.Violations) > 0 {
+		t.Errorf("4 of an ideal 10 at 50%%: %v; want none (one admission of slack)", rep.Violations)
+	}
+	if rep := CheckRateFloor(iv, at(3), nil, 0.5, t0, t0.Add(time.Second), time.Second, time.Second, time.Second); len(rep.Violations) != 1 {
+		t.Errorf("3 of an ideal 10 at 50%%: %d violations; want 1", len(rep.Violations))
+	}
+}
