@@ -78,6 +78,22 @@
 // ended whichever lease was live across it: it ends them all at its
 // sending.
 //
+// Rate limits, on both strategies: every worker also has a
+// ratelimit.Limiter of each of two limits (20 per second burst 5, and 7
+// per 300 ms burst 3, whose interval, 42857.14… µs, rounds up to 42858)
+// on clients of its own of the strategy's servers (the single master, or
+// all five quorum nodes), and a goroutine that calls them in turn every
+// 45 ms, up to four calls in flight: about three times what the limits
+// admit (see rateLoad). Hand-offs by handle, on both strategies: one
+// lock call in four writes its lease out (lease.Lease.Handle); another
+// worker's Locker takes it up with dlock.Resume, holds it as a lock's
+// holder does, extending it by hand every third of its TTL, and releases
+// it or lets it expire. Before that, a forged handle (the token raised by
+// one, the checksum recomputed as docs/handles.md gives the format) is
+// resumed on a third worker's Locker; after it, the ended handle is
+// resumed again and the first lease extended (see handoff). The key's
+// resource sees one holder throughout: the owner does not change.
+//
 // The faults (see Kind) are planned up front from the seed alone (NewPlan),
 // so a seed replays its schedule; the interleaving of the workers is the
 // machine's. The schedule alternates storms (3-4.5 s; an eighth of a
@@ -139,6 +155,34 @@
 //     granted gets a strictly larger token; no two holders share a token
 //     (safety.CheckOrder).
 //   - FENCE: no stale write accepted, and the register linearizable.
+//   - RATE: in every 1 s window (sliding by 20 ms) the admissions on a
+//     limit's key, those whose calls ended in it, are within the bound of
+//     docs/ratelimit.md, ⌊Σ_j (B×(1 + R_j) + ⌊T/I⌋) / M⌋ over the N nodes,
+//     I = Per/Rate rounded up to a µs (from the Limit itself), T the span
+//     of those calls plus 2 ms, R_j the refills of node j overlapping it:
+//     on the quorum each kill of the node and each clock fault on it, on
+//     the single master each loss of its data (kill, failover) and every
+//     clock fault (safety.CheckRate). No window excuses it: the bound
+//     counts the faults. Judged: the share of windows in which the
+//     servers answered a call (an admission or a refusal), leaving out
+//     those with no answer inside the floor's disturbed stretches, where
+//     the faults kept the limit out of reach.
+//   - RATE floor: in every 5 s window (sliding by 100 ms) calm for 200 ms
+//     or more, the admissions of its calm part are at least RateFloor
+//     (40%) of the ideal, its calm time over I, less one admission (the
+//     call across a calm part's edge) (safety.CheckRateFloor).
+//     Calm: on the single strategy no fault on the master or the clients'
+//     link but latency (a pause, a timeout or reset, a kill, a failover, a
+//     clock off), on the quorum faults on fewer than N−M nodes at once
+//     (with N−M out, the rest must all agree); each fault reaches 100 ms past its end, a clock fault
+//     its jump further. Judged: the share of windows calm enough.
+//   - HANDLE: a resumed lease carries the token the servers granted; a
+//     forged handle is never resumed (nor its lease extended); once the
+//     resumed lease was released (the servers said so) or has expired,
+//     its handle is never resumed again nor the first lease extended; and
+//     an ME violation that names a resumed lease's owner is HANDLE's too.
+//     Its windows are ME's: where two holders may be valid at once, a
+//     lease the servers lost may be found held again.
 //   - LIVE: after healing, every key is acquired, by a fresh Locker of each
 //     client library, within LiveBound: quorum max TTL + node timeout +
 //     drift + 2×TTL + 3 s; single 2×TTL + 3 s.
@@ -167,6 +211,14 @@
 // -nemesis.report DIR and -nemesis.name NAME and writes DIR/NAME.md and
 // DIR/NAME.json.
 //
+// Config.Plant, or -nemesis.plant in TestNemesis, plants one of two bugs
+// in the default mix. rate-one-yes: each rate call goes to one Limiter of
+// a single node in turn (on the single strategy, the server and a view
+// of it under another key), as if one node's yes were a majority.
+// trusting-resume: every Locker's nodes answer the servers' token check
+// (the inspect script) with the forged handle's token while it is
+// resumed, as a resume that trusted the handle would.
+//
 // TestNemesisCatches shows the nemesis can fail: with the lost-data guard
 // off (WithDurableNodes on servers that are not durable) and a schedule
 // that kills and empties 3 of 5 nodes every 2-2.5 s, it finds ME broken;
@@ -180,6 +232,11 @@
 // (ExpireQueued), likewise. -nemesis.plant=early-grant plants the early
 // grant in TestNemesis's default mix, on both strategies: docs/testing.md
 // gives how often ten short runs find it. TestNemesisRestoreMajority restores 3 of
+//
+// 0.6-1 s (ExpireHolders), it finds ME broken; with rate-one-yes on the
+// quorum it finds RATE broken (windows up to ~3× the bound), and with
+// trusting-resume on the single strategy HANDLE broken (the forged
+// handles resumed). TestNemesisRestoreMajority restores 3 of
 // 5 quorum nodes from an RDB snapshot moments old, every 2.5-3 s, and must
 // find no promise broken: the fault the lost-data guard once missed.
 package nemesis

@@ -22,7 +22,7 @@ var (
 	durationFlag = flag.Duration("nemesis.duration", 0, "length of the fault phase (0: the short mode's "+shortDuration.String()+")")
 	reportFlag   = flag.String("nemesis.report", "", "directory to write the report to, NAME.md and NAME.json (none when empty)")
 	nameFlag     = flag.String("nemesis.name", "soak", "the report's file name, without .md or .json")
-	plantFlag    = flag.String("nemesis.plant", "", "a bug to plant in TestNemesis's locks, to see the default mix find it: early-grant (Config.EarlyGrant), or empty for none")
+	plantFlag    = flag.String("nemesis.plant", "", "a bug to plant in TestNemesis's runs: "+strings.Join(Plants, " or ")+" (none when empty)")
 )
 
 // shortDuration is the fault phase of the short mode, the one the normal
@@ -63,19 +63,6 @@ func seed(t *testing.T) int64 {
 	return int64(binary.LittleEndian.Uint64(b[:]) >> 1)
 }
 
-// plant reports whether -nemesis.plant asks for the early grant; any
-// other value but empty fails t.
-func plant(t *testing.T) bool {
-	switch *plantFlag {
-	case "":
-		return false
-	case "early-grant":
-		return true
-	}
-	t.Fatalf("-nemesis.plant %q: must be early-grant or empty", *plantFlag)
-	return false
-}
-
 func duration() time.Duration {
 	if *durationFlag > 0 {
 		return *durationFlag
@@ -105,7 +92,6 @@ func replay(run string, seed int64) string {
 func TestNemesis(t *testing.T) {
 	t.Parallel()
 	s := seed(t)
-	early := plant(t)
 	t.Logf("seed %d (replay: %s)", s, replay("TestNemesis$", s))
 	var mu sync.Mutex
 	var results []*Result
@@ -119,14 +105,14 @@ func TestNemesis(t *testing.T) {
 	for _, strategy := range []string{Quorum, Single} {
 		t.Run(strategy, func(t *testing.T) {
 			t.Parallel()
-			res := Run(t, Config{Strategy: strategy, Seed: s, Duration: duration(), EarlyGrant: early,
+			res := Run(t, Config{Strategy: strategy, Seed: s, Duration: duration(), Plant: *plantFlag,
 				Replay: replay("TestNemesis$/"+strategy+"$", s)})
 			mu.Lock()
 			results = append(results, res)
 			mu.Unlock()
 			t.Log(res.Summary())
 			var failed []string
-			for _, prop := range []safety.Property{safety.MutualExclusion, safety.Order, safety.Fencing} {
+			for _, prop := range Properties {
 				if n := res.BrokenBy(prop); n > 0 {
 					failed = append(failed, fmt.Sprintf("%s broken %d times", prop, n))
 				}
@@ -171,6 +157,9 @@ func TestNemesisCatches(t *testing.T) {
 		{"early-grant", Config{Strategy: Single, Bias: ExpireHolders, EarlyGrant: true}, safety.MutualExclusion},
 		{"early-vote", Config{Strategy: Quorum, Bias: ExpireQueued, EarlyGrant: true}, safety.MutualExclusion},
 		{"unraised-readers", Config{Strategy: Single, Bias: UnraisedReaders}, safety.Fencing},
+		// The default mix, with a planted bug.
+		{"rate-one-yes", Config{Strategy: Quorum, Plant: PlantRateOneYes}, safety.Rate},
+		{"trusting-resume", Config{Strategy: Single, Plant: PlantTrustingResume}, safety.Handle},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

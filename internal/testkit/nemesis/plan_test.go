@@ -228,20 +228,30 @@ func TestPlanJudges(t *testing.T) {
 					events = append(events, e)
 				}
 				ws := Windows(p, events)
+				judged := map[safety.Property]float64{}
 				for _, prop := range Properties {
-					j := Judged(ws, prop, base, base.Add(d))
+					judged[prop] = Judged(ws, prop, base, base.Add(d))
+				}
+				// HANDLE has ME's windows; the floor judges where no fault
+				// stands in a limit's way; RATE counts the faults in its
+				// bound and judges every window a run admits in.
+				judged[safety.Handle] = Judged(handleWindows(ws), safety.Handle, base, base.Add(d))
+				fl := safety.CheckRateFloor(time.Millisecond, nil, rateDisturbed(p, events), 0, base, base.Add(d), floorWidth, floorStep, floorCalm)
+				judged[safety.RateFloor] = share(fl.Judged, fl.Windows)
+				delete(judged, safety.Rate)
+				for prop, j := range judged {
 					if w, ok := worst[prop]; !ok || j < w {
 						worst[prop] = j
 					}
 				}
 			}
-			for _, prop := range Properties {
+			for prop := range worst {
 				if worst[prop] < 0.55 {
 					t.Errorf("%s, %v runs: %s judged in as little as %.0f%% of a planned run; want 55%% or more", s, d, prop, 100*worst[prop])
 				}
 			}
-			t.Logf("%s, %v runs: least judged share over 100 seeds: ME %.0f%%, ORDER %.0f%%, FENCE %.0f%%", s, d,
-				100*worst[safety.MutualExclusion], 100*worst[safety.Order], 100*worst[safety.Fencing])
+			t.Logf("%s, %v runs: least judged share over 100 seeds: ME %.0f%%, ORDER %.0f%%, FENCE %.0f%%, RATE floor %.0f%%, HANDLE %.0f%%", s, d,
+				100*worst[safety.MutualExclusion], 100*worst[safety.Order], 100*worst[safety.Fencing], 100*worst[safety.RateFloor], 100*worst[safety.Handle])
 		}
 	}
 }

@@ -21,6 +21,7 @@ import (
 	"github.com/dlockgo/dlock/internal/testkit/redistest"
 	"github.com/dlockgo/dlock/internal/testkit/safety"
 	"github.com/dlockgo/dlock/permits"
+	"github.com/dlockgo/dlock/ratelimit"
 	"github.com/dlockgo/dlock/rwlock"
 )
 
@@ -40,6 +41,10 @@ type Config struct {
 	// quorum's vote in the lock's last 100 ms on each node (earlyVote).
 	EarlyGrant bool
 	earlySwaps *atomic.Int64 // the claims EarlyGrant changed
+	// Plant plants a bug of Plants in the library's use (see plants.go),
+	// for TestNemesisCatches and -nemesis.plant; empty for none.
+	Plant string
+	trust *trust // the trusting-resume plant's word
 	// SkipMem leaves the memory check out.
 	SkipMem bool
 	// Replay is the command that runs this configuration again, for the
@@ -134,6 +139,12 @@ type Result struct {
 	// EarlyClaims counts the claims and votes Config.EarlyGrant ran
 	// broken.
 	EarlyClaims int64 `json:"early_claims,omitempty"`
+	// Plant is the bug Config.Plant planted, if any.
+	Plant string `json:"plant,omitempty"`
+	// Rate and Handles are what the rate limits and the hand-offs by
+	// handle did.
+	Rate    *RateStats   `json:"rate,omitempty"`
+	Handles *HandleStats `json:"handles,omitempty"`
 	// Schedule is every fault as it ran, from the start of the fault
 	// phase.
 	Schedule []string `json:"schedule"`
@@ -160,6 +171,15 @@ func Run(t *testing.T, cfg Config) *Result {
 	t.Helper()
 	began := time.Now()
 	cfg.earlySwaps = new(atomic.Int64)
+	switch cfg.Plant {
+	case "", PlantRateOneYes:
+	case PlantTrustingResume:
+		cfg.trust = &trust{}
+	case PlantEarlyGrant:
+		cfg.EarlyGrant = true
+	default:
+		t.Fatalf("nemesis: plant %q: must be one of %q", cfg.Plant, Plants)
+	}
 	p := NewPlan(cfg.Seed, cfg.Strategy, cfg.Duration, cfg.Bias)
 	t.Logf("nemesis %s seed %d: %d servers (aof %v), ttl %v, node timeout %v, keys %q, workers %v",
 		p.Strategy, p.Seed, len(p.AOF), p.AOF, p.TTL, p.NodeTimeout, p.Keys, p.Workers)
@@ -189,7 +209,7 @@ func Run(t *testing.T, cfg Config) *Result {
 
 	res := &Result{Strategy: p.Strategy, Server: d.version(), Seed: p.Seed, Duration: p.Duration.String(), Replay: cfg.Replay,
 		Faults: map[Kind]int{}, Skipped: map[Kind]int{}, Excused: map[string]int{}, Judged: map[string]float64{},
-		Counts: wl.counts(), MemBound: MemBound, Events: events, Plan: p}
+		Counts: wl.counts(), MemBound: MemBound, Events: events, Plan: p, Plant: cfg.Plant}
 	for _, e := range events {
 		res.Schedule = append(res.Schedule, fmt.Sprintf("ran +%.3fs..+%.3fs: %s", e.Start.Sub(t0).Seconds(), e.End.Sub(t0).Seconds(), e))
 		if e.Skipped != "" {
@@ -335,6 +355,11 @@ func measure(p *Plan, d *deployment) ([]Mem, error) {
 		raw = append(raw, rwlock.KeyOf(p.RWLock))
 		mems = append(mems, Mem{Key: "rwlock " + p.RWLock, Server: -1})
 	}
+	// The rate limits' keys: each expires when its limit is full again.
+	for _, rl := range rateLimits {
+		raw = append(raw, ratelimit.KeyOf(rl.key))
+		mems = append(mems, Mem{Key: "ratelimit " + rl.key, Server: -1})
+	}
 	var stray []string
 	for _, s := range d.srvs {
 		c := redis.NewClient(&redis.Options{Addr: s.Addr(), Protocol: 2, DisableIdentity: true, MaxRetries: -1})
@@ -454,6 +479,7 @@ func evaluate(p *Plan, wl *workload, events []*Event, t0 time.Time, res *Result)
 		}
 	}
 	stale := wl.checkCompletions()
+	var keyVs []keyViolations // for HANDLE
 	for _, k := range append(p.resources(), wl.itemKeys()...) {
 		r := wl.res[k]
 		if r == nil {
@@ -472,7 +498,17 @@ func evaluate(p *Plan, wl *workload, events []*Event, t0 time.Time, res *Result)
 			}
 		}
 		classify(k, vs, ws)
+		keyVs = append(keyVs, keyViolations{k, vs})
 	}
+	for _, kv := range wl.rate.violations(p, events, t0, res) {
+		classify(kv.key, kv.vs, nil) // the bound counts the faults
+	}
+	hws := handleWindows(ws)
+	res.Judged[string(safety.Handle)] = Judged(hws, safety.Handle, t0, end)
+	for _, kv := range wl.hand.violations(keyVs) {
+		classify(kv.key, kv.vs, hws)
+	}
+	res.Handles = wl.hand.stats()
 	if p.RWLock != "" {
 		vs, readerVs, readerWs := wl.rwViolations(events, ws)
 		classify(rwKey(p.RWLock), vs, ws)
@@ -483,7 +519,8 @@ func evaluate(p *Plan, wl *workload, events []*Event, t0 time.Time, res *Result)
 
 // Properties are the promises judged on every key, in the order reports
 // show them.
-var Properties = []safety.Property{safety.MutualExclusion, safety.Order, safety.Fencing}
+var Properties = []safety.Property{safety.MutualExclusion, safety.Order, safety.Fencing,
+	safety.Rate, safety.RateFloor, safety.Handle}
 
 // ReadersOrder names, in Result.Judged, the read-write lock's readers'
 // ORDER.
@@ -564,6 +601,15 @@ func (r *Result) Summary() string {
 	}
 	if r.EarlyClaims > 0 {
 		fmt.Fprintf(&b, "  early grant planted: %d claims or votes ran broken\n", r.EarlyClaims)
+	}
+	if r.Rate != nil {
+		fmt.Fprintf(&b, "  %s\n", r.Rate.summary())
+	}
+	if r.Handles != nil {
+		fmt.Fprintf(&b, "  %s\n", r.Handles.summary())
+	}
+	if r.Plant != "" {
+		fmt.Fprintf(&b, "  planted: %s\n", r.Plant)
 	}
 	for _, prop := range Properties {
 		fmt.Fprintf(&b, "  %s: %d broken, %d excused by the labels; judged in %.0f%% of the run\n", prop, r.BrokenBy(prop), r.Excused[string(prop)], 100*r.Judged[string(prop)])

@@ -78,6 +78,9 @@ type workload struct {
 	rwWriterGrants, rwReaderGrants, rwReadsBehind                       atomic.Int64
 	setGrants                                                           atomic.Int64
 	breaks, breaksHeld, breaksFailed, terms, overstays                  atomic.Int64
+
+	rate *rateLoad // the workers' rate limit calls (ratelimit.go)
+	hand *handles  // the hand-offs of leases by their handles (handles.go)
 }
 
 type worker struct {
@@ -123,6 +126,12 @@ func newLocker(p *Plan, cfg Config, w Worker, addrs []string) (dlock.Locker, nod
 	}
 	var lk dlock.Locker
 	var err error
+	if cfg.Plant == PlantTrustingResume {
+		if nodes, err = trustingNodes(nodes, cfg.trust); err != nil {
+			closeAll()
+			return nil, nil, nil, err
+		}
+	}
 	if cfg.EarlyGrant {
 		if err = plantEarly(w.Locker, nodes, cfg.earlySwaps); err != nil {
 			closeAll()
@@ -204,6 +213,12 @@ func newWorkload(t *testing.T, p *Plan, cfg Config, addrs []string) *workload {
 	for _, wk := range wl.workers {
 		warm(t, wk.lk)
 	}
+	wl.hand = newHandles()
+	var err error
+	if wl.rate, err = newRateLoad(p, cfg, addrs); err != nil {
+		wl.close()
+		t.Fatalf("nemesis: rate limits: %v", err)
+	}
 	return wl
 }
 
@@ -256,6 +271,7 @@ func (wl *workload) start(ctx context.Context) {
 			}
 		}()
 	}
+	wl.rate.start(ctx, &wl.wg)
 }
 
 func (wl *workload) wait() { wl.wg.Wait() }
@@ -268,6 +284,9 @@ func (wl *workload) harness(err error) {
 }
 
 func (wl *workload) close() {
+	if wl.rate != nil {
+		wl.rate.close()
+	}
 	for _, wk := range wl.workers {
 		wk.close()
 	}
@@ -302,6 +321,11 @@ func (wl *workload) do(ctx context.Context, wk *worker) {
 		return
 	}
 	if (wl.p.Bias == ExpireQueued || wk.rng.IntN(overstayOdds) == 0) && !strings.HasPrefix(key, election.KeyPrefix) && wl.overstay(ctx, wk, key) {
+		return
+	}
+	if wk.rng.IntN(4) == 0 {
+		// One call in four hands its lease to another worker's Locker.
+		wl.handoff(ctx, wk, key)
 		return
 	}
 	if m, ok := wk.lk.(dlock.MultiLocker); ok && wk.rng.IntN(6) == 0 {

@@ -1,0 +1,562 @@
+package nemesis
+
+import (
+	"context"
+	"fmt"
+	"hash/fnv"
+	"math/rand/v2"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/valkey-io/valkey-go"
+
+	"github.com/dlockgo/dlock/internal/testkit/safety"
+	"github.com/dlockgo/dlock/node"
+	"github.com/dlockgo/dlock/node/goredis"
+	"github.com/dlockgo/dlock/node/valkeygo"
+	"github.com/dlockgo/dlock/ratelimit"
+)
+
+// rateLimits are the limits the workers call, each on a key of its own:
+// one whose interval is a whole number of ms, and one whose Per the Rate
+// does not divide (42857.14… µs, rounded up to 42858).
+var rateLimits = []struct {
+	key   string
+	limit ratelimit.Limit
+}{
+	{"rate-a", ratelimit.Limit{Rate: 20, Per: time.Second, Burst: 5}},
+	{"rate-b", ratelimit.Limit{Rate: 7, Per: 300 * time.Millisecond, Burst: 3}},
+}
+
+// The windows RATE and RATE floor slide, the least calm a floor window
+// needs to be judged, and how far past a fault's end the floor waits: a
+// client redials a restarted server within it. A floor window is long
+// so that the calm parts between the faults of a busy schedule add up.
+const (
+	rateWidth   = time.Second
+	rateStep    = 20 * time.Millisecond
+	floorWidth  = 5 * time.Second
+	floorCalm   = 200 * time.Millisecond
+	floorStep   = 100 * time.Millisecond
+	floorSettle = 100 * time.Millisecond
+)
+
+// RateFloor is the least share of its ideal (the calm time over the
+// limit's interval) a key must admit in the calm part of a floor window:
+// see safety.CheckRateFloor. The callers want about three times the
+// limit. Measured under -race with both strategies at once (seeds 3, 5,
+// 17): the least window admitted 55-90% on the single server, 58-82% on
+// the quorum; the floor leaves a margin below that.
+const RateFloor = 0.4
+
+// rateCall bounds one Allow.
+const rateCall = 500 * time.Millisecond
+
+// RateStats is what the workers' rate limits did and how near their
+// bounds they came.
+type RateStats struct {
+	Calls    int64 `json:"calls"`
+	Admitted int64 `json:"admitted"`
+	Refused  int64 `json:"refused"`
+	Errors   int64 `json:"errors"`
+	// CalmErrors are the failed calls (of the first maxRateErrs) that
+	// ended outside the floor's disturbed stretches.
+	CalmErrors int64 `json:"calm_errors"`
+	// Worst is the largest admitted/bound of a RATE window, and
+	// WorstRefill whether that window held a refill (a fault's burst).
+	Worst       float64 `json:"worst_of_bound"`
+	WorstRefill bool    `json:"worst_with_refill"`
+	// FloorMin and FloorMean are the admitted share of the ideal over
+	// the calm windows; Floor is RateFloor.
+	FloorMin  float64 `json:"floor_min"`
+	FloorMean float64 `json:"floor_mean"`
+	Floor     float64 `json:"floor"`
+}
+
+// rateLoad is the workers' rate limit calls: each worker has one
+// Limiter per limit, on clients of its own of the strategy's servers
+// (the single master, or all the quorum's nodes), and a goroutine that
+// calls them until the run ends.
+type rateLoad struct {
+	callers []*rateCaller
+
+	mu   sync.Mutex
+	adms [][]safety.Admission // by limit
+	refs [][]time.Time        // by limit: the ends of the calls refused
+	errs []rateErr            // the first maxRateErrs calls that failed, for the findings
+
+	calls, admitted, refused, failed atomic.Int64
+}
+
+// rateErr is a call that failed: when it ended, on which caller, and why.
+type rateErr struct {
+	at     time.Time
+	caller int
+	err    string
+}
+
+// maxRateErrs bounds the failed calls kept.
+const maxRateErrs = 5000
+
+type rateCaller struct {
+	// lims are, by limit, the Limiters the caller calls in turn: one, on
+	// every node, but under the rate-one-yes plant (see oneYesViews).
+	lims  [][]*ratelimit.Limiter
+	turn  int // of run's goroutine
+	n     int // the worker's
+	close func()
+	rng   *rand.Rand
+}
+
+// dialNodes returns a node of each address on its own client of w's
+// library, as newLocker makes them.
+func dialNodes(w Worker, addrs []string) ([]node.Node, func(), error) {
+	var nodes []node.Node
+	var closers []func()
+	closeAll := func() {
+		for i := len(closers) - 1; i >= 0; i-- {
+			closers[i]()
+		}
+	}
+	for _, a := range addrs {
+		if w.Client == "go-redis" {
+			c := redis.NewClient(&redis.Options{Addr: a})
+			n := goredis.New(c)
+			nodes = append(nodes, n)
+			closers = append(closers, func() { _ = c.Close() }, func() { _ = n.Close() })
+			continue
+		}
+		c, err := valkey.NewClient(valkey.ClientOption{InitAddress: []string{a}, DisableCache: true})
+		if err != nil {
+			closeAll()
+			return nil, nil, fmt.Errorf("valkey-go client for %s: %w", a, err)
+		}
+		n := valkeygo.New(c)
+		nodes = append(nodes, n)
+		closers = append(closers, c.Close, func() { _ = n.Close() })
+	}
+	return nodes, closeAll, nil
+}
+
+// newRateLoad builds each worker's Limiters, with the rate-one-yes plant
+// when cfg asks for it.
+func newRateLoad(p *Plan, cfg Config, addrs []string) (*rateLoad, error) {
+	rl := &rateLoad{adms: make([][]safety.Admission, len(rateLimits)), refs: make([][]time.Time, len(rateLimits))}
+	for i, w := range p.Workers {
+		nodes, closeFn, err := dialNodes(w, addrs)
+		if err != nil {
+			rl.close()
+			return nil, err
+		}
+		views := [][]node.Node{nodes}
+		if cfg.Plant == PlantRateOneYes {
+			one, err := oneYesViews(nodes)
+			if err != nil {
+				closeFn()
+				rl.close()
+				return nil, err
+			}
+			views = nil
+			for _, n := range one {
+				views = append(views, []node.Node{n})
+			}
+		}
+		c := &rateCaller{n: i, close: closeFn}
+		for _, rlim := range rateLimits {
+			var lims []*ratelimit.Limiter
+			for _, v := range views {
+				lim, err := ratelimit.New(v, rlim.limit, ratelimit.WithNodeTimeout(p.NodeTimeout))
+				if err != nil {
+					c.lims = append(c.lims, lims)
+					c.closeAll()
+					rl.close()
+					return nil, fmt.Errorf("worker %d: rate limit %s: %w", i, rlim.limit, err)
+				}
+				lims = append(lims, lim)
+			}
+			c.lims = append(c.lims, lims)
+		}
+		h := fnv.New64a()
+		h.Write([]byte("rate " + p.Strategy))
+		c.rng = rand.New(rand.NewPCG(uint64(p.Seed), h.Sum64()+uint64(i)))
+		rl.callers = append(rl.callers, c)
+	}
+	rl.warm()
+	return rl, nil
+}
+
+func (c *rateCaller) closeAll() {
+	for _, ls := range c.lims {
+		for _, l := range ls {
+			_ = l.Close()
+		}
+	}
+	c.close()
+}
+
+func (rl *rateLoad) close() {
+	for _, c := range rl.callers {
+		c.closeAll()
+	}
+}
+
+// start runs one goroutine per caller, in wg, until ctx ends.
+func (rl *rateLoad) start(ctx context.Context, wg *sync.WaitGroup) {
+	for _, c := range rl.callers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			rl.run(ctx, c)
+		}()
+	}
+}
+
+// ratePace is how often each caller calls, alternating the limits: six
+// callers want about three times what the limits admit. rateInFlight
+// bounds a caller's calls running at once, so that a slow link (latency)
+// still carries more calls than the limits admit.
+const (
+	ratePace     = 45 * time.Millisecond
+	rateInFlight = 4
+)
+
+// run paces c's calls, each in a goroutine of its own that run waits
+// for: a tick that finds rateInFlight of them still running is skipped.
+func (rl *rateLoad) run(ctx context.Context, c *rateCaller) {
+	var calls sync.WaitGroup
+	defer calls.Wait()
+	slots := make(chan struct{}, rateInFlight)
+	sleep(ctx, time.Duration(c.rng.Int64N(int64(ratePace))))
+	tick := time.NewTicker(ratePace)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		select {
+		case slots <- struct{}{}:
+		default:
+			continue
+		}
+		c.turn++
+		i := c.turn % len(c.lims)
+		lim := c.lims[i][(c.turn/len(c.lims))%len(c.lims[i])]
+		calls.Add(1)
+		go func() {
+			defer calls.Done()
+			defer func() { <-slots }()
+			rl.call(ctx, c.n, lim, i)
+		}()
+	}
+}
+
+// call makes one Allow of lim on limit i's key and records it.
+func (rl *rateLoad) call(ctx context.Context, caller int, lim *ratelimit.Limiter, i int) {
+	cctx, cancel := context.WithTimeout(ctx, rateCall)
+	start := time.Now()
+	r, err := lim.Allow(cctx, rateLimits[i].key)
+	end := time.Now()
+	cancel()
+	rl.calls.Add(1)
+	switch {
+	case err != nil:
+		if ctx.Err() == nil {
+			rl.failed.Add(1)
+			rl.mu.Lock()
+			if len(rl.errs) < maxRateErrs {
+				rl.errs = append(rl.errs, rateErr{end, caller, err.Error()})
+			}
+			rl.mu.Unlock()
+		}
+	case r.Allowed:
+		rl.admitted.Add(1)
+		rl.mu.Lock()
+		rl.adms[i] = append(rl.adms[i], safety.Admission{Start: start, End: end})
+		rl.mu.Unlock()
+	default:
+		rl.refused.Add(1)
+		rl.mu.Lock()
+		rl.refs[i] = append(rl.refs[i], end)
+		rl.mu.Unlock()
+	}
+}
+
+// warm calls every Limiter once, before the fault phase, so that the
+// first calls of the run do not pay for the clients' first dials.
+func (rl *rateLoad) warm() {
+	for _, c := range rl.callers {
+		for i, ls := range c.lims {
+			for _, l := range ls {
+				ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+				_, _ = l.Allow(ctx, rateLimits[i].key)
+				cancel()
+			}
+		}
+	}
+}
+
+// rateNodes is how many servers the strategy's Limiters ask, and how many
+// must admit.
+func rateNodes(p *Plan) (nodes, majority int) {
+	if p.Strategy == Single {
+		return 1, 1
+	}
+	return len(p.AOF), len(p.AOF)/2 + 1
+}
+
+// rateRefills returns, by node of the Limiters, the faults that may hand
+// it a burst more than its clock allows: on the quorum, each kill of the
+// node (a restart empty, or from an older snapshot or AOF) and each of its
+// clock's steps; on the single master, each loss of its data (a kill of
+// the master, a failover: the replica may have missed the latest writes)
+// and every clock step, on whichever server (roles swap).
+func rateRefills(p *Plan, events []*Event) [][]safety.Span {
+	n, _ := rateNodes(p)
+	out := make([][]safety.Span, n)
+	for _, e := range events {
+		if e.Skipped != "" && e.Kind != KillEmpty && e.Kind != KillRDB && e.Kind != KillAOF || e.Start.IsZero() {
+			continue // a kill skipped in part may still have killed one
+		}
+		s := safety.Span{From: e.Start, To: e.End}
+		clock := e.Kind == ClockForward || e.Kind == ClockBack
+		if p.Strategy == Single {
+			if clock || e.LostData() {
+				out[0] = append(out[0], s)
+			}
+			continue
+		}
+		switch {
+		case clock:
+			out[e.Targets[0]] = append(out[e.Targets[0]], s)
+		case e.Kind == KillEmpty || e.Kind == KillRDB || e.Kind == KillAOF:
+			for _, j := range e.Targets {
+				out[j] = append(out[j], s)
+			}
+		}
+	}
+	return out
+}
+
+// rateDisturbed returns the stretches the floor does not judge: when a
+// fault stands between the callers and the admissions a limit owes them.
+// On the single strategy, any fault on the master or on the clients' link
+// (a pause, a timeout or reset toxic, a kill, a failover, a clock off;
+// not latency, which the callers' concurrent calls ride out); on the
+// quorum, when faults (latency included: past the node timeout a node
+// counts as a refusal) are active on N-M nodes or more at once, so that
+// a majority has no node to spare. A fault reaches
+// floorSettle past its end, a clock fault its jump further (a clock put
+// back leaves its server's limit that much ahead).
+func rateDisturbed(p *Plan, events []*Event) []safety.Span {
+	n, majority := rateNodes(p)
+	per := make([][]safety.Span, n)
+	for _, e := range events {
+		if e.Start.IsZero() || e.Skipped != "" && e.Kind != KillEmpty && e.Kind != KillRDB && e.Kind != KillAOF {
+			continue
+		}
+		to := e.End.Add(floorSettle)
+		var targets []int
+		switch e.Kind {
+		case ClockForward, ClockBack:
+			to = to.Add(e.Jump)
+			targets = e.Targets
+		case Pause, KillEmpty, KillRDB, KillAOF, Latency, Timeout, ResetPeer:
+			targets = e.Targets
+		case Failover:
+			targets = []int{0}
+		}
+		if p.Strategy == Single {
+			switch e.Kind {
+			case Pause:
+				if len(e.Roles) == 0 || e.Roles[0] != "master" {
+					targets = nil
+				}
+			case Latency, Timeout, ResetPeer:
+				// The replication link's are none of the clients';
+				// latency on theirs only slows the calls, which run
+				// several at once (rateInFlight).
+				if e.Targets[0] != 0 || e.Kind == Latency {
+					targets = nil
+				}
+			case KillEmpty, KillRDB, KillAOF:
+				if !e.LostData() {
+					targets = nil
+				}
+			}
+			if len(targets) > 0 {
+				targets = []int{0}
+			}
+		}
+		for _, j := range targets {
+			per[j] = append(per[j], safety.Span{From: e.Start, To: to})
+		}
+	}
+	if p.Strategy == Single {
+		return atLeast(per, 1)
+	}
+	// With N-M nodes out, the rest must all agree, and near the limit
+	// they disagree (docs/ratelimit.md measured 66-89% of the ideal so).
+	return atLeast(per, n-majority)
+}
+
+// atLeast returns the stretches in which at least k of the nodes are in
+// one of their spans.
+func atLeast(per [][]safety.Span, k int) []safety.Span {
+	type edge struct {
+		at time.Time
+		d  int
+	}
+	var edges []edge
+	for _, ss := range per {
+		for _, s := range mergeNode(ss) {
+			edges = append(edges, edge{s.From, 1}, edge{s.To, -1})
+		}
+	}
+	slices.SortStableFunc(edges, func(a, b edge) int {
+		if c := a.at.Compare(b.at); c != 0 {
+			return c
+		}
+		return b.d - a.d // starts before ends at one instant
+	})
+	var out []safety.Span
+	var from time.Time
+	depth := 0
+	for _, e := range edges {
+		before := depth
+		depth += e.d
+		switch {
+		case before < k && depth >= k:
+			from = e.at
+		case before >= k && depth < k:
+			out = append(out, safety.Span{From: from, To: e.at})
+		}
+	}
+	return out
+}
+
+// mergeNode joins one node's overlapping spans, so that the node counts
+// once however many of its faults overlap.
+func mergeNode(ss []safety.Span) []safety.Span {
+	s := slices.Clone(ss)
+	slices.SortFunc(s, func(a, b safety.Span) int { return a.From.Compare(b.From) })
+	var out []safety.Span
+	for _, x := range s {
+		if n := len(out); n > 0 && !x.From.After(out[n-1].To) {
+			if x.To.After(out[n-1].To) {
+				out[n-1].To = x.To
+			}
+			continue
+		}
+		out = append(out, x)
+	}
+	return out
+}
+
+// rateViolations judges every limit's admissions of the fault phase,
+// fills res.Rate and res.Judged for RATE and RATE floor, and returns the
+// violations by key.
+func (rl *rateLoad) violations(p *Plan, events []*Event, t0 time.Time, res *Result) []keyViolations {
+	end := t0.Add(p.Duration)
+	n, majority := rateNodes(p)
+	refills := rateRefills(p, events)
+	disturbed := rateDisturbed(p, events)
+	// Where faults stand in the limit's way (the floor's disturbed
+	// stretches), a window in which no call was answered had nothing to
+	// judge: it counts neither way in RATE's judged share.
+	outages := disturbed
+	st := &RateStats{Calls: rl.calls.Load(), Admitted: rl.admitted.Load(), Refused: rl.refused.Load(),
+		Errors: rl.failed.Load(), Floor: RateFloor, FloorMin: 1}
+	rl.mu.Lock()
+	for _, e := range rl.errs {
+		calm := true
+		for _, d := range disturbed {
+			if !e.at.Before(d.From) && !e.at.After(d.To) {
+				calm = false
+				break
+			}
+		}
+		if calm {
+			st.CalmErrors++
+		}
+	}
+	rl.mu.Unlock()
+	var out []keyViolations
+	var windows, judged, fWindows, fJudged int
+	floorSum := 0.0
+	for i, rlim := range rateLimits {
+		rl.mu.Lock()
+		adms := slices.Clone(rl.adms[i])
+		refs := slices.Clone(rl.refs[i])
+		rl.mu.Unlock()
+		iv := safety.Interval(rlim.limit.Rate, rlim.limit.Per)
+		rep := safety.CheckRate(safety.RateLimit{Interval: iv, Burst: rlim.limit.Burst, Nodes: n, Majority: majority, Refills: refills, Refused: refs, Outages: outages},
+			adms, t0, end, rateWidth, rateStep)
+		windows, judged = windows+rep.Windows-rep.Unreachable, judged+rep.Judged
+		if rep.Worst > st.Worst {
+			st.Worst, st.WorstRefill = rep.Worst, rep.WorstFaulty
+		}
+		fl := safety.CheckRateFloor(iv, adms, disturbed, RateFloor, t0, end, floorWidth, floorStep, floorCalm)
+		for j := range fl.Violations {
+			fl.Violations[j].Detail += rl.failures(fl.Violations[j].At, fl.Violations[j].At.Add(floorWidth))
+		}
+		fWindows, fJudged = fWindows+fl.Windows, fJudged+fl.Judged
+		if fl.Judged > 0 {
+			st.FloorMin = min(st.FloorMin, fl.Min)
+			floorSum += fl.Mean * float64(fl.Judged)
+		}
+		out = append(out, keyViolations{rlim.key, append(rep.Violations, fl.Violations...)})
+	}
+	if fJudged > 0 {
+		st.FloorMean = floorSum / float64(fJudged)
+	}
+	res.Judged[string(safety.Rate)] = share(judged, windows)
+	res.Judged[string(safety.RateFloor)] = share(fJudged, fWindows)
+	res.Rate = st
+	return out
+}
+
+// failures says which calls failed from a to b, for a finding.
+func (rl *rateLoad) failures(a, b time.Time) string {
+	rl.mu.Lock()
+	defer rl.mu.Unlock()
+	n, callers := 0, map[int]int{}
+	first := ""
+	for _, e := range rl.errs {
+		if e.at.Before(a) || e.at.After(b) {
+			continue
+		}
+		if n++; first == "" {
+			first = fmt.Sprintf("worker %d: %s", e.caller, e.err)
+		}
+		callers[e.caller]++
+	}
+	if n == 0 {
+		return "; no call failed in it"
+	}
+	return fmt.Sprintf("; %d calls failed in it, by worker %v, the first %s", n, callers, first)
+}
+
+// keyViolations are the violations found on one key.
+type keyViolations struct {
+	key string
+	vs  []safety.Violation
+}
+
+func share(part, whole int) float64 {
+	if whole == 0 {
+		return 0
+	}
+	return float64(part) / float64(whole)
+}
+
+// summary is the rate limits' line of Result.Summary.
+func (st *RateStats) summary() string {
+	return fmt.Sprintf("rate limits (%s; %s): %d calls, %d admitted, %d refused, %d errors (%d outside the floor's disturbed stretches); the worst %v window at %.2f of its bound (refill in it: %v); calm %v windows admitted %.0f%%..%.0f%% (mean) of the ideal, floor %.0f%%",
+		rateLimits[0].limit, rateLimits[1].limit, st.Calls, st.Admitted, st.Refused, st.Errors, st.CalmErrors, rateWidth, st.Worst, st.WorstRefill,
+		floorWidth, 100*st.FloorMin, 100*st.FloorMean, 100*st.Floor)
+}
