@@ -736,9 +736,63 @@ func TestDocsCheckCatches(t *testing.T) {
 		t.Errorf("an edited example line: %d blocks, reports %q; want 1 and one", n, errs)
 	}
 
+	// Guarantees: one that names no test, one whose test does not exist,
+	// a marker with no reason, a marker on a paragraph that promises
+	// nothing, and a marker with nothing after it; then the same promises
+	// held, exempted or left pending, and one in a code block.
+	promised := doc{"docs/planted.md", strings.Split(strings.Join([]string{
+		"A lease is never granted twice.",
+		"",
+		"- A stale token is always refused (`TestNoSuchGuarantee`).",
+		"",
+		"<!-- not a guarantee -->",
+		"This is never a good idea.",
+		"",
+		"| `dlock run` | exits 76 on a lost lease |",
+		"<!-- not a guarantee: says nothing -->",
+		"A plain sentence.",
+		"",
+		"<!-- not a guarantee: the end -->",
+	}, "\n"), "\n")}
+	errs, n := m.guarantees(promised, nil)
+	for _, want := range []string{"planted.md:1: a guarantee that names no test", "planted.md:3: a guarantee held by a test that does not exist: no test function TestNoSuchGuarantee",
+		"planted.md:6: a \"not a guarantee\" marker with no reason", "planted.md:8: a guarantee that names no test",
+		"planted.md:10: a \"not a guarantee\" marker on a paragraph that states none", "planted.md:12: a \"not a guarantee\" marker with no paragraph after it"} {
+		if !slices.ContainsFunc(errs, func(e string) bool { return strings.Contains(e, want) }) {
+			t.Errorf("planted guarantee %q: not reported (reports: %q)", want, errs)
+		}
+	}
+	if len(errs) != 6 || n != 3 {
+		t.Errorf("planted guarantees: %d seen, reports %q; want 3 seen and 6 reports", n, errs)
+	}
+	pending := []*pendingEntry{{doc: "docs/planted.md", quote: "granted twice"}, {doc: "docs/planted.md", quote: "no longer there"}}
+	kept := doc{"docs/planted.md", strings.Split(strings.Join([]string{
+		"A lease is never granted twice.",
+		"",
+		"- A stale token is always refused (`redlock.TestForcedViolationTokens`).",
+		"- At most one holder: `TestFailoverFenced` (single), `internal/testkit/faults.TestFailoverRace`,",
+		"  `TestReplicasHandoffWaits/go-redis`.",
+		"",
+		"This is never a good idea. <!-- not a guarantee: advice -->",
+		"",
+		"| `dlock run` | exits 76 on a lost lease (`TestRunLost` (cmd/dlock)) |",
+		"<!-- not a guarantee: the command's usage, not a promise -->",
+		"Never run it as root.",
+		"",
+		"```sh",
+		"dlock run -- true",
+		"",
+		"never: exits 1",
+		"```",
+	}, "\n"), "\n")}
+	errs, n = m.guarantees(kept, pending)
+	if len(errs) != 0 || n != 4 || pending[0].used != 1 || pending[1].used != 0 {
+		t.Errorf("held guarantees: %d seen, reports %q, pending used %d and %d; want 4 seen, none, 1 and 0", n, errs, pending[0].used, pending[1].used)
+	}
+
 	planted := doc{"docs/planted.md", []string{"Extend (`single/lua/extend.lua`):", "", "```lua"}}
 	planted.lines = append(append(planted.lines, block...), "```", "", "Unnamed:", "", "```lua", lines[0], "```")
-	errs, n := scripts(planted)
+	errs, n = scripts(planted)
 	if n != 2 || len(errs) != 2 || !strings.Contains(errs[0], "differs from single/lua/extend.lua") || !strings.Contains(errs[1], "names no script file") {
 		t.Errorf("planted scripts: %d blocks, reports %q; want 2, the edited one and the unnamed one", n, errs)
 	}

@@ -1,0 +1,271 @@
+package docscheck
+
+import (
+	"bufio"
+	"fmt"
+	"os"
+	"regexp"
+	"strings"
+	"testing"
+)
+
+// pendingFile lists the guarantee paragraphs whose tests are being written
+// elsewhere: "doc: quote" a line, the quote a piece of the paragraph's
+// text. It is emptied once those tests are merged and named.
+const pendingFile = "testdata/pending.txt"
+
+var (
+	// promise is a word that states a guarantee.
+	promise = regexp.MustCompile(`(?i)\b(never|always|at most|refused|refuses)\b|\bexits? \d+\b`)
+	// marker exempts a paragraph that promises nothing; its reason says why.
+	marker  = regexp.MustCompile(`<!--\s*not a guarantee\b\s*(?::([^>]*?))?\s*-->`)
+	comment = regexp.MustCompile(`(?s)<!--.*?-->`)
+	// heldBy is a test named in a code span, qualified as pkg.TestX,
+	// folder.TestX or by a package in parentheses after it: "`TestX`
+	// (redlock)"; a subtest or a trailing * may follow the name.
+	heldBy   = regexp.MustCompile("`(?:([\\w/]+)\\.)?(Test[A-Z_]\\w*)(?:/[^`\\s]*)?(\\*?)`(?:\\s+\\(([\\w/]+)\\))?")
+	listItem = regexp.MustCompile(`^\s*(?:[-*+]|\d+[.)])\s`)
+	tableSep = regexp.MustCompile(`^\s*\|[\s:|-]*\|\s*$`)
+	number   = regexp.MustCompile("`((?:exits? )?\\d+)`")
+)
+
+// unit is a paragraph, a list item or a table row of a doc's prose.
+type unit struct {
+	line   int    // its first line
+	text   string // its lines, joined with spaces
+	marked bool   // a "not a guarantee" marker stands before or within it
+	reason string // the marker's reason
+}
+
+// units splits d's prose, fenced code blocks and headings aside, into
+// paragraphs, list items and table rows. A line that holds only a
+// comment ends a unit; a marker on such a line applies to the next unit.
+func units(d doc) (out []unit, errs []string) {
+	var cur *unit
+	var pending *unit // a marker waiting for its unit
+	end := func() {
+		if cur != nil {
+			out = append(out, *cur)
+			cur = nil
+		}
+	}
+	start := func(n int) {
+		end()
+		cur = &unit{line: n}
+		if pending != nil {
+			cur.marked, cur.reason = true, pending.reason
+			pending = nil
+		}
+	}
+	fenced := false
+	for i, l := range d.lines {
+		n := i + 1
+		t := strings.TrimSpace(l)
+		if strings.HasPrefix(t, "```") {
+			end()
+			fenced = !fenced
+			continue
+		}
+		if fenced {
+			continue
+		}
+		switch {
+		case t == "" || strings.HasPrefix(t, "#") || tableSep.MatchString(t):
+			end()
+			continue
+		case strings.HasPrefix(t, "<!--") && strings.HasSuffix(t, "-->") && comment.ReplaceAllString(t, "") == "":
+			end()
+			if m := marker.FindStringSubmatch(t); m != nil {
+				if pending != nil {
+					errs = append(errs, fmt.Sprintf("%s:%d: a \"not a guarantee\" marker with no paragraph after it", d.path, pending.line))
+				}
+				pending = &unit{line: n, reason: strings.TrimSpace(m[1])}
+			}
+			continue
+		case strings.HasPrefix(t, "|"):
+			start(n)
+			cur.text = t
+			end()
+			continue
+		case listItem.MatchString(l) || cur == nil:
+			start(n)
+		}
+		if cur.text != "" {
+			cur.text += " "
+		}
+		cur.text += t
+		if m := marker.FindStringSubmatch(t); m != nil {
+			cur.marked, cur.reason = true, strings.TrimSpace(m[1])
+		}
+	}
+	end()
+	if pending != nil {
+		errs = append(errs, fmt.Sprintf("%s:%d: a \"not a guarantee\" marker with no paragraph after it", d.path, pending.line))
+	}
+	return out, errs
+}
+
+// promises says whether a unit's text states a guarantee: a promise word
+// in its prose, code spans and comments aside (an exit status in a code
+// span counts).
+func promises(text string) bool {
+	text = comment.ReplaceAllString(text, "")
+	text = number.ReplaceAllString(text, "$1")
+	text = codeSpan.ReplaceAllString(text, "x")
+	text = link.ReplaceAllString(text, "]")
+	return promise.MatchString(text)
+}
+
+// pendingEntry is one line of the pending file.
+type pendingEntry struct {
+	line  int
+	doc   string
+	quote string
+	used  int
+}
+
+func readPending(t *testing.T) []*pendingEntry {
+	t.Helper()
+	f, err := os.Open(pendingFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var out []*pendingEntry
+	s := bufio.NewScanner(f)
+	for n := 1; s.Scan(); n++ {
+		l := strings.TrimSpace(s.Text())
+		if l == "" || strings.HasPrefix(l, "#") {
+			continue
+		}
+		p, quote, ok := strings.Cut(l, ": ")
+		if !ok || strings.TrimSpace(quote) == "" {
+			t.Errorf("%s:%d: want \"doc: quote\", got %q", pendingFile, n, l)
+			continue
+		}
+		out = append(out, &pendingEntry{line: n, doc: p, quote: strings.Join(strings.Fields(quote), " ")})
+	}
+	if err := s.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// guarantees checks that every unit of d that states a guarantee names an
+// existing test in a code span, or carries a marker with a reason; a unit
+// a pending entry quotes is left for its test. It returns what is wrong
+// and how many guarantee units it saw.
+func (m *module) guarantees(d doc, pending []*pendingEntry) (errs []string, seen int) {
+	us, errs := units(d)
+	for _, u := range us {
+		at := fmt.Sprintf("%s:%d", d.path, u.line)
+		if u.marked {
+			if u.reason == "" {
+				errs = append(errs, fmt.Sprintf("%s: a \"not a guarantee\" marker with no reason (<!-- not a guarantee: why -->)", at))
+			} else if !promises(u.text) {
+				errs = append(errs, fmt.Sprintf("%s: a \"not a guarantee\" marker on a paragraph that states none: drop the marker", at))
+			}
+			continue
+		}
+		if !promises(u.text) {
+			continue
+		}
+		seen++
+		held := false
+		var missing []string
+		for _, ref := range heldBy.FindAllStringSubmatch(comment.ReplaceAllString(u.text, ""), -1) {
+			qual := ref[1]
+			if qual == "" {
+				qual = ref[4]
+			}
+			if msg := m.testIn(qual, ref[2], ref[3] == "*"); msg != "" {
+				missing = append(missing, msg)
+			} else {
+				held = true
+			}
+		}
+		for _, msg := range missing {
+			errs = append(errs, fmt.Sprintf("%s: a guarantee held by a test that does not exist: %s", at, msg))
+		}
+		if held || len(missing) > 0 {
+			continue
+		}
+		text := strings.Join(strings.Fields(u.text), " ")
+		left := false
+		for _, p := range pending {
+			if p.doc == d.path && strings.Contains(text, p.quote) {
+				p.used++
+				left = true
+			}
+		}
+		if !left {
+			errs = append(errs, fmt.Sprintf("%s: a guarantee that names no test in a code span (`TestX`), nor a marker <!-- not a guarantee: why -->: %q", at, excerpt(u.text)))
+		}
+	}
+	return errs, seen
+}
+
+// testIn checks a test named with a qualifier: a package's folder, a
+// package's name, or something else (then it reads as unqualified).
+func (m *module) testIn(qual, name string, prefix bool) string {
+	if m.pkgs[qual] && strings.Contains(qual, "/") {
+		for n := range m.tests[qual] {
+			if n == name || prefix && strings.HasPrefix(n, name) {
+				return ""
+			}
+		}
+		return fmt.Sprintf("no test function %s in %s", name, qual)
+	}
+	return m.checkTest(qual, name, prefix)
+}
+
+// excerpt is the start of a unit's text, for an error.
+func excerpt(s string) string {
+	if r := []rune(s); len(r) > 100 {
+		return string(r[:100]) + "…"
+	}
+	return s
+}
+
+// guaranteeDocs are the docs whose guarantees are checked: README.md and
+// docs/*.md (the changelog reports changes, and promises nothing new).
+func guaranteeDocs(t *testing.T) []doc {
+	var out []doc
+	for _, d := range docs(t) {
+		if d.path != "CHANGELOG.md" {
+			out = append(out, d)
+		}
+	}
+	return out
+}
+
+// TestDocsGuarantees fails for every paragraph, list item or table row of
+// README.md and docs/*.md that states a guarantee (never, always, at most,
+// refused, refuses, exits N) and names no existing test in a code span,
+// unless a marker "<!-- not a guarantee: why -->" stands before or within
+// it; and for every entry of testdata/pending.txt that no longer quotes
+// such a paragraph.
+func TestDocsGuarantees(t *testing.T) {
+	m := load(t)
+	pending := readPending(t)
+	total := 0
+	for _, d := range guaranteeDocs(t) {
+		errs, n := m.guarantees(d, pending)
+		total += n
+		for _, e := range errs {
+			t.Error(e)
+		}
+	}
+	for _, p := range pending {
+		switch {
+		case p.used == 0:
+			t.Errorf("%s:%d: %s: %q quotes no paragraph that states a guarantee and names no test: drop the line", pendingFile, p.line, p.doc, p.quote)
+		case p.used > 1:
+			t.Errorf("%s:%d: %s: %q quotes %d paragraphs: quote one", pendingFile, p.line, p.doc, p.quote, p.used)
+		}
+	}
+	t.Logf("%d guarantees checked, %d left for tests being written", total, len(pending))
+	if total < 100 {
+		t.Errorf("only %d guarantees found: the docs state far more (the patterns no longer find them?)", total)
+	}
+}
