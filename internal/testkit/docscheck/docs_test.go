@@ -804,6 +804,7 @@ func TestDocsCheckCatches(t *testing.T) {
 		"|---|---|",
 		"| `dlock run` | exits 76 on a lost lease (`TestRunLost` (cmd/dlock)) |",
 		"| the fence | refuses a late write (`Example_fencedWrite`, `internal/acquire.FuzzStaleCounter`) |",
+		"| go-redis's line | a Sentinel refused <!-- not a guarantee: what a line means --> |",
 		"<!-- not a guarantee: the command's usage, not a promise -->",
 		"Never run it as root.",
 		"",

@@ -100,6 +100,9 @@ func units(d doc) (out []unit, errs []string) {
 			}
 			start(n)
 			cur.text = t
+			if m := marker.FindStringSubmatch(t); m != nil {
+				cur.marked, cur.reason = true, strings.TrimSpace(m[1])
+			}
 			end()
 			continue
 		case listItem.MatchString(l) || cur == nil:
