@@ -86,7 +86,7 @@ func units(d doc) (out []unit, errs []string) {
 			continue
 		case strings.HasPrefix(t, "<!--") && strings.HasSuffix(t, "-->") && comment.ReplaceAllString(t, "") == "":
 			end()
-			if m := marker.FindStringSubmatch(t); m != nil {
+			if m := markerIn(t); m != nil {
 				if pending != nil {
 					errs = append(errs, fmt.Sprintf("%s:%d: a \"not a guarantee\" marker with no paragraph after it", d.path, pending.line))
 				}
@@ -100,7 +100,7 @@ func units(d doc) (out []unit, errs []string) {
 			}
 			start(n)
 			cur.text = t
-			if m := marker.FindStringSubmatch(t); m != nil {
+			if m := markerIn(t); m != nil {
 				cur.marked, cur.reason = true, strings.TrimSpace(m[1])
 			}
 			end()
@@ -112,7 +112,7 @@ func units(d doc) (out []unit, errs []string) {
 			cur.text += " "
 		}
 		cur.text += t
-		if m := marker.FindStringSubmatch(t); m != nil {
+		if m := markerIn(t); m != nil {
 			cur.marked, cur.reason = true, strings.TrimSpace(m[1])
 		}
 	}
@@ -123,13 +123,32 @@ func units(d doc) (out []unit, errs []string) {
 	return out, errs
 }
 
+// markerIn finds a marker in a line, outside its code spans (a doc may
+// show the marker's form in one).
+func markerIn(line string) []string {
+	return marker.FindStringSubmatch(codeSpan.ReplaceAllString(line, "x"))
+}
+
+// uncommented is text without its comments, its code spans kept whole.
+func uncommented(text string) string {
+	var b strings.Builder
+	last := 0
+	for _, m := range codeSpan.FindAllStringIndex(text, -1) {
+		b.WriteString(comment.ReplaceAllString(text[last:m[0]], ""))
+		b.WriteString(text[m[0]:m[1]])
+		last = m[1]
+	}
+	b.WriteString(comment.ReplaceAllString(text[last:], ""))
+	return b.String()
+}
+
 // promises says whether a unit's text states a guarantee: a promise word
 // in its prose, code spans and comments aside (an exit status in a code
 // span counts).
 func promises(text string) bool {
-	text = comment.ReplaceAllString(text, "")
 	text = number.ReplaceAllString(text, "$1")
 	text = codeSpan.ReplaceAllString(text, "x")
+	text = comment.ReplaceAllString(text, "")
 	text = link.ReplaceAllString(text, "]")
 	return promise.MatchString(text)
 }
@@ -192,7 +211,7 @@ func (m *module) guarantees(d doc, pending []*pendingEntry) (errs []string, seen
 		seen++
 		held := false
 		var missing []string
-		for _, ref := range heldBy.FindAllStringSubmatch(comment.ReplaceAllString(u.text, ""), -1) {
+		for _, ref := range heldBy.FindAllStringSubmatch(uncommented(u.text), -1) {
 			qual := ref[1]
 			if qual == "" {
 				qual = ref[4]
