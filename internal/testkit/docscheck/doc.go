@@ -7,7 +7,9 @@
 // script that differs from the file they name for it. TestDocsLayout
 // fails for a package the README's Layout leaves out. Figures are not
 // checked: a doc that cites one names the results file it comes from.
-// TestDocsCheckCatches plants each kind of error and wants it reported.
+// TestDocsGuarantees holds README.md's and docs/*.md's promises to their
+// tests (below). TestDocsCheckCatches plants each kind of error and wants
+// it reported.
 //
 // What counts as a name, so that a doc can be written to be checked:
 //
@@ -29,4 +31,24 @@
 //     three lines before it must hold the block's lines, in order and
 //     together (blank and comment-only lines aside); a line "..." in the
 //     block skips lines of the file.
+//
+// What counts as a guarantee, and what holds it: a paragraph, list item
+// or table row of README.md or docs/*.md (a table's header, headings and
+// fenced code blocks aside) whose prose, outside code spans and comments,
+// says "never", "always", "at most", "refused", "refuses", or "exits N" /
+// "exit N" (N a number, in a code span or not) must name, in a code span,
+// a test go test judges: `TestX`, `FuzzX`, or an `ExampleX` with an output
+// comment, qualified as above (`redlock.TestX`,
+// `internal/testkit/faults.TestX`) or by a package after it, "`TestX`
+// (redlock)"; a subtest or a trailing * may follow the name. A name that
+// does not exist is an error, beside the others. A paragraph that promises
+// nothing ("this is never a good idea") carries a marker,
+// <!-- not a guarantee: why -->, inside it or on the line just before it,
+// with a reason; a marker with no reason, on a paragraph with no promise
+// word, or with no paragraph after it, is an error. Two lists in testdata/
+// hold the promises that name no test yet, one "doc: quote" a line:
+// pending.txt those whose tests are being written on other branches,
+// emptied once those are merged, and untested.txt those no test holds, a
+// list of tests to write. An entry that quotes no such paragraph, or more
+// than one, is an error, so neither list outlives its reason.
 package docscheck

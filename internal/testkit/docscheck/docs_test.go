@@ -73,12 +73,15 @@ type module struct {
 	tests  map[string]map[string]bool // folder -> Test/Benchmark/Example/Fuzz functions
 	names  map[string]map[string]bool // folder -> "Name" and "Type.Member"
 	files  map[string]bool            // base names of every file in the repository
+	// checked are the functions go test runs and judges: Test and Fuzz
+	// functions, and examples with an output comment.
+	checked map[string]map[string]bool // folder -> names
 }
 
 func load(t *testing.T) *module {
 	t.Helper()
 	m := &module{pkgs: map[string]bool{}, byName: map[string][]string{}, tests: map[string]map[string]bool{},
-		names: map[string]map[string]bool{}, files: map[string]bool{}}
+		names: map[string]map[string]bool{}, files: map[string]bool{}, checked: map[string]map[string]bool{}}
 	fset := token.NewFileSet()
 	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
@@ -99,7 +102,7 @@ func load(t *testing.T) *module {
 		if dir == "." {
 			dir = ""
 		}
-		f, err := parser.ParseFile(fset, p, nil, parser.SkipObjectResolution)
+		f, err := parser.ParseFile(fset, p, nil, parser.SkipObjectResolution|parser.ParseComments)
 		if err != nil {
 			return err
 		}
@@ -113,13 +116,16 @@ func load(t *testing.T) *module {
 			m.byName[name] = append(m.byName[name], dir)
 		}
 		if m.tests[dir] == nil {
-			m.tests[dir], m.names[dir] = map[string]bool{}, map[string]bool{}
+			m.tests[dir], m.names[dir], m.checked[dir] = map[string]bool{}, map[string]bool{}, map[string]bool{}
 		}
 		for _, decl := range f.Decls {
 			switch d := decl.(type) {
 			case *ast.FuncDecl:
 				if test && d.Recv == nil && testFunc.MatchString(d.Name.Name) {
 					m.tests[dir][d.Name.Name] = true
+					if !strings.HasPrefix(d.Name.Name, "Example") && !strings.HasPrefix(d.Name.Name, "Benchmark") || hasOutput(f, d) {
+						m.checked[dir][d.Name.Name] = true
+					}
 				}
 				if test || !d.Name.IsExported() {
 					continue
@@ -152,6 +158,21 @@ func load(t *testing.T) *module {
 		t.Fatal(err)
 	}
 	return m
+}
+
+// hasOutput says whether an example has an output comment, which go test
+// checks.
+func hasOutput(f *ast.File, d *ast.FuncDecl) bool {
+	for _, c := range f.Comments {
+		if c.Pos() < d.Body.Lbrace || c.End() > d.Body.Rbrace {
+			continue
+		}
+		t := strings.TrimSpace(strings.ToLower(c.Text()))
+		if strings.HasPrefix(t, "output:") || strings.HasPrefix(t, "unordered output:") {
+			return true
+		}
+	}
+	return false
 }
 
 // recvType is the name of a method's receiver type.
@@ -736,9 +757,73 @@ func TestDocsCheckCatches(t *testing.T) {
 		t.Errorf("an edited example line: %d blocks, reports %q; want 1 and one", n, errs)
 	}
 
+	// Guarantees: one that names no test, one whose test does not exist,
+	// a marker with no reason, a marker on a paragraph that promises
+	// nothing, and a marker with nothing after it; then the same promises
+	// held, exempted or left pending, and one in a code block.
+	promised := doc{"docs/planted.md", strings.Split(strings.Join([]string{
+		"A lease is never granted twice.",
+		"",
+		"- A stale token is always refused (`TestNoSuchGuarantee`).",
+		"",
+		"<!-- not a guarantee -->",
+		"This is never a good idea.",
+		"",
+		"| `dlock run` | exits 76 on a lost lease |",
+		"<!-- not a guarantee: says nothing -->",
+		"A plain sentence.",
+		"",
+		"<!-- not a guarantee: the end -->",
+		"",
+		"A stale write is always refused (`fence.ExamplePlanted`).",
+	}, "\n"), "\n")}
+	m.tests["fence"]["ExamplePlanted"] = true // an example without an output comment
+	errs, n := m.guarantees(promised, nil)
+	for _, want := range []string{"planted.md:1: a guarantee that names no test", "planted.md:3: a guarantee held by a test that does not exist: no test function TestNoSuchGuarantee",
+		"planted.md:6: a \"not a guarantee\" marker with no reason", "planted.md:8: a guarantee that names no test",
+		"planted.md:10: a \"not a guarantee\" marker on a paragraph that states none", "planted.md:12: a \"not a guarantee\" marker with no paragraph after it",
+		"planted.md:14: a guarantee held by a test that does not exist: ExamplePlanted in package fence has no output comment"} {
+		if !slices.ContainsFunc(errs, func(e string) bool { return strings.Contains(e, want) }) {
+			t.Errorf("planted guarantee %q: not reported (reports: %q)", want, errs)
+		}
+	}
+	if len(errs) != 7 || n != 4 {
+		t.Errorf("planted guarantees: %d seen, reports %q; want 4 seen and 7 reports", n, errs)
+	}
+	pending := []*pendingEntry{{doc: "docs/planted.md", quote: "granted twice"}, {doc: "docs/planted.md", quote: "no longer there"}}
+	kept := doc{"docs/planted.md", strings.Split(strings.Join([]string{
+		"A lease is never granted twice.",
+		"",
+		"- A stale token is always refused (`redlock.TestForcedViolationTokens`).",
+		"- At most one holder: `TestFailoverFenced` (single), `internal/testkit/faults.TestFailoverRace`,",
+		"  `TestReplicasHandoffWaits/go-redis`.",
+		"",
+		"This is never a good idea. <!-- not a guarantee: advice -->",
+		"",
+		"| never | a header |",
+		"|---|---|",
+		"| `dlock run` | exits 76 on a lost lease (`TestRunLost` (cmd/dlock)) |",
+		"| the fence | refuses a late write (`Example_fencedWrite`, `internal/acquire.FuzzStaleCounter`) |",
+		"| go-redis's line | a Sentinel refused <!-- not a guarantee: what a line means --> |",
+		"<!-- not a guarantee: the command's usage, not a promise -->",
+		"Never run it as root.",
+		"",
+		"Write `<!-- not a guarantee: why -->` before it (`TestDocsGuarantees`); never `<!-- not a guarantee -->`.",
+		"",
+		"```sh",
+		"dlock run -- true",
+		"",
+		"never: exits 1",
+		"```",
+	}, "\n"), "\n")}
+	errs, n = m.guarantees(kept, pending)
+	if len(errs) != 0 || n != 6 || pending[0].used != 1 || pending[1].used != 0 {
+		t.Errorf("held guarantees: %d seen, reports %q, pending used %d and %d; want 6 seen, none, 1 and 0", n, errs, pending[0].used, pending[1].used)
+	}
+
 	planted := doc{"docs/planted.md", []string{"Extend (`single/lua/extend.lua`):", "", "```lua"}}
 	planted.lines = append(append(planted.lines, block...), "```", "", "Unnamed:", "", "```lua", lines[0], "```")
-	errs, n := scripts(planted)
+	errs, n = scripts(planted)
 	if n != 2 || len(errs) != 2 || !strings.Contains(errs[0], "differs from single/lua/extend.lua") || !strings.Contains(errs[1], "names no script file") {
 		t.Errorf("planted scripts: %d blocks, reports %q; want 2, the edited one and the unnamed one", n, errs)
 	}
