@@ -78,6 +78,13 @@ func TestCheckBrokenWrites(t *testing.T) {
 	if rep := Check(h); len(rep.Violations) != 1 || !strings.Contains(rep.Violations[0].Detail, "broken holder") {
 		t.Fatalf("a write begun after the fence knew the break: %v %v; want one Fencing violation", rep, rep.Violations)
 	}
+	// The same owner's write under a token above the break's is a later
+	// grant's (an Acquire whose first grant was broken before it
+	// returned, claiming again): the fence admits it, rightly.
+	h.Ops = append(h.Ops[:1], write("a", 7, false, "a3", Accepted, 1030, 1031, 10000))
+	if vs := brokenWrites(h); len(vs) != 0 {
+		t.Fatalf("a write under a token above the break's: %v; want none", vs)
+	}
 }
 
 // TestResourceBroke breaks a holder of a fenced Resource: the break's
