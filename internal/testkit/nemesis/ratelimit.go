@@ -38,7 +38,7 @@ var rateLimits = []struct {
 const (
 	rateWidth   = time.Second
 	rateStep    = 20 * time.Millisecond
-	floorWidth  = 5 * time.Second
+	floorWidth  = 6 * time.Second
 	floorCalm   = 200 * time.Millisecond
 	floorStep   = 100 * time.Millisecond
 	floorSettle = 100 * time.Millisecond
@@ -74,6 +74,10 @@ type RateStats struct {
 	FloorMin  float64 `json:"floor_min"`
 	FloorMean float64 `json:"floor_mean"`
 	Floor     float64 `json:"floor"`
+	// Calm is the share of the run outside the floor's disturbed
+	// stretches: the time the floor holds the limit to its share. (The
+	// floor's judged share counts the windows with some calm in them.)
+	Calm float64 `json:"calm"`
 }
 
 // rateLoad is the workers' rate limit calls: each worker has one
@@ -487,6 +491,7 @@ func (rl *rateLoad) violations(p *Plan, events []*Event, t0 time.Time, res *Resu
 	rl.mu.Unlock()
 	var out []keyViolations
 	var windows, judged, fWindows, fJudged int
+	calm := 1.0
 	floorSum := 0.0
 	for i, rlim := range rateLimits {
 		rl.mu.Lock()
@@ -505,6 +510,7 @@ func (rl *rateLoad) violations(p *Plan, events []*Event, t0 time.Time, res *Resu
 			fl.Violations[j].Detail += rl.failures(fl.Violations[j].At, fl.Violations[j].At.Add(floorWidth))
 		}
 		fWindows, fJudged = fWindows+fl.Windows, fJudged+fl.Judged
+		calm = min(calm, fl.Calm)
 		if fl.Judged > 0 {
 			st.FloorMin = min(st.FloorMin, fl.Min)
 			floorSum += fl.Mean * float64(fl.Judged)
@@ -516,6 +522,7 @@ func (rl *rateLoad) violations(p *Plan, events []*Event, t0 time.Time, res *Resu
 	}
 	res.Judged[string(safety.Rate)] = share(judged, windows)
 	res.Judged[string(safety.RateFloor)] = share(fJudged, fWindows)
+	st.Calm = calm
 	res.Rate = st
 	return out
 }
@@ -556,7 +563,7 @@ func share(part, whole int) float64 {
 
 // summary is the rate limits' line of Result.Summary.
 func (st *RateStats) summary() string {
-	return fmt.Sprintf("rate limits (%s; %s): %d calls, %d admitted, %d refused, %d errors (%d outside the floor's disturbed stretches); the worst %v window at %.2f of its bound (refill in it: %v); calm %v windows admitted %.0f%%..%.0f%% (mean) of the ideal, floor %.0f%%",
+	return fmt.Sprintf("rate limits (%s; %s): %d calls, %d admitted, %d refused, %d errors (%d outside the floor's disturbed stretches); the worst %v window at %.2f of its bound (refill in it: %v); calm %v windows admitted %.0f%%..%.0f%% (mean) of the ideal, floor %.0f%%, calm %.0f%% of the run",
 		rateLimits[0].limit, rateLimits[1].limit, st.Calls, st.Admitted, st.Refused, st.Errors, st.CalmErrors, rateWidth, st.Worst, st.WorstRefill,
-		floorWidth, 100*st.FloorMin, 100*st.FloorMean, 100*st.Floor)
+		floorWidth, 100*st.FloorMin, 100*st.FloorMean, 100*st.Floor, 100*st.Calm)
 }

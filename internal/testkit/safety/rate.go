@@ -162,7 +162,10 @@ func CheckRate(l RateLimit, adms []Admission, from, to time.Time, width, step ti
 type FloorReport struct {
 	Windows, Judged int
 	Min, Mean       float64 // admitted/ideal over the judged windows
-	Violations      []Violation
+	// Calm is the share of [from, to] outside every span of disturbed:
+	// the time in which the floor holds the limit to its promise.
+	Calm       float64
+	Violations []Violation
 }
 
 // CheckRateFloor slides a window of width over [from, to] by step and,
@@ -185,6 +188,15 @@ func CheckRateFloor(interval time.Duration, adms []Admission, disturbed []Span, 
 		return true
 	}
 	var rep FloorReport
+	if span := to.Sub(from); span > 0 {
+		calm := span
+		for _, d := range ds {
+			if a, b := maxTime(d.From, from), minTime(d.To, to); b.After(a) {
+				calm -= b.Sub(a)
+			}
+		}
+		rep.Calm = float64(calm) / float64(span)
+	}
 	sum := 0.0
 	for t := from; !t.Add(width).After(to); t = t.Add(step) {
 		rep.Windows++
