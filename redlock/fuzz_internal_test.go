@@ -83,26 +83,34 @@ func FuzzParseVote(f *testing.F) {
 		if !tokens {
 			more = 0
 		}
-		lk := &Locker{names: []string{"n0"}, cfg: config{guard: guard, noTokens: !tokens}, sitOut: time.Second}
-		r := fuzzreply.Decode(data)
-		v := lk.parseVote(0, r, more)
-		if !v.answered {
-			t.Fatalf("parseVote(%v) left the node unanswered", r)
-		}
-		if v.answer.Kind == KindError {
-			if v.read || v.counts() || v.answer.Err == nil {
-				t.Fatalf("parseVote(%v) = %+v: an error that was read", r, v)
-			}
-			return
-		}
-		gone := len(r) == 4 && r[0].Kind == node.Int && r[0].Int == statusGone
-		if !gone && !wellFormedVote(r, tokens, guard, more) {
-			t.Fatalf("parseVote(%v) [guard %v, tokens %v, more %d] = %+v, not an error", r, guard, tokens, more, v)
-		}
-		if v.counts() && (!v.set || r[0].Int != statusSet) {
-			t.Fatalf("parseVote(%v) = %+v: counts without being set", r, v)
-		}
+		checkVote(t, fuzzreply.Decode(data), guard, tokens, more)
 	})
+}
+
+// checkVote parses r as a vote of a Locker with the guard and tokens as
+// given, on a lock and more others, and fails t unless the vote is
+// answered, an error is never read, anything but a well-formed vote (or
+// a gone record) is an error, and only a vote that set the lock counts.
+func checkVote(t *testing.T, r node.Reply, guard, tokens bool, more int) {
+	t.Helper()
+	lk := &Locker{names: []string{"n0"}, cfg: config{guard: guard, noTokens: !tokens}, sitOut: time.Second}
+	v := lk.parseVote(0, r, more)
+	if !v.answered {
+		t.Fatalf("parseVote(%v) left the node unanswered", r)
+	}
+	if v.answer.Kind == KindError {
+		if v.read || v.counts() || v.answer.Err == nil {
+			t.Fatalf("parseVote(%v) = %+v: an error that was read", r, v)
+		}
+		return
+	}
+	gone := len(r) == 4 && r[0].Kind == node.Int && r[0].Int == statusGone
+	if !gone && !wellFormedVote(r, tokens, guard, more) {
+		t.Fatalf("parseVote(%v) [guard %v, tokens %v, more %d] = %+v, not an error", r, guard, tokens, more, v)
+	}
+	if v.counts() && (!v.set || r[0].Int != statusSet) {
+		t.Fatalf("parseVote(%v) = %+v: counts without being set", r, v)
+	}
 }
 
 // FuzzReadCommit feeds readCommit replies of every shape a Node can hand
@@ -177,24 +185,6 @@ func FuzzParseSetVote(f *testing.F) {
 		// less one: a set has two locks at least. A set without tokens
 		// replies as a single lock does (FuzzParseVote).
 		guard, more := mode&1 == 1, int(mode>>2&3)+1
-		lk := &Locker{names: []string{"n0"}, cfg: config{guard: guard}, sitOut: time.Second}
-		r := fuzzreply.Decode(data)
-		v := lk.parseVote(0, r, more)
-		if !v.answered {
-			t.Fatalf("parseVote(%v) left the node unanswered", r)
-		}
-		if v.answer.Kind == KindError {
-			if v.read || v.counts() || v.answer.Err == nil {
-				t.Fatalf("parseVote(%v) = %+v: an error that was read", r, v)
-			}
-			return
-		}
-		gone := len(r) == 4 && r[0].Kind == node.Int && r[0].Int == statusGone
-		if !gone && !wellFormedVote(r, true, guard, more) {
-			t.Fatalf("parseVote(%v) [guard %v, more %d] = %+v, not an error", r, guard, more, v)
-		}
-		if v.counts() && (!v.set || r[0].Int != statusSet) {
-			t.Fatalf("parseVote(%v) = %+v: counts without being set", r, v)
-		}
+		checkVote(t, fuzzreply.Decode(data), guard, true, more)
 	})
 }

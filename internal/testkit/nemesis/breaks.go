@@ -1,11 +1,7 @@
 package nemesis
 
 import (
-	"context"
 	"fmt"
-	"os"
-	"path/filepath"
-	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -27,25 +23,22 @@ const (
 	leanLeaseLeftEarly = "if own then left = redis.call('PTTL', KEYS[1]) - %d end"
 )
 
-// earlyGrant is a Node that runs single's claim script with the lease
+// earlyGrant breaks single's claim script (its swap, for a swapping Node): the lease
 // judged over earlyMs before its end: a lock that grants early, the bug
 // Config.EarlyGrant plants for TestNemesisCatches. Every other script
 // runs as it is. It counts the calls it changed.
 type earlyGrant struct {
-	node.Node
 	lines   *strings.Replacer // the lines of single's claim script to their broken forms
 	scripts sync.Map          // *node.Script -> *node.Script, the broken form of each claim script met
 	swapped *atomic.Int64
 }
 
-// newEarlyGrant wraps n, checking single's claim script's files in the
+// newEarlyGrant checks single's claim script's files in the
 // source tree (the test runs in it), so that a change of a line it breaks
 // fails the run instead of leaving the lock unbroken.
-func newEarlyGrant(n node.Node, swapped *atomic.Int64) (*earlyGrant, error) {
-	_, here, _, _ := runtime.Caller(0)
-	dir := filepath.Join(filepath.Dir(here), "..", "..", "..", "single", "lua")
-	for file, line := range map[string]string{"claim.lua": leaseLeft, "fast_claim.lua": leanLeaseLeft} {
-		src, err := os.ReadFile(filepath.Join(dir, file))
+func newEarlyGrant(swapped *atomic.Int64) (*earlyGrant, error) {
+	for file, line := range map[string]string{"single/lua/claim.lua": leaseLeft, "single/lua/fast_claim.lua": leanLeaseLeft} {
+		src, err := source(file)
 		if err != nil {
 			return nil, fmt.Errorf("early grant: %w", err)
 		}
@@ -55,7 +48,7 @@ func newEarlyGrant(n node.Node, swapped *atomic.Int64) (*earlyGrant, error) {
 	}
 	lines := strings.NewReplacer(leaseLeft, fmt.Sprintf(leaseLeftEarly, earlyMs),
 		leanLeaseLeft, fmt.Sprintf(leanLeaseLeftEarly, earlyMs))
-	return &earlyGrant{Node: n, lines: lines, swapped: swapped}, nil
+	return &earlyGrant{lines: lines, swapped: swapped}, nil
 }
 
 func (e *earlyGrant) swap(s *node.Script) *node.Script {
@@ -70,17 +63,4 @@ func (e *earlyGrant) swap(s *node.Script) *node.Script {
 	b, _ := e.scripts.LoadOrStore(s, node.NewScript(e.lines.Replace(src)))
 	e.swapped.Add(1)
 	return b.(*node.Script)
-}
-
-func (e *earlyGrant) Eval(ctx context.Context, s *node.Script, keys []string, args ...string) (node.Reply, error) {
-	return e.Node.Eval(ctx, e.swap(s), keys, args...)
-}
-
-func (e *earlyGrant) Pipeline(ctx context.Context, calls []node.Call, wait node.Wait) ([]node.Result, int, error) {
-	changed := make([]node.Call, len(calls))
-	for i, c := range calls {
-		c.Script = e.swap(c.Script)
-		changed[i] = c
-	}
-	return e.Node.Pipeline(ctx, changed, wait)
 }

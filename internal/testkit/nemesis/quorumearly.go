@@ -1,11 +1,7 @@
 package nemesis
 
 import (
-	"context"
 	"fmt"
-	"os"
-	"path/filepath"
-	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -28,30 +24,28 @@ const (
 	voteFreeEarly = "local st, p = 0, redis.call('PTTL', KEYS[1]) - %d\nif p < 0 then"
 )
 
-// earlyVote is a Node that runs the quorum's vote with the lock judged
+// earlyVote breaks the quorum's vote (its swap, for a swapping Node): the lock judged
 // over earlyVoteMs before its end: a Redlock that grants early on every
 // node, the bug Config.EarlyGrant plants on the quorum. Every other
 // script runs as it is. It counts the votes it changed.
 type earlyVote struct {
-	node.Node
 	scripts sync.Map // *node.Script -> *node.Script
 	swapped *atomic.Int64
 	early   string
 }
 
-// newEarlyVote wraps n, checking vote.lua in the source tree, so that a
+// newEarlyVote checks vote.lua in the source tree, so that a
 // change of the line it breaks fails the run instead of leaving the lock
 // unbroken.
-func newEarlyVote(n node.Node, swapped *atomic.Int64) (*earlyVote, error) {
-	_, here, _, _ := runtime.Caller(0)
-	src, err := os.ReadFile(filepath.Join(filepath.Dir(here), "..", "..", "..", "redlock", "lua", "vote.lua"))
+func newEarlyVote(swapped *atomic.Int64) (*earlyVote, error) {
+	src, err := source("redlock/lua/vote.lua")
 	if err != nil {
 		return nil, fmt.Errorf("early vote: %w", err)
 	}
 	if strings.Count(string(src), voteFree) != 1 {
 		return nil, fmt.Errorf("early vote: vote.lua no longer has the lines %q once", voteFree)
 	}
-	return &earlyVote{Node: n, swapped: swapped, early: fmt.Sprintf(voteFreeEarly, earlyVoteMs)}, nil
+	return &earlyVote{swapped: swapped, early: fmt.Sprintf(voteFreeEarly, earlyVoteMs)}, nil
 }
 
 // swap returns the broken form of s when s is a vote, counting it, else
@@ -83,37 +77,24 @@ func (e *earlyVote) broken(s *node.Script) *node.Script {
 	return b2.(*node.Script)
 }
 
-func (e *earlyVote) Eval(ctx context.Context, s *node.Script, keys []string, args ...string) (node.Reply, error) {
-	return e.Node.Eval(ctx, e.swap(s), keys, args...)
-}
-
-func (e *earlyVote) Pipeline(ctx context.Context, calls []node.Call, wait node.Wait) ([]node.Result, int, error) {
-	changed := make([]node.Call, len(calls))
-	for i, c := range calls {
-		c.Script = e.swap(c.Script)
-		changed[i] = c
-	}
-	return e.Node.Pipeline(ctx, changed, wait)
-}
-
 // plantEarly plants Config.EarlyGrant in the nodes of a worker's Locker:
 // every node of a quorum runs the early vote (earlyVote), the single
 // server the early claim (earlyGrant).
 func plantEarly(locker string, nodes []node.Node, swapped *atomic.Int64) error {
 	if locker != QuorumLocker {
-		n, err := newEarlyGrant(nodes[0], swapped)
+		g, err := newEarlyGrant(swapped)
 		if err != nil {
 			return err
 		}
-		nodes[0] = n
+		nodes[0] = swapping{nodes[0], g.swap}
 		return nil
 	}
+	v, err := newEarlyVote(swapped)
+	if err != nil {
+		return err
+	}
 	for i, n := range nodes {
-		v, err := newEarlyVote(n, swapped)
-		if err != nil {
-			return err
-		}
-		nodes[i] = v
+		nodes[i] = swapping{n, v.swap}
 	}
 	return nil
 }

@@ -417,7 +417,7 @@ func atLeast(per [][]safety.Span, k int) []safety.Span {
 	}
 	var edges []edge
 	for _, ss := range per {
-		for _, s := range mergeNode(ss) {
+		for _, s := range safety.MergeSpans(ss) {
 			edges = append(edges, edge{s.From, 1}, edge{s.To, -1})
 		}
 	}
@@ -439,24 +439,6 @@ func atLeast(per [][]safety.Span, k int) []safety.Span {
 		case before >= k && depth < k:
 			out = append(out, safety.Span{From: from, To: e.at})
 		}
-	}
-	return out
-}
-
-// mergeNode joins one node's overlapping spans, so that the node counts
-// once however many of its faults overlap.
-func mergeNode(ss []safety.Span) []safety.Span {
-	s := slices.Clone(ss)
-	slices.SortFunc(s, func(a, b safety.Span) int { return a.From.Compare(b.From) })
-	var out []safety.Span
-	for _, x := range s {
-		if n := len(out); n > 0 && !x.From.After(out[n-1].To) {
-			if x.To.After(out[n-1].To) {
-				out[n-1].To = x.To
-			}
-			continue
-		}
-		out = append(out, x)
 	}
 	return out
 }

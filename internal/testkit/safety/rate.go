@@ -178,7 +178,7 @@ type FloorReport struct {
 // callers must want more than the limit admits, so that the ideal is what
 // they would get.
 func CheckRateFloor(interval time.Duration, adms []Admission, disturbed []Span, floor float64, from, to time.Time, width, step, minCalm time.Duration) FloorReport {
-	ds := mergeSpans(disturbed)
+	ds := MergeSpans(disturbed)
 	calmAt := func(t time.Time) bool {
 		for _, d := range ds {
 			if !t.Before(d.From) && !t.After(d.To) {
@@ -191,7 +191,7 @@ func CheckRateFloor(interval time.Duration, adms []Admission, disturbed []Span, 
 	if span := to.Sub(from); span > 0 {
 		calm := span
 		for _, d := range ds {
-			if a, b := maxTime(d.From, from), minTime(d.To, to); b.After(a) {
+			if a, b := Later(d.From, from), earliest(d.To, to); b.After(a) {
 				calm -= b.Sub(a)
 			}
 		}
@@ -203,7 +203,7 @@ func CheckRateFloor(interval time.Duration, adms []Admission, disturbed []Span, 
 		end := t.Add(width)
 		calm := width
 		for _, d := range ds {
-			a, b := maxTime(d.From, t), minTime(d.To, end)
+			a, b := Later(d.From, t), earliest(d.To, end)
 			if b.After(a) {
 				calm -= b.Sub(a)
 			}
@@ -236,31 +236,17 @@ func CheckRateFloor(interval time.Duration, adms []Admission, disturbed []Span, 
 	return rep
 }
 
-// mergeSpans returns ss sorted and with overlapping spans joined.
-func mergeSpans(ss []Span) []Span {
+// MergeSpans returns ss sorted and with overlapping spans joined.
+func MergeSpans(ss []Span) []Span {
 	s := slices.Clone(ss)
 	slices.SortFunc(s, func(a, b Span) int { return a.From.Compare(b.From) })
 	var out []Span
 	for _, x := range s {
 		if n := len(out); n > 0 && !x.From.After(out[n-1].To) {
-			out[n-1].To = maxTime(out[n-1].To, x.To)
+			out[n-1].To = Later(out[n-1].To, x.To)
 			continue
 		}
 		out = append(out, x)
 	}
 	return out
-}
-
-func maxTime(a, b time.Time) time.Time {
-	if a.After(b) {
-		return a
-	}
-	return b
-}
-
-func minTime(a, b time.Time) time.Time {
-	if a.Before(b) {
-		return a
-	}
-	return b
 }
