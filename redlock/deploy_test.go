@@ -58,9 +58,7 @@ func TestSnapshotRestore(t *testing.T) {
 		}
 		a, err := lk.TryAcquire(ctx, "k")
 		require.NoError(t, err)
-		for deadline := time.Now().Add(2 * time.Second); len(lockKeysLeft(t, srvs, "k")) < len(srvs) && time.Now().Before(deadline); {
-			time.Sleep(10 * time.Millisecond)
-		}
+		lockOnAll(t, srvs, "k")
 		for _, s := range srvs[:3] {
 			s.Restart() // SIGKILL, back from the snapshot
 		}

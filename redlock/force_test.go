@@ -349,6 +349,7 @@ func TestResumeNoQuorum(t *testing.T) {
 		require.NoError(t, err)
 		h, err := l.Handle()
 		require.NoError(t, err)
+		lockOnAll(t, srvs, "away") // what the faults below must leave
 
 		resume1, resume2 := srvs[1].PauseOnce(), srvs[2].PauseOnce()
 		defer resume1()
