@@ -172,17 +172,17 @@
 //     (40%) of the ideal, its calm time over I, less one admission (the
 //     call across a calm part's edge) (safety.CheckRateFloor).
 //     Calm: on the single strategy no fault on the master or the clients'
-//     link but latency (a pause, a timeout or reset, a kill, a failover, a
+//     link (a pause, latency, a timeout or reset, a kill, a failover, a
 //     clock off), on the quorum faults on fewer than N−M nodes at once
-//     (with N−M out, the rest must all agree); each fault reaches 100 ms past its end, a clock fault
-//     its jump further. Judged: the share of windows calm enough. The
-//     calm time itself is a smaller share of the run (the report's
-//     "calm N% of the run"): the calm stretches' own faults, one every
-//     0.7 s lasting a second or two, keep two quorum nodes or the single
-//     master disturbed much of the time; in planned short runs the calm
-//     time is as little as a fifth of the run.
-//     TestNemesis reports its findings but does not yet fail on them (a
-//     whole-package run under -race found calm windows at 0-35%).
+//     (with N−M out, the rest must all agree); each fault reaches 100 ms
+//     past its end, a clock fault its jump further. Latency is an outage
+//     here: the proxy delays each chunk in turn, so the answers a
+//     valkey-go connection pipelines wait for each other's delays, and
+//     the proxy is rebuilt to add or remove a toxic, which closes every
+//     connection. Judged: the share of windows calm enough. The calm
+//     time itself is a smaller share of the run (the report's "calm N%
+//     of the run"). Under the race detector TestNemesis reports the
+//     floor's findings and does not fail on them (see TestNemesis).
 //   - HANDLE: a resumed lease carries the token the servers granted; a
 //     forged handle is never resumed (nor its lease extended); once the
 //     resumed lease was released (the servers said so) or has expired,
@@ -218,13 +218,14 @@
 // -nemesis.report DIR and -nemesis.name NAME and writes DIR/NAME.md and
 // DIR/NAME.json.
 //
-// Config.Plant, or -nemesis.plant in TestNemesis, plants one of two bugs
-// in the default mix. rate-one-yes: each rate call goes to one Limiter of
+// Config.Plant, or -nemesis.plant in TestNemesis, plants one of the bugs
+// Plants lists in the default mix. rate-one-yes: each rate call goes to one Limiter of
 // a single node in turn (on the single strategy, the server and a view
 // of it under another key), as if one node's yes were a majority.
 // trusting-resume: every Locker's nodes answer the servers' token check
 // (the inspect script) with the forged handle's token while it is
-// resumed, as a resume that trusted the handle would.
+// resumed, as a resume that trusted the handle would. rate-stingy: the
+// workers' limits admit a quarter of the rate the checks hold them to.
 //
 // TestNemesisCatches shows the nemesis can fail: with the lost-data guard
 // off (WithDurableNodes on servers that are not durable) and a schedule
@@ -236,14 +237,13 @@
 // 0.6-1 s (ExpireHolders), it finds ME broken; with the quorum's vote
 // changed to treat a lock as free in its last 100 ms on each node (the
 // same Config.EarlyGrant) and every lock call an overstay
-// (ExpireQueued), likewise. -nemesis.plant=early-grant plants the early
-// grant in TestNemesis's default mix, on both strategies: docs/testing.md
-// gives how often ten short runs find it. TestNemesisRestoreMajority restores 3 of
-//
-// 0.6-1 s (ExpireHolders), it finds ME broken; with rate-one-yes on the
-// quorum it finds RATE broken (windows up to ~3× the bound), and with
-// trusting-resume on the single strategy HANDLE broken (the forged
-// handles resumed). TestNemesisRestoreMajority restores 3 of
+// (ExpireQueued), likewise; with rate-one-yes on the quorum it finds
+// RATE broken (windows up to ~3× the bound), and with trusting-resume on
+// the single strategy HANDLE broken (the forged handles resumed), and
+// with rate-stingy on the quorum RATE floor broken.
+// -nemesis.plant=early-grant plants the early grant in TestNemesis's
+// default mix, on both strategies: docs/testing.md gives how often ten
+// short runs find it. TestNemesisRestoreMajority restores 3 of
 // 5 quorum nodes from an RDB snapshot moments old, every 2.5-3 s, and must
 // find no promise broken: the fault the lost-data guard once missed.
 package nemesis

@@ -88,9 +88,11 @@ func replay(run string, seed int64) string {
 // TestNemesis runs both strategies under the random mix of faults, in
 // parallel, and holds each to exactly the promises the package doc's table
 // says it makes: no promise broken, LIVE within its bound, MEM within its
-// bound.
+// bound. It runs before the package's parallel tests, not beside them:
+// the RATE floor holds a limit to a share of its rate where no fault
+// stands in its way, and eight catch runs beside it starve two cores
+// until a quorum's node calls time out in the calm.
 func TestNemesis(t *testing.T) {
-	t.Parallel()
 	s := seed(t)
 	t.Logf("seed %d (replay: %s)", s, replay("TestNemesis$", s))
 	var mu sync.Mutex
@@ -113,10 +115,18 @@ func TestNemesis(t *testing.T) {
 			t.Log(res.Summary())
 			var failed []string
 			for _, prop := range Properties {
-				if prop == safety.RateFloor {
-					// Reported, not yet failed on: under the whole
-					// package's load (catch runs beside) calm windows
-					// admitted as little as 0-35%, not yet explained.
+				if prop == safety.RateFloor && raceDetector == 1 {
+					// A share of a limit's rate is a measure of speed,
+					// which the race detector distorts as it does
+					// allocation counts: with the callers at full pace
+					// the quorum's node calls timed out in the calm (3 of
+					// 5 past a 214 ms node timeout, 0-22% of the ideal
+					// admitted, seen). The floor fails the runs without
+					// it: the suite's Valkey run of the short mode and
+					// the soaks.
+					if n := res.BrokenBy(prop); n > 0 {
+						t.Logf("%s: RATE floor short %d times under the race detector: reported, not failed on", strategy, n)
+					}
 					continue
 				}
 				if n := res.BrokenBy(prop); n > 0 {
@@ -166,6 +176,7 @@ func TestNemesisCatches(t *testing.T) {
 		// The default mix, with a planted bug.
 		{"rate-one-yes", Config{Strategy: Quorum, Plant: PlantRateOneYes}, safety.Rate},
 		{"trusting-resume", Config{Strategy: Single, Plant: PlantTrustingResume}, safety.Handle},
+		{"rate-stingy", Config{Strategy: Quorum, Plant: PlantRateStingy}, safety.RateFloor},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -26,10 +26,14 @@ const (
 	PlantTrustingResume = "trusting-resume"
 	// PlantEarlyGrant: a lock granted early, as Config.EarlyGrant: ME.
 	PlantEarlyGrant = "early-grant"
+	// PlantRateStingy: rate limits that admit a quarter of the rate the
+	// checks hold them to, as a limit that loses its refunds would:
+	// RATE floor.
+	PlantRateStingy = "rate-stingy"
 )
 
 // Plants lists the plants Config.Plant takes.
-var Plants = []string{PlantRateOneYes, PlantTrustingResume, PlantEarlyGrant}
+var Plants = []string{PlantRateOneYes, PlantTrustingResume, PlantEarlyGrant, PlantRateStingy}
 
 // The first lines of the scripts the plants recognize, checked against
 // the source tree when a plant is built, so that a change of them fails

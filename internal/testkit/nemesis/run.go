@@ -172,7 +172,7 @@ func Run(t *testing.T, cfg Config) *Result {
 	began := time.Now()
 	cfg.earlySwaps = new(atomic.Int64)
 	switch cfg.Plant {
-	case "", PlantRateOneYes:
+	case "", PlantRateOneYes, PlantRateStingy:
 	case PlantTrustingResume:
 		cfg.trust = &trust{}
 	case PlantEarlyGrant:
