@@ -23,8 +23,8 @@ import (
 	"github.com/dlockgo/dlock/lease"
 	"github.com/dlockgo/dlock/node"
 	"github.com/dlockgo/dlock/permits"
+	"github.com/dlockgo/dlock/quorum"
 	"github.com/dlockgo/dlock/ratelimit"
-	"github.com/dlockgo/dlock/redlock"
 	"github.com/dlockgo/dlock/rwlock"
 )
 
@@ -46,7 +46,7 @@ var aclUsers = []struct {
 	run     func(ctx context.Context, a aclRun) error
 }{
 	{"dlock-single", []string{"single/lua", "internal/claimcore/lua", "internal/notice/publish.lua"}, 1, aclSingle},
-	{"dlock-quorum", []string{"redlock/lua", "internal/notice/publish.lua"}, 3, aclQuorum},
+	{"dlock-quorum", []string{"quorum/lua", "internal/notice/publish.lua"}, 3, aclQuorum},
 	{"dlock-permits", []string{"permits/lua", "internal/claimcore/lua"}, 1, aclPermits},
 	{"dlock-rwlock", []string{"rwlock/lua", "internal/claimcore/lua"}, 1, aclRWLock},
 	{"dlock-claims", []string{"claims/lua", "internal/claimcore/lua/core.lua", "internal/claimcore/lua/gone.lua"}, 1, aclClaims},
@@ -265,8 +265,8 @@ func aclQuorum(ctx context.Context, a aclRun) error {
 			}
 			break
 		}
-		var qe *redlock.QuorumError
-		if !errors.As(err, &qe) || !slices.ContainsFunc(qe.Nodes, func(n redlock.NodeAnswer) bool { return n.Kind == redlock.KindSitsOut }) ||
+		var qe *quorum.Error
+		if !errors.As(err, &qe) || !slices.ContainsFunc(qe.Nodes, func(n quorum.NodeAnswer) bool { return n.Kind == quorum.KindSitsOut }) ||
 			time.Now().After(deadline) {
 			return fmt.Errorf("first acquire: %w", err)
 		}

@@ -14,7 +14,7 @@ import (
 	"github.com/dlockgo/dlock/internal/testkit/redistest"
 	"github.com/dlockgo/dlock/lease"
 	"github.com/dlockgo/dlock/node"
-	"github.com/dlockgo/dlock/redlock"
+	"github.com/dlockgo/dlock/quorum"
 	"github.com/dlockgo/dlock/single"
 )
 
@@ -29,7 +29,7 @@ const parityTTL = 2 * time.Second
 func forEachStrategy(t *testing.T, f func(t *testing.T, lk dlock.Locker)) {
 	t.Helper()
 	srv := redistest.Start(t)
-	quorum := redistest.StartN(t, 5)
+	nodes5 := redistest.StartN(t, 5)
 	for _, client := range redistest.Clients {
 		t.Run("single/"+client, func(t *testing.T) {
 			lk, err := single.New(redistest.NodeFor(t, client, srv.Addr()), single.WithTTL(parityTTL))
@@ -37,11 +37,11 @@ func forEachStrategy(t *testing.T, f func(t *testing.T, lk dlock.Locker)) {
 			f(t, lk)
 		})
 		t.Run("quorum/"+client, func(t *testing.T) {
-			nodes := make([]node.Node, len(quorum))
-			for i, s := range quorum {
+			nodes := make([]node.Node, len(nodes5))
+			for i, s := range nodes5 {
 				nodes[i] = redistest.NodeFor(t, client, s.Addr())
 			}
-			lk, err := redlock.New(nodes, redlock.WithTTL(parityTTL))
+			lk, err := quorum.New(nodes, quorum.WithTTL(parityTTL))
 			require.NoError(t, err)
 			t.Cleanup(func() { _ = lk.Close() })
 			f(t, lk)

@@ -10,13 +10,13 @@ import (
 	"github.com/dlockgo/dlock/internal/acquire"
 	"github.com/dlockgo/dlock/lease"
 	"github.com/dlockgo/dlock/node"
-	"github.com/dlockgo/dlock/redlock"
+	"github.com/dlockgo/dlock/quorum"
 )
 
 // Strategies and clients a Config can name.
 const (
 	StrategySingle = "single" // one server: package single
-	StrategyQuorum = "quorum" // Redlock across N masters: package redlock
+	StrategyQuorum = "quorum" // Redlock across N masters: package quorum
 
 	ClientGoRedis  = "go-redis"  // github.com/redis/go-redis/v9
 	ClientValkeyGo = "valkey-go" // github.com/valkey-io/valkey-go
@@ -45,7 +45,7 @@ type Config struct {
 	TTL time.Duration
 	// IdleTTL is how long a key's fencing counter outlives the last lease
 	// on it, after which it expires from the servers (single.WithIdleTTL,
-	// redlock.WithIdleTTL); 0 keeps the default, a minute; a negative value
+	// quorum.WithIdleTTL); 0 keeps the default, a minute; a negative value
 	// keeps it for ever.
 	IdleTTL time.Duration
 	// Client is ClientGoRedis (the default when empty) or ClientValkeyGo.
@@ -86,15 +86,15 @@ type Config struct {
 
 	// DurableNodes declares, for the quorum strategy, that no server ever
 	// loses an acknowledged write (AOF with appendfsync always, and no
-	// flush): redlock's lost-data guard is off, so fresh servers vote at
-	// once (redlock.WithDurableNodes).
+	// flush): the quorum's lost-data guard is off, so fresh servers vote at
+	// once (quorum.WithDurableNodes).
 	DurableNodes bool
 	// NodeTimeout bounds each call to one server of a quorum; 0 keeps
-	// redlock.DefaultNodeTimeout. It must be below half the TTL.
+	// quorum.DefaultNodeTimeout. It must be below half the TTL.
 	NodeTimeout time.Duration
 	// MaxTTL is how long a quorum server that lost its data sits out
 	// before it is repaired and votes again; 0 keeps the TTL. It must be at
-	// least the TTL; it is not used with DurableNodes (redlock.WithMaxTTL).
+	// least the TTL; it is not used with DurableNodes (quorum.WithMaxTTL).
 	MaxTTL time.Duration
 
 	// Observer hears about acquisitions, a quorum's votes, and each lease's
@@ -256,7 +256,7 @@ func (cfg *Config) checkQuorum() error {
 	}
 	ttl := cfg.TTL
 	if ttl == 0 {
-		ttl = redlock.DefaultTTL
+		ttl = quorum.DefaultTTL
 	}
 	if cfg.NodeTimeout < 0 || cfg.NodeTimeout >= ttl/2 {
 		return &lease.ArgError{Arg: "Config.NodeTimeout", Value: cfg.NodeTimeout,

@@ -31,16 +31,19 @@ func TestParseURL(t *testing.T) {
 			Strategy: "single", Addrs: []string{"h:1"}, DB: 3, TTL: 5 * time.Second,
 			Client: "valkey-go", Username: "u", Password: "p@ss", DialTimeout: 2 * time.Second}},
 		{"redis://:secret@h:1", dlock.Config{Strategy: "single", Addrs: []string{"h:1"}, Password: "secret"}},
-		{"redlock://a:1,b:2,c", dlock.Config{Strategy: "quorum", Addrs: []string{"a:1", "b:2", "c:6379"}}},
-		{"redlock://a:1,b:2,c:3?ttl=10s", dlock.Config{Strategy: "quorum", Addrs: []string{"a:1", "b:2", "c:3"}, TTL: 10 * time.Second}},
-		{"redlock://a:1,b:2,c:3?durable=true&node_timeout=20ms", dlock.Config{Strategy: "quorum", Addrs: []string{"a:1", "b:2", "c:3"},
+		{"quorum://a:1,b:2,c", dlock.Config{Strategy: "quorum", Addrs: []string{"a:1", "b:2", "c:6379"}}},
+		{"quorum://a:1,b:2,c:3?ttl=10s", dlock.Config{Strategy: "quorum", Addrs: []string{"a:1", "b:2", "c:3"}, TTL: 10 * time.Second}},
+		{"quorum://a:1,b:2,c:3?durable=true&node_timeout=20ms", dlock.Config{Strategy: "quorum", Addrs: []string{"a:1", "b:2", "c:3"},
 			DurableNodes: true, NodeTimeout: 20 * time.Millisecond}},
-		{"redlock://a:1,b:2,c:3?ttl=10s&max_ttl=1m&durable=0", dlock.Config{Strategy: "quorum", Addrs: []string{"a:1", "b:2", "c:3"},
+		{"quorum://a:1,b:2,c:3?ttl=10s&max_ttl=1m&durable=0", dlock.Config{Strategy: "quorum", Addrs: []string{"a:1", "b:2", "c:3"},
 			TTL: 10 * time.Second, MaxTTL: time.Minute}},
 		{"redis://h:1?idle_ttl=1h", dlock.Config{Strategy: "single", Addrs: []string{"h:1"}, IdleTTL: time.Hour}},
-		{"redlock://a:1,b:2,c:3?idle_ttl=forever", dlock.Config{Strategy: "quorum", Addrs: []string{"a:1", "b:2", "c:3"}, IdleTTL: -1}},
+		{"quorum://a:1,b:2,c:3?idle_ttl=forever", dlock.Config{Strategy: "quorum", Addrs: []string{"a:1", "b:2", "c:3"}, IdleTTL: -1}},
+		// The quorum's schemes before it took the strategy's name.
+		{"redlock://a:1,b:2,c", dlock.Config{Strategy: "quorum", Addrs: []string{"a:1", "b:2", "c:6379"}}},
+		{"redlocks://a:1,b:2,c", dlock.Config{Strategy: "quorum", Addrs: []string{"a:1", "b:2", "c:6379"}, TLS: &tls.Config{MinVersion: tls.VersionTLS12}}},
 		{"rediss://h", dlock.Config{Strategy: "single", Addrs: []string{"h:6379"}, TLS: &tls.Config{MinVersion: tls.VersionTLS12}}},
-		{"redlocks://a:1,b:2,c?tls_server_name=redis.internal", dlock.Config{Strategy: "quorum", Addrs: []string{"a:1", "b:2", "c:6379"},
+		{"quorums://a:1,b:2,c?tls_server_name=redis.internal", dlock.Config{Strategy: "quorum", Addrs: []string{"a:1", "b:2", "c:6379"},
 			TLS: &tls.Config{MinVersion: tls.VersionTLS12, ServerName: "redis.internal"}}},
 		{"redis+sentinel://s1,s2:5000,s3/mymaster", dlock.Config{Strategy: "single", Addrs: []string{"s1:26379", "s2:5000", "s3:26379"},
 			SentinelMaster: "mymaster"}},
@@ -75,22 +78,22 @@ func TestParseURLErrors(t *testing.T) {
 		"redis://h:1?idle_ttl=-1h",
 		"redis://h:1?idle_ttl=never",
 		"redis://h:1?color=red",
-		"redlock://a:1,,b:2",
+		"quorum://a:1,,b:2",
 		"redis://u:%zz@h:1",
 		"redis://h:1?durable=true",
 		"redis://h:1?node_timeout=10ms",
 		"redis://h:1?max_ttl=1m",
-		"redlock://a:1,b:2?durable=sometimes",
-		"redlock://a:1,b:2?node_timeout=fast",
-		"redlock://a:1,b:2?max_ttl=1",
+		"quorum://a:1,b:2?durable=sometimes",
+		"quorum://a:1,b:2?node_timeout=fast",
+		"quorum://a:1,b:2?max_ttl=1",
 		"redis://h:notaport",
 		"redis://h:99999",
 		"redis://h:0",
 		"redis://h:",
 		"redis://h:-1",
-		"redlock://a:1,b:70000,c:3",
+		"quorum://a:1,b:70000,c:3",
 		"redis://h:1?tls_ca=/etc/ca.pem",
-		"redlock://a:1,b:2?tls_server_name=x",
+		"quorum://a:1,b:2?tls_server_name=x",
 		"rediss://h:1?tls_ca=/nonexistent/ca.pem",
 		"rediss://h:1?tls_cert=/nonexistent/c.pem",
 		"rediss://h:1?tls_insecure=true",
@@ -100,7 +103,7 @@ func TestParseURLErrors(t *testing.T) {
 		"redis+sentinel://s1/m/x",
 		"redis://h:1?sentinel_password=x",
 		"redis+cluster://n1/1",
-		"redlock://a:1,b:2?replicas=1",
+		"quorum://a:1,b:2?replicas=1",
 		"redis://h:1?replicas=-1",
 		"redis://h:1?replica_timeout=soon",
 	} {
@@ -246,7 +249,7 @@ func TestOpenQuorum(t *testing.T) {
 			// Five masters, one of them down. Fresh masters sit out one
 			// maximum TTL, then each is repaired by an attempt that hears
 			// from a majority of the others: four are up.
-			url := "redlock://" + srvs[0].Addr() + "," + srvs[1].Addr() + "," + srvs[2].Addr() + "," +
+			url := "quorum://" + srvs[0].Addr() + "," + srvs[1].Addr() + "," + srvs[2].Addr() + "," +
 				srvs[3].Addr() + "," + downAddr + "?ttl=300ms&dial_timeout=100ms&client=" + client
 			lk, err := dlock.OpenURL(ctx, url)
 			require.NoError(t, err, "OpenURL")
@@ -272,7 +275,7 @@ func TestOpenQuorumOptions(t *testing.T) {
 	ctx := t.Context()
 	for _, client := range redistest.Clients {
 		t.Run(client, func(t *testing.T) {
-			cfg, err := dlock.ParseURL("redlock://" + srvs[0].Addr() + "," + srvs[1].Addr() + "," + srvs[2].Addr() +
+			cfg, err := dlock.ParseURL("quorum://" + srvs[0].Addr() + "," + srvs[1].Addr() + "," + srvs[2].Addr() +
 				"?ttl=2s&durable=true&node_timeout=500ms&client=" + client)
 			require.NoError(t, err)
 			rec := &eventLog{}

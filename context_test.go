@@ -14,7 +14,7 @@ import (
 	"github.com/dlockgo/dlock/internal/testkit/redistest"
 	"github.com/dlockgo/dlock/lease"
 	"github.com/dlockgo/dlock/node"
-	"github.com/dlockgo/dlock/redlock"
+	"github.com/dlockgo/dlock/quorum"
 	"github.com/dlockgo/dlock/single"
 )
 
@@ -46,8 +46,8 @@ func TestNilContext(t *testing.T) {
 			require.NoError(t, err)
 			return lk, func(ctx context.Context, key string) error { _, err := lk.Inspect(ctx, key); return err }
 		}},
-		{"quorum", "redlock://" + addrs[0] + "," + addrs[1] + "," + addrs[2] + "?durable=true", func(t *testing.T) (dlock.Locker, inspect) {
-			lk, err := redlock.New(nodes(t, addrs), redlock.WithDurableNodes())
+		{"quorum", "quorum://" + addrs[0] + "," + addrs[1] + "," + addrs[2] + "?durable=true", func(t *testing.T) (dlock.Locker, inspect) {
+			lk, err := quorum.New(nodes(t, addrs), quorum.WithDurableNodes())
 			require.NoError(t, err)
 			return lk, func(ctx context.Context, key string) error { _, err := lk.Inspect(ctx, key); return err }
 		}},

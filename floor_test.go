@@ -16,8 +16,8 @@ import (
 	"github.com/dlockgo/dlock/internal/testkit/redistest"
 	"github.com/dlockgo/dlock/node"
 	"github.com/dlockgo/dlock/permits"
+	"github.com/dlockgo/dlock/quorum"
 	"github.com/dlockgo/dlock/ratelimit"
-	"github.com/dlockgo/dlock/redlock"
 	"github.com/dlockgo/dlock/rwlock"
 	"github.com/dlockgo/dlock/single"
 )
@@ -58,9 +58,9 @@ func TestServerFloor(t *testing.T) {
 				require.NoError(t, err, "single.New")
 				return lk
 			}
-			newQuorum := func(t *testing.T, opts ...redlock.Option) *redlock.Locker {
-				lk, err := redlock.New(nodes, append([]redlock.Option{redlock.WithNodeTimeout(250 * time.Millisecond)}, opts...)...)
-				require.NoError(t, err, "redlock.New")
+			newQuorum := func(t *testing.T, opts ...quorum.Option) *quorum.Locker {
+				lk, err := quorum.New(nodes, append([]quorum.Option{quorum.WithNodeTimeout(250 * time.Millisecond)}, opts...)...)
+				require.NoError(t, err, "quorum.New")
 				t.Cleanup(func() { _ = lk.Close() })
 				return lk
 			}
@@ -143,7 +143,7 @@ func TestServerFloor(t *testing.T) {
 					_, err := newQuorum(t).TryAcquire(ctx, "floor-quorum")
 					if !below {
 						// Fresh nodes sit out: a vote that got past the check.
-						if !errors.Is(err, redlock.ErrSitsOut) {
+						if !errors.Is(err, quorum.ErrSitsOut) {
 							t.Errorf("TryAcquire on fresh nodes: %v; want them to sit out", err)
 						}
 						return nil
@@ -153,7 +153,7 @@ func TestServerFloor(t *testing.T) {
 				{"quorum, guarded set", true, func(t *testing.T, ctx context.Context) error {
 					_, err := newQuorum(t).TryAcquireAll(ctx, []string{"floor-qa", "floor-qb"})
 					if !below {
-						if !errors.Is(err, redlock.ErrSitsOut) {
+						if !errors.Is(err, quorum.ErrSitsOut) {
 							t.Errorf("TryAcquireAll on fresh nodes: %v; want them to sit out", err)
 						}
 						return nil
@@ -161,14 +161,14 @@ func TestServerFloor(t *testing.T) {
 					return err
 				}},
 				{"quorum, durable nodes", false, func(t *testing.T, ctx context.Context) error {
-					l, err := newQuorum(t, redlock.WithDurableNodes()).TryAcquire(ctx, "floor-durable")
+					l, err := newQuorum(t, quorum.WithDurableNodes()).TryAcquire(ctx, "floor-durable")
 					if err != nil {
 						return err
 					}
 					return l.Release(ctx)
 				}},
 				{"quorum, durable nodes, set", false, func(t *testing.T, ctx context.Context) error {
-					l, err := newQuorum(t, redlock.WithDurableNodes()).TryAcquireAll(ctx, []string{"floor-da", "floor-db"})
+					l, err := newQuorum(t, quorum.WithDurableNodes()).TryAcquireAll(ctx, []string{"floor-da", "floor-db"})
 					if err != nil {
 						return err
 					}

@@ -6,7 +6,7 @@ import (
 
 	"github.com/dlockgo/dlock/internal/acquire"
 	"github.com/dlockgo/dlock/lease"
-	"github.com/dlockgo/dlock/redlock"
+	"github.com/dlockgo/dlock/quorum"
 	"github.com/dlockgo/dlock/single"
 )
 
@@ -15,7 +15,7 @@ import (
 var ErrForeignHandle = lease.ErrForeignHandle
 
 // Resumer takes up a lease another Locker, perhaps in another process,
-// wrote out as a lease.Handle. *single.Locker, *redlock.Locker and the
+// wrote out as a lease.Handle. *single.Locker, *quorum.Locker and the
 // Locker Open returns implement it. An optional interface, so that a
 // Locker of one's own (a test double) need not.
 type Resumer interface {
@@ -33,7 +33,7 @@ type Resumer interface {
 }
 
 // Breaker ends whatever lease holds a key: an operator's break. See
-// ForceRelease. *single.Locker, *redlock.Locker and the Locker Open
+// ForceRelease. *single.Locker, *quorum.Locker and the Locker Open
 // returns implement it.
 type Breaker interface {
 	ForceRelease(ctx context.Context, key string) (lease.Broken, error)
@@ -41,10 +41,10 @@ type Breaker interface {
 
 var (
 	_ Resumer = (*single.Locker)(nil)
-	_ Resumer = (*redlock.Locker)(nil)
+	_ Resumer = (*quorum.Locker)(nil)
 	_ Resumer = (*opened)(nil)
 	_ Breaker = (*single.Locker)(nil)
-	_ Breaker = (*redlock.Locker)(nil)
+	_ Breaker = (*quorum.Locker)(nil)
 	_ Breaker = (*opened)(nil)
 )
 

@@ -84,7 +84,7 @@ func TestOpenInspect(t *testing.T) {
 	quorum := redistest.StartN(t, 3)
 	urls := map[string]string{
 		"single": "redis://" + srv.Addr() + "?ttl=2s",
-		"quorum": "redlock://" + quorum[0].Addr() + "," + quorum[1].Addr() + "," + quorum[2].Addr() + "?ttl=2s",
+		"quorum": "quorum://" + quorum[0].Addr() + "," + quorum[1].Addr() + "," + quorum[2].Addr() + "?ttl=2s",
 	}
 	for name, url := range urls {
 		t.Run(name, func(t *testing.T) {

@@ -4,13 +4,13 @@
 //   - single (package single): a lease on one server, judged by that
 //     server's clock and fenced by a counter bumped at every claim. Simple
 //     and cheap; it shares the fate of its one node and its failover.
-//   - quorum (package redlock): the Redlock algorithm across N independent
+//   - quorum (package quorum): the Redlock algorithm across N independent
 //     masters, with a fencing token ordered across the quorum. Fault
 //     tolerant while a majority of the masters lives.
 //
 // Both hand out leases with a fencing token (package fence), so the resource
 // a lock protects can refuse a holder whose lease ended while it was paused.
-// Choose in code (single.New, redlock.New) or by configuration (Open).
+// Choose in code (single.New, quorum.New) or by configuration (Open).
 package dlock
 
 import (

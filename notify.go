@@ -3,7 +3,7 @@ package dlock
 import (
 	"context"
 
-	"github.com/dlockgo/dlock/redlock"
+	"github.com/dlockgo/dlock/quorum"
 	"github.com/dlockgo/dlock/single"
 )
 
@@ -11,7 +11,7 @@ import (
 // change it to those who watch it, on the lock's own servers: the server
 // of a single Locker (on a cluster, the master of the lock's slot), every
 // node of a quorum. Nothing is stored: a watcher hears only what is
-// published while it watches. *single.Locker, *redlock.Locker and the
+// published while it watches. *single.Locker, *quorum.Locker and the
 // Locker Open returns implement it; package election builds on it.
 type Notifier interface {
 	// Publish sends message to every Watch of key. It returns nil once
@@ -30,6 +30,6 @@ type Notifier interface {
 
 var (
 	_ Notifier = (*single.Locker)(nil)
-	_ Notifier = (*redlock.Locker)(nil)
+	_ Notifier = (*quorum.Locker)(nil)
 	_ Notifier = (*opened)(nil)
 )

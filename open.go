@@ -17,7 +17,7 @@ import (
 	"github.com/dlockgo/dlock/node"
 	"github.com/dlockgo/dlock/node/goredis"
 	"github.com/dlockgo/dlock/node/valkeygo"
-	"github.com/dlockgo/dlock/redlock"
+	"github.com/dlockgo/dlock/quorum"
 	"github.com/dlockgo/dlock/single"
 )
 
@@ -96,26 +96,26 @@ func Open(ctx context.Context, cfg Config) (Locker, error) {
 		o.one = nodes[0]
 		o.strategy, err = single.New(nodes[0], opts...)
 	case StrategyQuorum:
-		var opts []redlock.Option
+		var opts []quorum.Option
 		if cfg.TTL != 0 {
-			opts = append(opts, redlock.WithTTL(cfg.TTL))
+			opts = append(opts, quorum.WithTTL(cfg.TTL))
 		}
 		if cfg.IdleTTL != 0 {
-			opts = append(opts, redlock.WithIdleTTL(cfg.IdleTTL))
+			opts = append(opts, quorum.WithIdleTTL(cfg.IdleTTL))
 		}
 		if cfg.DurableNodes {
-			opts = append(opts, redlock.WithDurableNodes())
+			opts = append(opts, quorum.WithDurableNodes())
 		}
 		if cfg.NodeTimeout != 0 {
-			opts = append(opts, redlock.WithNodeTimeout(cfg.NodeTimeout))
+			opts = append(opts, quorum.WithNodeTimeout(cfg.NodeTimeout))
 		}
 		if cfg.MaxTTL != 0 {
-			opts = append(opts, redlock.WithMaxTTL(cfg.MaxTTL))
+			opts = append(opts, quorum.WithMaxTTL(cfg.MaxTTL))
 		}
 		if cfg.Observer != nil {
-			opts = append(opts, redlock.WithObserver(cfg.Observer))
+			opts = append(opts, quorum.WithObserver(cfg.Observer))
 		}
-		o.strategy, err = redlock.New(nodes, opts...)
+		o.strategy, err = quorum.New(nodes, opts...)
 	}
 	if err != nil {
 		o.closeAll()

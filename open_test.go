@@ -22,7 +22,7 @@ import (
 	"github.com/dlockgo/dlock/node/goredis"
 	"github.com/dlockgo/dlock/node/valkeygo"
 	"github.com/dlockgo/dlock/permits"
-	"github.com/dlockgo/dlock/redlock"
+	"github.com/dlockgo/dlock/quorum"
 	"github.com/dlockgo/dlock/single"
 )
 
@@ -72,7 +72,7 @@ func TestOpenRefused(t *testing.T) {
 				_ = l.Release(ctx)
 				t.Fatalf("quorum: TryAcquire on refused servers succeeded")
 			}
-			var qe *redlock.QuorumError
+			var qe *quorum.Error
 			require.ErrorAs(t, err, &qe)
 			if errors.Is(err, context.DeadlineExceeded) {
 				t.Errorf("quorum: TryAcquire = %v; want no deadline in it", err)
@@ -80,12 +80,12 @@ func TestOpenRefused(t *testing.T) {
 			refused := 0
 			for _, a := range qe.Nodes {
 				switch a.Kind {
-				case redlock.KindError:
+				case quorum.KindError:
 					if !strings.Contains(a.Err.Error(), "connection refused") {
 						t.Errorf("quorum: %s answered %v; want connection refused", a.Node, a.Err)
 					}
 					refused++
-				case redlock.KindNotAwaited:
+				case quorum.KindNotAwaited:
 				default:
 					t.Errorf("quorum: %s answered %v (%v); want connection refused", a.Node, a.Kind, a.Err)
 				}

@@ -12,7 +12,7 @@ import (
 	"github.com/dlockgo/dlock/internal/testkit/redistest"
 	"github.com/dlockgo/dlock/lease"
 	"github.com/dlockgo/dlock/node"
-	"github.com/dlockgo/dlock/redlock"
+	"github.com/dlockgo/dlock/quorum"
 	"github.com/dlockgo/dlock/single"
 )
 
@@ -41,7 +41,7 @@ func TestLeaseWithTTL(t *testing.T) {
 			for i, s := range srvs {
 				ns[i] = redistest.NodeFor(t, "go-redis", s.Addr())
 			}
-			lk, err := redlock.New(ns, redlock.WithTTL(def), redlock.WithDurableNodes())
+			lk, err := quorum.New(ns, quorum.WithTTL(def), quorum.WithDurableNodes())
 			require.NoError(t, err)
 			return lk, func(ctx context.Context, key string) (time.Duration, error) {
 				info, err := lk.Inspect(ctx, key)

@@ -41,7 +41,7 @@ func (cfg *Config) dialer() *dialer {
 func (cfg *Config) tlsScheme() string {
 	switch {
 	case cfg.Strategy == StrategyQuorum:
-		return "redlocks://"
+		return "quorums://"
 	case cfg.Cluster:
 		return "rediss+cluster://"
 	case cfg.SentinelMaster != "":

@@ -26,7 +26,7 @@ func tlsQuery(certs *redistest.Certs, cert bool) string {
 }
 
 // TestOpenTLS locks through OpenURL's TLS schemes, on servers that speak
-// only TLS: rediss:// on one, redlocks:// on three; with the client
+// only TLS: rediss:// on one, quorums:// on three; with the client
 // certificate the servers require, or may ask for; and through Config.TLS.
 func TestOpenTLS(t *testing.T) {
 	certs := redistest.NewCerts(t)
@@ -54,7 +54,7 @@ func TestOpenTLS(t *testing.T) {
 					}
 					q := "&client=" + client
 					lockOnce("rediss://" + addrs[0] + "?" + tlsQuery(certs, true) + q)
-					lockOnce("redlocks://" + strings.Join(addrs, ",") + "?durable=true&" + tlsQuery(certs, true) + q)
+					lockOnce("quorums://" + strings.Join(addrs, ",") + "?durable=true&" + tlsQuery(certs, true) + q)
 
 					noCert := "rediss://" + addrs[0] + "?dial_timeout=1s&" + tlsQuery(certs, false) + q
 					if auth == redistest.ClientCertOptional {
@@ -97,12 +97,12 @@ func TestOpenTLSMismatch(t *testing.T) {
 
 			// A quorum does not call its servers at Open: the first
 			// acquisition tells.
-			lk, err := dlock.OpenURL(ctx, "redlock://"+tlsSrv.Addr()+q+"&durable=true")
+			lk, err := dlock.OpenURL(ctx, "quorum://"+tlsSrv.Addr()+q+"&durable=true")
 			require.NoError(t, err)
 			defer lk.Close()
 			_, err = lk.TryAcquire(ctx, "mismatch")
-			if want := "is it a TLS port? use redlocks://"; err == nil || !strings.Contains(err.Error(), want) {
-				t.Errorf("redlock:// to a TLS port: TryAcquire: %v; want an error with %q", err, want)
+			if want := "is it a TLS port? use quorums://"; err == nil || !strings.Contains(err.Error(), want) {
+				t.Errorf("quorum:// to a TLS port: TryAcquire: %v; want an error with %q", err, want)
 			}
 
 			start := time.Now()

@@ -20,26 +20,28 @@ import (
 //
 //	redis://[user:password@]host[:port][/db][?param=value&...]
 //	rediss://...                  the same over TLS
-//	redlock://[user:password@]host1[:port],host2[:port],...[/db][?...]
-//	redlocks://...                the same over TLS
+//	quorum://[user:password@]host1[:port],host2[:port],...[/db][?...]
+//	quorums://...                 the same over TLS
 //	redis+sentinel://[user:password@]sentinel1[:port],sentinel2[:port],.../master[/db][?...]
 //	rediss+sentinel://...         the same over TLS
 //	redis+cluster://[user:password@]node1[:port],node2[:port],...[?...]
 //	rediss+cluster://...          the same over TLS
 //
-// redis:// selects the single strategy on one server; redlock:// the quorum
+// redis:// selects the single strategy on one server; quorum:// the quorum
 // strategy across the listed masters; redis+sentinel:// the single strategy
 // on the master that the listed Sentinels name (Config.SentinelMaster),
 // following it across failovers; redis+cluster:// the single strategy on a
 // Redis Cluster, given by one or more of its nodes (Config.Cluster). A
-// scheme with a second s (rediss, redlocks) speaks TLS to every server,
+// scheme with a second s (rediss, quorums) speaks TLS to every server,
 // Sentinels included (Config.TLS). The port defaults to 6379, 26379 for a
 // Sentinel. user and password authenticate to the servers that hold the
-// locks, not to the Sentinels.
+// locks, not to the Sentinels. redlock:// and redlocks://, the quorum's
+// schemes before it took the strategy's name, are read as quorum:// and
+// quorums://.
 //
 // Parameters, for every scheme: ttl, idle_ttl, client and dial_timeout set
 // Config.TTL, IdleTTL, Client and DialTimeout (idle_ttl=forever keeps
-// per-key state for ever). For redlock:// only: durable, node_timeout and
+// per-key state for ever). For quorum:// only: durable, node_timeout and
 // max_ttl set DurableNodes, NodeTimeout and MaxTTL. For the single
 // strategy's schemes: replicas and replica_timeout set Replicas and
 // ReplicaTimeout. For redis+sentinel:// only: sentinel_username and
@@ -69,7 +71,9 @@ var schemes = map[string]struct {
 }{
 	"redis":           {strategy: StrategySingle},
 	"rediss":          {strategy: StrategySingle, tls: true},
-	"redlock":         {strategy: StrategyQuorum},
+	"quorum":          {strategy: StrategyQuorum},
+	"quorums":         {strategy: StrategyQuorum, tls: true},
+	"redlock":         {strategy: StrategyQuorum}, // the old name of quorum://
 	"redlocks":        {strategy: StrategyQuorum, tls: true},
 	"redis+sentinel":  {strategy: StrategySingle, sentinel: true},
 	"rediss+sentinel": {strategy: StrategySingle, tls: true, sentinel: true},
@@ -77,7 +81,7 @@ var schemes = map[string]struct {
 	"rediss+cluster":  {strategy: StrategySingle, tls: true, cluster: true},
 }
 
-const schemeList = "redis, rediss, redlock, redlocks, redis+sentinel, rediss+sentinel, redis+cluster or rediss+cluster"
+const schemeList = "redis, rediss, quorum, quorums, redis+sentinel, rediss+sentinel, redis+cluster or rediss+cluster"
 
 // ParseURL returns the Config that OpenURL would open.
 func ParseURL(rawURL string) (Config, error) {
@@ -162,10 +166,10 @@ func ParseURL(rawURL string) (Config, error) {
 		where  string
 	}{
 		{[]string{"ttl", "idle_ttl", "client", "dial_timeout"}, true, ""},
-		{[]string{"durable", "node_timeout", "max_ttl"}, cfg.Strategy == StrategyQuorum, "redlock:// and redlocks:// URLs"},
-		{[]string{"replicas", "replica_timeout"}, cfg.Strategy == StrategySingle, "the single strategy's URLs, not redlock://"},
+		{[]string{"durable", "node_timeout", "max_ttl"}, cfg.Strategy == StrategyQuorum, "quorum:// and quorums:// URLs"},
+		{[]string{"replicas", "replica_timeout"}, cfg.Strategy == StrategySingle, "the single strategy's URLs, not quorum://"},
 		{[]string{"sentinel_username", "sentinel_password"}, sc.sentinel, "redis+sentinel:// and rediss+sentinel:// URLs"},
-		{[]string{"tls_ca", "tls_cert", "tls_key", "tls_server_name"}, sc.tls, "the TLS schemes (rediss://, redlocks://, rediss+sentinel://, rediss+cluster://)"},
+		{[]string{"tls_ca", "tls_cert", "tls_key", "tls_server_name"}, sc.tls, "the TLS schemes (rediss://, quorums://, rediss+sentinel://, rediss+cluster://)"},
 	}
 	var known []string
 	for _, g := range groups {

@@ -19,20 +19,20 @@ func FuzzParseURL(f *testing.F) {
 	for _, s := range []string{
 		"redis://127.0.0.1:6380", "redis://localhost", "redis://[::1]:7000/2", "redis://[::1]",
 		"redis://u:p%40ss@h:1/3?ttl=5s&client=valkey-go&dial_timeout=2s", "redis://:secret@h:1",
-		"redlock://a:1,b:2,c", "redlock://a:1,b:2,c:3?durable=true&node_timeout=20ms",
-		"redlock://a:1,b:2,c:3?ttl=10s&max_ttl=1m&durable=0", "redlock://a:1,b:2,c:3?idle_ttl=forever",
-		"redis://h:1?idle_ttl=1h", "rediss://h", "redlocks://a:1,b:2,c?tls_server_name=redis.internal",
+		"quorum://a:1,b:2,c", "quorum://a:1,b:2,c:3?durable=true&node_timeout=20ms",
+		"quorum://a:1,b:2,c:3?ttl=10s&max_ttl=1m&durable=0", "quorum://a:1,b:2,c:3?idle_ttl=forever",
+		"redis://h:1?idle_ttl=1h", "rediss://h", "quorums://a:1,b:2,c?tls_server_name=redis.internal",
 		"redis+sentinel://u:p@s1/my%20master/2?sentinel_username=su&sentinel_password=sp&replicas=1&replica_timeout=50ms",
 		"redis+cluster://n1:7000,n2:7001?ttl=5s", "rediss+cluster://n1",
 		"redis://h:1?ttl=-5s", "redis://h:1?ttl=1ns", "redis://h:1?dial_timeout=-1s", "redis://h:1?client=x",
-		"redlock://a:1,a:1,b:2", "redis://a:1,b:2", "redlock://a,b,c?node_timeout=20s",
-		"redlock://a,b,c?max_ttl=1s&ttl=10s", "redis://h:1?replicas=1", "redis://h:1?replica_timeout=1s",
+		"quorum://a:1,a:1,b:2", "redis://a:1,b:2", "quorum://a,b,c?node_timeout=20s",
+		"quorum://a,b,c?max_ttl=1s&ttl=10s", "redis://h:1?replicas=1", "redis://h:1?replica_timeout=1s",
 		"redis://h:0", "redis://h:65536", "redis://h:-1", "redis:///", "redis://@", "redis://%zz@h",
 		"redis://h:1/99999999999999999999", "redis://h:1?ttl=9223372036854775807ns",
 		"redis+sentinel://s/%zz", "redis://h:1?a=%zz", "redis://[::1", "redis://]:1", "redis://h:1#frag",
 		"redis://user:hunter2@h:1?color=red", "redis+sentinel://s1/m?sentinel_password=hunter2&color=red",
 		"redis://h:1?replicas=9223372036854775808", "redis://h:1?durable=true",
-		"redlocks://a,b,c?tls_cert=/nonexistent/c.pem",
+		"quorums://a,b,c?tls_cert=/nonexistent/c.pem",
 	} {
 		f.Add(s)
 	}
@@ -84,7 +84,7 @@ func formatURL(cfg Config) string {
 	var b strings.Builder
 	switch {
 	case cfg.Strategy == StrategyQuorum:
-		b.WriteString("redlock://")
+		b.WriteString("quorum://")
 	case cfg.Cluster:
 		b.WriteString("redis+cluster://")
 	case cfg.SentinelMaster != "":

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/dlockgo/dlock/redlock"
+	"github.com/dlockgo/dlock/quorum"
 )
 
 // dlockQuorum runs with the lost-data guard on, as on nodes without
@@ -19,11 +19,11 @@ func dlockQuorum(client string, tokens bool) func(context.Context, []string) (*i
 		if err != nil {
 			return nil, err
 		}
-		opts := []redlock.Option{redlock.WithTTL(ttl)}
+		opts := []quorum.Option{quorum.WithTTL(ttl)}
 		if !tokens {
-			opts = append(opts, redlock.WithoutTokens())
+			opts = append(opts, quorum.WithoutTokens())
 		}
-		lk, err := redlock.New(ns, opts...)
+		lk, err := quorum.New(ns, opts...)
 		if err != nil {
 			closeAll()
 			return nil, err
@@ -47,7 +47,7 @@ func primeQuorum(ctx context.Context, addrs []string) error {
 		return err
 	}
 	defer closeAll()
-	lk, err := redlock.New(ns, redlock.WithTTL(ttl))
+	lk, err := quorum.New(ns, quorum.WithTTL(ttl))
 	if err != nil {
 		return err
 	}

@@ -53,7 +53,7 @@
 //   - replication and failover: no replicas and no WAIT, so nothing of
 //     single.WithReplicas or of a master lost before its replica heard;
 //   - persistence and restarts: no RDB or AOF, no restart. A quorum here
-//     declares its servers durable (redlock.WithDurableNodes): the
+//     declares its servers durable (quorum.WithDurableNodes): the
 //     lost-data guard is off, and fresh servers vote at once;
 //   - Redis Cluster and Sentinel: the servers are standalone;
 //   - faults of time: the server's clock is the test process's, and
@@ -98,7 +98,7 @@ const (
 )
 
 // QuorumNodeTimeout bounds each call of a quorum's to one of its servers
-// (dlock.Config.NodeTimeout). It is longer than redlock's default, which
+// (dlock.Config.NodeTimeout). It is longer than the quorum's default, which
 // is for servers on hosts of their own: a test's servers share its
 // machine, and an in-process server runs its scripts slower still, the
 // more so under the race detector.
@@ -125,7 +125,7 @@ func WithAddr(addrs ...string) Option { return func(c *config) { c.addrs = addrs
 func WithClient(name string) Option { return func(c *config) { c.client = name } }
 
 // WithQuorum makes New's Locker one of the quorum strategy (package
-// redlock) over n in-process servers, or over every server WithAddr or
+// quorum) over n in-process servers, or over every server WithAddr or
 // DLOCK_TEST_ADDRS names. Its servers are declared durable (see the
 // package doc), and its node timeout is QuorumNodeTimeout (a quarter of
 // WithTTL's TTL, when that is shorter), so a lease on it must be longer

@@ -13,7 +13,7 @@ import (
 	"github.com/dlockgo/dlock/election"
 	"github.com/dlockgo/dlock/internal/testkit/redistest"
 	"github.com/dlockgo/dlock/lease"
-	"github.com/dlockgo/dlock/redlock"
+	"github.com/dlockgo/dlock/quorum"
 	"github.com/dlockgo/dlock/single"
 )
 
@@ -69,7 +69,7 @@ func (e *env) benchLocker(b *testing.B) dlock.Locker {
 	if e.strategy == strategySingle {
 		lk, err = single.New(nodes[0], single.WithTTL(benchTTL))
 	} else {
-		lk, err = redlock.New(nodes, redlock.WithDurableNodes(), redlock.WithTTL(benchTTL))
+		lk, err = quorum.New(nodes, quorum.WithDurableNodes(), quorum.WithTTL(benchTTL))
 	}
 	require.NoError(b, err)
 	b.Cleanup(func() { _ = lk.Close() })

@@ -1,6 +1,6 @@
 // Package election elects one leader per named office on dlock's leases,
 // with either strategy behind a dlock.Locker: whatever dlock.Open returns,
-// a *single.Locker or a *redlock.Locker.
+// a *single.Locker or a *quorum.Locker.
 //
 // A candidate campaigns with a value that says who it is (a host, an
 // address) and, once elected, holds a Term: a lease on the office's lock,
@@ -39,7 +39,7 @@ import (
 var ErrNoLeader = errors.New("election: no leader")
 
 // ErrUnfenced is Campaign's error on a Locker whose leases carry no
-// fencing token (a quorum made with redlock.WithoutTokens): without one, a
+// fencing token (a quorum made with quorum.WithoutTokens): without one, a
 // paused leader cannot be told from its successor.
 var ErrUnfenced = errors.New("election: the locker hands out no fencing tokens")
 
@@ -50,7 +50,7 @@ const KeyPrefix = "election:"
 
 // Locker is what an election needs of a lock: dlock.Locker's Acquire and
 // Inspect. Whatever dlock.Open returns, a *single.Locker and a
-// *redlock.Locker each are one, and a Notifier too. Declared here, so that
+// *quorum.Locker each are one, and a Notifier too. Declared here, so that
 // the package links neither the root package nor the client libraries it
 // pulls in.
 type Locker interface {

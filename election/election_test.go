@@ -14,7 +14,7 @@ import (
 	"github.com/dlockgo/dlock/election"
 	"github.com/dlockgo/dlock/internal/testkit/redistest"
 	"github.com/dlockgo/dlock/lease"
-	"github.com/dlockgo/dlock/redlock"
+	"github.com/dlockgo/dlock/quorum"
 )
 
 // plainLocker is a Locker that is not a dlock.Notifier.
@@ -205,7 +205,7 @@ func TestUnfenced(t *testing.T) {
 	for _, s := range srvs {
 		addrs = append(addrs, s.Addr())
 	}
-	lk, err := redlock.New(nodesFor(t, e.client, addrs), redlock.WithNodeTimeout(testNodeTimeout), redlock.WithDurableNodes(), redlock.WithoutTokens())
+	lk, err := quorum.New(nodesFor(t, e.client, addrs), quorum.WithNodeTimeout(testNodeTimeout), quorum.WithDurableNodes(), quorum.WithoutTokens())
 	require.NoError(t, err)
 	defer lk.Close()
 	el := newElection(t, lk, "unfenced")

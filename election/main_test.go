@@ -16,7 +16,7 @@ import (
 	"github.com/dlockgo/dlock/internal/testkit/examplemain"
 	"github.com/dlockgo/dlock/internal/testkit/redistest"
 	"github.com/dlockgo/dlock/node"
-	"github.com/dlockgo/dlock/redlock"
+	"github.com/dlockgo/dlock/quorum"
 	"github.com/dlockgo/dlock/single"
 )
 
@@ -41,7 +41,7 @@ const (
 )
 
 // testNodeTimeout replaces the quorum's 50ms default node timeout, as in
-// redlock's tests: servers of a loaded machine answer a first call on a
+// the quorum's tests: servers of a loaded machine answer a first call on a
 // new connection slower than that. Quorum TTLs must be above twice it.
 const testNodeTimeout = 250 * time.Millisecond
 
@@ -102,14 +102,14 @@ func (e *env) lockerOn(t testing.TB, addrs []string, c lockerConf) dlock.Locker 
 		}
 		lk, err = single.New(nodes[0], opts...)
 	} else {
-		opts := []redlock.Option{redlock.WithNodeTimeout(testNodeTimeout), redlock.WithDurableNodes()}
+		opts := []quorum.Option{quorum.WithNodeTimeout(testNodeTimeout), quorum.WithDurableNodes()}
 		if c.ttl != 0 {
-			opts = append(opts, redlock.WithTTL(c.ttl))
+			opts = append(opts, quorum.WithTTL(c.ttl))
 		}
 		if c.idle != 0 {
-			opts = append(opts, redlock.WithIdleTTL(c.idle))
+			opts = append(opts, quorum.WithIdleTTL(c.idle))
 		}
-		lk, err = redlock.New(nodes, opts...)
+		lk, err = quorum.New(nodes, opts...)
 	}
 	require.NoError(t, err, "new %s Locker", e.strategy)
 	t.Cleanup(func() { _ = lk.Close() })

@@ -10,7 +10,7 @@ import (
 
 	"github.com/dlockgo/dlock/election"
 	"github.com/dlockgo/dlock/internal/testkit/redistest"
-	"github.com/dlockgo/dlock/redlock"
+	"github.com/dlockgo/dlock/quorum"
 )
 
 // TestLeaderNodeTimeoutIsNotADeadline: with three of five nodes stopped,
@@ -25,7 +25,7 @@ func TestLeaderNodeTimeoutIsNotADeadline(t *testing.T) {
 	}
 	for _, client := range redistest.Clients {
 		t.Run(client, func(t *testing.T) {
-			lk, err := redlock.New(nodesFor(t, client, addrs), redlock.WithNodeTimeout(testNodeTimeout), redlock.WithDurableNodes())
+			lk, err := quorum.New(nodesFor(t, client, addrs), quorum.WithNodeTimeout(testNodeTimeout), quorum.WithDurableNodes())
 			require.NoError(t, err)
 			t.Cleanup(func() { _ = lk.Close() })
 			el := newElection(t, lk, "stopped-"+client)

@@ -1,7 +1,7 @@
 package lease_test
 
 // The handle's text form is a format, checked here on its own; handles
-// taken up on real servers are tested in packages single and redlock.
+// taken up on real servers are tested in packages single and quorum.
 
 import (
 	"crypto/sha256"

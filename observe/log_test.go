@@ -16,8 +16,8 @@ import (
 	"github.com/dlockgo/dlock/lease"
 	"github.com/dlockgo/dlock/node"
 	"github.com/dlockgo/dlock/observe"
+	"github.com/dlockgo/dlock/quorum"
 	"github.com/dlockgo/dlock/ratelimit"
-	"github.com/dlockgo/dlock/redlock"
 	"github.com/dlockgo/dlock/single"
 )
 
@@ -236,7 +236,7 @@ func TestLogQuorum(t *testing.T) {
 		names[s.Addr()] = true
 	}
 	lb, obs := newLog(slog.LevelDebug)
-	lk, err := redlock.New(nodes, redlock.WithDurableNodes(), redlock.WithObserver(obs))
+	lk, err := quorum.New(nodes, quorum.WithDurableNodes(), quorum.WithObserver(obs))
 	require.NoError(t, err)
 	defer lk.Close()
 	ctx := t.Context()

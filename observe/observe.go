@@ -3,7 +3,7 @@
 // OpenTelemetry metrics.
 //
 // Wire an observer into a strategy with single.WithObserver or
-// redlock.WithObserver. Observers run synchronously on the paths they
+// quorum.WithObserver. Observers run synchronously on the paths they
 // report, so the ones here do a bounded amount of work and never block on
 // I/O of their own; a slog.Handler that blocks still blocks its caller.
 package observe

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The suite's parts that depend on the server, run again on Valkey: on
-# 8.0.1 the strategies (single, redlock), the primitives (election,
+# 8.0.1 the strategies (single, quorum), the primitives (election,
 # permits, claims, rwlock), the root package (Open, OpenURL, TLS, Sentinel,
 # Cluster, the least-privilege ACL users), the node adapters, the test double (dlocktest), the nemesis in
 # its short mode and the test harness itself (servers, replicas, Sentinel,
@@ -62,14 +62,14 @@ run() { # name server list -p flags...
 }
 
 # The longest first, so that no long package starts last.
-v8pkgs=(./single ./redlock . ./internal/testkit/nemesis ./election ./rwlock ./internal/testkit/redistest ./permits ./node/... ./claims ./ratelimit ./dlocktest)
+v8pkgs=(./single ./quorum . ./internal/testkit/nemesis ./election ./rwlock ./internal/testkit/redistest ./permits ./node/... ./claims ./ratelimit ./dlocktest)
 # The test binaries first, once each (scripts/testbin.sh), so that no
 # compile or link competes with tests that count time; then three
 # packages at a time on 8.0 beside one at a time on 7.2 (the tests mostly
 # wait on servers and TTLs), which runs binaries of the same build.
 testbin_list "$log/" "${v8pkgs[@]}" >"$log/v8"
 testbin_build "$log/v8"
-awk '$1 ~ /\/(single|redlock)$/' "$log/v8" >"$log/v7"
+awk '$1 ~ /\/(single|quorum)$/' "$log/v8" >"$log/v7"
 awk '$1 ~ /\/internal\/testkit\/redistest$/' "$log/v8" >"$log/v7-info"
 run valkey-8.0.1 "$v8" "$log/v8" 3 &
 p8=$!

@@ -65,13 +65,13 @@ for m in "${modules[@]}" bench; do (cd "$m" && "$staticcheck" ./...); done
 # allocation counts (their files are built with !race): only the packages
 # that have them, so that no other test binary is built twice.
 phase "allocation budgets"
-go test -count=1 -timeout 5m -run 'Allocs' ./single ./redlock
+go test -count=1 -timeout 5m -run 'Allocs' ./single ./quorum
 (cd observe/otelmetric && go test -count=1 -timeout 5m -run 'Allocs' ./...)
 
 # Every test with the race detector. The test binaries are built first
 # (scripts/testbin.sh: once each), so that no compile or link competes
 # for the CPU with tests that count time, and the longest packages start
-# first (single, redlock, the root package, the nemesis, the command).
+# first (single, quorum, the root package, the nemesis, the command).
 # Two packages at a time (go test's default on two cores): four at once,
 # tried, starved the tests with 50-300 ms TTLs of CPU under the race
 # detector ("granted after its validity ran out").
@@ -82,7 +82,7 @@ trap 'rm -rf "$racebin"' EXIT
 for m in "${modules[@]}"; do
   pkgs=(./...) prefix=${m//\//-}-
   if [ "$m" = . ]; then
-    pkgs=(./single ./redlock . ./internal/testkit/nemesis ./cmd/dlock ./...) prefix=root-
+    pkgs=(./single ./quorum . ./internal/testkit/nemesis ./cmd/dlock ./...) prefix=root-
   fi
   (cd "$m" && testbin_list "$racebin/$prefix" "${pkgs[@]}")
 done >"$racebin/list"
@@ -120,9 +120,9 @@ done <<'TARGETS'
 ./permits FuzzHeed 1000x
 ./rwlock FuzzReadClaim 1500x
 ./claims FuzzReadClaim 1500x
-./redlock FuzzParseVote 1000x
-./redlock FuzzParseSetVote 1000x
-./redlock FuzzReadCommit 1000x
+./quorum FuzzParseVote 1000x
+./quorum FuzzParseSetVote 1000x
+./quorum FuzzReadCommit 1000x
 ./fence FuzzPutReply 1000x
 ./ratelimit FuzzParseReply 1500x
 ./cmd/dlock FuzzRunArgs 750x

@@ -32,13 +32,13 @@ type connFlags struct {
 }
 
 func (c *connFlags) register(fs *flag.FlagSet) {
-	fs.StringVar(&c.url, "url", "", "servers as a URL: redis://host:port[/db] (single), redlock://h1:p1,h2:p2,h3:p3 (quorum), "+
-		"redis+sentinel://s1,s2,s3/master, redis+cluster://n1,n2; rediss://, redlocks://, rediss+sentinel://, rediss+cluster:// for TLS")
+	fs.StringVar(&c.url, "url", "", "servers as a URL: redis://host:port[/db] (single), quorum://h1:p1,h2:p2,h3:p3 (quorum), "+
+		"redis+sentinel://s1,s2,s3/master, redis+cluster://n1,n2; rediss://, quorums://, rediss+sentinel://, rediss+cluster:// for TLS")
 	fs.StringVar(&c.addrs, "addrs", "", "servers as host:port,host:port,... (with --strategy)")
 	fs.StringVar(&c.strategy, "strategy", "", `"single" (one server, the default) or "quorum" (Redlock across --addrs)`)
 	fs.StringVar(&c.client, "client", "", `client library: "go-redis" (default) or "valkey-go"`)
 	fs.StringVar(&c.file, "config", "", "read url, addrs, strategy, client, username, password, db from FILE (key=value lines)")
-	fs.BoolVar(&c.tls, "tls", false, "connect with TLS (a URL says it by its scheme: rediss://, redlocks://, ...)")
+	fs.BoolVar(&c.tls, "tls", false, "connect with TLS (a URL says it by its scheme: rediss://, quorums://, ...)")
 	fs.StringVar(&c.tlsFiles.CA, "tls-ca", "", "with TLS, trust the CA certificates in this PEM `file` instead of the system's (implies --tls)")
 	fs.StringVar(&c.tlsFiles.Cert, "tls-cert", "", "with TLS, present the client certificate in this PEM `file`, with --tls-key (implies --tls)")
 	fs.StringVar(&c.tlsFiles.Key, "tls-key", "", "the client certificate's key, a PEM `file` (implies --tls)")
@@ -71,7 +71,7 @@ func (c *connFlags) resolve(getenv func(string) string) (dlock.Config, string, e
 	case c.file != "" && (c.url != "" || c.addrs != ""):
 		return cfg, "", usagef("--config and --url or --addrs name servers twice: give one")
 	case c.url != "" && c.strategy != "":
-		return cfg, "", usagef("--strategy goes with --addrs; a URL's scheme chooses it (redis:// or redlock://)")
+		return cfg, "", usagef("--strategy goes with --addrs; a URL's scheme chooses it (redis:// or quorum://)")
 	case c.url != "":
 		cfg, err = dlock.ParseURL(c.url)
 		source = "--url"

@@ -35,10 +35,10 @@ func TestRunConfigMistakes(t *testing.T) {
 		{"port not a number", []string{"--url", "redis://127.0.0.1:notaport"}, "port"},
 		{"port out of range", []string{"--url", "redis://127.0.0.1:99999"}, "port"},
 		{"port out of range in addrs", []string{"--addrs", "127.0.0.1:99999"}, "65535"},
-		{"port in a quorum", []string{"--url", "redlock://127.0.0.1:1,127.0.0.1:70000,127.0.0.1:3"}, "port"},
+		{"port in a quorum", []string{"--url", "quorum://127.0.0.1:1,127.0.0.1:70000,127.0.0.1:3"}, "port"},
 		{"config and url", []string{"--config", file, "--url", "redis://127.0.0.1:1"}, "--config"},
 		{"config and addrs", []string{"--config", file, "--addrs", "127.0.0.1:1"}, "--config"},
-		{"durations", []string{"--url", "redlock://127.0.0.1:1,127.0.0.1:2,127.0.0.1:3?ttl=1s&node_timeout=600ms"}, "600ms"},
+		{"durations", []string{"--url", "quorum://127.0.0.1:1,127.0.0.1:2,127.0.0.1:3?ttl=1s&node_timeout=600ms"}, "600ms"},
 	} {
 		args := append(append([]string{"run"}, tc.args...), "--key", "k", "--", "true")
 		r := runBin(t, nil, args...)
@@ -61,7 +61,7 @@ func TestRunAuthFailed(t *testing.T) {
 		addrs[i] = s.Addr()
 	}
 	single := "redis://" + addrs[0]
-	quorum := "redlock://" + strings.Join(addrs, ",") + "?durable=true"
+	quorum := "quorum://" + strings.Join(addrs, ",") + "?durable=true"
 	for _, client := range redistest.Clients {
 		for _, tc := range []struct {
 			name, body string

@@ -15,7 +15,7 @@ import (
 	"github.com/dlockgo/dlock/fence"
 	"github.com/dlockgo/dlock/lease"
 	"github.com/dlockgo/dlock/node"
-	"github.com/dlockgo/dlock/redlock"
+	"github.com/dlockgo/dlock/quorum"
 	"github.com/dlockgo/dlock/single"
 )
 
@@ -350,16 +350,16 @@ func (d *demo) waitSynced(master, replica *server) error {
 // quorumOf starts five servers and a quorum Locker over them. Embedded
 // servers are declared durable: they never restart, and have no process
 // identity (INFO's run_id) for the lost-data guard to tell a restart by.
-func (d *demo) quorumOf(opts ...redlock.Option) (*redlock.Locker, []*server, error) {
+func (d *demo) quorumOf(opts ...quorum.Option) (*quorum.Locker, []*server, error) {
 	ss, err := d.servers(5)
 	if err != nil {
 		return nil, nil, err
 	}
 	if !d.f.real {
-		opts = append(opts, redlock.WithDurableNodes())
+		opts = append(opts, quorum.WithDurableNodes())
 	}
-	lk, err := redlock.New(d.nodes(ss...), append([]redlock.Option{
-		redlock.WithTTL(time.Second), redlock.WithNodeTimeout(200 * time.Millisecond),
+	lk, err := quorum.New(d.nodes(ss...), append([]quorum.Option{
+		quorum.WithTTL(time.Second), quorum.WithNodeTimeout(200 * time.Millisecond),
 	}, opts...)...)
 	if err != nil {
 		return nil, nil, err
@@ -393,20 +393,20 @@ func (d *demo) sitOut() string {
 }
 
 // acquireFresh waits out the lost-data guard of fresh nodes.
-func (d *demo) acquireFresh(lk *redlock.Locker, key string) (*lease.Lease, time.Duration, error) {
+func (d *demo) acquireFresh(lk *quorum.Locker, key string) (*lease.Lease, time.Duration, error) {
 	t0 := time.Now()
 	l, err := d.acquireWithin(lk, key, 10*time.Second)
 	return l, time.Since(t0), err
 }
 
 // acquireWithin is a blocking Acquire that gives up after wait.
-func (d *demo) acquireWithin(lk *redlock.Locker, key string, wait time.Duration) (*lease.Lease, error) {
+func (d *demo) acquireWithin(lk *quorum.Locker, key string, wait time.Duration) (*lease.Lease, error) {
 	ctx, cancel := context.WithTimeout(d.ctx, wait)
 	defer cancel()
 	return lk.Acquire(ctx, key)
 }
 
-func (d *demo) holders(lk *redlock.Locker, l *lease.Lease) int {
+func (d *demo) holders(lk *quorum.Locker, l *lease.Lease) int {
 	info, err := lk.Inspect(d.ctx, l.Key())
 	if err != nil {
 		return 0
@@ -497,7 +497,7 @@ func staleSummary(err error) string {
 }
 
 func quorumSummary(err error) string {
-	var qe *redlock.QuorumError
+	var qe *quorum.Error
 	if errors.As(err, &qe) {
 		return fmt.Sprintf("%d of %d servers agreed, %d needed", qe.Got, len(qe.Nodes), qe.Needed)
 	}
@@ -510,7 +510,7 @@ func quorumSummary(err error) string {
 // [4] a paused holder: plain Redlock cannot fence it, the quorum token can.
 func (d *demo) pause() error {
 	d.printf("[4] a paused holder, quorum of 5, ttl 1s")
-	plain, _, err := d.quorumOf(redlock.WithoutTokens())
+	plain, _, err := d.quorumOf(quorum.WithoutTokens())
 	if err != nil {
 		return err
 	}
@@ -529,7 +529,7 @@ func (d *demo) pause() error {
 		d.step(fmt.Sprintf("%s writes %q (plain SET)", who, value), "written")
 	}
 
-	d.printf("  plain Redlock (redlock.WithoutTokens): leases carry no token")
+	d.printf("  plain Redlock (quorum.WithoutTokens): leases carry no token")
 	a, took, err := d.acquireFresh(plain, "invoice")
 	if err != nil {
 		return err

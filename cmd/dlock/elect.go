@@ -31,7 +31,7 @@ leader that long).
 
 Examples:
   dlock elect --name scheduler -- ./scheduler
-  dlock elect --url redlock://r1,r2,r3,r4,r5 --name db-primary --value "$(hostname):5432" -- ./promote-and-serve
+  dlock elect --url quorum://r1,r2,r3,r4,r5 --name db-primary --value "$(hostname):5432" -- ./promote-and-serve
   dlock elect --name reindex --wait 10m -- ./reindex   # exit 75 if someone else led all that time
 
 Flags:

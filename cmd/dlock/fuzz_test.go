@@ -41,7 +41,7 @@ func checkResolved(t *testing.T, what string, cfg dlock.Config) {
 func FuzzRunArgs(f *testing.F) {
 	for _, s := range [][2]string{
 		{"--key\x00k\x00--\x00true", ""},
-		{"--keys\x00a,b\x00--ttl\x0010s\x00--\x00sh\x00-c\x00exit 0", "redlock://a:1,b:2,c:3"},
+		{"--keys\x00a,b\x00--ttl\x0010s\x00--\x00sh\x00-c\x00exit 0", "quorum://a:1,b:2,c:3"},
 		{"--key=k\x00--url=redis://h:1?ttl=5s\x00--\x00x", ""},
 		{"--key\x00k\x00--permits\x003\x00--addrs\x00a:1,b:2,c:3\x00--strategy\x00quorum\x00--\x00x", ""},
 		{"--key\x00k\x00--shared\x00--exclusive\x00--\x00x", ""},
@@ -52,7 +52,7 @@ func FuzzRunArgs(f *testing.F) {
 		{"--key\x00k\x00--config\x00/nonexistent\x00--\x00x", ""},
 		{"--help", ""}, {"", ""}, {"--key\x00k\x00--\x00x", "redis://a:1,b:2"},
 		{"--keys\x00,\x00--\x00x", ""}, {"--key\x00k\x00--permits\x00-1\x00--\x00x", ""},
-		{"--key\x00k\x00--rate\x0010/s\x00--burst\x003\x00--\x00x", "redlock://a:1,b:2,c:3"},
+		{"--key\x00k\x00--rate\x0010/s\x00--burst\x003\x00--\x00x", "quorum://a:1,b:2,c:3"},
 		{"--key\x00k\x00--rate\x005/1h30m\x00--\x00x", ""}, {"--key\x00k\x00--rate\x00/\x00--\x00x", ""},
 		{"--key\x00k\x00--metadata\x00" + strings.Repeat("m", 600) + "\x00--\x00x", ""},
 	} {
@@ -88,7 +88,7 @@ func FuzzRunArgs(f *testing.F) {
 func FuzzConfigFile(f *testing.F) {
 	for _, s := range []string{
 		"url=redis://127.0.0.1:6380\n", "addrs=a:1,b:2,c:3\nstrategy=quorum\nclient=valkey-go\n",
-		"# comment\n\nurl = redlock://a,b,c?ttl=10s\nusername=u\npassword=p\ndb=2\n",
+		"# comment\n\nurl = quorum://a,b,c?ttl=10s\nusername=u\npassword=p\ndb=2\n",
 		"addrs=h:1\ndb=-1\n", "url=redis://h:1\naddrs=h:2\n", "color=red\n", "no equals sign\n",
 		"strategy=single\n", "addrs=a:1,b:2\n", "url=redis+cluster://n1\ndb=3\n", "client=x\naddrs=h:1\n",
 		"url=\n", "addrs= , ,\n", "db=99999999999999999999\naddrs=h:1\n", strings.Repeat("x", 70000) + "=1\n",

@@ -69,7 +69,7 @@ its next renewal (dlock run then stops its command and exits 76).
 Examples:
   dlock release --handle "$H"
   dlock release --force --key nightly-report
-  dlock release --force --url redlock://r1,r2,r3 --key leader
+  dlock release --force --url quorum://r1,r2,r3 --key leader
 
 Flags:
 `

@@ -18,7 +18,7 @@ import (
 // durable declares a quorum's fresh nodes durable, so that every command,
 // whatever its TTL, finds them voting at once.
 func durable(url string) string {
-	if strings.HasPrefix(url, "redlock://") {
+	if strings.HasPrefix(url, "quorum://") {
 		return url + "?durable=true"
 	}
 	return url

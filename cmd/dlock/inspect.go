@@ -33,7 +33,7 @@ Examples:
   dlock inspect nightly-report
   dlock inspect --url redis://lock.internal:6379/2 migrate
   dlock inspect --addrs r1:6379,r2:6379,r3:6379 --strategy quorum leader
-  DLOCK_URL=redlock://r1,r2,r3,r4,r5 dlock inspect rotate
+  DLOCK_URL=quorum://r1,r2,r3,r4,r5 dlock inspect rotate
   dlock inspect --config /etc/dlock.conf cleanup
 
 Flags:

@@ -8,7 +8,7 @@ import (
 )
 
 // TestRunTLS: dlock run on servers that speak only TLS and require a
-// client certificate, by URL (rediss://, redlocks://) and by flags (--addrs
+// client certificate, by URL (rediss://, quorums://) and by flags (--addrs
 // with --tls-ca, --tls-cert, --tls-key), with either client; dlock inspect
 // reads the lock the same way. A plain URL on the TLS port fails as
 // unavailable, saying the port may be TLS.
@@ -22,7 +22,7 @@ func TestRunTLS(t *testing.T) {
 	for _, client := range []string{"go-redis", "valkey-go"} {
 		for _, conn := range [][]string{
 			{"--url", "rediss://" + addrs[0] + "?" + query},
-			{"--url", "redlocks://" + strings.Join(addrs, ",") + "?durable=true&" + query},
+			{"--url", "quorums://" + strings.Join(addrs, ",") + "?durable=true&" + query},
 			append([]string{"--addrs", addrs[1]}, tlsFlags...),
 			append([]string{"--addrs", strings.Join(addrs, ","), "--strategy", "quorum"}, tlsFlags...),
 		} {

@@ -76,7 +76,7 @@ Examples:
   dlock run --addrs r1:6379,r2:6379,r3:6379 --strategy quorum --key leader -- ./serve
   dlock run --url rediss://lock.internal:6380 --tls-ca /etc/redis/ca.pem --key migrate -- ./migrate
   dlock run --url redis+sentinel://s1,s2,s3/locks --key nightly -- ./nightly.sh   # the master Sentinels name "locks"
-  DLOCK_URL=redlock://r1,r2,r3,r4,r5 dlock run --key rotate -- sh -c 'rotate --fence "$DLOCK_TOKEN"'
+  DLOCK_URL=quorum://r1,r2,r3,r4,r5 dlock run --key rotate -- sh -c 'rotate --fence "$DLOCK_TOKEN"'
   dlock run --config /etc/dlock.conf --key cleanup -- ./cleanup   # url=... or addrs=... lines
   dlock run --permits 3 --key exporter -- ./export.sh   # at most 3 exports at once
   dlock run --keys acct:17,acct:42 -- ./transfer.sh 17 42   # both accounts, or wait

@@ -27,7 +27,7 @@ func urlOf(srvs ...*redistest.Server) string {
 	for i, s := range srvs {
 		addrs[i] = s.Addr()
 	}
-	return "redlock://" + strings.Join(addrs, ",")
+	return "quorum://" + strings.Join(addrs, ",")
 }
 
 func TestRunExitCode(t *testing.T) {

@@ -1,6 +1,6 @@
-/* The quorum's set acquisition (redlock/multi.go and attempt.go; lua/vote_set.lua,
+/* The quorum's set acquisition (quorum/multi.go and attempt.go; lua/vote_set.lua,
    commit_set.lua, release_set.lua), with the lost-data guard and the node-wide repair
-   (redlock/repair.go). Three nodes, quorum 2, two keys, two clients, each acquiring one set
+   (quorum/repair.go). Three nodes, quorum 2, two keys, two clients, each acquiring one set
    once: client 1 {0,1}, client 2 {0,1} (SET1, SET2: bit k for key k; -DSET2=2 gives client 2
    the set {1}; SET3, a third client, is 0: none).
    - Phase 1: every node runs the vote of the whole set in one script: every key set for the

@@ -1,4 +1,4 @@
-/* Quorum fencing token (docs/majority.md): two clients, N nodes, locks that may vanish at any moment
+/* Quorum fencing token (docs/quorum.md): two clients, N nodes, locks that may vanish at any moment
    (expiry, clock jump, a paused holder): mutual exclusion is NOT assumed. Checked claims:
    (1) two successful acquisitions never carry the same token;
    (2) an acquisition that starts after another one finished gets a larger token (SEQ=1).

@@ -1,4 +1,4 @@
-/* Derived from docs/models/quorum_token_repair.pml: the node-wide repair of redlock/repair.go.
+/* Derived from docs/models/quorum_token_repair.pml: the node-wide repair of quorum/repair.go.
    Two keys; each client locks one of them, chosen at will. Every commit raises its node's
    high-water mark (any key). Node 0 may lose its data (locks, counters, mark, floor) at any
    moment; it then casts no vote and takes no commit until the acquisitions in flight at the

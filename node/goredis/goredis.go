@@ -184,7 +184,7 @@ type evalMem struct {
 }
 
 // largeEvalMem is evalMem for calls of up to 14 keys and args, such as
-// redlock's acquisition with tokens (9 keys, 5 args, 7 values in its
+// the quorum's acquisition with tokens (9 keys, 5 args, 7 values in its
 // reply), so that they too need one allocation rather than two.
 type largeEvalMem struct {
 	argv  [17]any

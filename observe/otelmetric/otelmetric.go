@@ -1,6 +1,6 @@
 // Package otelmetric records lease events as OpenTelemetry metrics. New
 // returns a lease.Observer to hand to single.WithObserver or
-// redlock.WithObserver (combine it with others through observe.Multi).
+// quorum.WithObserver (combine it with others through observe.Multi).
 //
 // Instruments, under the meter named by ScopeName:
 //

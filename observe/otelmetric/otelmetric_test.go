@@ -19,8 +19,8 @@ import (
 	"github.com/dlockgo/dlock/node"
 	"github.com/dlockgo/dlock/observe/otelmetric"
 	"github.com/dlockgo/dlock/permits"
+	"github.com/dlockgo/dlock/quorum"
 	"github.com/dlockgo/dlock/ratelimit"
-	"github.com/dlockgo/dlock/redlock"
 	"github.com/dlockgo/dlock/rwlock"
 	"github.com/dlockgo/dlock/single"
 )
@@ -227,7 +227,7 @@ func TestQuorum(t *testing.T) {
 			}
 			m, obs := newMetrics(t)
 			// Durable nodes: fresh servers vote at once, no sit-out.
-			lk, err := redlock.New(nodes, redlock.WithDurableNodes(), redlock.WithObserver(obs))
+			lk, err := quorum.New(nodes, quorum.WithDurableNodes(), quorum.WithObserver(obs))
 			require.NoError(t, err)
 			defer lk.Close()
 			scenario(t, m, lk, "quorum", time.Second, func(key string) {
@@ -389,7 +389,7 @@ func TestBreaks(t *testing.T) {
 	}
 	sl, err := single.New(nodes[0], single.WithObserver(obs))
 	require.NoError(t, err)
-	ql, err := redlock.New(nodes, redlock.WithDurableNodes(), redlock.WithObserver(obs))
+	ql, err := quorum.New(nodes, quorum.WithDurableNodes(), quorum.WithObserver(obs))
 	require.NoError(t, err)
 	defer ql.Close()
 	for _, lk := range []dlock.Locker{sl, ql} {

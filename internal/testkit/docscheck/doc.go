@@ -38,9 +38,9 @@
 // says "never", "always", "at most", "refused", "refuses", or "exits N" /
 // "exit N" (N a number, in a code span or not) must name, in a code span,
 // a test go test judges: `TestX`, `FuzzX`, or an `ExampleX` with an output
-// comment, qualified as above (`redlock.TestX`,
+// comment, qualified as above (`quorum.TestX`,
 // `internal/testkit/faults.TestX`) or by a package after it, "`TestX`
-// (redlock)"; a subtest or a trailing * may follow the name. A name that
+// (quorum)"; a subtest or a trailing * may follow the name. A name that
 // does not exist is an error, beside the others. A paragraph that promises
 // nothing ("this is never a good idea") carries a marker,
 // <!-- not a guarantee: why -->, inside it or on the line just before it,

@@ -794,7 +794,7 @@ func TestDocsCheckCatches(t *testing.T) {
 	kept := doc{"docs/planted.md", strings.Split(strings.Join([]string{
 		"A lease is never granted twice.",
 		"",
-		"- A stale token is always refused (`redlock.TestForcedViolationTokens`).",
+		"- A stale token is always refused (`quorum.TestForcedViolationTokens`).",
 		"- At most one holder: `TestFailoverFenced` (single), `internal/testkit/faults.TestFailoverRace`,",
 		"  `TestReplicasHandoffWaits/go-redis`.",
 		"",

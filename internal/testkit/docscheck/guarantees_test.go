@@ -24,7 +24,7 @@ var (
 	comment = regexp.MustCompile(`(?s)<!--.*?-->`)
 	// heldBy is a test named in a code span, qualified as pkg.TestX,
 	// folder.TestX or by a package in parentheses after it: "`TestX`
-	// (redlock)"; a subtest or a trailing * may follow the name.
+	// (quorum)"; a subtest or a trailing * may follow the name.
 	heldBy   = regexp.MustCompile("`(?:([\\w/]+)\\.)?((?:Test|Fuzz|Example)[A-Z_]\\w*)(?:/[^`\\s]*)?(\\*?)`(?:\\s+\\(([\\w/]+)\\))?")
 	listItem = regexp.MustCompile(`^\s*(?:[-*+]|\d+[.)])\s`)
 	tableSep = regexp.MustCompile(`^\s*\|[\s:|-]*\|\s*$`)

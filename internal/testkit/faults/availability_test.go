@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/dlockgo/dlock/internal/testkit/redistest"
-	"github.com/dlockgo/dlock/redlock"
+	"github.com/dlockgo/dlock/quorum"
 	"github.com/dlockgo/dlock/single"
 )
 
@@ -29,7 +29,7 @@ func TestNodeLoss(t *testing.T) {
 			record(t, minority)
 			record(t, majority)
 			srvs := redistest.StartN(t, 5)
-			lk := newQuorum(t, nodesOn(t, client, addrs(srvs)...), redlock.WithDurableNodes(), redlock.WithTTL(time.Second))
+			lk := newQuorum(t, nodesOn(t, client, addrs(srvs)...), quorum.WithDurableNodes(), quorum.WithTTL(time.Second))
 			redistest.Warm(t, lk)
 
 			srvs[0].Kill()

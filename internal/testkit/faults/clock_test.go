@@ -10,7 +10,7 @@ import (
 
 	"github.com/dlockgo/dlock/internal/testkit/redistest"
 	"github.com/dlockgo/dlock/lease"
-	"github.com/dlockgo/dlock/redlock"
+	"github.com/dlockgo/dlock/quorum"
 	"github.com/dlockgo/dlock/single"
 )
 
@@ -68,9 +68,9 @@ func clockJump(t *testing.T, strategy, variant, client string) {
 	if strategy == "single" {
 		lk = newSingle(t, redistest.NodeFor(t, client, srvs[0].Addr()), single.WithTTL(ttl))
 	} else {
-		opts := []redlock.Option{redlock.WithDurableNodes(), redlock.WithTTL(ttl)}
+		opts := []quorum.Option{quorum.WithDurableNodes(), quorum.WithTTL(ttl)}
 		if strategy == "quorum-notokens" {
-			opts = append(opts, redlock.WithoutTokens())
+			opts = append(opts, quorum.WithoutTokens())
 		}
 		lk = newQuorum(t, nodesOn(t, client, addrs(srvs)...), opts...)
 		skewed = 2

@@ -15,7 +15,7 @@ import (
 	"github.com/dlockgo/dlock/internal/testkit/safety"
 	"github.com/dlockgo/dlock/lease"
 	"github.com/dlockgo/dlock/node"
-	"github.com/dlockgo/dlock/redlock"
+	"github.com/dlockgo/dlock/quorum"
 	"github.com/dlockgo/dlock/single"
 )
 
@@ -24,7 +24,7 @@ const (
 	valkeyGo = "valkey-go"
 )
 
-// nodeTimeout replaces redlock's 50ms default: servers started by parallel
+// nodeTimeout replaces the quorum's 50ms default: servers started by parallel
 // tests under the race detector answer a first call on a new connection
 // slower than that.
 const nodeTimeout = 250 * time.Millisecond
@@ -64,10 +64,10 @@ func newSingle(t *testing.T, n node.Node, opts ...single.Option) *single.Locker 
 	return lk
 }
 
-func newQuorum(t *testing.T, nodes []node.Node, opts ...redlock.Option) *redlock.Locker {
+func newQuorum(t *testing.T, nodes []node.Node, opts ...quorum.Option) *quorum.Locker {
 	t.Helper()
-	lk, err := redlock.New(nodes, append([]redlock.Option{redlock.WithNodeTimeout(nodeTimeout)}, opts...)...)
-	require.NoError(t, err, "redlock.New")
+	lk, err := quorum.New(nodes, append([]quorum.Option{quorum.WithNodeTimeout(nodeTimeout)}, opts...)...)
+	require.NoError(t, err, "quorum.New")
 	t.Cleanup(func() { _ = lk.Close() })
 	return lk
 }
@@ -219,7 +219,7 @@ func attempts(t *testing.T, lk locker, res *resource, key string, n int) (ok int
 	return ok, ttf, slowest, errs
 }
 
-// lockLeft reports whether a redlock lock key for key exists on s.
+// lockLeft reports whether a quorum lock key for key exists on s.
 func lockLeft(t *testing.T, s *redistest.Server, key string) bool {
 	t.Helper()
 	return do(t, s, "EXISTS", "dlock:{"+key+"}:lock") == "1"
@@ -252,9 +252,9 @@ func errKinds(errs []error) string {
 }
 
 func errKind(err error) string {
-	var qe *redlock.QuorumError
+	var qe *quorum.Error
 	switch {
-	case errors.Is(err, redlock.ErrNoValidity):
+	case errors.Is(err, quorum.ErrNoValidity):
 		return "no validity left"
 	case errors.Is(err, lease.ErrExpired):
 		return "granted too late (released)"
@@ -265,8 +265,8 @@ func errKind(err error) string {
 	case errors.As(err, &qe):
 		timeouts, lost := 0, 0
 		for _, a := range qe.Nodes {
-			timeouts += b2i(a.Kind == redlock.KindTimeout)
-			lost += b2i(a.Kind == redlock.KindSitsOut)
+			timeouts += b2i(a.Kind == quorum.KindTimeout)
+			lost += b2i(a.Kind == quorum.KindSitsOut)
 		}
 		switch {
 		case lost > 0:

@@ -14,7 +14,7 @@ import (
 
 	"github.com/dlockgo/dlock/internal/testkit/redistest"
 	"github.com/dlockgo/dlock/lease"
-	"github.com/dlockgo/dlock/redlock"
+	"github.com/dlockgo/dlock/quorum"
 	"github.com/dlockgo/dlock/single"
 )
 
@@ -151,7 +151,7 @@ func hungQuorum(t *testing.T, client string) {
 		Expected: "granted by 4; the ghost vote runs after SIGCONT and leaves no lock (A's owner recorded as gone)"}
 	record(t, row)
 	srvs := redistest.StartN(t, 5)
-	lk := newQuorum(t, nodesOn(t, client, addrs(srvs)...), redlock.WithDurableNodes(), redlock.WithTTL(ttl))
+	lk := newQuorum(t, nodesOn(t, client, addrs(srvs)...), quorum.WithDurableNodes(), quorum.WithTTL(ttl))
 	redistest.Warm(t, lk)
 	res := newResource()
 	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)

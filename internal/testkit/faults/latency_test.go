@@ -12,7 +12,7 @@ import (
 	"github.com/dlockgo/dlock/internal/testkit/redistest"
 	"github.com/dlockgo/dlock/lease"
 	"github.com/dlockgo/dlock/node"
-	"github.com/dlockgo/dlock/redlock"
+	"github.com/dlockgo/dlock/quorum"
 	"github.com/dlockgo/dlock/single"
 )
 
@@ -57,8 +57,8 @@ func delay(t *testing.T, strategy, client string, ttl time.Duration, steps []tim
 	if strategy == "single" {
 		lk = newSingle(t, nodes[0], single.WithTTL(ttl), single.WithDriftFactor(drift))
 	} else {
-		lk = newQuorum(t, nodes, redlock.WithDurableNodes(), redlock.WithTTL(ttl), redlock.WithDriftFactor(drift),
-			redlock.WithNodeTimeout(450*time.Millisecond))
+		lk = newQuorum(t, nodes, quorum.WithDurableNodes(), quorum.WithTTL(ttl), quorum.WithDriftFactor(drift),
+			quorum.WithNodeTimeout(450*time.Millisecond))
 	}
 	redistest.Warm(t, lk)
 	margin := ttl - acquire.Drift(ttl, drift)
@@ -154,7 +154,7 @@ func delay(t *testing.T, strategy, client string, ttl time.Duration, steps []tim
 				}
 			case "refus":
 				for _, err := range errs {
-					if !errors.Is(err, redlock.ErrNoValidity) && !errors.Is(err, lease.ErrExpired) {
+					if !errors.Is(err, quorum.ErrNoValidity) && !errors.Is(err, lease.ErrExpired) {
 						t.Errorf("refused by %v; want for lack of validity", err)
 					}
 				}

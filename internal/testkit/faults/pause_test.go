@@ -9,7 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/dlockgo/dlock/internal/testkit/redistest"
-	"github.com/dlockgo/dlock/redlock"
+	"github.com/dlockgo/dlock/quorum"
 	"github.com/dlockgo/dlock/single"
 )
 
@@ -32,9 +32,9 @@ func TestHolderPause(t *testing.T) {
 					srv := redistest.Start(t)
 					lk = newSingle(t, redistest.NodeFor(t, client, srv.Addr()), single.WithTTL(ttl))
 				default:
-					opts := []redlock.Option{redlock.WithDurableNodes(), redlock.WithTTL(ttl)}
+					opts := []quorum.Option{quorum.WithDurableNodes(), quorum.WithTTL(ttl)}
 					if strategy == "quorum-notokens" {
-						opts = append(opts, redlock.WithoutTokens())
+						opts = append(opts, quorum.WithoutTokens())
 						row.Expected = "no overlap; A's late write accepted (1): no token to fence with"
 					}
 					lk = newQuorum(t, nodesOn(t, client, addrs(redistest.StartN(t, 5))...), opts...)

@@ -13,7 +13,7 @@ import (
 	"github.com/dlockgo/dlock/fence"
 	"github.com/dlockgo/dlock/internal/testkit/redistest"
 	"github.com/dlockgo/dlock/lease"
-	"github.com/dlockgo/dlock/redlock"
+	"github.com/dlockgo/dlock/quorum"
 	"github.com/dlockgo/dlock/single"
 )
 
@@ -43,14 +43,14 @@ func TestRestartWithoutPersistence(t *testing.T) {
 func restartQuorum(t *testing.T, client string, guard bool) {
 	const ttl = time.Second
 	row := &Row{Scenario: "6 restart without persistence", Strategy: "quorum", Client: client}
-	opts := []redlock.Option{redlock.WithTTL(ttl)}
+	opts := []quorum.Option{quorum.WithTTL(ttl)}
 	if guard {
 		row.Variant = "3 of 5 restarted empty, lost-data guard on"
 		row.Expected = "B refused until one max TTL after the restart; no overlap"
 	} else {
 		row.Variant = "3 of 5 restarted empty, guard off (WithDurableNodes)"
 		row.Expected = "double grant (overlap 1); fence refuses A (B read A's counter on the 2 intact nodes)"
-		opts = append(opts, redlock.WithDurableNodes())
+		opts = append(opts, quorum.WithDurableNodes())
 	}
 	record(t, row)
 	srvs := redistest.StartN(t, 5)
@@ -129,10 +129,10 @@ func restartQuorum(t *testing.T, client string, guard bool) {
 			break
 		}
 		failed = append(failed, time.Since(start))
-		var qe *redlock.QuorumError
+		var qe *quorum.Error
 		if errors.As(err, &qe) {
 			for _, n := range qe.Nodes {
-				if n.Kind == redlock.KindSitsOut {
+				if n.Kind == quorum.KindSitsOut {
 					lostData++
 					break
 				}

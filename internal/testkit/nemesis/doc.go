@@ -20,7 +20,7 @@
 // with a bounded context, record the grant with the key's safety.Resource,
 // hold it (briefly, or across renewals), write once or twice with the
 // token without looking at the lease's context first (the fence is what is
-// under test), read, give it up. Quorum workers use redlock.New with
+// under test), read, give it up. Quorum workers use quorum.New with
 // tokens and the lost-data guard on; single workers alternate between
 // single.New and single.New with WithReplicas(1, 100ms) on the same keys.
 // One call in six, a worker whose Locker is a dlock.MultiLocker holds two

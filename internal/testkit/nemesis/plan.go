@@ -146,7 +146,7 @@ const (
 
 // Locker kinds of a worker.
 const (
-	QuorumLocker   = "quorum"          // redlock.New, tokens and the lost-data guard on
+	QuorumLocker   = "quorum"          // quorum.New, tokens and the lost-data guard on
 	SingleLocker   = "single"          // single.New
 	ReplicasLocker = "single-replicas" // single.New with WithReplicas(1, ReplicaTimeout)
 )

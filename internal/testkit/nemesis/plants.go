@@ -41,7 +41,7 @@ var Plants = []string{PlantRateOneYes, PlantTrustingResume, PlantEarlyGrant, Pla
 var (
 	gcraHead          = scriptHead{"ratelimit/lua/gcra.lua", "-- gcra: one call on one rate limit"}
 	singleInspectHead = scriptHead{"single/lua/inspect.lua", "-- inspect: who holds the lock, with which token"}
-	quorumInspectHead = scriptHead{"redlock/lua/inspect.lua", "-- inspect: one node's view of a lock"}
+	quorumInspectHead = scriptHead{"quorum/lua/inspect.lua", "-- inspect: one node's view of a lock"}
 )
 
 type scriptHead struct{ file, line string }

@@ -13,7 +13,7 @@ import (
 // lock as free: in its last earlyVoteMs ms on the node.
 const earlyVoteMs = 100
 
-// The lines of the quorum's vote (redlock/lua/vote.lua) that read the
+// The lines of the quorum's vote (quorum/lua/vote.lua) that read the
 // lock's time left and judge it free, and what EarlyGrant makes of them:
 // the time left judged earlyVoteMs short, for the grant (p == -2 widened
 // to every lock in its last earlyVoteMs) and for the hint a refused vote
@@ -38,7 +38,7 @@ type earlyVote struct {
 // change of the line it breaks fails the run instead of leaving the lock
 // unbroken.
 func newEarlyVote(swapped *atomic.Int64) (*earlyVote, error) {
-	src, err := source("redlock/lua/vote.lua")
+	src, err := source("quorum/lua/vote.lua")
 	if err != nil {
 		return nil, fmt.Errorf("early vote: %w", err)
 	}

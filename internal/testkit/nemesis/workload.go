@@ -27,7 +27,7 @@ import (
 	"github.com/dlockgo/dlock/node/goredis"
 	"github.com/dlockgo/dlock/node/valkeygo"
 	"github.com/dlockgo/dlock/permits"
-	"github.com/dlockgo/dlock/redlock"
+	"github.com/dlockgo/dlock/quorum"
 	"github.com/dlockgo/dlock/rwlock"
 	"github.com/dlockgo/dlock/single"
 )
@@ -140,13 +140,13 @@ func newLocker(p *Plan, cfg Config, w Worker, addrs []string) (dlock.Locker, nod
 	}
 	switch w.Locker {
 	case QuorumLocker:
-		opts := []redlock.Option{redlock.WithTTL(p.TTL), redlock.WithNodeTimeout(p.NodeTimeout)}
+		opts := []quorum.Option{quorum.WithTTL(p.TTL), quorum.WithNodeTimeout(p.NodeTimeout)}
 		if cfg.GuardOff {
 			// The misconfiguration this switch models: nodes declared
 			// durable that are not (RDB, or AOF everysec).
-			opts = append(opts, redlock.WithDurableNodes())
+			opts = append(opts, quorum.WithDurableNodes())
 		}
-		lk, err = redlock.New(nodes, opts...)
+		lk, err = quorum.New(nodes, opts...)
 	case SingleLocker:
 		lk, err = single.New(nodes[0], single.WithTTL(p.TTL))
 	case ReplicasLocker:

@@ -33,7 +33,7 @@ func TestBuild(t *testing.T) {
 }
 
 // TestInfoServerFields: the INFO server fields the library and the harness
-// read (run_id and uptime_in_seconds by redlock's lost-data guard,
+// read (run_id and uptime_in_seconds by the quorum's lost-data guard,
 // process_id by the readiness check) are there on every server; the mode
 // field is the one that differs: Valkey 8 renamed redis_mode to
 // server_mode.

@@ -1,0 +1,157 @@
+package quorum
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"time"
+
+	"github.com/dlockgo/dlock/internal/acquire"
+	"github.com/dlockgo/dlock/lease"
+)
+
+// TryAcquire makes exactly one attempt at the lock on key. It returns an
+// error matching lease.ErrTaken when a majority of the nodes hold the lock
+// for someone else, and a *Error whenever the attempt failed, with
+// each node's answer.
+func (lk *Locker) TryAcquire(ctx context.Context, key string, opts ...lease.Option) (*lease.Lease, error) {
+	ob := acquire.Start(lk.cfg.observer, strategy, key)
+	return ob.End(lk.tryAcquire(ctx, key, opts))
+}
+
+func (lk *Locker) tryAcquire(ctx context.Context, key string, opts []lease.Option) (*lease.Lease, error) {
+	o, err := lk.options(ctx, key, opts)
+	if err != nil {
+		return nil, err
+	}
+	if err := lk.begin(); err != nil {
+		return nil, err
+	}
+	defer lk.wg.Done()
+	l, _, err := lk.attempt(ctx, newKeySet(key), o, nil)
+	return l, err
+}
+
+// Acquire waits until the lock on key is granted or ctx ends. A failed
+// attempt, whatever the reason (taken, split vote, nodes down, too slow), is
+// retried after a jittered delay, cut short when a release is published on
+// any node. Waiters take turns: a refused attempt puts this call in a
+// first-come, first-served queue on each node, ordered by the time of its
+// first attempt, and a free lock goes to the queue's head only (also
+// against TryAcquire); a release wakes only the earliest waiter of this
+// Locker. The call leaves the queues when it gives up. When ctx ends
+// first, the error matches ctx.Err(), and errors.As finds the *Error
+// of the last attempt that failed for want of a quorum; it matches
+// lease.ErrTaken only when that attempt found the lock held by a majority,
+// not when nodes were down or slow. After Close it matches ErrClosed.
+func (lk *Locker) Acquire(ctx context.Context, key string, opts ...lease.Option) (*lease.Lease, error) {
+	ob := acquire.Start(lk.cfg.observer, strategy, key)
+	return ob.End(lk.acquire(ctx, key, opts))
+}
+
+func (lk *Locker) acquire(ctx context.Context, key string, opts []lease.Option) (*lease.Lease, error) {
+	o, err := lk.options(ctx, key, opts)
+	if err != nil {
+		return nil, err
+	}
+	if err := lk.begin(); err != nil {
+		return nil, err
+	}
+	defer lk.wg.Done()
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	defer context.AfterFunc(lk.closing, func() { cancel(ErrClosed) })()
+
+	var wk *waker
+	ks := newKeySet(key)
+	wake := make(chan string, 1)
+	at := time.Now().UnixMicro()
+	w := &waiter{
+		id:    acquire.NewOwner(),
+		at:    at,
+		score: strconv.FormatInt(at, 10),
+		life:  strconvMs(acquire.TicketLife(o.Retry)),
+		wake:  wake,
+	}
+	defer func() {
+		if wk != nil {
+			wk.stop()
+			lk.delist(key, w)
+		}
+	}()
+	l, err := acquire.Wait(ctx, o.Retry, func(ctx context.Context) (*lease.Lease, acquire.Turn, error) {
+		l, hint, err := lk.attempt(ctx, ks, o, w)
+		turn := acquire.Turn{Hint: hint, Wake: wake}
+		var qe *Error
+		if !errors.As(err, &qe) {
+			return l, turn, err
+		}
+		w.queued = true
+		if wk == nil && ctx.Err() == nil {
+			lk.enlist(key, w)
+			wk = lk.subscribe(ks.channel, o.TTL, wake, func() { lk.wakeFirst(key) })
+		}
+		if errors.Is(err, lease.ErrTaken) {
+			return nil, turn, err
+		}
+		if qe.refusedCredentials() {
+			// So many nodes refuse the credentials that a majority is
+			// out of reach until someone fixes them: retrying would only
+			// hide the cause behind the caller's deadline.
+			return nil, turn, err
+		}
+		// Redlock retries every other failure, but a quorum short of
+		// answers must not read as a lock taken.
+		return nil, turn, acquire.Retryable(err)
+	})
+	if err != nil && w.queued {
+		lk.leave(ctx, ks, w, lk.all(), o.TTL)
+	}
+	return l, err
+}
+
+// waiter is one Acquire's place in the queues of the nodes: its id and
+// score (the time of its first attempt, µs, by the local clock; ties are
+// broken by id) stay the same across its attempts, so it keeps its place.
+type waiter struct {
+	id     string
+	at     int64 // the score, µs
+	score  string
+	wake   chan<- string
+	life   string // how long a ticket outlives the attempt that refreshed it (acquire.TicketLife), ms
+	queued bool   // an attempt was refused: the waiter may hold a ticket on any node
+}
+
+// leave takes w's tickets off the nodes at idx, in the background (the
+// calls are counted in the Locker's WaitGroup, so Close waits for them):
+// the waiter, acquiring leases of ttl, gave up.
+func (lk *Locker) leave(ctx context.Context, ks *keySet, w *waiter, idx []int, ttl time.Duration) {
+	if len(idx) == 0 {
+		return
+	}
+	r := lk.fanout(context.WithoutCancel(ctx), idx, lk.cleanupTimeout(ttl),
+		request{script: leaveScript, keys: ks.release[:4], args: []string{w.id, ks.channel}}, nil)
+	r.abandon()
+}
+
+// observeVote reports one node's phase 1 answer to the observer, which
+// must be set.
+func (lk *Locker) observeVote(key string, v *vote, rtt time.Duration) {
+	var outcome string
+	switch v.answer.Kind {
+	case KindOK:
+		outcome = "ok"
+	case KindHeld:
+		outcome = "taken"
+	case KindTimeout:
+		outcome = "timeout"
+	case KindSitsOut:
+		outcome = "sits_out"
+	default:
+		outcome = "error"
+	}
+	lk.cfg.observer.Observe(lease.Event{
+		Kind: lease.Vote, Strategy: strategy, Key: key, Node: v.answer.Node,
+		Outcome: outcome, Wait: rtt, Err: v.answer.Err,
+	})
+}

@@ -1,0 +1,73 @@
+package quorum
+
+import (
+	"context"
+
+	"github.com/dlockgo/dlock/internal/acquire"
+	"github.com/dlockgo/dlock/node"
+)
+
+// TokenFor exposes the token arithmetic to the tests.
+var TokenFor = tokenFor
+
+// ErrNotRepaired is the error of a vote from a node that sat out its loss
+// but is not repaired yet.
+var ErrNotRepaired = errNotRepaired
+
+// Scripts lists every script a test may preload: all but those a server
+// must run only after their first (NewScriptAfter), which a preload
+// would let it run unchecked.
+func Scripts() []*node.Script {
+	return []*node.Script{acquireScript, acquireTokenScript, acquireGuardedScript.First(),
+		acquireTokenGuardedScript.First(), commitScript, repairScript, extendScript, releaseScript, leaveScript,
+		acquireSetScript, acquireSetTokenScript, acquireSetGuardedScript.First(), acquireSetTokenGuardedScript.First(),
+		commitSetScript, extendSetScript, releaseSetScript, leaveSetScript}
+}
+
+// GhostVote runs, on n, the release of owner that a failed attempt sends
+// (with the gone record) and then that owner's vote, as a vote held up
+// behind a stopped server would land, and returns the vote's status.
+func GhostVote(ctx context.Context, n node.Node, key, owner string) (int64, error) {
+	ks := newKeySet(key)
+	if _, err := n.Eval(ctx, releaseScript, ks.release[:], owner, "", "60000", "", ""); err != nil {
+		return 0, err
+	}
+	r, err := n.Eval(ctx, acquireScript, ks.acquire(false), owner, "60000", "", "0", "0")
+	return r.Int(0), err
+}
+
+// StatusGone is the status of a vote refused because its owner was given up.
+const StatusGone = statusGone
+
+// queued replies the score of ARGV[1] in the sorted set KEYS[1].
+var queued = node.NewScript("return redis.call('ZSCORE', KEYS[1], ARGV[1])")
+
+// LateVotes runs, on every node of lk, the release that a failed attempt
+// of a waiter sends for the attempt's owner, and then that owner's vote
+// for the same waiter, as a vote held up behind a stopped server lands.
+// It returns each node's answer as an attempt reads it, and on how many
+// nodes the waiter holds a ticket afterwards.
+func LateVotes(ctx context.Context, lk *Locker, key string) ([]NodeAnswer, int, error) {
+	ks := newKeySet(key)
+	owner, waiter := acquire.NewOwner(), acquire.NewOwner()
+	tokens := !lk.cfg.noTokens
+	script := acquireScriptFor(tokens, lk.cfg.guard)
+	answers := make([]NodeAnswer, len(lk.nodes))
+	tickets := 0
+	for i, n := range lk.nodes {
+		if _, err := n.Eval(ctx, releaseScript, ks.release[:], owner, "", "60000", "", ""); err != nil {
+			return nil, 0, err
+		}
+		r, err := n.Eval(ctx, script, ks.acquire(tokens), owner, "60000", waiter, "1", "2000")
+		if err != nil {
+			return nil, 0, err
+		}
+		answers[i] = lk.parseVote(i, r, 0).answer
+		if r, err := n.Eval(ctx, queued, ks.script[2:3], waiter); err != nil {
+			return nil, 0, err
+		} else if len(r) > 0 && r[0].Kind != node.Nil {
+			tickets++
+		}
+	}
+	return answers, tickets, nil
+}

@@ -1,0 +1,191 @@
+package quorum
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/dlockgo/dlock/internal/acquire"
+	"github.com/dlockgo/dlock/lease"
+)
+
+// MaxKeys is the most keys one AcquireAll or TryAcquireAll takes: each
+// node votes for the whole set in one script, which holds the node for
+// the set's length, and each key adds five keys to that call.
+const MaxKeys = 64
+
+// TryAcquireAll makes exactly one attempt at the locks on every key of
+// keys, all or nothing (see AcquireAll). It returns an error matching
+// lease.ErrTaken when a majority of the nodes refuse the set because a key
+// of it is held by someone else (or promised to an earlier waiter), and a
+// *Error whenever the attempt failed, with each node's answer and
+// the keys joined by commas as its Key; the failed attempt leaves no key
+// of the set held on any node.
+func (lk *Locker) TryAcquireAll(ctx context.Context, keys []string, opts ...lease.Option) (*lease.Lease, error) {
+	ob := acquire.Start(lk.cfg.observer, strategy, first(keys))
+	return ob.End(lk.tryAcquireAll(ctx, keys, opts))
+}
+
+func (lk *Locker) tryAcquireAll(ctx context.Context, keys []string, opts []lease.Option) (*lease.Lease, error) {
+	o, err := lk.setOptions(ctx, keys, opts)
+	if err != nil {
+		return nil, err
+	}
+	if len(keys) == 1 {
+		return lk.tryAcquire(ctx, keys[0], opts)
+	}
+	if err := lk.begin(); err != nil {
+		return nil, err
+	}
+	defer lk.wg.Done()
+	l, _, err := lk.attemptSet(ctx, newLockSet(keys, !lk.cfg.noTokens), o, nil)
+	return l, err
+}
+
+// AcquireAll waits until the locks on every key of keys are granted to one
+// lease, or ctx ends: all or nothing, with a fencing token per key (see
+// lease.Lease.Keys and TokenOf), each ordered with every other lease's
+// token on that key, those of Acquire included. A key held this way
+// excludes Acquire of that key alone, and the other way round. Extend,
+// Release, auto-renewal and Done act on the whole set.
+//
+// Each node votes for the whole set in one script: it grants every key to
+// this call, or none when any key is held there by another owner or
+// promised to an earlier waiter. The set is granted when a majority of
+// the nodes granted it within the validity, as Acquire's single key is;
+// an attempt that falls short releases the set on every node, so a
+// failed call leaves no key held. Waiting is Acquire's: a refused attempt
+// takes a ticket in the queue of every key of the set on each node, all
+// scored by the time of its first attempt, and the earliest waiter heads
+// every queue it is in. So callers asking for overlapping sets, in any
+// order, cannot hold parts of them against each other: no deadlock, and
+// each in turn becomes the earliest waiter and is served next. Releases
+// of any key of the set wake the call; the retry delay remains the
+// fallback.
+//
+// Bad arguments, each an *lease.ArgError sent to no server: no keys, more
+// than MaxKeys, an empty key, a key repeated. One key is Acquire's lease
+// (its Keys lists that key). When ctx ends first, the error matches
+// ctx.Err() as Acquire's does, with the keys joined by commas as the
+// *Error's Key.
+func (lk *Locker) AcquireAll(ctx context.Context, keys []string, opts ...lease.Option) (*lease.Lease, error) {
+	ob := acquire.Start(lk.cfg.observer, strategy, first(keys))
+	return ob.End(lk.acquireAll(ctx, keys, opts))
+}
+
+func (lk *Locker) acquireAll(ctx context.Context, keys []string, opts []lease.Option) (*lease.Lease, error) {
+	o, err := lk.setOptions(ctx, keys, opts)
+	if err != nil {
+		return nil, err
+	}
+	if len(keys) == 1 {
+		return lk.acquire(ctx, keys[0], opts)
+	}
+	if err := lk.begin(); err != nil {
+		return nil, err
+	}
+	defer lk.wg.Done()
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	defer context.AfterFunc(lk.closing, func() { cancel(ErrClosed) })()
+
+	ls := newLockSet(keys, !lk.cfg.noTokens)
+	var wakers []*waker
+	wake := make(chan string, 1)
+	at := time.Now().UnixMicro()
+	w := &waiter{
+		id:    acquire.NewOwner(),
+		at:    at,
+		score: strconv.FormatInt(at, 10),
+		life:  strconvMs(acquire.TicketLife(o.Retry)),
+		wake:  wake,
+	}
+	defer func() {
+		for j, wk := range wakers {
+			wk.stop()
+			lk.delist(keys[j], w)
+		}
+	}()
+	l, err := acquire.Wait(ctx, o.Retry, func(ctx context.Context) (*lease.Lease, acquire.Turn, error) {
+		l, hint, err := lk.attemptSet(ctx, ls, o, w)
+		turn := acquire.Turn{Hint: hint, Wake: wake}
+		var qe *Error
+		if !errors.As(err, &qe) {
+			return l, turn, err
+		}
+		w.queued = true
+		if wakers == nil && ctx.Err() == nil {
+			// A release of any key may free the set: the waiter listens
+			// on each, and is woken as the earliest waiter of that key.
+			for j, key := range keys {
+				lk.enlist(key, w)
+				wakers = append(wakers, lk.subscribe(ls.channels[j], o.TTL, wake, func() { lk.wakeFirst(key) }))
+			}
+		}
+		if errors.Is(err, lease.ErrTaken) {
+			return nil, turn, err
+		}
+		if qe.refusedCredentials() {
+			return nil, turn, err
+		}
+		return nil, turn, acquire.Retryable(err)
+	})
+	if err != nil && w.queued {
+		lk.leaveSet(ctx, ls, w, lk.all(), o.TTL)
+	}
+	return l, err
+}
+
+// leaveSet is leave for a waiter on the locks of ls.
+func (lk *Locker) leaveSet(ctx context.Context, ls *lockSet, w *waiter, idx []int, ttl time.Duration) {
+	args := append([]string{w.id}, ls.channels...)
+	r := lk.fanout(context.WithoutCancel(ctx), idx, lk.cleanupTimeout(ttl),
+		request{script: leaveSetScript, keys: ls.leave, args: args}, nil)
+	r.abandon()
+}
+
+// setOptions checks the arguments of an acquisition of keys, all or
+// nothing, and returns its options.
+func (lk *Locker) setOptions(ctx context.Context, keys []string, opts []lease.Option) (lease.Options, error) {
+	if err := acquire.CheckContext(ctx); err != nil {
+		return lease.Options{}, err
+	}
+	if err := checkKeys(keys); err != nil {
+		return lease.Options{}, err
+	}
+	return lk.options(ctx, keys[0], opts)
+}
+
+// checkKeys returns an *lease.ArgError when keys cannot name a set of
+// locks: none, more than MaxKeys, an empty key or a repeated one.
+func checkKeys(keys []string) error {
+	switch {
+	case len(keys) == 0:
+		return &lease.ArgError{Arg: "keys", Value: len(keys), Rule: "must hold at least one key"}
+	case len(keys) > MaxKeys:
+		return &lease.ArgError{Arg: "keys", Value: len(keys), Rule: fmt.Sprintf("must hold at most %d keys (quorum.MaxKeys)", MaxKeys)}
+	}
+	seen := make(map[string]int, len(keys))
+	for i, key := range keys {
+		arg := "keys[" + strconv.Itoa(i) + "]"
+		if key == "" {
+			return &lease.ArgError{Arg: arg, Value: key, Rule: "must not be empty"}
+		}
+		if j, ok := seen[key]; ok {
+			return &lease.ArgError{Arg: arg, Value: key, Rule: "must not repeat keys[" + strconv.Itoa(j) + "]"}
+		}
+		seen[key] = i
+	}
+	return nil
+}
+
+// first returns keys[0], or "" for none: the key an acquisition of keys is
+// reported under.
+func first(keys []string) string {
+	if len(keys) == 0 {
+		return ""
+	}
+	return keys[0]
+}
