@@ -10,6 +10,7 @@ import (
 	"github.com/dlockgo/dlock/internal/acquire"
 	"github.com/dlockgo/dlock/lease"
 	"github.com/dlockgo/dlock/node"
+	"github.com/dlockgo/dlock/observe"
 	"github.com/dlockgo/dlock/quorum"
 )
 
@@ -99,9 +100,9 @@ type Config struct {
 
 	// Observer hears about acquisitions, a quorum's votes, and each lease's
 	// renewals, loss and release; behind Sentinels, of each failover the
-	// Locker's client follows (lease.MasterChanged); nil for none. It must
+	// Locker's client follows (observe.MasterChanged); nil for none. It must
 	// not block.
-	Observer lease.Observer
+	Observer observe.Observer
 }
 
 func (cfg *Config) check() error {

@@ -16,6 +16,7 @@ import (
 	"github.com/dlockgo/dlock/internal/testkit/events"
 	"github.com/dlockgo/dlock/internal/testkit/redistest"
 	"github.com/dlockgo/dlock/lease"
+	"github.com/dlockgo/dlock/observe"
 )
 
 func TestParseURL(t *testing.T) {
@@ -288,7 +289,7 @@ func TestOpenQuorumOptions(t *testing.T) {
 				t.Fatalf("TryAcquire on fresh masters declared durable: %v", err)
 			}
 			require.NoError(t, l.Release(ctx))
-			rec.expect(t, "quorum", lease.AcquireStarted, lease.Vote, lease.AcquireEnded, lease.Released)
+			rec.expect(t, "quorum", observe.AcquireStarted, observe.Vote, observe.AcquireEnded, observe.Released)
 
 			single, err := dlock.Open(ctx, dlock.Config{Addrs: []string{srvs[0].Addr()}, Client: client, Observer: rec})
 			require.NoError(t, err, "Open")
@@ -296,7 +297,7 @@ func TestOpenQuorumOptions(t *testing.T) {
 			l, err = single.TryAcquire(ctx, "single-"+client)
 			require.NoError(t, err)
 			require.NoError(t, l.Release(ctx))
-			rec.expect(t, "single", lease.AcquireStarted, lease.AcquireEnded, lease.Released)
+			rec.expect(t, "single", observe.AcquireStarted, observe.AcquireEnded, observe.Released)
 		})
 	}
 }
@@ -304,12 +305,12 @@ func TestOpenQuorumOptions(t *testing.T) {
 // eventLog is an Observer that keeps every event.
 type eventLog struct{ events.Recorder }
 
-// masterChanges returns the addresses of the lease.MasterChanged events
+// masterChanges returns the addresses of the observe.MasterChanged events
 // heard, in order.
 func (r *eventLog) masterChanges() []string {
 	var addrs []string
 	for _, e := range r.Events() {
-		if e.Kind == lease.MasterChanged {
+		if e.Kind == observe.MasterChanged {
 			addrs = append(addrs, e.Node)
 		}
 	}
@@ -318,11 +319,11 @@ func (r *eventLog) masterChanges() []string {
 
 // expect checks that every kind was heard, all from strategy, and forgets
 // the events.
-func (r *eventLog) expect(t *testing.T, strategy string, kinds ...lease.EventKind) {
+func (r *eventLog) expect(t *testing.T, strategy string, kinds ...observe.EventKind) {
 	t.Helper()
 	ev := r.Take()
 	for _, k := range kinds {
-		if !slices.ContainsFunc(ev, func(e lease.Event) bool { return e.Kind == k }) {
+		if !slices.ContainsFunc(ev, func(e observe.Event) bool { return e.Kind == k }) {
 			t.Errorf("no %v event among %v", k, ev)
 		}
 	}

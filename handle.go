@@ -87,7 +87,7 @@ func Resume(ctx context.Context, l Locker, handle string, opts ...lease.Option) 
 // returns an error matching ErrNotHeld, and its auto-renewal ends it with
 // ErrLost. Broken says who held the key (owner, metadata, token); a key
 // nobody holds gets a new token all the same, and Broken.Held is false.
-// The Locker's Observer hears a lease.ForceReleased event. l must
+// The Locker's Observer hears a observe.ForceReleased event. l must
 // implement Breaker (both strategies do); another Locker is an
 // *lease.ArgError naming locker.
 func ForceRelease(ctx context.Context, l Locker, key string) (lease.Broken, error) {

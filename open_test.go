@@ -21,6 +21,7 @@ import (
 	"github.com/dlockgo/dlock/node"
 	"github.com/dlockgo/dlock/node/goredis"
 	"github.com/dlockgo/dlock/node/valkeygo"
+	"github.com/dlockgo/dlock/observe"
 	"github.com/dlockgo/dlock/permits"
 	"github.com/dlockgo/dlock/quorum"
 	"github.com/dlockgo/dlock/single"
@@ -244,7 +245,7 @@ func TestOpenNodes(t *testing.T) {
 					t.Errorf("TTL = %v; want within Config.TTL, 5s", ttl)
 				}
 				require.NoError(t, l.Release(ctx))
-				rec.expect(t, strategy, lease.AcquireStarted, lease.AcquireEnded, lease.Released)
+				rec.expect(t, strategy, observe.AcquireStarted, observe.AcquireEnded, observe.Released)
 				for _, s := range servers {
 					list, err := s.Do("CLIENT", "LIST")
 					require.NoError(t, err)

@@ -39,7 +39,7 @@ import (
 // Either way the Lockers opened before the failover follow the Sentinels
 // to the new master, with no restart: once the old master is back as a
 // replica, A's Locker locks again. Each Locker's Observer hears of the
-// failover once, as a lease.MasterChanged naming the promoted replica, and
+// failover once, as a observe.MasterChanged naming the promoted replica, and
 // of no change before it; observe.Log writes it as a warning.
 //
 // And each client prints what the docs say it does: valkey-go nothing;
@@ -66,7 +66,7 @@ func sentinelFailover(t *testing.T, client string, replicas bool) {
 		urlA += "&replicas=1&replica_timeout=100ms"
 	}
 	// The URLs, with an Observer each, which no URL can name.
-	open := func(url string, obs lease.Observer) dlock.Locker {
+	open := func(url string, obs observe.Observer) dlock.Locker {
 		cfg, err := dlock.ParseURL(url)
 		require.NoError(t, err, "ParseURL")
 		cfg.Observer = obs

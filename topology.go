@@ -13,10 +13,10 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/valkey-io/valkey-go"
 
-	"github.com/dlockgo/dlock/lease"
 	"github.com/dlockgo/dlock/node"
 	"github.com/dlockgo/dlock/node/goredis"
 	"github.com/dlockgo/dlock/node/valkeygo"
+	"github.com/dlockgo/dlock/observe"
 )
 
 // dialTopology builds one client for all of cfg.Addrs: a cluster client
@@ -124,7 +124,7 @@ func (cfg *Config) masterWatch() *masterWatch {
 }
 
 type masterWatch struct {
-	obs  lease.Observer
+	obs  observe.Observer
 	mu   sync.Mutex
 	addr string // the master connected to last; "" before the first
 }
@@ -137,7 +137,7 @@ func (w *masterWatch) connected(addr string) {
 	w.addr = addr
 	w.mu.Unlock()
 	if prev != "" && prev != addr {
-		w.obs.Observe(lease.Event{Kind: lease.MasterChanged, Strategy: StrategySingle, Node: addr})
+		w.obs.Observe(observe.Event{Kind: observe.MasterChanged, Strategy: StrategySingle, Node: addr})
 	}
 }
 

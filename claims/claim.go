@@ -13,6 +13,7 @@ import (
 	"github.com/dlockgo/dlock/fence"
 	"github.com/dlockgo/dlock/internal/acquire"
 	"github.com/dlockgo/dlock/internal/claimcore"
+	"github.com/dlockgo/dlock/internal/leasing"
 	"github.com/dlockgo/dlock/lease"
 	"github.com/dlockgo/dlock/node"
 )
@@ -318,9 +319,9 @@ func (a *attempt) try(ctx context.Context) (*Claim, time.Duration, error) {
 		a.abandon(ctx)
 		return nil, 0, err
 	}
-	c.l = lease.New((*backend)(c), lease.Grant{
+	c.l = acquire.NewLease((*backend)(c), leasing.Grant{
 		Key: c.id, Owner: a.owner, Token: c.token, TTL: a.o.TTL, Until: until,
-		Strategy: strategy, Observer: q.cfg.Observer, AutoRenew: a.o.AutoRenew, Metadata: a.o.Metadata,
+		Strategy: strategy, Reporter: q.cfg.Reporter, AutoRenew: a.o.AutoRenew, Metadata: a.o.Metadata,
 	})
 	return c, 0, nil
 }
@@ -334,10 +335,10 @@ func (a *attempt) abandon(ctx context.Context) {
 }
 
 // backend is a Claim's side of its lease: a type of its own, so that the
-// lease.Backend methods stay out of Claim's API.
+// backend methods stay out of Claim's API.
 type backend Claim
 
-// Extend implements lease.Backend.
+// Extend extends the lease on the server, for lease.Lease.Extend.
 func (b *backend) Extend(ctx context.Context, l *lease.Lease, ttl time.Duration) (time.Time, error) {
 	c := (*Claim)(b)
 	ms := ttl.Milliseconds()
@@ -353,7 +354,7 @@ func (b *backend) Extend(ctx context.Context, l *lease.Lease, ttl time.Duration)
 	return c.q.cfg.Until(t1, ttl), nil
 }
 
-// Release implements lease.Backend: it completes the item when Complete
+// Release, for lease.Lease.Release: it completes the item when Complete
 // called it, and otherwise returns it to the queue.
 func (b *backend) Release(ctx context.Context, l *lease.Lease) error {
 	c := (*Claim)(b)

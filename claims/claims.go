@@ -43,6 +43,7 @@ import (
 	"github.com/dlockgo/dlock/internal/keyname"
 	"github.com/dlockgo/dlock/lease"
 	"github.com/dlockgo/dlock/node"
+	"github.com/dlockgo/dlock/observe"
 )
 
 // DefaultTTL is the lease of a claim when neither New nor the claim sets one.
@@ -109,7 +110,7 @@ func WithDriftFactor(f float64) Option { return func(c *config) { c.Drift = f } 
 // (nil for none), as single.WithObserver does; the events name this
 // package as their Strategy, "claims". See package observe for a logger and
 // observe/otelmetric for metrics.
-func WithObserver(o lease.Observer) Option { return func(c *config) { c.Observer = o } }
+func WithObserver(o observe.Observer) Option { return func(c *config) { c.Observer = o } }
 
 // Queue is one named work queue on one server. It is safe for concurrent
 // use, holds no resources of its own, and does not own its Node.

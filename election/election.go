@@ -33,6 +33,7 @@ import (
 	"github.com/dlockgo/dlock/internal/argerr"
 	"github.com/dlockgo/dlock/internal/ctxerr"
 	"github.com/dlockgo/dlock/lease"
+	"github.com/dlockgo/dlock/observe"
 )
 
 // ErrNoLeader is Leader's error when the office is vacant.
@@ -74,8 +75,8 @@ type Election struct {
 	nt   Notifier
 	name string
 	key  string
-	opts []lease.Option // every term's lease options but the metadata
-	obs  lease.Observer // may be nil
+	opts []lease.Option   // every term's lease options but the metadata
+	obs  observe.Observer // may be nil
 }
 
 // Option configures an Election; pass options to New.
@@ -84,7 +85,7 @@ type Option func(*config)
 type config struct {
 	ttl      time.Duration
 	retry    lease.Retry
-	observer lease.Observer
+	observer observe.Observer
 }
 
 // WithTTL sets the TTL of each term's lease: how long a leader that died
@@ -103,7 +104,7 @@ func WithRetry(r lease.Retry) Option { return func(c *config) { c.retry = r } }
 // Released, a term that ended otherwise as Lost. A term's renewals are its
 // lease's, which the Locker's own Observer hears. See package observe for
 // a logger and observe/otelmetric for metrics.
-func WithObserver(o lease.Observer) Option { return func(c *config) { c.observer = o } }
+func WithObserver(o observe.Observer) Option { return func(c *config) { c.observer = o } }
 
 // strategy names elections in Observer events.
 const strategy = "election"

@@ -11,6 +11,7 @@ import (
 	"github.com/dlockgo/dlock/internal/acquire"
 	"github.com/dlockgo/dlock/internal/argerr"
 	"github.com/dlockgo/dlock/lease"
+	"github.com/dlockgo/dlock/observe"
 )
 
 // The announcements a term publishes on its office's lock (see
@@ -136,13 +137,13 @@ func (t *Term) Resign(ctx context.Context) error {
 	t.cancel()
 	<-t.stopped
 	if cause := t.l.Err(); cause != nil && !errors.Is(cause, lease.ErrReleased) {
-		t.observe(lease.Lost, cause) // lost before run saw it
+		t.observe(observe.Lost, cause) // lost before run saw it
 	}
 	if err := t.l.Release(ctx); err != nil {
-		t.observe(lease.Released, err)
+		t.observe(observe.Released, err)
 		return fmt.Errorf("election: resign %q: %w", t.e.name, err)
 	}
-	t.observe(lease.Released, nil)
+	t.observe(observe.Released, nil)
 	if ctx.Err() != nil {
 		var cancel context.CancelFunc
 		ctx, cancel = acquire.Detached(ctx, lease.ReleaseTimeout)
@@ -166,7 +167,7 @@ func (t *Term) run() {
 		case <-t.ctx.Done():
 			return
 		case <-done:
-			t.observe(lease.Lost, t.l.Err())
+			t.observe(observe.Lost, t.l.Err())
 			t.announceFor(lease.ReleaseTimeout, msgEnded)
 			return
 		case <-timer.C:
@@ -181,9 +182,9 @@ func (t *Term) run() {
 
 // observe reports the term's end to the election's Observer, if any, the
 // first time it is called.
-func (t *Term) observe(kind lease.EventKind, err error) {
+func (t *Term) observe(kind observe.EventKind, err error) {
 	if t.e.obs != nil && t.observed.CompareAndSwap(false, true) {
-		t.e.obs.Observe(lease.Event{Kind: kind, Strategy: strategy, Key: t.e.key, Err: err})
+		t.e.obs.Observe(observe.Event{Kind: kind, Strategy: strategy, Key: t.e.key, Err: err})
 	}
 }
 

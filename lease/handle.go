@@ -42,9 +42,9 @@ type Handle struct {
 // error also matches ErrInvalid.
 var ErrForeignHandle = errors.New("dlock: handle of another Locker")
 
-// Handler is a Backend whose leases can be written out as a Handle (see
+// handler is a backend whose leases can be written out as a Handle (see
 // Lease.Handle): both strategies' backends for a lease on one key.
-type Handler interface {
+type handler interface {
 	Handle(l *Lease) (Handle, error)
 }
 
@@ -54,7 +54,7 @@ type Handler interface {
 // write out: one on several keys, or one of the primitives built on the
 // single strategy (permits, rwlock, claims).
 func (l *Lease) Handle() (Handle, error) {
-	hb, ok := l.b.(Handler)
+	hb, ok := l.b.(handler)
 	if !ok {
 		return Handle{}, &ArgError{Arg: "lease", Value: l.g.Strategy, Rule: "must be one of the single or quorum strategy's, on one key, to be written out"}
 	}

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/dlockgo/dlock/fence"
+	"github.com/dlockgo/dlock/internal/acquire"
+	"github.com/dlockgo/dlock/internal/leasing"
 	"github.com/dlockgo/dlock/lease"
 )
 
@@ -21,7 +23,7 @@ func (nopBackend) Release(context.Context, *lease.Lease) error { return nil }
 // several reports each key's own token, in the order asked for, Key and
 // Token being the first's, and a copy the caller may change.
 func TestKeys(t *testing.T) {
-	one := lease.New(nopBackend{}, lease.Grant{Key: "a", Token: 7, TTL: time.Second, Until: time.Now().Add(time.Second)})
+	one := acquire.NewLease(nopBackend{}, leasing.Grant{Key: "a", Token: 7, TTL: time.Second, Until: time.Now().Add(time.Second)})
 	if got := one.Keys(); !slices.Equal(got, []lease.Held{{Key: "a", Token: 7}}) {
 		t.Errorf("Keys of a one-key lease: %v", got)
 	}
@@ -32,7 +34,8 @@ func TestKeys(t *testing.T) {
 		t.Errorf("TokenOf(b) of a lease on a: %d, true; want false", tok)
 	}
 	set := []lease.Held{{Key: "x", Token: 3}, {Key: "y", Token: 9}}
-	many := lease.New(nopBackend{}, lease.Grant{Key: "x", Token: 3, Set: set, TTL: time.Second, Until: time.Now().Add(time.Second)})
+	granted := []leasing.Held{{Key: "x", Token: 3}, {Key: "y", Token: 9}}
+	many := acquire.NewLease(nopBackend{}, leasing.Grant{Key: "x", Token: 3, Set: granted, TTL: time.Second, Until: time.Now().Add(time.Second)})
 	got := many.Keys()
 	if !slices.Equal(got, set) || many.Key() != "x" || many.Token() != 3 {
 		t.Errorf("a lease on x, y: Keys %v, Key %q, Token %d", got, many.Key(), many.Token())

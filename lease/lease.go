@@ -1,9 +1,8 @@
 // Package lease is what a caller holds once a lock is granted: a Lease with
 // its key, fencing token and validity, the means to extend and release it,
 // and a Done channel and Context that end with it; the options an
-// acquisition takes (WithTTL, WithAutoRenew, WithRetry); the errors every
-// strategy returns; and the Observer hook. A strategy hands out a Lease
-// through New, with its Backend and the Grant it won.
+// acquisition takes (WithTTL, WithAutoRenew, WithRetry); a lease written
+// out for another process (Handle); and the errors every strategy returns.
 //
 // A Lease ends exactly once, for one of three causes: ErrReleased after
 // Release, ErrExpired when its validity runs out by the local monotonic
@@ -19,12 +18,13 @@ import (
 
 	"github.com/dlockgo/dlock/fence"
 	"github.com/dlockgo/dlock/internal/argerr"
+	"github.com/dlockgo/dlock/internal/leasing"
 )
 
-// Backend is a strategy's side of a Lease: how its servers extend and
+// backend is a strategy's side of a Lease: how its servers extend and
 // release it. Lease serialises calls per lease: Extend and Release are never
 // called concurrently for one lease.
-type Backend interface {
+type backend interface {
 	// Extend asks the servers to keep l for ttl more. It returns the local
 	// monotonic instant until which l is then valid, drift taken off. An
 	// error matching ErrNotHeld means the servers refused: l is lost.
@@ -34,26 +34,8 @@ type Backend interface {
 	Release(ctx context.Context, l *Lease) error
 }
 
-// Grant is what a strategy learned when it acquired a lock.
-type Grant struct {
-	Key   string      // for a lease on several keys, the first (Set[0].Key)
-	Owner string      // the value that identifies this lease on the servers
-	Token fence.Token // 0 when the strategy hands out no token; Key's own
-	// Set is every key of a lease held on several keys at once, with its
-	// token, in the order they were asked for; nil for a lease on one key.
-	Set   []Held
-	TTL   time.Duration // the TTL asked for; renewal asks for it again
-	Until time.Time     // local monotonic end of validity, drift taken off
-
-	Strategy  string   // "single" or "quorum", for Observer events
-	Observer  Observer // hears renewals, loss and release; may be nil
-	AutoRenew bool     // keep the lease renewed until Release (see WithAutoRenew)
-	Metadata  string   // stored with the lock (see WithMetadata)
-	// Short says Until falls short of a TTL from now: the servers granted
-	// the lease for less, as a lock handed over to a waiter, bounded by
-	// its ticket, is. New then extends it to TTL at once, in the
-	// background, as a renewal: the lease is valid meanwhile, until Until.
-	Short bool
+func init() {
+	leasing.New = func(b any, g leasing.Grant) any { return newLease(b.(backend), g) }
 }
 
 // Held is one key of a lease and the fencing token it was granted with.
@@ -68,15 +50,15 @@ const ReleaseTimeout = 5 * time.Second
 
 // Lease is a held lock. Its methods are safe for concurrent use.
 type Lease struct {
-	b        Backend
-	g        Grant
-	extMu    sync.Mutex // serialises Backend calls
+	b        backend
+	g        leasing.Grant
+	extMu    sync.Mutex // serialises backend calls
 	released bool       // a Release returned nil; guarded by extMu
 
 	mu      sync.Mutex
 	until   time.Time
 	cause   error         // set once, when the lease ends
-	done    chan struct{} // made by New for renewal, else by the first Done
+	done    chan struct{} // made by newLease for renewal, else by the first Done
 	expiry  *time.Timer   // armed by the first watcher (see watchLocked)
 	cancels map[uint64]context.CancelCauseFunc
 	nextID  uint64
@@ -85,14 +67,15 @@ type Lease struct {
 	renewDone chan struct{} // closed by the renewal goroutine when it returns
 }
 
-// New returns the lease for g, backed by b: the one way a strategy hands a
-// Lease to its caller. With g.AutoRenew it starts the lease's renewal
-// goroutine, which ends when the lease does; with g.Short, one that extends
-// the lease once and ends (or renews on, with g.AutoRenew too). If g.Until
-// has already passed, the lease is born expired.
-func New(b Backend, g Grant) *Lease {
+// newLease returns the lease for g, backed by b: the one way a strategy
+// hands a Lease to its caller (through leasing.New). With g.AutoRenew it
+// starts the lease's renewal goroutine, which ends when the lease does;
+// with g.Short, one that extends the lease once and ends (or renews on,
+// with g.AutoRenew too). If g.Until has already passed, the lease is born
+// expired.
+func newLease(b backend, g leasing.Grant) *Lease {
 	l := &Lease{b: b, g: g, until: g.Until}
-	if g.AutoRenew || g.Observer != nil {
+	if g.AutoRenew || g.Reporter != nil {
 		l.mu.Lock()
 		l.watchLocked()
 		l.mu.Unlock()
@@ -117,7 +100,11 @@ func (l *Lease) Keys() []Held {
 	if l.g.Set == nil {
 		return []Held{{Key: l.g.Key, Token: l.g.Token}}
 	}
-	return append([]Held(nil), l.g.Set...)
+	out := make([]Held, len(l.g.Set))
+	for i, h := range l.g.Set {
+		out[i] = Held(h)
+	}
+	return out
 }
 
 // TokenOf returns the fencing token the lease holds key with, and whether
@@ -206,7 +193,7 @@ func (l *Lease) Err() error {
 }
 
 // watchLocked arms the expiry timer, so that the lease ends on time for
-// those who watch it (Done, Context, renewal, an Observer). A lease nobody
+// those who watch it (Done, Context, renewal, a Reporter). A lease nobody
 // watches needs no timer: Err and TTL read the clock.
 func (l *Lease) watchLocked() {
 	if l.expiry == nil && l.cause == nil {
@@ -310,7 +297,7 @@ func (l *Lease) Release(ctx context.Context) error {
 	l.extMu.Unlock()
 	_ = l.Err() // a lease that ran out before Release ends as expired
 	if l.end(ErrReleased) {
-		l.observe(Released, err)
+		l.report(leasing.Released, err)
 	}
 	return err
 }
@@ -349,14 +336,14 @@ func (l *Lease) end(cause error) bool {
 	}
 	l.mu.Unlock()
 	if cause != ErrReleased {
-		l.observe(Lost, cause)
+		l.report(leasing.Lost, cause)
 	}
 	return true
 }
 
-func (l *Lease) observe(kind EventKind, err error) {
-	if l.g.Observer != nil {
-		l.g.Observer.Observe(Event{Kind: kind, Strategy: l.g.Strategy, Key: l.g.Key, Err: err})
+func (l *Lease) report(e leasing.Event, err error) {
+	if l.g.Reporter != nil {
+		l.g.Reporter.Report(e, l.g.Strategy, l.g.Key, err)
 	}
 }
 
@@ -400,7 +387,7 @@ func (l *Lease) renew() {
 		ctx, cancel := context.WithTimeout(context.Background(), min(ReleaseTimeout, max(l.TTL(), time.Millisecond)))
 		err := l.Extend(ctx, l.g.TTL)
 		cancel()
-		l.observe(Renewed, err)
+		l.report(leasing.Renewed, err)
 		wait = every
 		if err == nil && !l.g.AutoRenew {
 			return

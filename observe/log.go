@@ -21,20 +21,20 @@ import (
 //   - Debug: acquire started, a vote, an acquisition that found the lock
 //     taken or whose context ended, a renewal that succeeded, a rate
 //     limit's call that was allowed or refused or whose context ended
-//     (lease.RateDecided: one per request).
+//     (RateDecided: one per request).
 //   - Info: acquired, released (only a Release that ended a live lease
 //     is reported: one of a lease already lost or expired writes nothing,
 //     its end was logged then).
 //   - Warn: a renewal that failed, a lease lost or expired, a release that
 //     failed, a change of the master followed through Sentinels
-//     (lease.MasterChanged: a failover), an operator's break
-//     (lease.ForceReleased), whether it succeeded or failed.
+//     (MasterChanged: a failover), an operator's break
+//     (ForceReleased), whether it succeeded or failed.
 //   - Error: an acquisition or a rate limit's call that failed for any
 //     other reason (servers down, no quorum, too slow, an invalid
 //     argument).
 //
-// Outcomes are those of the metrics: lease.Outcome for acquisitions, the
-// Event's Outcome for votes and rate limit calls (lease.RateOutcome), "ok"
+// Outcomes are those of the metrics: Outcome for acquisitions, the
+// Event's Outcome for votes and rate limit calls (RateOutcome), "ok"
 // or "failed" for renewals, releases and breaks, "expired" or "lost" for
 // losses.
 //
@@ -43,7 +43,7 @@ import (
 // outside the key (an owner value, a fencing token, a server clock) is cut
 // to its first 4 followed by "…", and a stale-token error keeps its
 // resource but not its tokens.
-func Log(logger *slog.Logger) lease.Observer {
+func Log(logger *slog.Logger) Observer {
 	if logger == nil {
 		logger = slog.Default()
 	}
@@ -52,7 +52,7 @@ func Log(logger *slog.Logger) lease.Observer {
 
 type logObserver struct{ l *slog.Logger }
 
-func (o logObserver) Observe(e lease.Event) {
+func (o logObserver) Observe(e Event) {
 	level, msg, outcome := describe(e)
 	ctx := context.Background()
 	if !o.l.Enabled(ctx, level) {
@@ -70,7 +70,7 @@ func (o logObserver) Observe(e lease.Event) {
 	if outcome != "" {
 		attrs = append(attrs, slog.String("outcome", outcome))
 	}
-	if e.Kind == lease.AcquireEnded || e.Kind == lease.Vote || e.Kind == lease.RateDecided {
+	if e.Kind == AcquireEnded || e.Kind == Vote || e.Kind == RateDecided {
 		attrs = append(attrs, slog.Duration("wait", e.Wait))
 	}
 	if e.Err != nil {
@@ -80,12 +80,12 @@ func (o logObserver) Observe(e lease.Event) {
 }
 
 // describe returns the level, message and outcome of e's record.
-func describe(e lease.Event) (slog.Level, string, string) {
+func describe(e Event) (slog.Level, string, string) {
 	switch e.Kind {
-	case lease.AcquireStarted:
+	case AcquireStarted:
 		return slog.LevelDebug, "dlock acquire started", ""
-	case lease.AcquireEnded:
-		switch out := lease.Outcome(e.Err); out {
+	case AcquireEnded:
+		switch out := Outcome(e.Err); out {
 		case "acquired":
 			return slog.LevelInfo, "dlock acquired", out
 		case "taken", "canceled":
@@ -94,28 +94,28 @@ func describe(e lease.Event) (slog.Level, string, string) {
 		default:
 			return slog.LevelError, "dlock acquire failed", out
 		}
-	case lease.Vote:
+	case Vote:
 		return slog.LevelDebug, "dlock vote", e.Outcome
-	case lease.Renewed:
+	case Renewed:
 		if e.Err == nil {
 			return slog.LevelDebug, "dlock renewed", "ok"
 		}
 		return slog.LevelWarn, "dlock renewal failed", "failed"
-	case lease.Lost:
+	case Lost:
 		return slog.LevelWarn, "dlock lease lost", lostCause(e.Err)
-	case lease.Released:
+	case Released:
 		if e.Err == nil {
 			return slog.LevelInfo, "dlock released", "ok"
 		}
 		return slog.LevelWarn, "dlock release failed", "failed"
-	case lease.MasterChanged:
+	case MasterChanged:
 		return slog.LevelWarn, "dlock master changed", ""
-	case lease.ForceReleased:
+	case ForceReleased:
 		if e.Err == nil {
 			return slog.LevelWarn, "dlock force released", "ok"
 		}
 		return slog.LevelWarn, "dlock force release failed", "failed"
-	case lease.RateDecided:
+	case RateDecided:
 		// A limit's everyday answers, one per request, are debug only.
 		// Constant messages: this runs before the level check.
 		switch e.Outcome {

@@ -52,7 +52,7 @@ func (lb *logBuffer) records(t *testing.T) []map[string]any {
 	return out
 }
 
-func newLog(level slog.Level) (*logBuffer, lease.Observer) {
+func newLog(level slog.Level) (*logBuffer, observe.Observer) {
 	lb := &logBuffer{}
 	return lb, observe.Log(slog.New(slog.NewJSONHandler(lb, &slog.HandlerOptions{Level: level})))
 }

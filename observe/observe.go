@@ -1,6 +1,6 @@
-// Package observe turns the lease.Observer hook into structured logs (Log)
-// and combines observers (Multi). Package observe/otelmetric turns it into
-// OpenTelemetry metrics.
+// Package observe is the hook through which dlock reports the life of
+// locks (Observer, Event), turned into structured logs (Log) and combined
+// (Multi). Package observe/otelmetric turns it into OpenTelemetry metrics.
 //
 // Wire an observer into a strategy with single.WithObserver or
 // quorum.WithObserver. Observers run synchronously on the paths they
@@ -8,13 +8,11 @@
 // I/O of their own; a slog.Handler that blocks still blocks its caller.
 package observe
 
-import "github.com/dlockgo/dlock/lease"
-
 // Multi returns an Observer that passes every Event to each of obs in
 // order. Nil observers are dropped and nested Multis flattened. It returns
 // nil when no observer is left, so that a strategy given the result skips
 // building events altogether, and the observer itself when only one is.
-func Multi(obs ...lease.Observer) lease.Observer {
+func Multi(obs ...Observer) Observer {
 	var all multi
 	for _, o := range obs {
 		switch o := o.(type) {
@@ -34,9 +32,9 @@ func Multi(obs ...lease.Observer) lease.Observer {
 	return all
 }
 
-type multi []lease.Observer
+type multi []Observer
 
-func (m multi) Observe(e lease.Event) {
+func (m multi) Observe(e Event) {
 	for _, o := range m {
 		o.Observe(e)
 	}

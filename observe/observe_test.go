@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"testing"
 
-	"github.com/dlockgo/dlock/lease"
 	"github.com/dlockgo/dlock/observe"
 )
 
@@ -14,7 +13,7 @@ type recorder struct {
 	got  *[]string
 }
 
-func (r recorder) Observe(lease.Event) { *r.got = append(*r.got, r.name) }
+func (r recorder) Observe(observe.Event) { *r.got = append(*r.got, r.name) }
 
 func TestMulti(t *testing.T) {
 	if o := observe.Multi(); o != nil {
@@ -28,7 +27,7 @@ func TestMulti(t *testing.T) {
 	if o := observe.Multi(nil, a); o != a {
 		t.Errorf("Multi(nil, a) = %v; want a itself", o)
 	}
-	observe.Multi(a, nil, observe.Multi(recorder{"b", &got}, recorder{"c", &got})).Observe(lease.Event{})
+	observe.Multi(a, nil, observe.Multi(recorder{"b", &got}, recorder{"c", &got})).Observe(observe.Event{})
 	if want := "[a b c]"; fmt.Sprint(got) != want {
 		t.Errorf("Multi(a, nil, Multi(b, c)) called %v; want %s", got, want)
 	}

@@ -11,11 +11,12 @@ import (
 	"github.com/dlockgo/dlock/fence"
 	"github.com/dlockgo/dlock/internal/acquire"
 	"github.com/dlockgo/dlock/internal/claimcore"
+	"github.com/dlockgo/dlock/internal/leasing"
 	"github.com/dlockgo/dlock/lease"
 	"github.com/dlockgo/dlock/node"
 )
 
-// claim is one acquisition: its attempts, and then the lease.Backend of
+// claim is one acquisition: its attempts, and then the backend of
 // the permit it was granted. The Lease serialises the Backend calls, and
 // no attempt runs once it exists.
 type claim struct {
@@ -153,9 +154,9 @@ func (c *claim) setHeld(token fence.Token, slot int) {
 }
 
 func (c *claim) lease(token fence.Token, until time.Time, short bool) *lease.Lease {
-	return lease.New(c, lease.Grant{
+	return acquire.NewLease(c, leasing.Grant{
 		Key: c.key, Owner: c.args[0], Token: token, TTL: c.o.TTL, Until: until,
-		Strategy: strategy, Observer: c.s.cfg.Observer, AutoRenew: c.o.AutoRenew, Metadata: c.o.Metadata, Short: short,
+		Strategy: strategy, Reporter: c.s.cfg.Reporter, AutoRenew: c.o.AutoRenew, Metadata: c.o.Metadata, Short: short,
 	})
 }
 
@@ -230,12 +231,12 @@ func (c *claim) leave(ctx context.Context) {
 	c.s.kit.Leave(ctx, c.keys[:], c.args[0], &c.queue)
 }
 
-// Extend implements lease.Backend.
+// Extend extends the lease on the server, for lease.Lease.Extend.
 func (c *claim) Extend(ctx context.Context, l *lease.Lease, ttl time.Duration) (time.Time, error) {
 	return c.s.kit.Extend(ctx, c.keys[:], c.held[:], l, ttl)
 }
 
-// Release implements lease.Backend. The server refuses a release run
+// Release, for lease.Lease.Release. The server refuses a release run
 // again after it succeeded (its reply lost, the client sent it again) as
 // it refuses one of a permit that ended and was dropped; while l is still
 // valid by the local clock, the server's permit cannot have ended, so the

@@ -59,6 +59,7 @@ import (
 	"github.com/dlockgo/dlock/internal/keyname"
 	"github.com/dlockgo/dlock/lease"
 	"github.com/dlockgo/dlock/node"
+	"github.com/dlockgo/dlock/observe"
 )
 
 // DefaultTTL is a permit's TTL when neither New nor the acquire sets one.
@@ -102,7 +103,7 @@ func WithDriftFactor(f float64) Option { return func(c *config) { c.Drift = f } 
 // (nil for none), as single.WithObserver does; the events name this
 // package as their Strategy, "permits". See package observe for a logger and
 // observe/otelmetric for metrics.
-func WithObserver(o lease.Observer) Option { return func(c *config) { c.Observer = o } }
+func WithObserver(o observe.Observer) Option { return func(c *config) { c.Observer = o } }
 
 // Semaphore grants permits of names on one server. It is safe for
 // concurrent use.

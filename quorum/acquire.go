@@ -8,6 +8,7 @@ import (
 
 	"github.com/dlockgo/dlock/internal/acquire"
 	"github.com/dlockgo/dlock/lease"
+	"github.com/dlockgo/dlock/observe"
 )
 
 // TryAcquire makes exactly one attempt at the lock on key. It returns an
@@ -150,8 +151,8 @@ func (lk *Locker) observeVote(key string, v *vote, rtt time.Duration) {
 	default:
 		outcome = "error"
 	}
-	lk.cfg.observer.Observe(lease.Event{
-		Kind: lease.Vote, Strategy: strategy, Key: key, Node: v.answer.Node,
+	lk.cfg.observer.Observe(observe.Event{
+		Kind: observe.Vote, Strategy: strategy, Key: key, Node: v.answer.Node,
 		Outcome: outcome, Wait: rtt, Err: v.answer.Err,
 	})
 }

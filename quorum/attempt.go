@@ -10,6 +10,7 @@ import (
 
 	"github.com/dlockgo/dlock/fence"
 	"github.com/dlockgo/dlock/internal/acquire"
+	"github.com/dlockgo/dlock/internal/leasing"
 	"github.com/dlockgo/dlock/lease"
 	"github.com/dlockgo/dlock/node"
 )
@@ -343,14 +344,14 @@ func (b *ballot) grant(token int64, tokenArg string, until time.Time) *lease.Lea
 	if b.w != nil {
 		be.waiter = b.w.id
 	}
-	l := lease.New(be, lease.Grant{
+	l := acquire.NewLease(be, leasing.Grant{
 		Key:       b.ks.key,
 		Owner:     b.owner,
 		Token:     fence.Token(token),
 		TTL:       b.o.TTL,
 		Until:     until,
 		Strategy:  strategy,
-		Observer:  b.lk.cfg.observer,
+		Reporter:  b.lk.cfg.reporter,
 		AutoRenew: b.o.AutoRenew,
 		Metadata:  b.o.Metadata,
 	})
@@ -365,7 +366,7 @@ func (b *ballot) grantSet(tokens []int64, until time.Time) *lease.Lease {
 	if b.w != nil {
 		be.waiter = b.w.id
 	}
-	set := make([]lease.Held, len(b.set.ks))
+	set := make([]leasing.Held, len(b.set.ks))
 	for j, ks := range b.set.ks {
 		set[j].Key = ks.key
 	}
@@ -376,7 +377,7 @@ func (b *ballot) grantSet(tokens []int64, until time.Time) *lease.Lease {
 			set[j].Token = fence.Token(t)
 		}
 	}
-	l := lease.New(be, lease.Grant{
+	l := acquire.NewLease(be, leasing.Grant{
 		Key:       set[0].Key,
 		Owner:     b.owner,
 		Token:     set[0].Token,
@@ -384,7 +385,7 @@ func (b *ballot) grantSet(tokens []int64, until time.Time) *lease.Lease {
 		TTL:       b.o.TTL,
 		Until:     until,
 		Strategy:  strategy,
-		Observer:  b.lk.cfg.observer,
+		Reporter:  b.lk.cfg.reporter,
 		AutoRenew: b.o.AutoRenew,
 		Metadata:  b.o.Metadata,
 	})

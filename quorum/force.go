@@ -11,8 +11,10 @@ import (
 
 	"github.com/dlockgo/dlock/fence"
 	"github.com/dlockgo/dlock/internal/acquire"
+	"github.com/dlockgo/dlock/internal/leasing"
 	"github.com/dlockgo/dlock/lease"
 	"github.com/dlockgo/dlock/node"
+	"github.com/dlockgo/dlock/observe"
 )
 
 // prior is what a break's phase 1 found on one node before it (see
@@ -59,7 +61,7 @@ func (b *ballot) cut(a result) (result, prior) {
 // answered (Held when there was one) and its token, the highest counter
 // among those nodes. A key nobody holds gets a token all the same. With
 // WithoutTokens there is none: Broken's tokens are 0. The Locker's Observer
-// hears a lease.ForceReleased event.
+// hears a observe.ForceReleased event.
 func (lk *Locker) ForceRelease(ctx context.Context, key string) (lease.Broken, error) {
 	if err := acquire.CheckContext(ctx); err != nil {
 		return lease.Broken{}, err
@@ -69,7 +71,7 @@ func (lk *Locker) ForceRelease(ctx context.Context, key string) (lease.Broken, e
 	}
 	br, err := lk.forceRelease(ctx, key)
 	if o := lk.cfg.observer; o != nil {
-		o.Observe(lease.Event{Kind: lease.ForceReleased, Strategy: strategy, Key: key, Err: err})
+		o.Observe(observe.Event{Kind: observe.ForceReleased, Strategy: strategy, Key: key, Err: err})
 	}
 	return br, err
 }
@@ -212,9 +214,9 @@ func (lk *Locker) Resume(ctx context.Context, h lease.Handle, opts ...lease.Opti
 	if h.Token != 0 {
 		be.token = h.Token.String()
 	}
-	return lease.New(be, lease.Grant{
+	return acquire.NewLease(be, leasing.Grant{
 		Key: h.Key, Owner: h.Owner, Token: h.Token, TTL: o.TTL, Until: until,
-		Strategy: strategy, Observer: lk.cfg.observer, AutoRenew: o.AutoRenew,
+		Strategy: strategy, Reporter: lk.cfg.reporter, AutoRenew: o.AutoRenew,
 		Metadata: acquire.Metadata(h.Owner),
 	}), nil
 }
@@ -244,7 +246,7 @@ func (lk *Locker) servers() string {
 	return strings.Join(names, ",")
 }
 
-// Handle implements lease.Handler: a lease on one key can be written out,
+// Handle writes the lease out (lease.Lease.Handle): a lease on one key can be written out,
 // one on several cannot.
 func (b *backend) Handle(l *lease.Lease) (lease.Handle, error) {
 	if b.set != nil {

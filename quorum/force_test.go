@@ -12,6 +12,7 @@ import (
 	"github.com/dlockgo/dlock/internal/testkit/events"
 	"github.com/dlockgo/dlock/internal/testkit/redistest"
 	"github.com/dlockgo/dlock/lease"
+	"github.com/dlockgo/dlock/observe"
 	"github.com/dlockgo/dlock/quorum"
 )
 
@@ -136,7 +137,7 @@ func TestForceRelease(t *testing.T) {
 		if !br.Held || br.Owner != l.Owner() || br.Metadata != "host=a" || br.Was != l.Token() || br.Token <= l.Token() {
 			t.Fatalf("Broken = %+v; want held by %s (host=a) at %v, and a token above", br, l.Owner()[:8], l.Token())
 		}
-		if ev := rec.Take(); !slices.ContainsFunc(ev, func(e lease.Event) bool { return e.Kind == lease.ForceReleased && e.Err == nil }) {
+		if ev := rec.Take(); !slices.ContainsFunc(ev, func(e observe.Event) bool { return e.Kind == observe.ForceReleased && e.Err == nil }) {
 			t.Fatalf("observer heard %v; want a ForceReleased", ev)
 		}
 

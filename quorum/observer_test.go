@@ -12,15 +12,16 @@ import (
 	"github.com/dlockgo/dlock/internal/testkit/events"
 	"github.com/dlockgo/dlock/internal/testkit/redistest"
 	"github.com/dlockgo/dlock/lease"
+	"github.com/dlockgo/dlock/observe"
 	"github.com/dlockgo/dlock/quorum"
 )
 
 // acquisition checks that ev is one acquisition of key: started, votes,
 // ended with an error matching want (nil for a grant). It returns the
 // outcome of each node's last vote, by node name.
-func acquisition(t *testing.T, ev []lease.Event, key string, want error) map[string]string {
+func acquisition(t *testing.T, ev []observe.Event, key string, want error) map[string]string {
 	t.Helper()
-	if len(ev) < 2 || ev[0].Kind != lease.AcquireStarted || ev[len(ev)-1].Kind != lease.AcquireEnded {
+	if len(ev) < 2 || ev[0].Kind != observe.AcquireStarted || ev[len(ev)-1].Kind != observe.AcquireEnded {
 		t.Fatalf("events %v; want started, votes, ended", ev)
 	}
 	votes := make(map[string]string)
@@ -29,7 +30,7 @@ func acquisition(t *testing.T, ev []lease.Event, key string, want error) map[str
 		if e.Strategy != "quorum" || e.Key != key {
 			t.Errorf("event %v: strategy %q, key %q; want quorum, %s", e.Kind, e.Strategy, e.Key, key)
 		}
-		if e.Kind != lease.Vote {
+		if e.Kind != observe.Vote {
 			continue
 		}
 		votes[e.Node] = e.Outcome
@@ -67,11 +68,11 @@ func TestObserver(t *testing.T) {
 		if ok < 3 {
 			t.Errorf("votes %v; want at least 3 ok", votes)
 		}
-		if e := rec.WaitFor(t, lease.Renewed); e.Err != nil || e.Strategy != "quorum" || e.Key != "obs" {
+		if e := rec.WaitFor(t, observe.Renewed); e.Err != nil || e.Strategy != "quorum" || e.Key != "obs" {
 			t.Errorf("renewal event %+v; want a successful quorum renewal of obs", e)
 		}
 		require.NoError(t, l.Release(ctx))
-		if e := rec.WaitFor(t, lease.Released); e.Err != nil {
+		if e := rec.WaitFor(t, observe.Released); e.Err != nil {
 			t.Errorf("release event with %v", e.Err)
 		}
 
@@ -82,7 +83,7 @@ func TestObserver(t *testing.T) {
 		for _, s := range srvs {
 			do(t, s, "DEL", "dlock:{gone}:lock")
 		}
-		if e := rec.WaitFor(t, lease.Lost); !errors.Is(e.Err, lease.ErrLost) {
+		if e := rec.WaitFor(t, observe.Lost); !errors.Is(e.Err, lease.ErrLost) {
 			t.Errorf("lost event with %v; want ErrLost", e.Err)
 		}
 		_ = l.Release(ctx)
@@ -123,7 +124,7 @@ func TestObserver(t *testing.T) {
 		}
 		ev := rec.Take()
 		acquisition(t, ev, "held", context.DeadlineExceeded)
-		if n := slices.IndexFunc(ev[1:], func(e lease.Event) bool { return e.Kind != lease.Vote }); n != len(ev)-2 {
+		if n := slices.IndexFunc(ev[1:], func(e observe.Event) bool { return e.Kind != observe.Vote }); n != len(ev)-2 {
 			t.Errorf("events %v; want one start, votes, one end", ev)
 		}
 		if e := ev[len(ev)-1]; e.Wait < 250*time.Millisecond || e.Err != err {

@@ -51,8 +51,10 @@ import (
 	"time"
 
 	"github.com/dlockgo/dlock/internal/acquire"
+	"github.com/dlockgo/dlock/internal/leasing"
 	"github.com/dlockgo/dlock/lease"
 	"github.com/dlockgo/dlock/node"
+	"github.com/dlockgo/dlock/observe"
 )
 
 // Defaults of a Locker's options.
@@ -111,7 +113,8 @@ type config struct {
 	guard          bool
 	maxTTL         time.Duration
 	idle           time.Duration // < 0: for ever
-	observer       lease.Observer
+	observer       observe.Observer
+	reporter       leasing.Reporter // of observer
 }
 
 // WithTTL sets the default TTL of a lease; lease.WithTTL overrides it per
@@ -173,7 +176,7 @@ func WithMaxTTL(d time.Duration) Option { return func(c *config) { c.maxTTL = d 
 // "quorum". o is called synchronously, from the goroutines of concurrent
 // acquisitions at once, and must not block. With a nil o (the default)
 // nothing is reported and no Event is built.
-func WithObserver(o lease.Observer) Option { return func(c *config) { c.observer = o } }
+func WithObserver(o observe.Observer) Option { return func(c *config) { c.observer = o } }
 
 // Locker grants leases on keys by majority of its nodes. Its methods are
 // safe for concurrent use.
@@ -247,6 +250,7 @@ func New(nodes []node.Node, opts ...Option) (*Locker, error) {
 	if cfg.maxTTL < 0 {
 		return nil, &lease.ArgError{Arg: "max TTL", Value: cfg.maxTTL, Rule: "must be > 0"}
 	}
+	cfg.reporter = acquire.Reporter(cfg.observer)
 	lk := &Locker{nodes: nodes, names: names, cfg: cfg}
 	// The sit-out adds the node timeout and the drift margin to the max
 	// TTL: a sum past the largest Duration turned negative, and the

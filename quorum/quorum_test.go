@@ -20,6 +20,7 @@ import (
 	"github.com/dlockgo/dlock/internal/testkit/redistest"
 	"github.com/dlockgo/dlock/lease"
 	"github.com/dlockgo/dlock/node"
+	"github.com/dlockgo/dlock/observe"
 	"github.com/dlockgo/dlock/quorum"
 )
 
@@ -1104,7 +1105,7 @@ func TestReleaseThenAcquireInOrder(t *testing.T) {
 			require.NoError(t, err, "TryAcquire")
 			require.NoError(t, l.Release(ctx), "Release")
 			for _, e := range rec.Take() {
-				if e.Kind == lease.Vote && e.Outcome == "taken" {
+				if e.Kind == observe.Vote && e.Outcome == "taken" {
 					taken++
 				}
 			}

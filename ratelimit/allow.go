@@ -14,6 +14,7 @@ import (
 	"github.com/dlockgo/dlock/internal/ctxerr"
 	"github.com/dlockgo/dlock/lease"
 	"github.com/dlockgo/dlock/node"
+	"github.com/dlockgo/dlock/observe"
 )
 
 // Result is a limit's answer to one call.
@@ -65,8 +66,8 @@ func (l *Limiter) AllowN(ctx context.Context, key string, n int) (Result, error)
 
 // report tells the Observer how a call that began at start ended.
 func (l *Limiter) report(key string, start time.Time, r Result, err error) {
-	l.observer.Observe(lease.Event{Kind: lease.RateDecided, Strategy: "ratelimit", Key: key,
-		Outcome: lease.RateOutcome(r.Allowed, err), Wait: time.Since(start), Err: err})
+	l.observer.Observe(observe.Event{Kind: observe.RateDecided, Strategy: "ratelimit", Key: key,
+		Outcome: observe.RateOutcome(r.Allowed, err), Wait: time.Since(start), Err: err})
 }
 
 // allowN is AllowN, unreported.

@@ -12,6 +12,7 @@ import (
 	"github.com/dlockgo/dlock/internal/testkit/redistest"
 	"github.com/dlockgo/dlock/lease"
 	"github.com/dlockgo/dlock/node"
+	"github.com/dlockgo/dlock/observe"
 	"github.com/dlockgo/dlock/ratelimit"
 )
 
@@ -50,7 +51,7 @@ func TestObserver(t *testing.T) {
 				got := make([]string, len(ev))
 				for i, e := range ev {
 					got[i] = e.Outcome
-					if e.Kind != lease.RateDecided || e.Strategy != "ratelimit" || e.Key != "obs" {
+					if e.Kind != observe.RateDecided || e.Strategy != "ratelimit" || e.Key != "obs" {
 						t.Errorf("event %d: kind %v, strategy %q, key %q; want rate_decided, ratelimit, obs", i, e.Kind, e.Strategy, e.Key)
 					}
 				}

@@ -119,6 +119,7 @@ import (
 	"github.com/dlockgo/dlock/internal/keyname"
 	"github.com/dlockgo/dlock/lease"
 	"github.com/dlockgo/dlock/node"
+	"github.com/dlockgo/dlock/observe"
 )
 
 // The scripts, in lua/ with their keys, arguments and replies; each
@@ -250,7 +251,7 @@ type Option func(*config)
 
 type config struct {
 	nodeTimeout time.Duration
-	observer    lease.Observer
+	observer    observe.Observer
 }
 
 // WithNodeTimeout bounds each call to one node. The default is
@@ -259,11 +260,11 @@ type config struct {
 func WithNodeTimeout(d time.Duration) Option { return func(c *config) { c.nodeTimeout = d } }
 
 // WithObserver reports each call (Allow, AllowN, Wait, WaitN) to o as one
-// lease.RateDecided event when it ends: its key, its outcome
-// (lease.RateOutcome), its time and its error. o is called on the
-// caller's goroutine, as the Lockers call theirs (see lease.Observer); a
+// observe.RateDecided event when it ends: its key, its outcome
+// (observe.RateOutcome), its time and its error. o is called on the
+// caller's goroutine, as the Lockers call theirs (see observe.Observer); a
 // nil o, the default, reports nothing and costs nothing.
-func WithObserver(o lease.Observer) Option { return func(c *config) { c.observer = o } }
+func WithObserver(o observe.Observer) Option { return func(c *config) { c.observer = o } }
 
 // Limiter applies one Limit to any number of keys. It is safe for
 // concurrent use.
@@ -272,7 +273,7 @@ type Limiter struct {
 	limit    Limit
 	majority int
 	timeout  time.Duration
-	observer lease.Observer
+	observer observe.Observer
 	args     [3]string // the interval, the tolerance and the keep, µs
 	interval int64     // µs
 

@@ -9,6 +9,7 @@ import (
 	"github.com/dlockgo/dlock/fence"
 	"github.com/dlockgo/dlock/internal/acquire"
 	"github.com/dlockgo/dlock/internal/claimcore"
+	"github.com/dlockgo/dlock/internal/leasing"
 	"github.com/dlockgo/dlock/lease"
 	"github.com/dlockgo/dlock/node"
 )
@@ -24,7 +25,7 @@ const (
 // strategy names this package in the leases it grants.
 const strategy = "rwlock"
 
-// claim is one acquisition: its attempts, and then the lease.Backend of
+// claim is one acquisition: its attempts, and then the backend of
 // the lease it was granted. The Lease serialises the Backend calls, and
 // no attempt runs once it exists.
 type claim struct {
@@ -145,9 +146,9 @@ func (c *claim) try(ctx context.Context) (*lease.Lease, time.Duration, error) {
 		c.drawOwner()
 		return nil, 0, err
 	}
-	return lease.New(c, lease.Grant{
+	return acquire.NewLease(c, leasing.Grant{
 		Key: c.key, Owner: c.args[0], Token: token, TTL: c.o.TTL, Until: until,
-		Strategy: strategy, Observer: lk.cfg.Observer, AutoRenew: c.o.AutoRenew, Metadata: c.o.Metadata,
+		Strategy: strategy, Reporter: lk.cfg.Reporter, AutoRenew: c.o.AutoRenew, Metadata: c.o.Metadata,
 	}), 0, nil
 }
 
@@ -165,12 +166,12 @@ func (c *claim) leave(ctx context.Context) {
 	c.lk.kit.Leave(ctx, c.keys[:], c.args[0], &c.queue)
 }
 
-// Extend implements lease.Backend.
+// Extend extends the lease on the server, for lease.Lease.Extend.
 func (c *claim) Extend(ctx context.Context, l *lease.Lease, ttl time.Duration) (time.Time, error) {
 	return c.lk.kit.Extend(ctx, c.keys[:], c.held[:], l, ttl)
 }
 
-// Release implements lease.Backend. The server refuses a reader's release
+// Release, for lease.Lease.Release. The server refuses a reader's release
 // run again after it succeeded (its reply lost, the client sent it again)
 // as it refuses one of a reader whose lease ended and was dropped; while
 // l is still valid by the local clock, the server's lease cannot have

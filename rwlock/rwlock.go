@@ -65,6 +65,7 @@ import (
 	"github.com/dlockgo/dlock/internal/keyname"
 	"github.com/dlockgo/dlock/lease"
 	"github.com/dlockgo/dlock/node"
+	"github.com/dlockgo/dlock/observe"
 )
 
 // DefaultTTL is a lease's TTL when neither New nor the acquire sets one.
@@ -107,7 +108,7 @@ func WithDriftFactor(f float64) Option { return func(c *config) { c.Drift = f } 
 // (nil for none), as single.WithObserver does; the events name this
 // package as their Strategy, "rwlock". See package observe for a logger and
 // observe/otelmetric for metrics.
-func WithObserver(o lease.Observer) Option { return func(c *config) { c.Observer = o } }
+func WithObserver(o observe.Observer) Option { return func(c *config) { c.Observer = o } }
 
 // Locker grants read and write leases on keys of one server. Its
 // Acquire, TryAcquire, Inspect and Close make it a dlock.Locker whose

@@ -14,11 +14,12 @@ import (
 	"github.com/dlockgo/dlock/fence"
 	"github.com/dlockgo/dlock/internal/acquire"
 	"github.com/dlockgo/dlock/internal/claimcore"
+	"github.com/dlockgo/dlock/internal/leasing"
 	"github.com/dlockgo/dlock/lease"
 	"github.com/dlockgo/dlock/node"
 )
 
-// claim is one acquisition: its attempts, and then the lease.Backend of
+// claim is one acquisition: its attempts, and then the backend of
 // the lease it was granted. Its key and argument slices are built once for
 // all the server calls of the acquisition and the lease; the Lease
 // serialises the Backend calls, and no attempt runs once it exists.
@@ -239,13 +240,13 @@ func readClaim(r node.Reply) (claimReply, error) {
 }
 
 func (c *claim) lease(token fence.Token, until time.Time, short bool) *lease.Lease {
-	ob := c.lk.cfg.Observer
+	rep := c.lk.cfg.Reporter
 	if c.part {
-		ob = nil
+		rep = nil
 	}
-	return lease.New(c, lease.Grant{
+	return acquire.NewLease(c, leasing.Grant{
 		Key: c.key, Owner: c.args[0], Token: token, TTL: c.o.TTL, Until: until,
-		Strategy: strategy, Observer: ob, AutoRenew: c.o.AutoRenew,
+		Strategy: strategy, Reporter: rep, AutoRenew: c.o.AutoRenew,
 		Metadata: c.o.Metadata, Short: short,
 	})
 }
@@ -323,12 +324,12 @@ func (c *claim) leave(ctx context.Context) {
 	c.lk.kit.Leave(ctx, c.keys[:], c.args[0], &c.queue)
 }
 
-// Extend implements lease.Backend.
+// Extend extends the lease on the server, for lease.Lease.Extend.
 func (c *claim) Extend(ctx context.Context, l *lease.Lease, ttl time.Duration) (time.Time, error) {
 	return c.lk.kit.Extend(ctx, c.keys[:], c.held[:], l, ttl)
 }
 
-// Release implements lease.Backend.
+// Release releases the lease on the server, for lease.Lease.Release.
 func (c *claim) Release(ctx context.Context, l *lease.Lease) error {
 	return c.lk.kit.Release(ctx, c.keys[:], c.held[:], l, nil)
 }

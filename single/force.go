@@ -9,6 +9,7 @@ import (
 	"github.com/dlockgo/dlock/fence"
 	"github.com/dlockgo/dlock/internal/acquire"
 	"github.com/dlockgo/dlock/lease"
+	"github.com/dlockgo/dlock/observe"
 )
 
 // ForceRelease is an operator's break: it ends whatever lease holds the
@@ -20,7 +21,7 @@ import (
 // fails with an error matching lease.ErrNotHeld and fence.ErrStale, and
 // its auto-renewal ends the lease with lease.ErrLost. A key nobody holds
 // gets a new token all the same (Broken.Held is false). The Locker's
-// Observer hears a lease.ForceReleased event.
+// Observer hears a observe.ForceReleased event.
 func (lk *Locker) ForceRelease(ctx context.Context, key string) (lease.Broken, error) {
 	if err := acquire.CheckContext(ctx); err != nil {
 		return lease.Broken{}, err
@@ -30,7 +31,7 @@ func (lk *Locker) ForceRelease(ctx context.Context, key string) (lease.Broken, e
 	}
 	b, err := lk.forceRelease(ctx, key)
 	if o := lk.cfg.Observer; o != nil {
-		o.Observe(lease.Event{Kind: lease.ForceReleased, Strategy: strategy, Key: key, Err: err})
+		o.Observe(observe.Event{Kind: observe.ForceReleased, Strategy: strategy, Key: key, Err: err})
 	}
 	return b, err
 }
@@ -90,7 +91,7 @@ func (lk *Locker) Resume(ctx context.Context, h lease.Handle, opts ...lease.Opti
 	return c.lease(h.Token, until, false), nil
 }
 
-// Handle implements lease.Handler.
+// Handle writes the lease out (lease.Lease.Handle).
 func (c *claim) Handle(l *lease.Lease) (lease.Handle, error) {
 	return lease.Handle{Strategy: strategy, Servers: c.lk.n.String(), Key: c.key,
 		Owner: c.args[0], Token: l.Token(), TTL: c.o.TTL}, nil

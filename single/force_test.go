@@ -17,6 +17,7 @@ import (
 	"github.com/dlockgo/dlock/lease"
 	"github.com/dlockgo/dlock/node"
 	"github.com/dlockgo/dlock/node/goredis"
+	"github.com/dlockgo/dlock/observe"
 	"github.com/dlockgo/dlock/single"
 )
 
@@ -200,7 +201,7 @@ func TestForceRelease(t *testing.T) {
 				if !br.Held || br.Owner != l.Owner() || br.Metadata != "host=a" || br.Was != l.Token() || br.Token <= l.Token() {
 					t.Fatalf("Broken = %+v; want held by %q (host=a) at %v, and a token above", br, l.Owner()[:8], l.Token())
 				}
-				if !rec.Has(lease.ForceReleased, nil) {
+				if !rec.Has(observe.ForceReleased, nil) {
 					t.Fatalf("observer heard %v; want a ForceReleased", events.Kinds(rec.Take()))
 				}
 

@@ -13,6 +13,7 @@ import (
 	"github.com/dlockgo/dlock/fence"
 	"github.com/dlockgo/dlock/internal/acquire"
 	"github.com/dlockgo/dlock/internal/claimcore"
+	"github.com/dlockgo/dlock/internal/leasing"
 	"github.com/dlockgo/dlock/lease"
 	"github.com/dlockgo/dlock/node"
 )
@@ -107,7 +108,7 @@ func firstKey(keys []string) string {
 	return keys[0]
 }
 
-// setClaim is one acquisition of a set, and then the lease.Backend of the
+// setClaim is one acquisition of a set, and then the backend of the
 // lease it was granted.
 type setClaim struct {
 	lk     *Locker
@@ -210,9 +211,9 @@ func (c *setClaim) try(ctx context.Context) (*lease.Lease, time.Duration, error)
 	c.queued = false
 	c.owner = c.args[0]
 	c.tokens = make([]string, len(sr.tokens))
-	set := make([]lease.Held, len(sr.tokens))
+	set := make([]leasing.Held, len(sr.tokens))
 	for i, t := range sr.tokens {
-		set[i] = lease.Held{Key: c.keys[i], Token: t}
+		set[i] = leasing.Held{Key: c.keys[i], Token: t}
 		c.tokens[i] = strconv.FormatInt(int64(t), 10)
 	}
 	until, err := lk.granted(ctx, t1, c.ttl, fmt.Sprintf("claim of %q", c.keys), "", c.keys[0], acked)
@@ -223,9 +224,9 @@ func (c *setClaim) try(ctx context.Context) (*lease.Lease, time.Duration, error)
 		c.args[0] = acquire.OwnerValue(acquire.NewOwner(), c.o.Metadata)
 		return nil, 0, err
 	}
-	return lease.New(c, lease.Grant{
+	return acquire.NewLease(c, leasing.Grant{
 		Key: c.keys[0], Owner: c.owner, Token: set[0].Token, Set: set, TTL: c.o.TTL, Until: until,
-		Strategy: strategy, Observer: lk.cfg.Observer, AutoRenew: c.o.AutoRenew, Metadata: c.o.Metadata,
+		Strategy: strategy, Reporter: lk.cfg.Reporter, AutoRenew: c.o.AutoRenew, Metadata: c.o.Metadata,
 	}), 0, nil
 }
 
@@ -304,28 +305,28 @@ func (c *setClaim) tryOrdered(ctx context.Context) (*lease.Lease, time.Duration,
 		}
 		parts[i] = l
 	}
-	set := make([]lease.Held, len(parts))
+	set := make([]leasing.Held, len(parts))
 	until := time.Time{}
 	for i, p := range parts {
-		set[i] = lease.Held{Key: c.keys[i], Token: p.Token()}
+		set[i] = leasing.Held{Key: c.keys[i], Token: p.Token()}
 		if u := time.Now().Add(p.TTL()); until.IsZero() || u.Before(until) {
 			until = u
 		}
 	}
-	return lease.New(&orderedSet{keys: c.keys, parts: parts}, lease.Grant{
+	return acquire.NewLease(&orderedSet{keys: c.keys, parts: parts}, leasing.Grant{
 		Key: c.keys[0], Owner: c.args[0], Token: set[0].Token, Set: set, TTL: c.o.TTL, Until: until,
-		Strategy: strategy, Observer: c.lk.cfg.Observer, AutoRenew: c.o.AutoRenew, Metadata: c.o.Metadata,
+		Strategy: strategy, Reporter: c.lk.cfg.Reporter, AutoRenew: c.o.AutoRenew, Metadata: c.o.Metadata,
 	}), 0, nil
 }
 
-// orderedSet is the lease.Backend of a set taken key by key: each key's
+// orderedSet is the backend of a set taken key by key: each key's
 // own lease, extended and released one after the other.
 type orderedSet struct {
 	keys  []string
 	parts []*lease.Lease
 }
 
-// Extend implements lease.Backend: every key's lease, in turn. A key that
+// Extend, for lease.Lease.Extend: every key's lease, in turn. A key that
 // refuses loses the set; the keys extended before it stay so until their
 // release or expiry.
 func (s *orderedSet) Extend(ctx context.Context, _ *lease.Lease, ttl time.Duration) (time.Time, error) {
@@ -341,7 +342,7 @@ func (s *orderedSet) Extend(ctx context.Context, _ *lease.Lease, ttl time.Durati
 	return until, nil
 }
 
-// Release implements lease.Backend: every key's lease, whatever the
+// Release, for lease.Lease.Release: every key's lease, whatever the
 // others' outcome; the first error is returned.
 func (s *orderedSet) Release(ctx context.Context, _ *lease.Lease) error {
 	var first error
@@ -360,7 +361,7 @@ func (c *setClaim) abandon(ctx context.Context) {
 	c.args[0] = acquire.OwnerValue(acquire.NewOwner(), c.o.Metadata)
 }
 
-// Extend implements lease.Backend: the whole set, or none of it.
+// Extend, for lease.Lease.Extend: the whole set, or none of it.
 func (c *setClaim) Extend(ctx context.Context, l *lease.Lease, ttl time.Duration) (time.Time, error) {
 	ms := ttl.Milliseconds()
 	if ms <= 0 {
@@ -375,7 +376,7 @@ func (c *setClaim) Extend(ctx context.Context, l *lease.Lease, ttl time.Duration
 	return c.lk.cfg.Until(t1, ttl), nil
 }
 
-// Release implements lease.Backend: every key of the set.
+// Release, for lease.Lease.Release: every key of the set.
 func (c *setClaim) Release(ctx context.Context, l *lease.Lease) error {
 	r, err := c.lk.n.Eval(ctx, releaseAllScript, c.hashes, append([]string{c.owner}, c.tokens...)...)
 	if err != nil {

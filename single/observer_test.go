@@ -11,10 +11,11 @@ import (
 	"github.com/dlockgo/dlock/internal/testkit/redistest"
 	"github.com/dlockgo/dlock/lease"
 	"github.com/dlockgo/dlock/node"
+	"github.com/dlockgo/dlock/observe"
 	"github.com/dlockgo/dlock/single"
 )
 
-func sameKinds(got []lease.Event, want ...lease.EventKind) bool {
+func sameKinds(got []observe.Event, want ...observe.EventKind) bool {
 	k := events.Kinds(got)
 	if len(k) != len(want) {
 		return false
@@ -41,7 +42,7 @@ func TestObserver(t *testing.T) {
 			t.Fatalf("second TryAcquire: %v; want ErrTaken", errTaken)
 		}
 		ev := rec.Take()
-		if !sameKinds(ev, lease.AcquireStarted, lease.AcquireEnded, lease.AcquireStarted, lease.AcquireEnded) {
+		if !sameKinds(ev, observe.AcquireStarted, observe.AcquireEnded, observe.AcquireStarted, observe.AcquireEnded) {
 			t.Fatalf("events %v; want started, ended, started, ended", events.Kinds(ev))
 		}
 		for _, e := range ev {
@@ -49,10 +50,10 @@ func TestObserver(t *testing.T) {
 				t.Errorf("event %v: strategy %q, key %q; want single, obs", e.Kind, e.Strategy, e.Key)
 			}
 		}
-		if ev[1].Err != nil || lease.Outcome(ev[1].Err) != "acquired" || ev[1].Wait <= 0 {
+		if ev[1].Err != nil || observe.Outcome(ev[1].Err) != "acquired" || ev[1].Wait <= 0 {
 			t.Errorf("first AcquireEnded: err %v, wait %v; want acquired in > 0", ev[1].Err, ev[1].Wait)
 		}
-		if ev[3].Err != errTaken || lease.Outcome(ev[3].Err) != "taken" {
+		if ev[3].Err != errTaken || observe.Outcome(ev[3].Err) != "taken" {
 			t.Errorf("second AcquireEnded: err %v; want the returned %v", ev[3].Err, errTaken)
 		}
 
@@ -70,13 +71,13 @@ func TestObserver(t *testing.T) {
 		// The new lease renews every 100 ms from its grant, which on a
 		// loaded machine may come before its AcquireEnded is reported or
 		// this take runs: renewals are checked below, not here.
-		ev = events.Without(rec.Take(), lease.Renewed)
+		ev = events.Without(rec.Take(), observe.Renewed)
 		// The holder reports its release after the server took it, so the
 		// waiter's end may be reported first.
-		if len(ev) == 3 && ev[1].Kind == lease.AcquireEnded {
+		if len(ev) == 3 && ev[1].Kind == observe.AcquireEnded {
 			ev[1], ev[2] = ev[2], ev[1]
 		}
-		if !sameKinds(ev, lease.AcquireStarted, lease.Released, lease.AcquireEnded) {
+		if !sameKinds(ev, observe.AcquireStarted, observe.Released, observe.AcquireEnded) {
 			t.Fatalf("events %v; want started, then released (the holder's) and ended", events.Kinds(ev))
 		}
 		if ev[1].Err != nil {
@@ -87,7 +88,7 @@ func TestObserver(t *testing.T) {
 		}
 
 		// Renewals, then the loss when another owner takes over.
-		for deadline := time.Now().Add(2 * time.Second); !rec.Has(lease.Renewed, nil); {
+		for deadline := time.Now().Add(2 * time.Second); !rec.Has(observe.Renewed, nil); {
 			if time.Now().After(deadline) {
 				t.Fatal("no successful renewal reported")
 			}
@@ -109,15 +110,15 @@ func TestObserver(t *testing.T) {
 		var renewed, refused, lost int
 		for _, e := range ev {
 			switch e.Kind {
-			case lease.Renewed:
+			case observe.Renewed:
 				if e.Err == nil {
 					renewed++
 				} else if errors.Is(e.Err, lease.ErrNotHeld) {
 					refused++
 				}
-			case lease.Released:
+			case observe.Released:
 				t.Errorf("Released reported for a lease lost before its Release")
-			case lease.Lost:
+			case observe.Lost:
 				lost++
 				if !errors.Is(e.Err, lease.ErrLost) {
 					t.Errorf("Lost: err %v; want ErrLost", e.Err)
@@ -136,7 +137,7 @@ func TestObserver(t *testing.T) {
 			t.Fatalf("TryAcquire(\"\"): %v; want ErrInvalid", err)
 		}
 		ev = rec.Take()
-		if !sameKinds(ev, lease.AcquireStarted, lease.AcquireEnded) || lease.Outcome(ev[1].Err) != "invalid" {
+		if !sameKinds(ev, observe.AcquireStarted, observe.AcquireEnded) || observe.Outcome(ev[1].Err) != "invalid" {
 			t.Errorf("events %v; want started, ended with outcome invalid", events.Kinds(ev))
 		}
 	})

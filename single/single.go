@@ -43,6 +43,7 @@ import (
 	"github.com/dlockgo/dlock/internal/keyname"
 	"github.com/dlockgo/dlock/lease"
 	"github.com/dlockgo/dlock/node"
+	"github.com/dlockgo/dlock/observe"
 )
 
 // DefaultTTL is the lease TTL when neither New nor the acquire sets one.
@@ -130,7 +131,7 @@ func WithReplicas(n int, timeout time.Duration) Option {
 // loss and its release. Events carry Strategy "single". o is called
 // synchronously and must not block. With a nil o (the default) nothing is
 // reported and no Event is built.
-func WithObserver(o lease.Observer) Option { return func(c *config) { c.Observer = o } }
+func WithObserver(o observe.Observer) Option { return func(c *config) { c.Observer = o } }
 
 // Locker grants leases on keys of one server. It implements dlock.Locker and
 // is safe for concurrent use.

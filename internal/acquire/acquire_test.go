@@ -11,12 +11,13 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/dlockgo/dlock/internal/acquire"
+	"github.com/dlockgo/dlock/internal/leasing"
 	"github.com/dlockgo/dlock/lease"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
-// nopBackend is a lease.Backend that keeps every lease it is asked to.
+// nopBackend is a backend of a lease that keeps every lease it is asked to.
 type nopBackend struct{}
 
 func (nopBackend) Extend(_ context.Context, _ *lease.Lease, ttl time.Duration) (time.Time, error) {
@@ -90,7 +91,7 @@ func TestWait(t *testing.T) {
 	// A wake signal and a hint both cut the delay short.
 	wake := make(chan string, 1)
 	var calls atomic.Int32
-	want := lease.New(nopBackend{}, lease.Grant{Key: "k", Owner: acquire.NewOwner(), Token: 7, TTL: time.Minute, Until: time.Now().Add(time.Minute)})
+	want := acquire.NewLease(nopBackend{}, leasing.Grant{Key: "k", Owner: acquire.NewOwner(), Token: 7, TTL: time.Minute, Until: time.Now().Add(time.Minute)})
 	defer want.Release(t.Context())
 	got, err := acquire.Wait(t.Context(), slow, func(context.Context) (*lease.Lease, acquire.Turn, error) {
 		switch calls.Add(1) {
@@ -162,7 +163,7 @@ func TestWaitLetsSignalsPass(t *testing.T) {
 		wake <- ""
 	}
 	slow := lease.Retry{Min: time.Minute, Max: time.Minute}
-	want := lease.New(nopBackend{}, lease.Grant{Key: "k", Owner: acquire.NewOwner(), Token: 7, TTL: time.Minute, Until: time.Now().Add(time.Minute)})
+	want := acquire.NewLease(nopBackend{}, leasing.Grant{Key: "k", Owner: acquire.NewOwner(), Token: 7, TTL: time.Minute, Until: time.Now().Add(time.Minute)})
 	defer want.Release(t.Context())
 	var calls atomic.Int32
 	got, err := acquire.Wait(t.Context(), slow, func(context.Context) (*lease.Lease, acquire.Turn, error) {

@@ -3,7 +3,9 @@ package acquire
 import (
 	"time"
 
+	"github.com/dlockgo/dlock/internal/leasing"
 	"github.com/dlockgo/dlock/lease"
+	"github.com/dlockgo/dlock/observe"
 )
 
 // Observation is one acquisition as an Observer hears it: AcquireStarted
@@ -11,19 +13,19 @@ import (
 // when it ends (End). With a nil Observer it reports nothing and builds no
 // Event.
 type Observation struct {
-	o        lease.Observer
+	o        observe.Observer
 	strategy string
 	key      string
 	start    time.Time
 }
 
 // Start reports to o that an acquisition of key by strategy began.
-func Start(o lease.Observer, strategy, key string) Observation {
+func Start(o observe.Observer, strategy, key string) Observation {
 	if o == nil {
 		return Observation{}
 	}
 	ob := Observation{o: o, strategy: strategy, key: key, start: time.Now()}
-	o.Observe(lease.Event{Kind: lease.AcquireStarted, Strategy: strategy, Key: key})
+	o.Observe(observe.Event{Kind: observe.AcquireStarted, Strategy: strategy, Key: key})
 	return ob
 }
 
@@ -36,7 +38,30 @@ func (ob Observation) End(l *lease.Lease, err error) (*lease.Lease, error) {
 		if l != nil {
 			key = l.Key()
 		}
-		ob.o.Observe(lease.Event{Kind: lease.AcquireEnded, Strategy: ob.strategy, Key: key, Wait: time.Since(ob.start), Err: err})
+		ob.o.Observe(observe.Event{Kind: observe.AcquireEnded, Strategy: ob.strategy, Key: key, Wait: time.Since(ob.start), Err: err})
 	}
 	return l, err
+}
+
+// NewLease hands out the lease for g, backed by b, which implements the
+// Extend and Release methods package lease calls on a strategy's side of
+// a lease (and Handle, to be written out).
+func NewLease(b any, g leasing.Grant) *lease.Lease { return leasing.New(b, g).(*lease.Lease) }
+
+// Reporter returns the Reporter that tells o of its leases' renewals, loss
+// and release, as Events; nil when o is nil, so that a lease with no
+// observer builds no event.
+func Reporter(o observe.Observer) leasing.Reporter {
+	if o == nil {
+		return nil
+	}
+	return reporter{o}
+}
+
+type reporter struct{ o observe.Observer }
+
+var leaseEvents = [...]observe.EventKind{leasing.Renewed: observe.Renewed, leasing.Lost: observe.Lost, leasing.Released: observe.Released}
+
+func (r reporter) Report(e leasing.Event, strategy, key string, err error) {
+	r.o.Observe(observe.Event{Kind: leaseEvents[e], Strategy: strategy, Key: key, Err: err})
 }

@@ -28,8 +28,10 @@ import (
 	"time"
 
 	"github.com/dlockgo/dlock/internal/acquire"
+	"github.com/dlockgo/dlock/internal/leasing"
 	"github.com/dlockgo/dlock/lease"
 	"github.com/dlockgo/dlock/node"
+	"github.com/dlockgo/dlock/observe"
 )
 
 // Lua is the prelude of every script of the single-server primitives; see
@@ -72,7 +74,10 @@ type Base struct {
 	Idle     time.Duration
 	Retry    lease.Retry
 	Drift    float64
-	Observer lease.Observer
+	Observer observe.Observer
+	// Reporter tells Observer of the leases' renewals, loss and release;
+	// Check sets it.
+	Reporter leasing.Reporter
 }
 
 // NewBase returns the defaults with ttl as the TTL: the default idle life,
@@ -88,6 +93,7 @@ func (b *Base) Check() error {
 	if b.Idle == 0 {
 		b.Idle = DefaultIdleTTL
 	}
+	b.Reporter = acquire.Reporter(b.Observer)
 	return acquire.CheckLease(b.TTL, b.Drift, b.Retry)
 }
 

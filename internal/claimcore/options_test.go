@@ -9,6 +9,7 @@ import (
 	"github.com/dlockgo/dlock/internal/testkit/redistest"
 	"github.com/dlockgo/dlock/lease"
 	"github.com/dlockgo/dlock/node"
+	"github.com/dlockgo/dlock/observe"
 	"github.com/dlockgo/dlock/permits"
 	"github.com/dlockgo/dlock/rwlock"
 	"github.com/dlockgo/dlock/single"
@@ -19,26 +20,26 @@ import (
 // through the package's own With… option.
 type primitive struct {
 	name string
-	new  func(n node.Node, ttl, idle time.Duration, r lease.Retry, drift float64, o lease.Observer) error
+	new  func(n node.Node, ttl, idle time.Duration, r lease.Retry, drift float64, o observe.Observer) error
 }
 
 var primitives = []primitive{
-	{"single", func(n node.Node, ttl, idle time.Duration, r lease.Retry, drift float64, o lease.Observer) error {
+	{"single", func(n node.Node, ttl, idle time.Duration, r lease.Retry, drift float64, o observe.Observer) error {
 		_, err := single.New(n, single.WithTTL(ttl), single.WithIdleTTL(idle), single.WithRetry(r),
 			single.WithDriftFactor(drift), single.WithObserver(o))
 		return err
 	}},
-	{"permits", func(n node.Node, ttl, idle time.Duration, r lease.Retry, drift float64, o lease.Observer) error {
+	{"permits", func(n node.Node, ttl, idle time.Duration, r lease.Retry, drift float64, o observe.Observer) error {
 		_, err := permits.New(n, permits.WithTTL(ttl), permits.WithIdleTTL(idle), permits.WithRetry(r),
 			permits.WithDriftFactor(drift), permits.WithObserver(o))
 		return err
 	}},
-	{"rwlock", func(n node.Node, ttl, idle time.Duration, r lease.Retry, drift float64, o lease.Observer) error {
+	{"rwlock", func(n node.Node, ttl, idle time.Duration, r lease.Retry, drift float64, o observe.Observer) error {
 		_, err := rwlock.New(n, rwlock.WithTTL(ttl), rwlock.WithIdleTTL(idle), rwlock.WithRetry(r),
 			rwlock.WithDriftFactor(drift), rwlock.WithObserver(o))
 		return err
 	}},
-	{"claims", func(n node.Node, ttl, idle time.Duration, r lease.Retry, drift float64, o lease.Observer) error {
+	{"claims", func(n node.Node, ttl, idle time.Duration, r lease.Retry, drift float64, o observe.Observer) error {
 		_, err := claims.New(n, "q", claims.WithTTL(ttl), claims.WithIdleTTL(idle), claims.WithRetry(r),
 			claims.WithDriftFactor(drift), claims.WithObserver(o))
 		return err

@@ -8,6 +8,7 @@ import (
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 
 	"github.com/dlockgo/dlock/lease"
+	"github.com/dlockgo/dlock/observe"
 	"github.com/dlockgo/dlock/observe/otelmetric"
 )
 
@@ -18,15 +19,15 @@ func TestObserveAllocs(t *testing.T) {
 	defer mp.Shutdown(t.Context())
 	obs, err := otelmetric.New(mp)
 	require.NoError(t, err)
-	events := []lease.Event{
-		{Kind: lease.AcquireStarted, Strategy: "quorum", Key: "k"},
-		{Kind: lease.Vote, Strategy: "quorum", Key: "k", Node: "127.0.0.1:6379", Outcome: "ok", Wait: time.Millisecond},
-		{Kind: lease.AcquireEnded, Strategy: "quorum", Key: "k", Wait: time.Millisecond},
-		{Kind: lease.Renewed, Strategy: "quorum", Key: "k"},
-		{Kind: lease.Released, Strategy: "quorum", Key: "k"},
-		{Kind: lease.ForceReleased, Strategy: "quorum", Key: "k"},
-		{Kind: lease.RateDecided, Strategy: "ratelimit", Key: "k", Outcome: "refused", Wait: time.Millisecond},
-		{Kind: lease.AcquireEnded, Strategy: "quorum", Key: "k", Err: lease.ErrTaken},
+	events := []observe.Event{
+		{Kind: observe.AcquireStarted, Strategy: "quorum", Key: "k"},
+		{Kind: observe.Vote, Strategy: "quorum", Key: "k", Node: "127.0.0.1:6379", Outcome: "ok", Wait: time.Millisecond},
+		{Kind: observe.AcquireEnded, Strategy: "quorum", Key: "k", Wait: time.Millisecond},
+		{Kind: observe.Renewed, Strategy: "quorum", Key: "k"},
+		{Kind: observe.Released, Strategy: "quorum", Key: "k"},
+		{Kind: observe.ForceReleased, Strategy: "quorum", Key: "k"},
+		{Kind: observe.RateDecided, Strategy: "ratelimit", Key: "k", Outcome: "refused", Wait: time.Millisecond},
+		{Kind: observe.AcquireEnded, Strategy: "quorum", Key: "k", Err: lease.ErrTaken},
 	}
 	for _, e := range events { // the first vote builds its attribute set
 		obs.Observe(e)

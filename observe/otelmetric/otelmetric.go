@@ -1,5 +1,5 @@
 // Package otelmetric records lease events as OpenTelemetry metrics. New
-// returns a lease.Observer to hand to single.WithObserver or
+// returns a observe.Observer to hand to single.WithObserver or
 // quorum.WithObserver (combine it with others through observe.Multi).
 //
 // Instruments, under the meter named by ScopeName:
@@ -11,14 +11,14 @@
 //	dlock.leases.lost       counter         leases ended before Release; dlock.strategy, dlock.cause
 //	dlock.releases          counter         Releases that ended a lease; dlock.strategy, dlock.result
 //	dlock.leases.held       up/down counter leases held now; dlock.strategy
-//	dlock.master.changes    counter         failovers a Sentinel Locker followed (lease.MasterChanged); dlock.node, the new master
-//	dlock.breaks            counter         operators' breaks (lease.ForceReleased, dlock.ForceRelease); dlock.strategy, dlock.result
-//	dlock.rate.decisions    counter         rate limit calls (lease.RateDecided, package ratelimit); dlock.strategy, dlock.outcome
+//	dlock.master.changes    counter         failovers a Sentinel Locker followed (observe.MasterChanged); dlock.node, the new master
+//	dlock.breaks            counter         operators' breaks (observe.ForceReleased, dlock.ForceRelease); dlock.strategy, dlock.result
+//	dlock.rate.decisions    counter         rate limit calls (observe.RateDecided, package ratelimit); dlock.strategy, dlock.outcome
 //
-// dlock.outcome is lease.Outcome of the call's error ("acquired", "taken",
+// dlock.outcome is observe.Outcome of the call's error ("acquired", "taken",
 // "canceled", "invalid", "error") on acquisitions, and the node's answer
 // ("ok", "taken", "error", "timeout", "sits_out") on votes, and
-// lease.RateOutcome ("allowed", "refused", "invalid", "canceled",
+// observe.RateOutcome ("allowed", "refused", "invalid", "canceled",
 // "error") on rate limit calls, whose dlock.strategy is "ratelimit"; dlock.result
 // is "ok" or "failed"; dlock.cause is "expired" (validity ran out by the
 // local clock) or "lost" (a renewal was refused). Lock keys are not
@@ -49,6 +49,7 @@ import (
 	"go.opentelemetry.io/otel/metric"
 
 	"github.com/dlockgo/dlock/lease"
+	"github.com/dlockgo/dlock/observe"
 )
 
 // ScopeName is the instrumentation scope of the meter New creates.
@@ -90,7 +91,7 @@ func WithBuckets(b ...float64) Option {
 //
 // Observe allocates nothing once it has seen each combination of
 // attributes: their sets are built once and kept.
-func New(mp metric.MeterProvider, opts ...Option) (lease.Observer, error) {
+func New(mp metric.MeterProvider, opts ...Option) (observe.Observer, error) {
 	if mp == nil {
 		return nil, &lease.ArgError{Arg: "meter provider", Value: mp, Rule: "must not be nil"}
 	}
@@ -185,42 +186,42 @@ type observer struct {
 	held   map[[2]string]int
 }
 
-func (o *observer) Observe(e lease.Event) {
+func (o *observer) Observe(e observe.Event) {
 	ctx := context.Background()
 	switch e.Kind {
-	case lease.AcquireEnded:
-		s := o.byOutcome.get(e.Strategy, lease.Outcome(e.Err))
+	case observe.AcquireEnded:
+		s := o.byOutcome.get(e.Strategy, observe.Outcome(e.Err))
 		o.duration.Record(ctx, e.Wait.Seconds(), s.record...)
 		o.acquisitions.Add(ctx, 1, s.add...)
 		if e.Err == nil {
 			o.hold(e, 1)
 		}
-	case lease.Vote:
+	case observe.Vote:
 		o.votes.Add(ctx, 1, o.byNode.get(e.Node, e.Outcome).add...)
-	case lease.Renewed:
+	case observe.Renewed:
 		o.renewals.Add(ctx, 1, o.byResult.get(e.Strategy, result(e.Err)).add...)
-	case lease.Lost:
+	case observe.Lost:
 		cause := "lost"
 		if errors.Is(e.Err, lease.ErrExpired) {
 			cause = "expired"
 		}
 		o.lost.Add(ctx, 1, o.byCause.get(e.Strategy, cause).add...)
 		o.hold(e, -1)
-	case lease.Released:
+	case observe.Released:
 		o.releases.Add(ctx, 1, o.byResult.get(e.Strategy, result(e.Err)).add...)
 		o.hold(e, -1)
-	case lease.MasterChanged:
+	case observe.MasterChanged:
 		o.masters.Add(ctx, 1, o.byMaster.get(e.Node, "").add...)
-	case lease.ForceReleased:
+	case observe.ForceReleased:
 		o.breaks.Add(ctx, 1, o.byResult.get(e.Strategy, result(e.Err)).add...)
-	case lease.RateDecided:
+	case observe.RateDecided:
 		o.rates.Add(ctx, 1, o.byOutcome.get(e.Strategy, e.Outcome).add...)
 	}
 }
 
 // hold moves dlock.leases.held by delta for e's lease, never below the
 // number of leases counted up on e's key.
-func (o *observer) hold(e lease.Event, delta int) {
+func (o *observer) hold(e observe.Event, delta int) {
 	k := [2]string{e.Strategy, e.Key}
 	o.heldMu.Lock()
 	n := o.held[k] + delta

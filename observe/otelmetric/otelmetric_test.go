@@ -17,6 +17,7 @@ import (
 	"github.com/dlockgo/dlock/internal/testkit/redistest"
 	"github.com/dlockgo/dlock/lease"
 	"github.com/dlockgo/dlock/node"
+	"github.com/dlockgo/dlock/observe"
 	"github.com/dlockgo/dlock/observe/otelmetric"
 	"github.com/dlockgo/dlock/permits"
 	"github.com/dlockgo/dlock/quorum"
@@ -32,7 +33,7 @@ type metrics struct {
 	rm metricdata.ResourceMetrics
 }
 
-func newMetrics(t *testing.T) (*metrics, lease.Observer) {
+func newMetrics(t *testing.T) (*metrics, observe.Observer) {
 	t.Helper()
 	r := sdkmetric.NewManualReader()
 	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(r))

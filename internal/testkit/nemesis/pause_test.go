@@ -5,10 +5,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dlockgo/dlock/internal/acquire"
+	"github.com/dlockgo/dlock/internal/leasing"
 	"github.com/dlockgo/dlock/lease"
 )
 
-// extendLater is a lease.Backend whose one extension lands after a delay,
+// extendLater is a backend of a lease whose one extension lands after a delay,
 // as a handed lease's does when its server is slow to answer.
 type extendLater struct {
 	delay time.Duration
@@ -33,8 +35,8 @@ func TestSleepPastHandedLease(t *testing.T) {
 	t.Parallel()
 	const past = 20 * time.Millisecond
 	short := time.Now().Add(100 * time.Millisecond)
-	l := lease.New(extendLater{delay: 30 * time.Millisecond, by: 300 * time.Millisecond},
-		lease.Grant{Key: "k", Owner: "o", Token: 1, TTL: 300 * time.Millisecond, Until: short, Short: true})
+	l := acquire.NewLease(extendLater{delay: 30 * time.Millisecond, by: 300 * time.Millisecond},
+		leasing.Grant{Key: "k", Owner: "o", Token: 1, TTL: 300 * time.Millisecond, Until: short, Short: true})
 	ttlAtGrant := l.TTL() // what the old pause slept on
 	sleepPast(l, past)
 	woke := time.Now()

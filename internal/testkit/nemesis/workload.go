@@ -436,7 +436,7 @@ func (wl *workload) holderPause(ctx context.Context, wk *worker, past time.Durat
 // sleepPast sleeps until past after l has ended by its holder's clock.
 // The end is read when it comes, not at the grant: a lease a release
 // handed over runs short and extends itself once in the background
-// (lease.Grant.Short), so a sleep drawn from its TTL at the grant would
+// (leasing.Grant.Short), so a sleep drawn from its TTL at the grant would
 // wake the holder inside the validity the extension gave it, and its
 // release there would look, to the checker, like a lease still held.
 func sleepPast(l *lease.Lease, past time.Duration) {

@@ -1,9 +1,11 @@
-package lease
+package observe
 
 import (
 	"context"
 	"errors"
 	"time"
+
+	"github.com/dlockgo/dlock/lease"
 )
 
 // Observer hears about the life of locks: acquisitions, per-node votes,
@@ -28,8 +30,8 @@ const (
 	Vote
 	// Renewed: an extension ended; Err is nil when the servers agreed.
 	Renewed
-	// Lost: the lease ended before Release; Err is the cause (ErrLost or
-	// ErrExpired).
+	// Lost: the lease ended before Release; Err is the cause (lease.ErrLost or
+	// lease.ErrExpired).
 	Lost
 	// Released: a Release ended a lease that had not ended before; Err is
 	// its error, if any.
@@ -96,9 +98,9 @@ func Outcome(err error) string {
 	switch {
 	case err == nil:
 		return "acquired"
-	case errors.Is(err, ErrTaken):
+	case errors.Is(err, lease.ErrTaken):
 		return "taken"
-	case errors.Is(err, ErrInvalid):
+	case errors.Is(err, lease.ErrInvalid):
 		return "invalid"
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
 		return "canceled"
