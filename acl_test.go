@@ -17,6 +17,7 @@ import (
 
 	"github.com/dlockgo/dlock"
 	"github.com/dlockgo/dlock/claims"
+	"github.com/dlockgo/dlock/connect"
 	"github.com/dlockgo/dlock/election"
 	"github.com/dlockgo/dlock/fence"
 	"github.com/dlockgo/dlock/internal/testkit/redistest"
@@ -95,7 +96,7 @@ type aclRun struct {
 }
 
 // open opens a Locker as the run's user, with cfg's strategy and TTLs.
-func (a aclRun) open(ctx context.Context, cfg dlock.Config) (dlock.Locker, error) {
+func (a aclRun) open(ctx context.Context, cfg dlock.Config) (*dlock.Client, error) {
 	cfg.Addrs, cfg.Username, cfg.Password, cfg.Client = a.addrs, a.user, aclPassword, a.client
 	return dlock.Open(ctx, cfg)
 }
@@ -107,7 +108,7 @@ func (a aclRun) node(ctx context.Context) (n node.Node, close func(), err error)
 	if err != nil {
 		return nil, nil, err
 	}
-	n, _ = dlock.SingleNode(lk)
+	n = lk.Nodes()[0]
 	return n, func() { _ = lk.Close() }, nil
 }
 
@@ -162,7 +163,7 @@ func subscribed(srv *redistest.Server) func() bool {
 // aclLocker runs what a Locker's user does: acquire, try a held lock,
 // extend, wait and be woken by a release, inspect, several keys at once,
 // and an election on it.
-func aclLocker(ctx context.Context, a aclRun, lk dlock.Locker, attempted func() bool) error {
+func aclLocker(ctx context.Context, a aclRun, lk *dlock.Client, attempted func() bool) error {
 	key := a.prefix + "job"
 	l, err := lk.TryAcquire(ctx, key, lease.WithMetadata("acl test"))
 	if err != nil {
@@ -202,8 +203,8 @@ func aclLocker(ctx context.Context, a aclRun, lk dlock.Locker, attempted func() 
 	if err := next.Release(ctx); err != nil {
 		return fmt.Errorf("release: %w", err)
 	}
-	if ml, ok := lk.(dlock.MultiLocker); ok {
-		all, err := ml.TryAcquireAll(ctx, []string{a.prefix + "a", a.prefix + "b"})
+	{
+		all, err := lk.TryAcquireAll(ctx, []string{a.prefix + "a", a.prefix + "b"})
 		if err != nil {
 			return fmt.Errorf("acquire all: %w", err)
 		}
@@ -251,7 +252,7 @@ func aclSingle(ctx context.Context, a aclRun) error {
 func aclQuorum(ctx context.Context, a aclRun) error {
 	// Without DurableNodes: the lost-data guard reads INFO, and a fresh
 	// quorum sits out one MaxTTL (3s here) before it grants.
-	lk, err := a.open(ctx, dlock.Config{Strategy: dlock.StrategyQuorum, TTL: 3 * time.Second, MaxTTL: 3 * time.Second})
+	lk, err := a.open(ctx, dlock.Config{Strategy: connect.StrategyQuorum, TTL: 3 * time.Second, MaxTTL: 3 * time.Second})
 	if err != nil {
 		return err
 	}
@@ -434,14 +435,12 @@ func aclRateLimit(ctx context.Context, a aclRun) error {
 		return err
 	}
 	defer lk1.Close()
-	lk, err := a.open(ctx, dlock.Config{Strategy: dlock.StrategyQuorum})
+	lk, err := a.open(ctx, dlock.Config{Strategy: connect.StrategyQuorum})
 	if err != nil {
 		return err
 	}
 	defer lk.Close()
-	n1, _ := dlock.Nodes(lk1)
-	nodes, _ := dlock.Nodes(lk)
-	for _, ns := range [][]node.Node{n1, nodes} {
+	for _, ns := range [][]node.Node{lk1.Nodes(), lk.Nodes()} {
 		rl, err := ratelimit.New(ns, ratelimit.Limit{Rate: 2, Per: time.Minute, Burst: 2})
 		if err != nil {
 			return err

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/dlockgo/dlock"
+	"github.com/dlockgo/dlock/connect"
 	"github.com/dlockgo/dlock/internal/testkit/events"
 	"github.com/dlockgo/dlock/internal/testkit/redistest"
 	"github.com/dlockgo/dlock/lease"
@@ -58,7 +59,7 @@ func TestParseURL(t *testing.T) {
 		{"rediss+cluster://n1", dlock.Config{Strategy: "single", Addrs: []string{"n1:6379"}, Cluster: true,
 			TLS: &tls.Config{MinVersion: tls.VersionTLS12}}},
 	} {
-		got, err := dlock.ParseURL(tc.url)
+		got, err := connect.ParseURL(tc.url)
 		if err != nil || !reflect.DeepEqual(got, tc.want) {
 			t.Errorf("ParseURL(%q) = %+v, %v; want %+v", tc.url, got, err, tc.want)
 		}
@@ -108,7 +109,7 @@ func TestParseURLErrors(t *testing.T) {
 		"redis://h:1?replicas=-1",
 		"redis://h:1?replica_timeout=soon",
 	} {
-		_, err := dlock.ParseURL(raw)
+		_, err := connect.ParseURL(raw)
 		var ae *lease.ArgError
 		if !errors.As(err, &ae) || ae.Arg != "url" || !errors.Is(err, dlock.ErrInvalid) {
 			t.Errorf("ParseURL(%q) = %v; want *ArgError for url", raw, err)
@@ -118,7 +119,7 @@ func TestParseURLErrors(t *testing.T) {
 		"redis://user:hunter2@h:1?color=red",
 		"redis+sentinel://s1/m?sentinel_password=hunter2&color=red",
 	} {
-		_, err := dlock.ParseURL(raw)
+		_, err := connect.ParseURL(raw)
 		if err == nil || strings.Contains(err.Error(), "hunter2") {
 			t.Errorf("ParseURL(%q): error %v; want one that hides the password", raw, err)
 		}
@@ -276,7 +277,7 @@ func TestOpenQuorumOptions(t *testing.T) {
 	ctx := t.Context()
 	for _, client := range redistest.Clients {
 		t.Run(client, func(t *testing.T) {
-			cfg, err := dlock.ParseURL("quorum://" + srvs[0].Addr() + "," + srvs[1].Addr() + "," + srvs[2].Addr() +
+			cfg, err := connect.ParseURL("quorum://" + srvs[0].Addr() + "," + srvs[1].Addr() + "," + srvs[2].Addr() +
 				"?ttl=2s&durable=true&node_timeout=500ms&client=" + client)
 			require.NoError(t, err)
 			rec := &eventLog{}
@@ -344,7 +345,7 @@ func TestOpenNoClientRetries(t *testing.T) {
 	d := redistest.StartDropper(t, srv.Addr())
 	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
 	defer cancel()
-	for _, client := range []string{dlock.ClientGoRedis} {
+	for _, client := range []string{connect.ClientGoRedis} {
 		t.Run(client, func(t *testing.T) {
 			lk, err := dlock.Open(ctx, dlock.Config{Addrs: []string{d.Addr()}, Client: client})
 			require.NoError(t, err)

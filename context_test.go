@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/dlockgo/dlock"
+	"github.com/dlockgo/dlock/connect"
 	"github.com/dlockgo/dlock/fence"
 	"github.com/dlockgo/dlock/internal/testkit/redistest"
 	"github.com/dlockgo/dlock/lease"
@@ -59,7 +60,7 @@ func TestNilContext(t *testing.T) {
 			held, err := lk.TryAcquire(ctx, key)
 			require.NoError(t, err)
 			store := fence.NewStore(nodes(t, addrs[:1])[0])
-			cfg, err := dlock.ParseURL(st.url)
+			cfg, err := connect.ParseURL(st.url)
 			require.NoError(t, err)
 			for _, tc := range []struct {
 				name string

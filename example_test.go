@@ -131,7 +131,7 @@ func Example_fencedWrite() {
 // A rate limit beside the locks, on the servers the Locker already uses:
 // one server here, a quorum's nodes with the quorum strategy. The Nodes
 // stay the Locker's and close with it.
-func ExampleNodes() {
+func ExampleClient_Nodes() {
 	addr := cmp.Or(os.Getenv("DLOCK_ADDR"), "localhost:6379") // the server, host:port (the tests set DLOCK_ADDR)
 	ctx := context.Background()
 
@@ -141,11 +141,7 @@ func ExampleNodes() {
 	}
 	defer locker.Close()
 
-	nodes, ok := dlock.Nodes(locker)
-	if !ok {
-		log.Fatal("not a Locker that Open built")
-	}
-	limiter, err := ratelimit.New(nodes, ratelimit.Limit{Rate: 1, Per: time.Hour})
+	limiter, err := ratelimit.New(locker.Nodes(), ratelimit.Limit{Rate: 1, Per: time.Hour})
 	if err != nil {
 		log.Fatal(err)
 	}

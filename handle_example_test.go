@@ -10,11 +10,12 @@ import (
 	"time"
 
 	"github.com/dlockgo/dlock"
+	"github.com/dlockgo/dlock/connect"
 	"github.com/dlockgo/dlock/fence"
 	"github.com/dlockgo/dlock/lease"
 )
 
-func ExampleResume() {
+func ExampleClient_Resume() {
 	addr := cmp.Or(os.Getenv("DLOCK_ADDR"), "localhost:6379") // the server, host:port (the tests set DLOCK_ADDR)
 	ctx := context.Background()
 
@@ -36,12 +37,12 @@ func ExampleResume() {
 
 	// Another process, with a Locker of its own on the same server, takes
 	// it up and releases it.
-	second, err := dlock.Open(ctx, dlock.Config{Addrs: []string{addr}, Client: dlock.ClientValkeyGo})
+	second, err := dlock.Open(ctx, dlock.Config{Addrs: []string{addr}, Client: connect.ClientValkeyGo})
 	if err != nil {
 		log.Fatal(err)
 	}
 	defer second.Close()
-	r, err := dlock.Resume(ctx, second, handle)
+	r, err := second.Resume(ctx, handle)
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -51,14 +52,14 @@ func ExampleResume() {
 	}
 
 	// The handle of a lease that ended is refused.
-	_, err = dlock.Resume(ctx, second, handle)
+	_, err = second.Resume(ctx, handle)
 	fmt.Println("after release:", errors.Is(err, dlock.ErrNotHeld))
 	// Output:
 	// resumed deploy same token: true
 	// after release: true
 }
 
-func ExampleForceRelease() {
+func ExampleClient_ForceRelease() {
 	addr := cmp.Or(os.Getenv("DLOCK_ADDR"), "localhost:6379") // the server, host:port (the tests set DLOCK_ADDR)
 	ctx := context.Background()
 
@@ -78,7 +79,7 @@ func ExampleForceRelease() {
 
 	// The operator breaks the lock, and shows the break's token to the
 	// fence: the hung holder's late writes are refused from then on.
-	b, err := dlock.ForceRelease(ctx, locker, "report")
+	b, err := locker.ForceRelease(ctx, "report")
 	if err != nil {
 		log.Fatal(err)
 	}

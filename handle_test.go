@@ -2,27 +2,27 @@ package dlock_test
 
 import (
 	"errors"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/dlockgo/dlock"
+	"github.com/dlockgo/dlock/connect"
 	"github.com/dlockgo/dlock/internal/testkit/redistest"
 	"github.com/dlockgo/dlock/lease"
 )
 
-// TestResumeOpened: the Lockers Open returns resume and break, on both
+// TestResumeOpened: the Clients Open returns resume and break, on both
 // strategies and clients, and refuse another strategy's handle for the
 // same servers.
 func TestResumeOpened(t *testing.T) {
 	ctx := t.Context()
 	srvs := redistest.StartN(t, 3)
 	addrs := []string{srvs[0].Addr(), srvs[1].Addr(), srvs[2].Addr()}
-	open := func(strategy, client string, addrs []string) dlock.Locker {
+	open := func(strategy, client string, addrs []string) *dlock.Client {
 		t.Helper()
-		l, err := dlock.Open(ctx, dlock.Config{Strategy: strategy, Addrs: addrs, Client: client, DurableNodes: strategy == dlock.StrategyQuorum})
+		l, err := dlock.Open(ctx, dlock.Config{Strategy: strategy, Addrs: addrs, Client: client, DurableNodes: strategy == connect.StrategyQuorum})
 		require.NoError(t, err)
 		t.Cleanup(func() { _ = l.Close() })
 		return l
@@ -30,35 +30,35 @@ func TestResumeOpened(t *testing.T) {
 	for _, st := range []struct {
 		strategy string
 		addrs    []string
-	}{{dlock.StrategySingle, addrs[:1]}, {dlock.StrategyQuorum, addrs}} {
+	}{{connect.StrategySingle, addrs[:1]}, {connect.StrategyQuorum, addrs}} {
 		t.Run(st.strategy, func(t *testing.T) {
-			a := open(st.strategy, dlock.ClientGoRedis, st.addrs)
-			b := open(st.strategy, dlock.ClientValkeyGo, st.addrs)
+			a := open(st.strategy, connect.ClientGoRedis, st.addrs)
+			b := open(st.strategy, connect.ClientValkeyGo, st.addrs)
 			key := "resume-" + st.strategy
 			l, err := a.Acquire(ctx, key, lease.WithTTL(5*time.Second))
 			require.NoError(t, err)
 			h, err := l.Handle()
 			require.NoError(t, err)
-			r, err := dlock.Resume(ctx, b, h.String())
+			r, err := b.Resume(ctx, h.String())
 			require.NoError(t, err)
 			require.Equal(t, l.Token(), r.Token())
 
 			// The other strategy on the same first server: a foreign handle.
-			other := dlock.StrategyQuorum
+			other := connect.StrategyQuorum
 			if st.strategy == other {
-				other = dlock.StrategySingle
+				other = connect.StrategySingle
 			}
 			otherAddrs := addrs
-			if other == dlock.StrategySingle {
+			if other == connect.StrategySingle {
 				otherAddrs = addrs[:1]
 			}
-			if _, err := dlock.Resume(ctx, open(other, dlock.ClientGoRedis, otherAddrs), h.String()); !errors.Is(err, dlock.ErrForeignHandle) || !errors.Is(err, dlock.ErrInvalid) {
+			if _, err := open(other, connect.ClientGoRedis, otherAddrs).Resume(ctx, h.String()); !errors.Is(err, dlock.ErrForeignHandle) || !errors.Is(err, dlock.ErrInvalid) {
 				t.Fatalf("Resume by the other strategy: %v; want ErrForeignHandle", err)
 			} else {
 				t.Log(err)
 			}
 
-			br, err := dlock.ForceRelease(ctx, b, key)
+			br, err := b.ForceRelease(ctx, key)
 			require.NoError(t, err)
 			if !br.Held || br.Owner != l.Owner() || br.Token <= l.Token() {
 				t.Fatalf("Broken = %+v; want the lease's owner, a token above %v", br, l.Token())
@@ -72,24 +72,14 @@ func TestResumeOpened(t *testing.T) {
 	}
 }
 
-// notResumer is a Locker of a user's own, which neither resumes nor breaks.
-type notResumer struct{ dlock.Locker }
-
 func TestResumeArgs(t *testing.T) {
 	ctx := t.Context()
-	var lk notResumer
-	if _, err := dlock.Resume(ctx, lk, "dlock1.x.y"); !errors.Is(err, dlock.ErrInvalid) || !strings.Contains(err.Error(), "locker") {
-		t.Fatalf("Resume on a Locker that cannot: %v; want an ArgError naming locker", err)
-	}
-	if _, err := dlock.ForceRelease(ctx, lk, "k"); !errors.Is(err, dlock.ErrInvalid) || !strings.Contains(err.Error(), "locker") {
-		t.Fatalf("ForceRelease on a Locker that cannot: %v; want an ArgError naming locker", err)
-	}
 	srv := redistest.Start(t)
 	l, err := dlock.Open(ctx, dlock.Config{Addrs: []string{srv.Addr()}})
 	require.NoError(t, err)
 	defer l.Close()
 	var ae *lease.ArgError
-	if _, err := dlock.Resume(ctx, l, "not a handle"); !errors.As(err, &ae) || ae.Arg != "handle" {
+	if _, err := l.Resume(ctx, "not a handle"); !errors.As(err, &ae) || ae.Arg != "handle" {
 		t.Fatalf("Resume of a bad handle: %v; want an ArgError naming handle", err)
 	}
 }

@@ -10,7 +10,9 @@
 //
 // Both hand out leases with a fencing token (package fence), so the resource
 // a lock protects can refuse a holder whose lease ended while it was paused.
-// Choose in code (single.New, quorum.New) or by configuration (Open).
+// Choose in code (single.New, quorum.New, over Nodes you build) or by
+// configuration: Open and OpenURL return a Client, which connects through
+// package connect.
 package dlock
 
 import (
@@ -53,22 +55,6 @@ type Locker interface {
 	Close() error
 }
 
-// MultiLocker grants one lease on several keys at once, all or nothing:
-// either every key is held, each with a fencing token of its own (see
-// lease.Lease.Keys and TokenOf), or none is, and a failed call leaves no
-// key held. Extend, Release, auto-renewal and Done act on the whole set. A
-// key held this way excludes a lease on that key alone, and the other way
-// round. Keys must be distinct: a repeat is a bad argument.
-type MultiLocker interface {
-	// AcquireAll waits until every key is granted, or ctx ends, as Acquire
-	// does for one; callers asking for overlapping sets, in any order,
-	// neither deadlock nor starve (the strategy's docs say how).
-	AcquireAll(ctx context.Context, keys []string, opts ...lease.Option) (*lease.Lease, error)
-	// TryAcquireAll makes exactly one attempt; it returns an error
-	// matching ErrTaken when any key is held by someone else.
-	TryAcquireAll(ctx context.Context, keys []string, opts ...lease.Option) (*lease.Lease, error)
-}
-
 // The errors every strategy returns, to be matched with errors.Is.
 var (
 	ErrTaken    = lease.ErrTaken    // held by someone else
@@ -79,6 +65,9 @@ var (
 	ErrInvalid  = lease.ErrInvalid  // a bad argument; see *lease.ArgError
 	ErrStale    = fence.ErrStale    // a fenced write with an old token
 	ErrAuth     = node.ErrAuth      // a server refused the credentials, or wants some
+	// ErrForeignHandle: a handle another Locker's servers granted; it
+	// also matches ErrInvalid (see Client.Resume).
+	ErrForeignHandle = lease.ErrForeignHandle
 )
 
 // Do acquires the lock on key, keeps it renewed while fn runs, and releases

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/dlockgo/dlock"
+	"github.com/dlockgo/dlock/connect"
 	"github.com/dlockgo/dlock/fence"
 	"github.com/dlockgo/dlock/lease"
 )
@@ -28,7 +29,7 @@ func Example_migrateFromRedsync() {
 	// DurableNodes declares; without it a fresh quorum sits out one
 	// maximum TTL first (docs/deployment.md, "Troubleshooting").
 	locker, err := dlock.Open(ctx, dlock.Config{
-		Strategy:     dlock.StrategyQuorum,
+		Strategy:     connect.StrategyQuorum,
 		Addrs:        addrs,
 		TTL:          8 * time.Second,
 		DurableNodes: true,

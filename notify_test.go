@@ -7,11 +7,12 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/dlockgo/dlock"
+	"github.com/dlockgo/dlock/connect"
 	"github.com/dlockgo/dlock/internal/testkit/redistest"
 )
 
-// TestOpenNotifier: the Locker Open returns, of either strategy and over
-// either client, is a dlock.Notifier whose notices reach its watchers.
+// TestOpenNotifier: the notices of the Client Open returns, of either
+// strategy and over either client, reach its watchers.
 func TestOpenNotifier(t *testing.T) {
 	single := redistest.Start(t)
 	quorum := redistest.StartN(t, 3)
@@ -19,27 +20,23 @@ func TestOpenNotifier(t *testing.T) {
 		strategy string
 		srvs     []*redistest.Server
 	}{
-		{dlock.StrategySingle, []*redistest.Server{single}},
-		{dlock.StrategyQuorum, quorum},
+		{connect.StrategySingle, []*redistest.Server{single}},
+		{connect.StrategyQuorum, quorum},
 	} {
-		for _, client := range []string{dlock.ClientGoRedis, dlock.ClientValkeyGo} {
+		for _, client := range []string{connect.ClientGoRedis, connect.ClientValkeyGo} {
 			t.Run(tc.strategy+"/"+client, func(t *testing.T) {
 				ctx := t.Context()
 				var addrs []string
 				for _, s := range tc.srvs {
 					addrs = append(addrs, s.Addr())
 				}
-				lk, err := dlock.Open(ctx, dlock.Config{Strategy: tc.strategy, Client: client, Addrs: addrs, DurableNodes: tc.strategy == dlock.StrategyQuorum})
+				lk, err := dlock.Open(ctx, dlock.Config{Strategy: tc.strategy, Client: client, Addrs: addrs, DurableNodes: tc.strategy == connect.StrategyQuorum})
 				require.NoError(t, err, "Open")
 				defer lk.Close()
-				n, ok := lk.(dlock.Notifier)
-				if !ok {
-					t.Fatalf("Open returned a %T, not a dlock.Notifier", lk)
-				}
-				msgs, stop, err := n.Watch(ctx, "notice-"+client)
+				msgs, stop, err := lk.Watch(ctx, "notice-"+client)
 				require.NoError(t, err, "Watch")
 				defer stop()
-				require.NoError(t, n.Publish(ctx, "notice-"+client, "hello"), "Publish")
+				require.NoError(t, lk.Publish(ctx, "notice-"+client, "hello"), "Publish")
 				select {
 				case m := <-msgs:
 					if m != "hello" {

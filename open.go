@@ -3,83 +3,33 @@ package dlock
 import (
 	"context"
 	"errors"
-	"fmt"
-	"net"
-	"slices"
 	"sync"
-	"time"
 
-	"github.com/redis/go-redis/v9"
-	"github.com/redis/go-redis/v9/maintnotifications"
-	"github.com/valkey-io/valkey-go"
-
-	"github.com/dlockgo/dlock/internal/acquire"
+	"github.com/dlockgo/dlock/connect"
+	"github.com/dlockgo/dlock/internal/argerr"
+	"github.com/dlockgo/dlock/lease"
 	"github.com/dlockgo/dlock/node"
-	"github.com/dlockgo/dlock/node/goredis"
-	"github.com/dlockgo/dlock/node/valkeygo"
 	"github.com/dlockgo/dlock/quorum"
 	"github.com/dlockgo/dlock/single"
 )
 
-// Open returns a Locker of cfg's strategy over cfg's servers: over
-// cfg.Nodes, which the caller built and keeps, or else over clients Open
-// builds for cfg.Addrs, which the Locker owns: its Close closes them. With
-// the single strategy, Open checks with ctx that the server answers (on a
-// cluster, that a node answers and its cluster is working) and takes the
-// credentials (an error matching ErrAuth when it refuses them; behind
-// Sentinels, when they refuse theirs too, and the error then names the
-// Sentinel); a quorum
-// keeps working with a minority of its servers down, so Open does not
-// require them to answer. A bad Config is reported as an *lease.ArgError
-// naming the field.
-//
-// The clients Open builds report errors through the calls, not on stderr,
-// except for what go-redis prints through its process-wide logger, which
-// no one client's options reach: chiefly its lines about a Sentinel group
-// (the master it selected, each failover). docs/observability.md lists
-// them; SetGoRedisLog is the program's opt-in to drop or route them.
-func Open(ctx context.Context, cfg Config) (Locker, error) {
-	if err := acquire.CheckContext(ctx); err != nil {
-		return nil, err
-	}
-	if err := cfg.check(); err != nil {
-		return nil, err
-	}
-	o := &opened{}
-	var err error
-	if cfg.Cluster || cfg.SentinelMaster != "" {
-		// One client for every address: a cluster's nodes, or the
-		// Sentinels of one master.
-		err = o.add(cfg.dialTopology())
-	} else {
-		for _, addr := range cfg.Addrs {
-			if err = o.add(cfg.dial(addr)); err != nil {
-				break
-			}
-		}
-	}
+// Config chooses a strategy, the servers it runs on and its settings; its
+// zero values select the defaults. Package connect documents its fields
+// and ParseURL the URL that fills it.
+type Config = connect.Config
+
+// Open returns a Client of cfg's strategy over cfg's servers (see
+// connect.Dial, which builds and checks them). A bad Config is an
+// *lease.ArgError naming the field.
+func Open(ctx context.Context, cfg Config) (*Client, error) {
+	srv, err := connect.Dial(ctx, cfg)
 	if err != nil {
-		o.closeAll()
-		return nil, cfg.sentinelRefusal(ctx, err)
+		return nil, err
 	}
-	nodes := o.nodes
-	if len(cfg.Nodes) > 0 {
-		nodes = slices.Clone(cfg.Nodes)
-	}
-	o.used = nodes
-	if cfg.Strategy == "" || cfg.Strategy == StrategySingle {
-		if len(cfg.Nodes) > 0 {
-			err = ping(ctx, nodes[0])
-		} else {
-			err = o.ping(ctx)
-		}
-		if err != nil {
-			o.closeAll()
-			return nil, cfg.sentinelRefusal(ctx, err)
-		}
-	}
+	c := &Client{servers: srv, strategy: cfg.Strategy}
 	switch cfg.Strategy {
-	case "", StrategySingle:
+	case "", connect.StrategySingle:
+		c.strategy = connect.StrategySingle
 		var opts []single.Option
 		if cfg.TTL != 0 {
 			opts = append(opts, single.WithTTL(cfg.TTL))
@@ -93,9 +43,8 @@ func Open(ctx context.Context, cfg Config) (Locker, error) {
 		if cfg.Observer != nil {
 			opts = append(opts, single.WithObserver(cfg.Observer))
 		}
-		o.one = nodes[0]
-		o.strategy, err = single.New(nodes[0], opts...)
-	case StrategyQuorum:
+		c.lk, err = single.New(srv.Nodes[0], opts...)
+	case connect.StrategyQuorum:
 		var opts []quorum.Option
 		if cfg.TTL != 0 {
 			opts = append(opts, quorum.WithTTL(cfg.TTL))
@@ -115,287 +64,127 @@ func Open(ctx context.Context, cfg Config) (Locker, error) {
 		if cfg.Observer != nil {
 			opts = append(opts, quorum.WithObserver(cfg.Observer))
 		}
-		o.strategy, err = quorum.New(nodes, opts...)
+		c.lk, err = quorum.New(srv.Nodes, opts...)
 	}
 	if err != nil {
-		o.closeAll()
+		_ = srv.Close()
 		return nil, err
 	}
-	return o, nil
+	return c, nil
 }
 
-// dial builds the client for addr and its Node.
-func (cfg *Config) dial(addr string) (node.Node, ownedClient, error) {
-	if cfg.Client == ClientValkeyGo {
-		opt := valkey.ClientOption{
-			InitAddress:  []string{addr},
-			Username:     cfg.Username,
-			Password:     cfg.Password,
-			SelectDB:     cfg.DB,
-			DisableCache: true, // locks must read the server, never a client-side cache
-			// No CLIENT SETINFO, as go-redis's DisableIdentity: a
-			// round trip less per connection, and no command that a
-			// least-privilege user is refused (docs/deployment.md).
-			ClientSetInfo: valkey.DisableClientSetInfo,
-			// A standalone server, and a client even while it is down:
-			// a quorum must open with a minority of its masters away.
-			ForceSingleClient: true,
-			TLSConfig:         cfg.TLS,
-			DialCtxFn:         cfg.dialer().dialValkey,
-		}
-		opt.Dialer.Timeout = cfg.DialTimeout
-		c, err := valkey.NewClient(opt)
-		if c == nil {
-			return nil, nil, fmt.Errorf("dlock: connect to %s: %w", addr, err)
-		}
-		return valkeygo.New(c), valkeyClient{c: c}, nil
+// OpenURL opens the Client a URL describes: redis://host:port for the
+// single strategy, quorum://h1,h2,h3 for a quorum, and the TLS, Sentinel
+// and Cluster forms connect.ParseURL lists, with their parameters.
+func OpenURL(ctx context.Context, rawURL string) (*Client, error) {
+	if err := argerr.CheckContext(ctx); err != nil {
+		return nil, err
 	}
-	c := redis.NewClient(cfg.goRedisOptions(addr))
-	return goredis.New(c), goRedisClient{c}, nil
-}
-
-// goRedisOptions are the options of every go-redis client Open builds; the
-// cluster and Sentinel clients copy them (see dialTopology).
-func (cfg *Config) goRedisOptions(addr string) *redis.Options {
-	return &redis.Options{
-		Addr:        addr,
-		Username:    cfg.Username,
-		Password:    cfg.Password,
-		DB:          cfg.DB,
-		DialTimeout: cfg.DialTimeout,
-		TLSConfig:   cfg.TLS,
-		Dialer:      dialQuietly(cfg.dialer().dial),
-		// Cut calls short when the caller's context ends, rather than at
-		// the read timeout.
-		ContextTimeoutEnabled: true,
-		DisableIdentity:       true,
-		// A script whose reply was lost is given up by the strategies,
-		// once, never sent again behind their back. go-redis's resends,
-		// each after redials, would also stretch one attempt against a
-		// dead server over seconds: a wait could then end inside it, on
-		// the attempt before, which may have found the lock taken rather
-		// than the server gone.
-		MaxRetries: -1,
-		// One dial per call, as valkey-go makes: go-redis's default of
-		// five, 100ms apart, makes a dead server answer in half a second,
-		// and a quorum's call end on its node timeout inside the retries.
-		DialerRetries: 1,
-		// Maintenance notifications are a managed service's push messages;
-		// asking a plain server for them costs a round trip per connection.
-		MaintNotificationsConfig: &maintnotifications.Config{Mode: maintnotifications.ModeDisabled},
+	cfg, err := connect.ParseURL(rawURL)
+	if err != nil {
+		return nil, err
 	}
+	return Open(ctx, cfg)
 }
 
-// dialQuietly returns dial, except that a dial that fails hands go-redis a
-// connection whose every read and write fails with the dial's error. The
-// call that wanted the connection fails with that error, as it would have
-// anyway; but go-redis's pool, which prints each failed dial through its
-// process-wide logger (there is no logger per client, and the one logger
-// belongs to the program), sees nothing to print. Nor does it count the
-// failure: after as many failed dials as the pool has connections, it
-// would fail every call at once, until a background redial, once a
-// second, got through: a lock wait would miss the server's return.
-func dialQuietly(dial func(ctx context.Context, network, addr string) (net.Conn, error)) func(ctx context.Context, network, addr string) (net.Conn, error) {
-	return func(ctx context.Context, network, addr string) (net.Conn, error) {
-		c, err := dial(ctx, network, addr)
-		if err != nil {
-			return failedConn{err: &dialError{err}, addr: addr}, nil
-		}
-		return c, nil
-	}
-}
-
-// dialError keeps a failed dial's error whole: go-redis unwraps a
-// *net.OpError that a read or write returns, which would drop the address
-// and the "dial" from the message.
-type dialError struct{ err error }
-
-func (e *dialError) Error() string { return e.err.Error() }
-func (e *dialError) Unwrap() error { return e.err }
-
-// failedConn is a connection that was never made.
-type failedConn struct {
-	err  error
-	addr string
-}
-
-func (c failedConn) Read([]byte) (int, error)         { return 0, c.err }
-func (c failedConn) Write([]byte) (int, error)        { return 0, c.err }
-func (c failedConn) Close() error                     { return nil }
-func (c failedConn) LocalAddr() net.Addr              { return addrString("") }
-func (c failedConn) RemoteAddr() net.Addr             { return addrString(c.addr) }
-func (c failedConn) SetDeadline(time.Time) error      { return nil }
-func (c failedConn) SetReadDeadline(time.Time) error  { return nil }
-func (c failedConn) SetWriteDeadline(time.Time) error { return nil }
-
-type addrString string
-
-func (a addrString) Network() string { return "tcp" }
-func (a addrString) String() string  { return string(a) }
-
-// ownedClient is a client Open built, and so must close.
-type ownedClient interface {
-	ping(ctx context.Context) error
-	close() error
-}
-
-type goRedisClient struct{ c *redis.Client }
-
-func (c goRedisClient) ping(ctx context.Context) error { return c.c.Ping(ctx).Err() }
-func (c goRedisClient) close() error                   { return c.c.Close() }
-
-type valkeyClient struct {
-	c       valkey.Client
-	cluster bool
-}
-
-func (c valkeyClient) ping(ctx context.Context) error {
-	if c.cluster {
-		return clusterOK(c.c.Do(ctx, c.c.B().ClusterInfo().Build()).ToString())
-	}
-	return c.c.Do(ctx, c.c.B().Ping().Build()).Error()
-}
-func (c valkeyClient) close() error { c.c.Close(); return nil }
-
-// pingScript is what Open asks a single server of the caller's Nodes to
-// run: with no client of its own to ask, the one question that shows,
-// whoever built the client, that the server answers, takes the
-// credentials and runs scripts.
-var pingScript = node.NewScript("return 1")
-
-func ping(ctx context.Context, n node.Node) error {
-	if _, err := n.Eval(ctx, pingScript, nil); err != nil {
-		return pingError(n.String(), err)
-	}
-	return nil
-}
-
-// pingError says why the server (or servers) named n failed Open's check.
-func pingError(n string, err error) error {
-	re := replyError(err)
-	switch {
-	case re != nil && errors.Is(re, ErrAuth):
-		return fmt.Errorf("dlock: %s: authentication failed: %w", n, re)
-	case errors.Is(err, errNotCluster):
-		return fmt.Errorf("dlock: %s %w", n, err)
-	case re != nil:
-		return fmt.Errorf("dlock: %s refused: %w", n, err)
-	}
-	return fmt.Errorf("dlock: %s does not answer: %w", n, err)
-}
-
-// replyError returns the server's error reply in err as the node adapters
-// report one, whichever client said it, or nil when err is not one.
-func replyError(err error) *node.ReplyError {
-	var (
-		re *node.ReplyError
-		gr redis.Error
-		ve *valkey.ValkeyError
-	)
-	switch {
-	case errors.As(err, &re):
-		return re
-	case errors.As(err, &gr) && !errors.Is(err, redis.Nil):
-		return &node.ReplyError{Msg: gr.Error()}
-	case errors.As(err, &ve) && !ve.IsNil():
-		return &node.ReplyError{Msg: ve.Error()}
-	}
-	return nil
-}
-
-// opened is a Locker Open built, with the nodes and clients it owns (none
-// when the caller gave the Nodes).
-type opened struct {
-	strategy
-	nodes   []node.Node
-	clients []ownedClient
-	one     node.Node   // the single strategy's server
-	used    []node.Node // the servers the strategy runs on
+// Client is the Locker Open returns: a single.Locker or a quorum.Locker,
+// as its Config chose, over the servers it names, with every capability
+// both strategies have. Its methods are those strategies'; their docs
+// give the contracts. It is safe for concurrent use.
+type Client struct {
+	lk       strategy
+	servers  *connect.Servers
+	strategy string
 
 	once sync.Once
 	err  error
 }
 
-// strategy is what both of dlock's strategies are, and so what Open
-// returns: a Locker that is a MultiLocker, a Notifier, a Resumer and a
-// Breaker too.
+// strategy is what both of dlock's strategies' Lockers are.
 type strategy interface {
 	Locker
-	MultiLocker
-	Notifier
-	Resumer
-	Breaker
+	AcquireAll(ctx context.Context, keys []string, opts ...lease.Option) (*lease.Lease, error)
+	TryAcquireAll(ctx context.Context, keys []string, opts ...lease.Option) (*lease.Lease, error)
+	Resume(ctx context.Context, handle string, opts ...lease.Option) (*lease.Lease, error)
+	ForceRelease(ctx context.Context, key string) (lease.Broken, error)
+	Publish(ctx context.Context, key, message string) error
+	Watch(ctx context.Context, key string) (messages <-chan string, stop func(), err error)
 }
 
-// SingleNode returns the server a Locker of the single strategy that Open
-// built runs on, for what lives on one server beside the locks (package
-// permits, package claims), with the same connection, credentials and
-// TLS. It reports false for a quorum, and for a Locker Open did not
-// build. The Node stays the Locker's: it closes with it (a Node of
-// Config.Nodes stays the caller's, as ever).
-func SingleNode(l Locker) (node.Node, bool) {
-	o, ok := l.(*opened)
-	if !ok || o.one == nil {
-		return nil, false
-	}
-	return o.one, true
+var (
+	_ strategy = (*single.Locker)(nil)
+	_ strategy = (*quorum.Locker)(nil)
+)
+
+// Acquire waits until the lock on key is granted, or ctx ends: see Locker.
+func (c *Client) Acquire(ctx context.Context, key string, opts ...lease.Option) (*lease.Lease, error) {
+	return c.lk.Acquire(ctx, key, opts...)
 }
 
-// Nodes returns the servers a Locker that Open built runs on, for what
-// lives beside the locks on either strategy (package ratelimit): the
-// single strategy's one server, or the quorum's nodes, in the Config's
-// order. It reports false for a Locker Open did not build. The Nodes stay
-// the Locker's, as SingleNode's do; the slice is the caller's.
-func Nodes(l Locker) ([]node.Node, bool) {
-	o, ok := l.(*opened)
-	if !ok {
-		return nil, false
-	}
-	if o.one != nil {
-		return []node.Node{o.one}, true
-	}
-	return slices.Clone(o.used), true
+// TryAcquire makes one attempt at the lock on key: see Locker.
+func (c *Client) TryAcquire(ctx context.Context, key string, opts ...lease.Option) (*lease.Lease, error) {
+	return c.lk.TryAcquire(ctx, key, opts...)
 }
 
-// add keeps a node and its client, or returns the error that made neither.
-func (o *opened) add(n node.Node, c ownedClient, err error) error {
-	if err != nil {
-		return err
-	}
-	o.nodes = append(o.nodes, n)
-	o.clients = append(o.clients, c)
-	return nil
+// AcquireAll waits until every one of keys is granted, as one lease, or
+// ctx ends: all or nothing, a token per key (lease.Lease.Keys), and no
+// deadlock between callers asking for overlapping sets in any order.
+func (c *Client) AcquireAll(ctx context.Context, keys []string, opts ...lease.Option) (*lease.Lease, error) {
+	return c.lk.AcquireAll(ctx, keys, opts...)
 }
 
-func (o *opened) ping(ctx context.Context) error {
-	for i, c := range o.clients {
-		if err := c.ping(ctx); err != nil {
-			return pingError(o.nodes[i].String(), err)
-		}
-	}
-	return nil
+// TryAcquireAll makes one attempt at every one of keys, as AcquireAll.
+func (c *Client) TryAcquireAll(ctx context.Context, keys []string, opts ...lease.Option) (*lease.Lease, error) {
+	return c.lk.TryAcquireAll(ctx, keys, opts...)
 }
+
+// Inspect reports who holds the lock on key: see Locker.
+func (c *Client) Inspect(ctx context.Context, key string) (lease.Info, error) {
+	return c.lk.Inspect(ctx, key)
+}
+
+// Resume takes up the lease a handle names (the text of lease.Handle,
+// written out by lease.Lease.Handle, perhaps in another process), once the
+// servers say it is still held with the handle's token: an error matching
+// ErrNotHeld says it is not, ErrForeignHandle that another Locker's
+// servers granted it.
+func (c *Client) Resume(ctx context.Context, handle string, opts ...lease.Option) (*lease.Lease, error) {
+	return c.lk.Resume(ctx, handle, opts...)
+}
+
+// ForceRelease is an operator's break: it ends whatever lease holds the
+// lock on key and raises the key's fencing token above the old holder's,
+// so that a fence shown Broken.Token refuses the old holder's late writes.
+func (c *Client) ForceRelease(ctx context.Context, key string) (lease.Broken, error) {
+	return c.lk.ForceRelease(ctx, key)
+}
+
+// Publish sends message to every Watch of key, on the lock's servers.
+func (c *Client) Publish(ctx context.Context, key, message string) error {
+	return c.lk.Publish(ctx, key, message)
+}
+
+// Watch delivers the messages published for key from now on, until stop
+// is called. Delivery is a hint: messages coalesce, and one published
+// while a connection is broken is lost.
+func (c *Client) Watch(ctx context.Context, key string) (messages <-chan string, stop func(), err error) {
+	return c.lk.Watch(ctx, key)
+}
+
+// Nodes returns the servers the Client runs on, for what lives beside the
+// locks (packages permits, claims, rwlock on the single strategy's one
+// Node; ratelimit on either): one Node for the single strategy, the
+// quorum's N in the Config's order. They stay the Client's and close with
+// it (or, from Config.Nodes, the caller's); the slice is the caller's.
+func (c *Client) Nodes() []node.Node { return append([]node.Node(nil), c.servers.Nodes...) }
+
+// Strategy returns "single" or "quorum".
+func (c *Client) Strategy() string { return c.strategy }
 
 // Close closes the Locker, then the nodes and clients Open made (not those
-// of Config.Nodes). It is safe to call more than once.
-func (o *opened) Close() error {
-	o.once.Do(func() {
-		if o.strategy != nil {
-			o.err = o.strategy.Close()
-		}
-		o.err = errors.Join(o.err, o.closeAll())
-	})
-	return o.err
-}
-
-func (o *opened) closeAll() error {
-	var errs []error
-	for _, n := range o.nodes {
-		errs = append(errs, n.Close())
-	}
-	for _, c := range o.clients {
-		errs = append(errs, c.close())
-	}
-	o.nodes, o.clients = nil, nil
-	return errors.Join(errs...)
+// of Config.Nodes); it does not release leases still held. It is safe to
+// call more than once.
+func (c *Client) Close() error {
+	c.once.Do(func() { c.err = errors.Join(c.lk.Close(), c.servers.Close()) })
+	return c.err
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/valkey-io/valkey-go"
 
 	"github.com/dlockgo/dlock"
+	"github.com/dlockgo/dlock/connect"
 	"github.com/dlockgo/dlock/internal/testkit/redistest"
 	"github.com/dlockgo/dlock/lease"
 	"github.com/dlockgo/dlock/node"
@@ -63,7 +64,7 @@ func TestOpenRefused(t *testing.T) {
 				t.Errorf("single: Open took %v; want one dial, a few ms", took)
 			}
 
-			lk, err = dlock.Open(ctx, dlock.Config{Strategy: dlock.StrategyQuorum, Addrs: addrs, Client: client, DurableNodes: true})
+			lk, err = dlock.Open(ctx, dlock.Config{Strategy: connect.StrategyQuorum, Addrs: addrs, Client: client, DurableNodes: true})
 			require.NoError(t, err, "quorum: Open does not need its servers")
 			defer lk.Close()
 			start = time.Now()
@@ -149,7 +150,7 @@ func TestOpenClientsQuiet(t *testing.T) {
 				t.Fatalf("%s: Open of a dead server succeeded", client)
 			}
 		}
-		lk, err := dlock.Open(ctx, dlock.Config{Strategy: dlock.StrategyQuorum, Addrs: []string{dead}, Client: client, DurableNodes: true})
+		lk, err := dlock.Open(ctx, dlock.Config{Strategy: connect.StrategyQuorum, Addrs: []string{dead}, Client: client, DurableNodes: true})
 		require.NoError(t, err)
 		wctx, wcancel := context.WithTimeout(ctx, 300*time.Millisecond)
 		if _, err := lk.Acquire(wctx, "quiet"); err == nil {
@@ -202,7 +203,7 @@ func TestOpenClientsQuiet(t *testing.T) {
 func ownNode(t *testing.T, client, addr, name, password string) node.Node {
 	t.Helper()
 	switch client {
-	case dlock.ClientGoRedis:
+	case connect.ClientGoRedis:
 		c := redis.NewClient(&redis.Options{Addr: addr, ClientName: name, Password: password, DisableIdentity: true, MaxRetries: -1})
 		n := goredis.New(c)
 		t.Cleanup(func() { _ = n.Close(); _ = c.Close() })
@@ -224,11 +225,11 @@ func TestOpenNodes(t *testing.T) {
 	srvs := redistest.StartN(t, 3)
 	ctx := t.Context()
 	for _, client := range redistest.Clients {
-		for _, strategy := range []string{dlock.StrategySingle, dlock.StrategyQuorum} {
+		for _, strategy := range []string{connect.StrategySingle, connect.StrategyQuorum} {
 			t.Run(client+"/"+strategy, func(t *testing.T) {
 				name := "billing-" + strings.ReplaceAll(client, "-", "") + "-" + strategy
 				servers := srvs[:1]
-				if strategy == dlock.StrategyQuorum {
+				if strategy == connect.StrategyQuorum {
 					servers = srvs
 				}
 				var nodes []node.Node
@@ -237,7 +238,7 @@ func TestOpenNodes(t *testing.T) {
 				}
 				rec := &eventLog{}
 				lk, err := dlock.Open(ctx, dlock.Config{Strategy: strategy, Nodes: nodes, TTL: 5 * time.Second,
-					DurableNodes: strategy == dlock.StrategyQuorum, Observer: rec})
+					DurableNodes: strategy == connect.StrategyQuorum, Observer: rec})
 				require.NoError(t, err, "Open")
 				l, err := lk.TryAcquire(ctx, name)
 				require.NoError(t, err, "TryAcquire")
@@ -296,8 +297,8 @@ func TestOpenNodesChecked(t *testing.T) {
 		})
 	}
 
-	a := ownNode(t, dlock.ClientGoRedis, srv.Addr(), "", "s3cret")
-	b := ownNode(t, dlock.ClientGoRedis, dead, "", "")
+	a := ownNode(t, connect.ClientGoRedis, srv.Addr(), "", "s3cret")
+	b := ownNode(t, connect.ClientGoRedis, dead, "", "")
 	for _, tc := range []struct {
 		name string
 		cfg  dlock.Config
@@ -305,9 +306,9 @@ func TestOpenNodesChecked(t *testing.T) {
 	}{
 		{"addrs and nodes", dlock.Config{Addrs: []string{srv.Addr()}, Nodes: []node.Node{a}}, "Config.Addrs and Config.Nodes"},
 		{"two for single", dlock.Config{Nodes: []node.Node{a, b}}, "Config.Nodes"},
-		{"nil", dlock.Config{Strategy: dlock.StrategyQuorum, Nodes: []node.Node{a, nil}}, "Config.Nodes"},
-		{"repeated", dlock.Config{Strategy: dlock.StrategyQuorum, Nodes: []node.Node{a, b, a}}, "Config.Nodes"},
-		{"client", dlock.Config{Nodes: []node.Node{a}, Client: dlock.ClientValkeyGo}, "Config.Client"},
+		{"nil", dlock.Config{Strategy: connect.StrategyQuorum, Nodes: []node.Node{a, nil}}, "Config.Nodes"},
+		{"repeated", dlock.Config{Strategy: connect.StrategyQuorum, Nodes: []node.Node{a, b, a}}, "Config.Nodes"},
+		{"client", dlock.Config{Nodes: []node.Node{a}, Client: connect.ClientValkeyGo}, "Config.Client"},
 		{"password", dlock.Config{Nodes: []node.Node{a}, Password: "s3cret"}, "Config.Password"},
 		{"db", dlock.Config{Nodes: []node.Node{a}, DB: 2}, "Config.DB"},
 		{"dial timeout", dlock.Config{Nodes: []node.Node{a}, DialTimeout: time.Second}, "Config.DialTimeout"},
@@ -321,16 +322,14 @@ func TestOpenNodesChecked(t *testing.T) {
 	}
 }
 
-// TestSingleNode: the server of a single Locker from Open carries permits
-// beside its locks, on Open's own client, and closes with the Locker; a
-// quorum has no one server.
-func TestSingleNode(t *testing.T) {
-	srvs := redistest.StartN(t, 3)
+// TestNodesCarryPermits: the server of a single Client carries permits
+// beside its locks, on Open's own client, and closes with the Client.
+func TestNodesCarryPermits(t *testing.T) {
+	srv := redistest.Start(t)
 	ctx := t.Context()
-	lk, err := dlock.Open(ctx, dlock.Config{Addrs: []string{srvs[0].Addr()}})
+	lk, err := dlock.Open(ctx, dlock.Config{Addrs: []string{srv.Addr()}})
 	require.NoError(t, err)
-	n, ok := dlock.SingleNode(lk)
-	require.True(t, ok, "SingleNode of a single Locker")
+	n := lk.Nodes()[0]
 	sem, err := permits.New(n)
 	require.NoError(t, err)
 	p, err := sem.TryAcquire(ctx, "pool", 1)
@@ -341,20 +340,7 @@ func TestSingleNode(t *testing.T) {
 	require.NoError(t, p.Release(ctx))
 	require.NoError(t, lk.Close())
 	if _, err := n.Eval(ctx, node.NewScript("return 1"), nil); err == nil {
-		t.Error("the Node answered after the Locker's Close; want it closed with it")
-	}
-
-	q, err := dlock.Open(ctx, dlock.Config{Strategy: dlock.StrategyQuorum, Addrs: []string{srvs[0].Addr(), srvs[1].Addr(), srvs[2].Addr()}, DurableNodes: true})
-	require.NoError(t, err)
-	defer q.Close()
-	if _, ok := dlock.SingleNode(q); ok {
-		t.Error("SingleNode of a quorum Locker: ok; want false")
-	}
-	own, err := single.New(n)
-	require.NoError(t, err)
-	defer own.Close()
-	if _, ok := dlock.SingleNode(own); ok {
-		t.Error("SingleNode of a Locker Open did not build: ok; want false")
+		t.Error("the Node answered after the Client's Close; want it closed with it")
 	}
 }
 
@@ -378,9 +364,9 @@ func TestOpenClusterQuietDead(t *testing.T) {
 	}
 }
 
-// TestNodes: Open's Locker names the servers it runs on, one for single
-// and each node for a quorum, in order, so a rate limit runs beside the
-// locks on either strategy.
+// TestNodes: a Client names the servers it runs on, one for single and
+// each node for a quorum, in order, so a rate limit runs beside the locks
+// on either strategy; so does a strategy's own Locker.
 func TestNodes(t *testing.T) {
 	srvs := redistest.StartN(t, 3)
 	ctx := t.Context()
@@ -388,17 +374,18 @@ func TestNodes(t *testing.T) {
 	lk, err := dlock.Open(ctx, dlock.Config{Addrs: addrs[:1]})
 	require.NoError(t, err)
 	defer lk.Close()
-	q, err := dlock.Open(ctx, dlock.Config{Strategy: dlock.StrategyQuorum, Addrs: addrs, DurableNodes: true})
+	q, err := dlock.Open(ctx, dlock.Config{Strategy: connect.StrategyQuorum, Addrs: addrs, DurableNodes: true})
 	require.NoError(t, err)
 	defer q.Close()
+	own, err := single.New(redistest.NodeFor(t, "go-redis", addrs[0]))
+	require.NoError(t, err)
+	defer own.Close()
 	for _, c := range []struct {
-		lk   dlock.Locker
-		want []string
-	}{{lk, addrs[:1]}, {q, addrs}} {
-		nodes, ok := dlock.Nodes(c.lk)
-		require.True(t, ok, "Nodes of a Locker Open built")
+		nodes []node.Node
+		want  []string
+	}{{lk.Nodes(), addrs[:1]}, {q.Nodes(), addrs}, {own.Nodes(), addrs[:1]}} {
 		var got []string
-		for _, n := range nodes {
+		for _, n := range c.nodes {
 			got = append(got, n.String())
 			if _, err := n.Eval(ctx, node.NewScript("return 1"), nil); err != nil {
 				t.Errorf("%s: %v", n, err)
@@ -408,10 +395,7 @@ func TestNodes(t *testing.T) {
 			t.Errorf("Nodes: %v; want %v", got, c.want)
 		}
 	}
-	own, err := single.New(redistest.NodeFor(t, "go-redis", addrs[0]))
-	require.NoError(t, err)
-	defer own.Close()
-	if _, ok := dlock.Nodes(own); ok {
-		t.Error("Nodes of a Locker Open did not build: ok; want false")
+	if lk.Strategy() != "single" || q.Strategy() != "quorum" {
+		t.Errorf("Strategy() = %q, %q; want single, quorum", lk.Strategy(), q.Strategy())
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/dlockgo/dlock"
+	"github.com/dlockgo/dlock/connect"
 	"github.com/dlockgo/dlock/fence"
 	"github.com/dlockgo/dlock/internal/testkit/redistest"
 	"github.com/dlockgo/dlock/lease"
@@ -67,7 +68,7 @@ func sentinelFailover(t *testing.T, client string, replicas bool) {
 	}
 	// The URLs, with an Observer each, which no URL can name.
 	open := func(url string, obs observe.Observer) dlock.Locker {
-		cfg, err := dlock.ParseURL(url)
+		cfg, err := connect.ParseURL(url)
 		require.NoError(t, err, "ParseURL")
 		cfg.Observer = obs
 		lk, err := dlock.Open(ctx, cfg)
@@ -187,7 +188,7 @@ func sentinelFailover(t *testing.T, client string, replicas bool) {
 
 	lines := printed.get()
 	switch client {
-	case dlock.ClientValkeyGo:
+	case connect.ClientValkeyGo:
 		if len(lines) > 0 {
 			t.Errorf("go-redis printed %q for valkey-go Lockers; want nothing", lines)
 		}
@@ -233,7 +234,7 @@ func TestSetGoRedisLog(t *testing.T) {
 	g := redistest.StartSentinels(t, 3)
 	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 	defer cancel()
-	url := "redis+sentinel://" + strings.Join(g.Addrs(), ",") + "/" + g.Name + "?dial_timeout=500ms&client=" + dlock.ClientGoRedis
+	url := "redis+sentinel://" + strings.Join(g.Addrs(), ",") + "/" + g.Name + "?dial_timeout=500ms&client=" + connect.ClientGoRedis
 	lockOnce := func() {
 		lk, err := dlock.OpenURL(ctx, url)
 		require.NoError(t, err, "OpenURL")
@@ -244,14 +245,14 @@ func TestSetGoRedisLog(t *testing.T) {
 	}
 
 	var routed lockedBuffer
-	dlock.SetGoRedisLog(slog.New(slog.NewTextHandler(&routed, nil)))
+	connect.SetGoRedisLog(slog.New(slog.NewTextHandler(&routed, nil)))
 	lockOnce()
 	want := fmt.Sprintf(`level=INFO msg="sentinel: new master=\"%s\" addr=\"%s\"" source=go-redis`, g.Name, g.Master.Addr())
 	if !strings.Contains(routed.String(), want) {
 		t.Errorf("the logger given got %q; want a record %q", routed.String(), want)
 	}
 
-	dlock.SetGoRedisLog(nil)
+	connect.SetGoRedisLog(nil)
 	had := routed.String()
 	lockOnce()
 	if got := routed.String(); got != had {
@@ -394,7 +395,7 @@ func TestOpenSentinelQuietDead(t *testing.T) {
 			t.Fatalf("%s: Open behind dead Sentinels succeeded", client)
 		}
 		lines := printed.get()
-		if client == dlock.ClientValkeyGo {
+		if client == connect.ClientValkeyGo {
 			if len(lines) > 0 {
 				t.Errorf("go-redis printed %q for a valkey-go Locker; want nothing", lines)
 			}

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/dlockgo/dlock"
+	"github.com/dlockgo/dlock/connect"
 	"github.com/dlockgo/dlock/internal/testkit/redistest"
 )
 
@@ -120,12 +121,12 @@ func TestOpenTLSMismatch(t *testing.T) {
 // TestParseURLTLS: the files a TLS URL names end up in Config.TLS.
 func TestParseURLTLS(t *testing.T) {
 	certs := redistest.NewCerts(t)
-	cfg, err := dlock.ParseURL("rediss://h?" + tlsQuery(certs, true) + "&tls_server_name=redis.internal")
+	cfg, err := connect.ParseURL("rediss://h?" + tlsQuery(certs, true) + "&tls_server_name=redis.internal")
 	require.NoError(t, err)
 	if cfg.TLS == nil || cfg.TLS.RootCAs == nil || len(cfg.TLS.Certificates) != 1 || cfg.TLS.ServerName != "redis.internal" {
 		t.Fatalf("Config.TLS = %+v; want the CA, one client certificate and the server name", cfg.TLS)
 	}
-	if _, err := dlock.ParseURL("rediss://h?tls_ca=" + url.QueryEscape(certs.ClientKey)); err == nil {
+	if _, err := connect.ParseURL("rediss://h?tls_ca=" + url.QueryEscape(certs.ClientKey)); err == nil {
 		t.Errorf("tls_ca naming a key file: no error; want one saying it holds no certificate")
 	}
 }

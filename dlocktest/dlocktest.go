@@ -84,6 +84,7 @@ import (
 	"github.com/valkey-io/valkey-go"
 
 	"github.com/dlockgo/dlock"
+	"github.com/dlockgo/dlock/connect"
 	"github.com/dlockgo/dlock/node"
 	"github.com/dlockgo/dlock/node/goredis"
 	"github.com/dlockgo/dlock/node/valkeygo"
@@ -120,8 +121,8 @@ type config struct {
 // masters with WithQuorum.
 func WithAddr(addrs ...string) Option { return func(c *config) { c.addrs = addrs } }
 
-// WithClient chooses the client library: dlock.ClientGoRedis (the
-// default) or dlock.ClientValkeyGo.
+// WithClient chooses the client library: connect.ClientGoRedis (the
+// default) or connect.ClientValkeyGo.
 func WithClient(name string) Option { return func(c *config) { c.client = name } }
 
 // WithQuorum makes New's Locker one of the quorum strategy (package
@@ -143,7 +144,7 @@ func WithTTL(ttl time.Duration) Option { return func(c *config) { c.ttl = ttl } 
 // clients New made for it (go-redis or valkey-go, with the settings Open
 // gives its own). New fails t (t.Fatal) when the Locker cannot be made: a
 // bad option, a server that does not answer.
-func New(t testing.TB, opts ...Option) dlock.Locker {
+func New(t testing.TB, opts ...Option) *dlock.Client {
 	t.Helper()
 	var c config
 	for _, o := range opts {
@@ -155,7 +156,7 @@ func New(t testing.TB, opts ...Option) dlock.Locker {
 			t.Fatalf("dlocktest: WithQuorum(%d): want at least 1 server", c.quorum)
 			return nil
 		}
-		cfg.Strategy = dlock.StrategyQuorum
+		cfg.Strategy = connect.StrategyQuorum
 		// Servers here are fresh for every test: with the guard on, each
 		// would sit out a maximum TTL before it voted.
 		cfg.DurableNodes = true
@@ -218,12 +219,7 @@ func Node(t testing.TB, opts ...Option) node.Node {
 	if l == nil {
 		return nil
 	}
-	n, ok := dlock.SingleNode(l)
-	if !ok {
-		t.Fatalf("dlocktest: the Locker on %v has no single server", l)
-		return nil
-	}
-	return n
+	return l.Nodes()[0]
 }
 
 // dial makes a Node for each address on a client of the library named,
@@ -243,7 +239,7 @@ func dial(addrs []string, client string) (nodes []node.Node, closeAll func(), er
 			return nil, nil, fmt.Errorf("dlocktest: server %q: want host:port", addr)
 		}
 		switch client {
-		case "", dlock.ClientGoRedis:
+		case "", connect.ClientGoRedis:
 			c := redis.NewClient(&redis.Options{
 				Addr:                     addr,
 				ContextTimeoutEnabled:    true,
@@ -255,7 +251,7 @@ func dial(addrs []string, client string) (nodes []node.Node, closeAll func(), er
 			n := goredis.New(c)
 			nodes = append(nodes, n)
 			closers = append(closers, func() { _ = n.Close(); _ = c.Close() })
-		case dlock.ClientValkeyGo:
+		case connect.ClientValkeyGo:
 			c, err := valkey.NewClient(valkey.ClientOption{
 				InitAddress: []string{addr}, DisableCache: true, ForceSingleClient: true,
 			})
@@ -268,7 +264,7 @@ func dial(addrs []string, client string) (nodes []node.Node, closeAll func(), er
 			closers = append(closers, func() { _ = n.Close(); c.Close() })
 		default:
 			closeAll()
-			return nil, nil, fmt.Errorf("dlocktest: WithClient(%q): want %q or %q", client, dlock.ClientGoRedis, dlock.ClientValkeyGo)
+			return nil, nil, fmt.Errorf("dlocktest: WithClient(%q): want %q or %q", client, connect.ClientGoRedis, connect.ClientValkeyGo)
 		}
 	}
 	return nodes, closeAll, nil

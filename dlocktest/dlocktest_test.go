@@ -13,6 +13,7 @@ import (
 
 	"github.com/dlockgo/dlock"
 	"github.com/dlockgo/dlock/claims"
+	"github.com/dlockgo/dlock/connect"
 	"github.com/dlockgo/dlock/dlocktest"
 	"github.com/dlockgo/dlock/internal/testkit/redistest"
 	"github.com/dlockgo/dlock/lease"
@@ -216,7 +217,7 @@ func TestEnv(t *testing.T) {
 		cfg  dlock.Config
 	}{
 		{"single", nil, dlock.Config{Addrs: []string{srv.Addr()}}},
-		{"quorum", []dlocktest.Option{dlocktest.WithQuorum(3)}, dlock.Config{Strategy: dlock.StrategyQuorum, Addrs: addrs, DurableNodes: true}},
+		{"quorum", []dlocktest.Option{dlocktest.WithQuorum(3)}, dlock.Config{Strategy: connect.StrategyQuorum, Addrs: addrs, DurableNodes: true}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			l, err := dlocktest.New(t, tc.opts...).TryAcquire(ctx, tc.name)
@@ -237,7 +238,7 @@ func TestEnv(t *testing.T) {
 		t.Setenv(dlocktest.EnvAddr, srv.Addr())
 		l, err := dlocktest.New(t).TryAcquire(ctx, "shared")
 		require.NoError(t, err)
-		_, err = dlocktest.New(t, dlocktest.WithClient(dlock.ClientValkeyGo)).TryAcquire(ctx, "shared")
+		_, err = dlocktest.New(t, dlocktest.WithClient(connect.ClientValkeyGo)).TryAcquire(ctx, "shared")
 		require.ErrorIs(t, err, dlock.ErrTaken)
 		require.NoError(t, l.Release(ctx))
 	})

@@ -6,7 +6,7 @@ import (
 
 	"go.uber.org/goleak"
 
-	"github.com/dlockgo/dlock"
+	"github.com/dlockgo/dlock/connect"
 	"github.com/dlockgo/dlock/dlocktest"
 	"github.com/dlockgo/dlock/internal/testkit/redistest"
 )
@@ -52,7 +52,7 @@ var backends = []backend{
 func forEach(t *testing.T, n int, f func(t *testing.T, opts ...dlocktest.Option)) {
 	t.Helper()
 	for _, b := range backends {
-		for _, client := range []string{dlock.ClientGoRedis, dlock.ClientValkeyGo} {
+		for _, client := range []string{connect.ClientGoRedis, connect.ClientValkeyGo} {
 			t.Run(b.name+"/"+client, func(t *testing.T) {
 				t.Parallel()
 				f(t, append(b.opts(t, n), dlocktest.WithClient(client))...)

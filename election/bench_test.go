@@ -9,7 +9,6 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/dlockgo/dlock"
 	"github.com/dlockgo/dlock/election"
 	"github.com/dlockgo/dlock/internal/testkit/redistest"
 	"github.com/dlockgo/dlock/lease"
@@ -55,7 +54,7 @@ func BenchmarkHandoff(b *testing.B) {
 
 // benchLocker is a Locker with the strategy's default timeouts: the
 // quorum's node timeout is not the tests' longer one.
-func (e *env) benchLocker(b *testing.B) dlock.Locker {
+func (e *env) benchLocker(b *testing.B) locker {
 	b.Helper()
 	var addrs []string
 	for _, s := range e.srvs {
@@ -63,7 +62,7 @@ func (e *env) benchLocker(b *testing.B) dlock.Locker {
 	}
 	nodes := nodesFor(b, e.client, addrs)
 	var (
-		lk  dlock.Locker
+		lk  locker
 		err error
 	)
 	if e.strategy == strategySingle {

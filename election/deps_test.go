@@ -7,7 +7,7 @@ import (
 )
 
 // TestNoClientLibraries: the package declares the two small interfaces it
-// uses (Locker, Notifier) rather than importing the root package, so a
+// uses (Locker) rather than importing the root package, so a
 // program that elects through its own Locker links neither client library.
 func TestNoClientLibraries(t *testing.T) {
 	out, err := exec.Command("go", "list", "-deps", ".").CombinedOutput()

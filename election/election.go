@@ -7,7 +7,7 @@
 // renewed until it resigns or loses it, whose fencing token orders the
 // terms. Anyone reads the current leader with Leader, and follows every
 // change with Observe, which hears the terms' own announcements on the
-// lock's servers (dlock.Notifier) rather than polling them.
+// lock's servers (Locker.Publish and Watch) rather than polling them.
 //
 // The guarantee: at most one leader at a time whose token a fenced
 // resource accepts. Leadership can overlap by the clock, when a leader is
@@ -49,20 +49,14 @@ var ErrUnfenced = errors.New("election: the locker hands out no fencing tokens")
 // inspect` know it by.
 const KeyPrefix = "election:"
 
-// Locker is what an election needs of a lock: dlock.Locker's Acquire and
-// Inspect. Whatever dlock.Open returns, a *single.Locker and a
-// *quorum.Locker each are one, and a Notifier too. Declared here, so that
-// the package links neither the root package nor the client libraries it
-// pulls in.
+// Locker is what an election needs of a lock: Acquire and Inspect, and
+// Publish and Watch to announce terms and follow them (delivery is a hint:
+// messages coalesce). What dlock.Open returns, a *single.Locker and a
+// *quorum.Locker each are one. Declared here, so that the package links
+// neither the root package nor the client libraries it pulls in.
 type Locker interface {
 	Acquire(ctx context.Context, key string, opts ...lease.Option) (*lease.Lease, error)
 	Inspect(ctx context.Context, key string) (lease.Info, error)
-}
-
-// Notifier is what an election needs to announce terms and follow them:
-// dlock.Notifier's Publish and Watch, whose contract applies (delivery is
-// a hint, messages coalesce).
-type Notifier interface {
 	Publish(ctx context.Context, key, message string) error
 	Watch(ctx context.Context, key string) (messages <-chan string, stop func(), err error)
 }
@@ -72,7 +66,6 @@ type Notifier interface {
 // concurrent use: any number of candidates and observers may share it.
 type Election struct {
 	lk   Locker
-	nt   Notifier
 	name string
 	key  string
 	opts []lease.Option   // every term's lease options but the metadata
@@ -109,18 +102,11 @@ func WithObserver(o observe.Observer) Option { return func(c *config) { c.observ
 // strategy names elections in Observer events.
 const strategy = "election"
 
-// New returns the office name, campaigned for through locker. The locker
-// must also be a Notifier, as every Locker of this module is. It returns
-// an *lease.ArgError for a nil locker, one that is not a Notifier, an
-// empty name, or a bad option.
+// New returns the office name, campaigned for through locker. It returns
+// an *lease.ArgError for a nil locker, an empty name, or a bad option.
 func New(locker Locker, name string, opts ...Option) (*Election, error) {
 	if locker == nil {
 		return nil, &lease.ArgError{Arg: "locker", Value: nil, Rule: "must not be nil"}
-	}
-	nt, ok := locker.(Notifier)
-	if !ok {
-		return nil, &lease.ArgError{Arg: "locker", Value: fmt.Sprintf("%T", locker),
-			Rule: "must implement election.Notifier (Publish and Watch), as every Locker of dlock does"}
 	}
 	if name == "" {
 		return nil, &lease.ArgError{Arg: "name", Value: name, Rule: "must not be empty"}
@@ -137,7 +123,7 @@ func New(locker Locker, name string, opts ...Option) (*Election, error) {
 	if err := c.retry.Check(); err != nil {
 		return nil, err
 	}
-	e := &Election{lk: locker, nt: nt, name: name, key: KeyPrefix + name, obs: c.observer}
+	e := &Election{lk: locker, name: name, key: KeyPrefix + name, obs: c.observer}
 	e.opts = []lease.Option{lease.WithAutoRenew()}
 	if c.ttl > 0 {
 		e.opts = append(e.opts, lease.WithTTL(c.ttl))

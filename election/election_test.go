@@ -11,27 +11,24 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/dlockgo/dlock"
+	"github.com/dlockgo/dlock/connect"
 	"github.com/dlockgo/dlock/election"
 	"github.com/dlockgo/dlock/internal/testkit/redistest"
 	"github.com/dlockgo/dlock/lease"
 	"github.com/dlockgo/dlock/quorum"
 )
 
-// plainLocker is a Locker that is not a dlock.Notifier.
-type plainLocker struct{ dlock.Locker }
-
 func TestNewArgs(t *testing.T) {
 	srv := redistest.Start(t)
 	lk := (&env{strategy: strategySingle, client: "go-redis", srvs: []*redistest.Server{srv}}).locker(t, lockerConf{})
 	for _, tc := range []struct {
 		name   string
-		locker dlock.Locker
+		locker election.Locker
 		office string
 		opts   []election.Option
 		arg    string
 	}{
 		{"nil locker", nil, "o", nil, "locker"},
-		{"not a Notifier", plainLocker{lk}, "o", nil, "locker"},
 		{"empty name", lk, "", nil, "name"},
 		{"negative TTL", lk, "o", []election.Option{election.WithTTL(-time.Second)}, "ttl"},
 		{"bad retry", lk, "o", []election.Option{election.WithRetry(lease.Retry{Min: time.Second, Max: time.Millisecond})}, "retry"},
@@ -225,14 +222,14 @@ func TestOpen(t *testing.T) {
 	for _, tc := range []struct {
 		strategy string
 		srvs     []*redistest.Server
-	}{{dlock.StrategySingle, []*redistest.Server{one}}, {dlock.StrategyQuorum, three}} {
+	}{{connect.StrategySingle, []*redistest.Server{one}}, {connect.StrategyQuorum, three}} {
 		t.Run(tc.strategy, func(t *testing.T) {
 			ctx := t.Context()
 			var addrs []string
 			for _, s := range tc.srvs {
 				addrs = append(addrs, s.Addr())
 			}
-			lk, err := dlock.Open(ctx, dlock.Config{Strategy: tc.strategy, Addrs: addrs, DurableNodes: tc.strategy == dlock.StrategyQuorum})
+			lk, err := dlock.Open(ctx, dlock.Config{Strategy: tc.strategy, Addrs: addrs, DurableNodes: tc.strategy == connect.StrategyQuorum})
 			require.NoError(t, err, "Open")
 			defer lk.Close()
 			el := newElection(t, lk, "open")

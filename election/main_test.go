@@ -83,13 +83,20 @@ type lockerConf struct {
 	idle time.Duration // 0: the strategy's default
 }
 
+// locker is what the tests lock with: a strategy's Locker, which an
+// election campaigns through.
+type locker interface {
+	dlock.Locker
+	election.Locker
+}
+
 // lockerOn returns a Locker of e's strategy over addrs, closed when the
 // test ends.
-func (e *env) lockerOn(t testing.TB, addrs []string, c lockerConf) dlock.Locker {
+func (e *env) lockerOn(t testing.TB, addrs []string, c lockerConf) locker {
 	t.Helper()
 	nodes := nodesFor(t, e.client, addrs)
 	var (
-		lk  dlock.Locker
+		lk  locker
 		err error
 	)
 	if e.strategy == strategySingle {
@@ -117,7 +124,7 @@ func (e *env) lockerOn(t testing.TB, addrs []string, c lockerConf) dlock.Locker 
 }
 
 // locker returns a Locker straight to e's servers: one more process.
-func (e *env) locker(t testing.TB, c lockerConf) dlock.Locker {
+func (e *env) locker(t testing.TB, c lockerConf) locker {
 	t.Helper()
 	addrs := make([]string, len(e.srvs))
 	for i, s := range e.srvs {
@@ -144,7 +151,7 @@ func (ls links) restore() {
 }
 
 // waitLinked waits until lk answers an Inspect of key again, after a cut.
-func waitLinked(t testing.TB, lk dlock.Locker, key string) {
+func waitLinked(t testing.TB, lk locker, key string) {
 	t.Helper()
 	redistest.Settled(t, func(ctx context.Context) error {
 		_, err := lk.Inspect(ctx, key)
@@ -154,7 +161,7 @@ func waitLinked(t testing.TB, lk dlock.Locker, key string) {
 
 // cuttable returns a Locker that reaches e's servers through proxies, and
 // the proxies, to cut that process off.
-func (e *env) cuttable(t testing.TB, c lockerConf) (dlock.Locker, links) {
+func (e *env) cuttable(t testing.TB, c lockerConf) (locker, links) {
 	t.Helper()
 	var (
 		ls    links
@@ -168,7 +175,7 @@ func (e *env) cuttable(t testing.TB, c lockerConf) (dlock.Locker, links) {
 	return e.lockerOn(t, addrs, c), ls
 }
 
-func newElection(t testing.TB, lk dlock.Locker, name string, opts ...election.Option) *election.Election {
+func newElection(t testing.TB, lk locker, name string, opts ...election.Option) *election.Election {
 	t.Helper()
 	el, err := election.New(lk, name, opts...)
 	require.NoError(t, err, "election.New")

@@ -28,7 +28,7 @@ const (
 // would otherwise fail, retried, until then.
 //
 // Observe does not poll. It watches the office's lock for the terms'
-// announcements (dlock.Notifier) and reads the servers when one tells it
+// announcements (Locker.Watch) and reads the servers when one tells it
 // something new; a leader that dies announces nothing, so it also reads
 // them once when the current leader's lease is due to run out. An
 // announcement lost (a subscription connection broken) is made up for by
@@ -41,7 +41,7 @@ func (e *Election) Observe(ctx context.Context) (<-chan Leader, error) {
 	if err := argerr.CheckContext(ctx); err != nil {
 		return nil, err
 	}
-	msgs, stop, err := e.nt.Watch(ctx, e.key)
+	msgs, stop, err := e.lk.Watch(ctx, e.key)
 	if err != nil {
 		return nil, fmt.Errorf("election: observe %q: %w", e.name, err)
 	}

@@ -9,7 +9,6 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/dlockgo/dlock"
 	"github.com/dlockgo/dlock/election"
 	"github.com/dlockgo/dlock/internal/keyname"
 	"github.com/dlockgo/dlock/lease"
@@ -125,7 +124,7 @@ func TestObserveMissedAnnouncement(t *testing.T) {
 		// A witness sees the announcement go out while the observer is
 		// cut off.
 		wlk := e.locker(t, conf)
-		watch, stop, err := wlk.(dlock.Notifier).Watch(ctx, election.KeyPrefix+name)
+		watch, stop, err := wlk.Watch(ctx, election.KeyPrefix+name)
 		require.NoError(t, err)
 		defer stop()
 		links.cut()

@@ -15,7 +15,7 @@ import (
 )
 
 // The announcements a term publishes on its office's lock (see
-// dlock.Notifier), each followed by a space and the term's token: elected
+// Locker.Publish), each followed by a space and the term's token: elected
 // once it holds the office, and again at about half its lease's time left
 // (so that an observer that missed one hears the next); ended once it
 // resigned or lost the office.
@@ -204,5 +204,5 @@ func (t *Term) announceFor(d time.Duration, kind string) {
 // only time: they hear the next announcement, or find the end of a lease
 // at the expiry they already know of.
 func (t *Term) announce(ctx context.Context, kind string) {
-	_ = t.e.nt.Publish(ctx, t.e.key, kind+" "+t.l.Token().String())
+	_ = t.e.lk.Publish(ctx, t.e.key, kind+" "+t.l.Token().String())
 }

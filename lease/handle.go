@@ -14,7 +14,7 @@ import (
 )
 
 // Handle is a lease written out, for another process to take up and extend
-// or release (dlock.Resume): what the servers know the lease by (key,
+// or release (Resume): what the servers know the lease by (key,
 // owner, token), and what says which Locker may take it up (strategy and
 // servers). Its text form (String, ParseHandle) carries a checksum, so a
 // handle cut short or edited by hand is refused before any server is
@@ -49,7 +49,7 @@ type handler interface {
 }
 
 // Handle returns the lease written out, for another process to take up
-// with dlock.Resume. It fails with an error matching ErrNotHeld once the
+// with Resume. It fails with an error matching ErrNotHeld once the
 // lease has ended, and with an *ArgError for a lease its strategy cannot
 // write out: one on several keys, or one of the primitives built on the
 // single strategy (permits, rwlock, claims).

@@ -65,7 +65,7 @@ type NodeInfo struct {
 // MaxMetadata is the largest metadata WithMetadata accepts, in bytes.
 const MaxMetadata = 512
 
-// Broken is what a forced release (dlock.ForceRelease) found and did: who
+// Broken is what a forced release (ForceRelease) found and did: who
 // held the key, and the token the break took, above every token handed out
 // for the key before it, the old holder's included. Show Token to a fence
 // (fence.Guard.Admit, fence.Store.Put) and the old holder's late writes

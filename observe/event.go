@@ -44,7 +44,7 @@ const (
 	// not when the Sentinels promote: a Locker that makes no call hears
 	// of none.
 	MasterChanged
-	// ForceReleased: an operator's break (dlock.ForceRelease) ended
+	// ForceReleased: an operator's break (ForceRelease) ended
 	// whatever lease held Key and raised its token; Err is its error, if
 	// any. Reported by the Locker that broke it, whether or not a lease
 	// held the key.

@@ -137,18 +137,19 @@ func (b *ballot) broken(key string) lease.Broken {
 	return br
 }
 
-// Resume takes up the lease h names (see lease.Lease.Handle), written out
-// by a Locker on the same nodes, perhaps in another process: it checks on
-// the nodes that h's owner still holds the lock on a majority of them (the
-// scripts know a lease by its owner, unique to it) and that h's token is
+// Resume takes up the lease a handle names (the text of a lease.Handle,
+// see lease.Lease.Handle) written out by a Locker on the same nodes,
+// perhaps in another process: it checks on the nodes that its owner
+// still holds the lock on a majority of them (the
+// scripts know a lease by its owner, unique to it) and that the handle's token is
 // the one the lease committed, and returns a lease that extends and
 // releases it as the one written out did, valid while a majority still
 // holds it by the nodes' word (less the drift margin). opts may set
 // WithAutoRenew (off by default) and WithTTL, the TTL renewals ask for (by
-// default h.TTL).
+// default the handle's).
 //
 // The token is checked against the key's own fence counters on the nodes
-// that hold the lease: h.Token must be the highest of them. A node's
+// that hold the lease: the handle's token must be the highest of them. A node's
 // counter moves only by a commit of the owner holding the lock there (or
 // by a break, which takes the lock first), and the lease's commit majority
 // meets every majority of holders, so that highest counter is the lease's
@@ -166,7 +167,14 @@ func (b *ballot) broken(key string) lease.Broken {
 // answer to tell (stopped, timed out, failing), the *Error does not
 // match lease.ErrNotHeld: nodes that did not answer never make a lease
 // ended.
-func (lk *Locker) Resume(ctx context.Context, h lease.Handle, opts ...lease.Option) (*lease.Lease, error) {
+func (lk *Locker) Resume(ctx context.Context, handle string, opts ...lease.Option) (*lease.Lease, error) {
+	if err := acquire.CheckContext(ctx); err != nil {
+		return nil, err
+	}
+	h, err := lease.ParseHandle(handle)
+	if err != nil {
+		return nil, err
+	}
 	if err := h.For(strategy, lk.servers()); err != nil {
 		return nil, err
 	}

@@ -45,7 +45,7 @@ func TestHandleAcrossLockers(t *testing.T) {
 			t.Fatalf("ParseHandle(String()) = %+v; want %+v", parsed, h)
 		}
 
-		r, err := b.Resume(ctx, parsed)
+		r, err := b.Resume(ctx, parsed.String())
 		require.NoError(t, err, "Resume")
 		if r.Token() != l.Token() || r.Owner() != l.Owner() || r.Metadata() != "job=7" || r.Key() != "h" {
 			t.Fatalf("resumed %q token %v; want %q token %v", r.Key(), r.Token(), "h", l.Token())
@@ -62,7 +62,7 @@ func TestHandleAcrossLockers(t *testing.T) {
 		if err := l.Extend(ctx, time.Second); !errors.Is(err, lease.ErrNotHeld) {
 			t.Fatalf("Extend of the original after the release: %v; want ErrNotHeld", err)
 		}
-		if _, err := b.Resume(ctx, parsed); !errors.Is(err, lease.ErrNotHeld) {
+		if _, err := b.Resume(ctx, parsed.String()); !errors.Is(err, lease.ErrNotHeld) {
 			t.Fatalf("Resume of an ended lease: %v; want ErrNotHeld", err)
 		}
 
@@ -75,13 +75,13 @@ func TestHandleAcrossLockers(t *testing.T) {
 		h2, err := l2.Handle()
 		require.NoError(t, err)
 		for _, lk := range []*quorum.Locker{other, fewer} {
-			if _, err := lk.Resume(ctx, h2); !errors.Is(err, lease.ErrForeignHandle) || !errors.Is(err, lease.ErrInvalid) {
+			if _, err := lk.Resume(ctx, h2.String()); !errors.Is(err, lease.ErrForeignHandle) || !errors.Is(err, lease.ErrInvalid) {
 				t.Fatalf("Resume by another Locker: %v; want ErrForeignHandle", err)
 			}
 		}
 		single := h2
 		single.Strategy = "single"
-		if _, err := b.Resume(ctx, single); !errors.Is(err, lease.ErrForeignHandle) {
+		if _, err := b.Resume(ctx, single.String()); !errors.Is(err, lease.ErrForeignHandle) {
 			t.Fatalf("Resume of a single handle: %v; want ErrForeignHandle", err)
 		}
 		// Edited by hand.
@@ -239,7 +239,7 @@ func TestForceReleaseGuarded(t *testing.T) {
 		require.NoError(t, err)
 		h, err := pl.Handle()
 		require.NoError(t, err)
-		r, err := plain.Resume(ctx, h)
+		r, err := plain.Resume(ctx, h.String())
 		require.NoError(t, err, "Resume without tokens")
 		if r.Fenced() {
 			t.Fatalf("resumed lease without tokens carries token %v", r.Token())
@@ -287,7 +287,7 @@ func TestResumeForgedToken(t *testing.T) {
 		}
 		refuse := func(what string, tok fence.Token) {
 			t.Helper()
-			r, err := b.Resume(ctx, forged(tok))
+			r, err := b.Resume(ctx, forged(tok).String())
 			if err == nil {
 				ext := r.Extend(ctx, 5*time.Second)
 				t.Fatalf("Resume of a handle with its token %s: resumed with token %v (its Extend: %v); want ErrNotHeld", what, r.Token(), ext)
@@ -310,7 +310,7 @@ func TestResumeForgedToken(t *testing.T) {
 		floor := l.Token() + 1_000_000
 		do(t, srvs[0], "SET", "dlock:floor", floor.String())
 		refuse("set to a node's floor", floor)
-		r, err := b.Resume(ctx, h)
+		r, err := b.Resume(ctx, h.String())
 		require.NoError(t, err, "Resume of the real handle, a node's floor above its token")
 		if r.Token() != l.Token() {
 			t.Fatalf("resumed token %v; want the lease's %v", r.Token(), l.Token())
@@ -326,7 +326,7 @@ func TestResumeForgedToken(t *testing.T) {
 		ph, err := pl.Handle()
 		require.NoError(t, err)
 		ph.Token = 5
-		if _, err := plain.Resume(ctx, ph); !errors.Is(err, lease.ErrNotHeld) {
+		if _, err := plain.Resume(ctx, ph.String()); !errors.Is(err, lease.ErrNotHeld) {
 			t.Fatalf("Resume without tokens of a handle given token 5: %v; want ErrNotHeld", err)
 		}
 		require.NoError(t, pl.Release(ctx))
@@ -362,7 +362,7 @@ func TestResumeNoQuorum(t *testing.T) {
 				t.Fatalf("%s with 2 of 3 nodes stopped: %v; want a quorum.Error matching neither ErrNotHeld nor ErrTaken", what, err)
 			}
 		}
-		_, err = b.Resume(ctx, h)
+		_, err = b.Resume(ctx, h.String())
 		unknown("Resume", err)
 		unknown("Extend", l.Extend(ctx, 10*time.Second))
 		if err := l.Err(); err != nil {
@@ -379,7 +379,7 @@ func TestResumeNoQuorum(t *testing.T) {
 		if left := lockKeysLeft(t, srvs, "away"); len(left) != 3 {
 			t.Fatalf("lock held on nodes %v once they continue; want all three", left)
 		}
-		r, err := b.Resume(ctx, h)
+		r, err := b.Resume(ctx, h.String())
 		require.NoError(t, err, "Resume once the nodes continue")
 		require.NoError(t, r.Extend(ctx, 10*time.Second), "Extend of the resumed lease")
 		require.NoError(t, l.Extend(ctx, 10*time.Second), "Extend of the original")

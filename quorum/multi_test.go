@@ -22,8 +22,6 @@ import (
 	"github.com/dlockgo/dlock/quorum"
 )
 
-var _ dlock.MultiLocker = (*quorum.Locker)(nil)
-
 // setKeysLeft returns, by key, the servers (by index) still holding its
 // lock.
 func setKeysLeft(t *testing.T, srvs []*redistest.Server, keys []string) map[string][]int {

@@ -15,7 +15,7 @@ import (
 // Publish sends message to every Watch of key, through every node at once,
 // each call bounded by the node timeout. It returns nil when a majority of
 // the nodes took it: a Watch listens on a majority, and any two majorities
-// share a node. It stores nothing. It implements dlock.Notifier.
+// share a node. It stores nothing.
 func (lk *Locker) Publish(ctx context.Context, key, message string) error {
 	if err := acquire.CheckContext(ctx); err != nil {
 		return err
@@ -61,8 +61,7 @@ func (lk *Locker) Publish(ctx context.Context, key, message string) error {
 // once a majority confirmed (the others join as they answer, in the
 // background), or with an error when a majority cannot. A message comes
 // once from each node that had it: up to once per node. Each node's
-// subscription is a hint, as node.Node's Subscribe says. It implements
-// dlock.Notifier.
+// subscription is a hint, as node.Node's Subscribe says.
 func (lk *Locker) Watch(ctx context.Context, key string) (<-chan string, func(), error) {
 	if err := acquire.CheckContext(ctx); err != nil {
 		return nil, nil, err

@@ -44,6 +44,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -386,6 +387,11 @@ func (lk *Locker) Close() error {
 	}
 	return fmt.Errorf("%w on %s", ErrCallsRunning, strings.Join(busy, ", "))
 }
+
+// Nodes returns the servers the Locker runs on, in the order New was
+// given them, for what lives beside its locks (package ratelimit). The
+// slice is the caller's; the Nodes stay whoever built them.
+func (lk *Locker) Nodes() []node.Node { return slices.Clone(lk.nodes) }
 
 // strategy names this strategy in Observer events.
 const strategy = "quorum"

@@ -107,7 +107,7 @@ while read -r pkg target runs; do
   fuzzpids+=($!)
   [ ${#fuzzpids[@]} -lt 2 ] || fuzzwait
 done <<'TARGETS'
-. FuzzParseURL 750x
+./connect FuzzParseURL 750x
 ./internal/keyname FuzzNames 4500x
 ./internal/acquire FuzzCheckLease 12000x
 ./internal/acquire FuzzOptions 15000x

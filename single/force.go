@@ -55,16 +55,25 @@ func (lk *Locker) forceRelease(ctx context.Context, key string) (lease.Broken, e
 	return b, nil
 }
 
-// Resume takes up the lease h names (see lease.Lease.Handle), written out
-// by a Locker on the same server, perhaps in another process: it checks
-// on the server that h's owner still holds the lock with h's token, and
+// Resume takes up the lease a handle names (the text of a lease.Handle,
+// see lease.Lease.Handle) written out by a Locker on the same server,
+// perhaps in another process: it checks on the server that the handle's
+// owner still holds the lock with the handle's token, and
 // returns a lease that extends and releases it as the one written out
 // did, valid for what the server says it has left (less the drift
 // margin). opts may set WithAutoRenew (off by default) and WithTTL, the
-// TTL renewals ask for (by default h.TTL). A handle of another strategy
-// or server is refused with an error matching lease.ErrForeignHandle; one
+// TTL renewals ask for (by default the handle's). A handle that is not
+// one, cut short or edited, is an *lease.ArgError naming handle; one of
+// another strategy or server is refused with an error matching lease.ErrForeignHandle; one
 // whose lease has ended, with an error matching lease.ErrNotHeld.
-func (lk *Locker) Resume(ctx context.Context, h lease.Handle, opts ...lease.Option) (*lease.Lease, error) {
+func (lk *Locker) Resume(ctx context.Context, handle string, opts ...lease.Option) (*lease.Lease, error) {
+	if err := acquire.CheckContext(ctx); err != nil {
+		return nil, err
+	}
+	h, err := lease.ParseHandle(handle)
+	if err != nil {
+		return nil, err
+	}
 	if err := h.For(strategy, lk.n.String()); err != nil {
 		return nil, err
 	}

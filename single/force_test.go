@@ -28,7 +28,7 @@ func resume(t *testing.T, lk *single.Locker, text string, opts ...lease.Option) 
 	if err != nil {
 		return nil, err
 	}
-	return lk.Resume(t.Context(), h, opts...)
+	return lk.Resume(t.Context(), h.String(), opts...)
 }
 
 func TestHandleAcrossLockers(t *testing.T) {
@@ -120,7 +120,7 @@ func TestHandleRefused(t *testing.T) {
 		// A handle whose token no longer matches: the lock was taken
 		// again since (a forged one: the server checks, too).
 		h.Token++
-		if _, err := a.Resume(ctx, h); !errors.Is(err, lease.ErrNotHeld) {
+		if _, err := a.Resume(ctx, h.String()); !errors.Is(err, lease.ErrNotHeld) {
 			t.Fatalf("Resume with another token: %v; want ErrNotHeld", err)
 		}
 
@@ -316,7 +316,7 @@ func resumeUnreachable(t *testing.T, srv *redistest.Server, n node.Node) {
 		}
 	}
 	short, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
-	_, err = a.Resume(short, h)
+	_, err = a.Resume(short, h.String())
 	cancel()
 	unknown("Resume", err)
 	short, cancel = context.WithTimeout(ctx, 500*time.Millisecond)
@@ -327,7 +327,7 @@ func resumeUnreachable(t *testing.T, srv *redistest.Server, n node.Node) {
 	}
 	cont()
 
-	r, err := a.Resume(ctx, h)
+	r, err := a.Resume(ctx, h.String())
 	require.NoError(t, err, "Resume once the server continues")
 	require.NoError(t, r.Extend(ctx, 10*time.Second), "Extend of the resumed lease")
 	require.NoError(t, r.Release(ctx))

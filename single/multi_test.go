@@ -12,7 +12,6 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/dlockgo/dlock"
 	"github.com/dlockgo/dlock/fence"
 	"github.com/dlockgo/dlock/internal/testkit/redistest"
 	"github.com/dlockgo/dlock/internal/testkit/safety"
@@ -20,8 +19,6 @@ import (
 	"github.com/dlockgo/dlock/node"
 	"github.com/dlockgo/dlock/single"
 )
-
-var _ dlock.MultiLocker = (*single.Locker)(nil)
 
 func TestAcquireAllArgs(t *testing.T) {
 	srv := redistest.Start(t)

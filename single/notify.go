@@ -10,7 +10,7 @@ import (
 
 // Publish sends message to every Watch of key, through the server (on a
 // cluster, the master serving the lock's slot, which a cluster passes on
-// to every node). It stores nothing. It implements dlock.Notifier.
+// to every node). It stores nothing.
 func (lk *Locker) Publish(ctx context.Context, key, message string) error {
 	if err := acquire.CheckContext(ctx); err != nil {
 		return err
@@ -27,8 +27,7 @@ func (lk *Locker) Publish(ctx context.Context, key, message string) error {
 // Watch delivers the messages Publish sends for key from now on, until
 // stop is called; ctx bounds only the subscribing. It shares the Node's
 // one subscription connection, and its hints: messages coalesce, and one
-// published while that connection is broken is lost. It implements
-// dlock.Notifier.
+// published while that connection is broken is lost.
 func (lk *Locker) Watch(ctx context.Context, key string) (<-chan string, func(), error) {
 	if err := acquire.CheckContext(ctx); err != nil {
 		return nil, nil, err

@@ -167,6 +167,11 @@ func New(n node.Node, opts ...Option) (*Locker, error) {
 // and neither releases leases still held nor closes its Node.
 func (lk *Locker) Close() error { return nil }
 
+// Nodes returns the one server the Locker runs on, for what lives beside
+// its locks (packages permits, claims, rwlock, ratelimit). The slice is
+// the caller's; the Node stays whoever built it.
+func (lk *Locker) Nodes() []node.Node { return []node.Node{lk.n} }
+
 // strategy names this strategy in Observer events.
 const strategy = "single"
 

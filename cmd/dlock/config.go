@@ -13,6 +13,7 @@ import (
 	"github.com/valkey-io/valkey-go"
 
 	"github.com/dlockgo/dlock"
+	"github.com/dlockgo/dlock/connect"
 	"github.com/dlockgo/dlock/internal/tlsfiles"
 	"github.com/dlockgo/dlock/node"
 	"github.com/dlockgo/dlock/node/goredis"
@@ -73,7 +74,7 @@ func (c *connFlags) resolve(getenv func(string) string) (dlock.Config, string, e
 	case c.url != "" && c.strategy != "":
 		return cfg, "", usagef("--strategy goes with --addrs; a URL's scheme chooses it (redis:// or quorum://)")
 	case c.url != "":
-		cfg, err = dlock.ParseURL(c.url)
+		cfg, err = connect.ParseURL(c.url)
 		source = "--url"
 	case c.addrs != "":
 		cfg = dlock.Config{Strategy: c.strategy, Addrs: splitList(c.addrs)}
@@ -84,10 +85,10 @@ func (c *connFlags) resolve(getenv func(string) string) (dlock.Config, string, e
 		cfg, err = readConfigFile(c.file)
 		source = "--config " + c.file
 	case getenv("DLOCK_URL") != "":
-		cfg, err = dlock.ParseURL(getenv("DLOCK_URL"))
+		cfg, err = connect.ParseURL(getenv("DLOCK_URL"))
 		source = "$DLOCK_URL"
 	default:
-		cfg, err = dlock.ParseURL(defaultURL)
+		cfg, err = connect.ParseURL(defaultURL)
 		source = "default"
 	}
 	if err != nil {
@@ -103,16 +104,16 @@ func (c *connFlags) resolve(getenv func(string) string) (dlock.Config, string, e
 		}
 	}
 	switch cfg.Client {
-	case "", dlock.ClientGoRedis, dlock.ClientValkeyGo:
+	case "", connect.ClientGoRedis, connect.ClientValkeyGo:
 	default:
 		return cfg, "", usagef("--client %q: want go-redis or valkey-go", cfg.Client)
 	}
 	switch cfg.Strategy {
-	case "", dlock.StrategySingle:
+	case "", connect.StrategySingle:
 		if len(cfg.Addrs) != 1 && !cfg.Cluster && cfg.SentinelMaster == "" {
 			return cfg, "", usagef("%s: strategy single takes exactly one server, got %d", source, len(cfg.Addrs))
 		}
-	case dlock.StrategyQuorum:
+	case connect.StrategyQuorum:
 	default:
 		return cfg, "", usagef("%s: strategy %q: want single or quorum", source, cfg.Strategy)
 	}
@@ -132,10 +133,10 @@ func origin(source string, getenv func(string) string) string {
 func describe(cfg dlock.Config) string {
 	strategy, client := cfg.Strategy, cfg.Client
 	if strategy == "" {
-		strategy = dlock.StrategySingle
+		strategy = connect.StrategySingle
 	}
 	if client == "" {
-		client = dlock.ClientGoRedis
+		client = connect.ClientGoRedis
 	}
 	where := strings.Join(cfg.Addrs, ",")
 	switch {
@@ -214,7 +215,7 @@ func readConfigFile(path string) (dlock.Config, error) {
 	if len(cfg.Addrs) > 0 || cfg.Strategy != "" {
 		return cfg, errors.New("url and addrs/strategy name servers twice: give one")
 	}
-	u, err := dlock.ParseURL(url)
+	u, err := connect.ParseURL(url)
 	if err != nil {
 		return cfg, err
 	}
@@ -241,7 +242,7 @@ func dialNodes(addrs []string, client string) (nodes []node.Node, close func()) 
 	}
 	for _, addr := range addrs {
 		var n node.Node
-		if client == dlock.ClientValkeyGo {
+		if client == connect.ClientValkeyGo {
 			c, err := valkey.NewClient(valkey.ClientOption{
 				InitAddress: []string{addr}, DisableCache: true, ForceSingleClient: true,
 			})

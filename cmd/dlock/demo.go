@@ -11,7 +11,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/dlockgo/dlock"
+	"github.com/dlockgo/dlock/connect"
 	"github.com/dlockgo/dlock/fence"
 	"github.com/dlockgo/dlock/lease"
 	"github.com/dlockgo/dlock/node"
@@ -47,7 +47,7 @@ Flags:
 func demoMain(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("dlock demo", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	client := fs.String("client", dlock.ClientGoRedis, `client library: "go-redis" or "valkey-go"`)
+	client := fs.String("client", connect.ClientGoRedis, `client library: "go-redis" or "valkey-go"`)
 	embedded := fs.Bool("embedded", false, "use embedded in-process servers even when redis-server is on PATH")
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), demoUsage)
@@ -56,7 +56,7 @@ func demoMain(args []string, stdout, stderr io.Writer) int {
 	if code, ok := parseFlags(fs, args, stdout); !ok {
 		return code
 	}
-	if fs.NArg() != 0 || (*client != dlock.ClientGoRedis && *client != dlock.ClientValkeyGo) {
+	if fs.NArg() != 0 || (*client != connect.ClientGoRedis && *client != connect.ClientValkeyGo) {
 		fs.Usage()
 		return exitUsage
 	}

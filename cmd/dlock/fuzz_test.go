@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/dlockgo/dlock"
+	"github.com/dlockgo/dlock/connect"
 )
 
 // checkResolved fails t unless cfg is a setup the command can open: a
@@ -16,16 +17,16 @@ import (
 func checkResolved(t *testing.T, what string, cfg dlock.Config) {
 	t.Helper()
 	switch cfg.Client {
-	case "", dlock.ClientGoRedis, dlock.ClientValkeyGo:
+	case "", connect.ClientGoRedis, connect.ClientValkeyGo:
 	default:
 		t.Fatalf("%s: client %q", what, cfg.Client)
 	}
 	switch cfg.Strategy {
-	case "", dlock.StrategySingle:
+	case "", connect.StrategySingle:
 		if len(cfg.Addrs) != 1 && !cfg.Cluster && cfg.SentinelMaster == "" {
 			t.Fatalf("%s: single strategy on %d servers", what, len(cfg.Addrs))
 		}
-	case dlock.StrategyQuorum:
+	case connect.StrategyQuorum:
 		if len(cfg.Addrs) == 0 {
 			t.Fatalf("%s: quorum of no servers", what)
 		}

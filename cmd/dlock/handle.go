@@ -104,7 +104,7 @@ func (c *handleCmd) logf(format string, args ...any) {
 // the lease's TTL and the Config's agree as for run (see agreeTTL);
 // otherwise the Config's TTL is raised to ttl, the one a lease taken up
 // is extended with, which a quorum's lost-data guard must allow.
-func (c *handleCmd) open(ctx context.Context, ttl *time.Duration, agree bool) (dlock.Locker, int) {
+func (c *handleCmd) open(ctx context.Context, ttl *time.Duration, agree bool) (*dlock.Client, int) {
 	cfg, _, err := c.conn.resolve(os.Getenv)
 	if err != nil {
 		c.logf("%v", err)
@@ -282,13 +282,7 @@ func (c *handleCmd) resume(ctx context.Context, h lease.Handle, ttl time.Duratio
 	if locker == nil {
 		return nil, nil, code
 	}
-	r, ok := locker.(dlock.Resumer)
-	if !ok {
-		locker.Close()
-		c.logf("the Locker cannot take up handles")
-		return nil, nil, exitSoftware
-	}
-	l, err := r.Resume(ctx, h, opts...)
+	l, err := locker.Resume(ctx, h.String(), opts...)
 	if err != nil {
 		locker.Close()
 		return nil, nil, c.failed(fmt.Sprintf("%q", h.Key), err)
@@ -304,7 +298,7 @@ func (c *handleCmd) forceRelease(ctx context.Context, key string) int {
 		return code
 	}
 	defer locker.Close()
-	b, err := dlock.ForceRelease(ctx, locker, key)
+	b, err := locker.ForceRelease(ctx, key)
 	if err != nil {
 		return c.failed(fmt.Sprintf("force %q", key), err)
 	}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/dlockgo/dlock"
+	"github.com/dlockgo/dlock/connect"
 	"github.com/dlockgo/dlock/lease"
 )
 
@@ -80,7 +81,7 @@ func inspectMain(args []string, stdout, stderr io.Writer) int {
 
 	w := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
 	defer w.Flush()
-	if cfg.Strategy == dlock.StrategyQuorum {
+	if cfg.Strategy == connect.StrategyQuorum {
 		return printQuorum(w, info)
 	}
 	fmt.Fprintf(w, "key\t%s\n", info.Key)

@@ -13,7 +13,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/dlockgo/dlock"
+	"github.com/dlockgo/dlock/connect"
 	"github.com/dlockgo/dlock/internal/testkit/redistest"
 	"github.com/dlockgo/dlock/internal/tlsfiles"
 )
@@ -165,7 +165,7 @@ func TestResolve(t *testing.T) {
 			}
 			strategy := cfg.Strategy
 			if strategy == "" {
-				strategy = dlock.StrategySingle
+				strategy = connect.StrategySingle
 			}
 			if tc.strategy != "" && strategy != tc.strategy || strings.Join(cfg.Addrs, " ") != tc.addrs || cfg.Client != tc.client {
 				t.Errorf("got %s %v %q; want %s %s %q", strategy, cfg.Addrs, cfg.Client, tc.strategy, tc.addrs, tc.client)

@@ -19,7 +19,7 @@ import (
 	"os"
 	"runtime/debug"
 
-	"github.com/dlockgo/dlock"
+	"github.com/dlockgo/dlock/connect"
 )
 
 // Exit codes. Those from 64 follow sysexits(3); the child's own exit code
@@ -89,7 +89,7 @@ Servers (every command but demo): the command line wins over the environment:
 func main() {
 	// go-redis prints of its own (a Sentinel group's master, each change of
 	// it); the command reports errors itself.
-	dlock.SetGoRedisLog(nil)
+	connect.SetGoRedisLog(nil)
 	os.Exit(dispatch(os.Args[1:], os.Stdout, os.Stderr))
 }
 

@@ -57,8 +57,8 @@ func (admission) Err() error                    { return nil }
 func (admission) Release(context.Context) error { return nil }
 
 // admit waits, for --wait, until the rate limit on r.key admits one run.
-func (r *runner) admit(ctx context.Context, locker dlock.Locker, cfg dlock.Config) (holding, dlock.Locker, int) {
-	nodes, _ := dlock.Nodes(locker) // Open built it
+func (r *runner) admit(ctx context.Context, locker *dlock.Client, cfg dlock.Config) (holding, *dlock.Client, int) {
+	nodes := locker.Nodes()
 	var opts []ratelimit.Option
 	if len(nodes) > 1 && cfg.NodeTimeout > 0 {
 		opts = append(opts, ratelimit.WithNodeTimeout(cfg.NodeTimeout))

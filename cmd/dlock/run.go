@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/dlockgo/dlock"
+	"github.com/dlockgo/dlock/connect"
 	"github.com/dlockgo/dlock/election"
 	"github.com/dlockgo/dlock/fence"
 	"github.com/dlockgo/dlock/lease"
@@ -177,11 +178,11 @@ func parseRun(args []string, getenv func(string) string, stdout, stderr io.Write
 		fmt.Fprintf(stderr, "dlock run: %v\n", err)
 		return nil, cfg, exitUsage, false
 	}
-	if *nperm > 0 && cfg.Strategy != "" && cfg.Strategy != dlock.StrategySingle {
+	if *nperm > 0 && cfg.Strategy != "" && cfg.Strategy != connect.StrategySingle {
 		fmt.Fprintf(stderr, "dlock run: --permits needs the single strategy, not %s: a majority of servers capping at N grants more than N (docs/permits.md)\n", cfg.Strategy)
 		return nil, cfg, exitUsage, false
 	}
-	if (*shared || *excl) && cfg.Strategy != "" && cfg.Strategy != dlock.StrategySingle {
+	if (*shared || *excl) && cfg.Strategy != "" && cfg.Strategy != connect.StrategySingle {
 		fmt.Fprintf(stderr, "dlock run: --shared and --exclusive need the single strategy, not %s: the read-write lock has no quorum form (docs/rwlock.md)\n", cfg.Strategy)
 		return nil, cfg, exitUsage, false
 	}
@@ -319,7 +320,7 @@ func (e signalError) Error() string { return "got signal " + e.sig.String() }
 
 // acquire opens the Locker and takes the lease (or the term of office),
 // or returns the exit code that says why not.
-func (r *runner) acquire(ctx context.Context, cfg dlock.Config) (holding, dlock.Locker, int) {
+func (r *runner) acquire(ctx context.Context, cfg dlock.Config) (holding, *dlock.Client, int) {
 	openCtx, cancelOpen := context.WithTimeout(ctx, 10*time.Second)
 	locker, err := dlock.Open(openCtx, cfg)
 	cancelOpen()
@@ -335,8 +336,7 @@ func (r *runner) acquire(ctx context.Context, cfg dlock.Config) (holding, dlock.
 	opts := []lease.Option{lease.WithTTL(r.ttl), lease.WithAutoRenew(), lease.WithMetadata(r.metadata)}
 	try, wait := locker.TryAcquire, locker.Acquire
 	if r.permits > 0 {
-		n, _ := dlock.SingleNode(locker) // the strategy was checked
-		sem, err := permits.New(n, permits.WithTTL(r.ttl))
+		sem, err := permits.New(locker.Nodes()[0], permits.WithTTL(r.ttl))
 		if err != nil {
 			return nil, locker, r.failed(ctx, "open", err)
 		}
@@ -348,8 +348,7 @@ func (r *runner) acquire(ctx context.Context, cfg dlock.Config) (holding, dlock.
 		}
 	}
 	if r.rw != rwNone {
-		n, _ := dlock.SingleNode(locker) // the strategy was checked
-		rl, err := rwlock.New(n, rwlock.WithTTL(r.ttl))
+		rl, err := rwlock.New(locker.Nodes()[0], rwlock.WithTTL(r.ttl))
 		if err != nil {
 			return nil, locker, r.failed(ctx, "open", err)
 		}
@@ -359,12 +358,11 @@ func (r *runner) acquire(ctx context.Context, cfg dlock.Config) (holding, dlock.
 		}
 	}
 	if r.keys != nil {
-		m := locker.(dlock.MultiLocker) // what Open returns always is
 		try = func(ctx context.Context, _ string, opts ...lease.Option) (*lease.Lease, error) {
-			return m.TryAcquireAll(ctx, r.keys, opts...)
+			return locker.TryAcquireAll(ctx, r.keys, opts...)
 		}
 		wait = func(ctx context.Context, _ string, opts ...lease.Option) (*lease.Lease, error) {
-			return m.AcquireAll(ctx, r.keys, opts...)
+			return locker.AcquireAll(ctx, r.keys, opts...)
 		}
 	}
 	var ls *lease.Lease
@@ -382,7 +380,7 @@ func (r *runner) acquire(ctx context.Context, cfg dlock.Config) (holding, dlock.
 }
 
 // campaign waits to be elected to r.office, for --wait when it is set.
-func (r *runner) campaign(ctx context.Context, locker dlock.Locker) (holding, dlock.Locker, int) {
+func (r *runner) campaign(ctx context.Context, locker *dlock.Client) (holding, *dlock.Client, int) {
 	e, err := election.New(locker, r.office, election.WithTTL(r.ttl))
 	if err != nil {
 		return nil, locker, r.failed(ctx, "campaign", err)

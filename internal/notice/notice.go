@@ -1,5 +1,5 @@
 // Package notice is the channel on which both strategies publish notices
-// about a lock to whoever watches it (dlock.Notifier): its name, next to the
+// about a lock to whoever watches it (the Lockers' Publish and Watch): its name, next to the
 // lock's own keys, and the script that publishes on it.
 package notice
 

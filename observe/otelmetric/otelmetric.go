@@ -12,7 +12,7 @@
 //	dlock.releases          counter         Releases that ended a lease; dlock.strategy, dlock.result
 //	dlock.leases.held       up/down counter leases held now; dlock.strategy
 //	dlock.master.changes    counter         failovers a Sentinel Locker followed (observe.MasterChanged); dlock.node, the new master
-//	dlock.breaks            counter         operators' breaks (observe.ForceReleased, dlock.ForceRelease); dlock.strategy, dlock.result
+//	dlock.breaks            counter         operators' breaks (observe.ForceReleased, ForceRelease); dlock.strategy, dlock.result
 //	dlock.rate.decisions    counter         rate limit calls (observe.RateDecided, package ratelimit); dlock.strategy, dlock.outcome
 //
 // dlock.outcome is observe.Outcome of the call's error ("acquired", "taken",

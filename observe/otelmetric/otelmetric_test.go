@@ -393,10 +393,13 @@ func TestBreaks(t *testing.T) {
 	ql, err := quorum.New(nodes, quorum.WithDurableNodes(), quorum.WithObserver(obs))
 	require.NoError(t, err)
 	defer ql.Close()
-	for _, lk := range []dlock.Locker{sl, ql} {
+	for _, lk := range []interface {
+		dlock.Locker
+		ForceRelease(ctx context.Context, key string) (lease.Broken, error)
+	}{sl, ql} {
 		l, err := lk.TryAcquire(ctx, "b")
 		require.NoError(t, err)
-		br, err := dlock.ForceRelease(ctx, lk, "b")
+		br, err := lk.ForceRelease(ctx, "b")
 		require.NoError(t, err)
 		require.True(t, br.Held && br.Token > l.Token(), "Broken %+v", br)
 	}

@@ -23,7 +23,7 @@
 // under test), read, give it up. Quorum workers use quorum.New with
 // tokens and the lost-data guard on; single workers alternate between
 // single.New and single.New with WithReplicas(1, 100ms) on the same keys.
-// One call in six, a worker whose Locker is a dlock.MultiLocker holds two
+// One call in six, a worker holds two
 // of the lock keys at once (AcquireAll, the pair in a random order) and
 // uses each as a lock's holder does, with that key's token: each key's
 // history mixes set leases with single ones, judged as one (lockSet).
@@ -64,7 +64,7 @@
 // the lock's keys as a lock key's.
 //
 // An operator's break (Break, a fault of the mix on both strategies, and
-// calm: it suspends no promise) runs dlock.ForceRelease on a lock key a
+// calm: it suspends no promise) runs ForceRelease on a lock key a
 // lease holds as it starts, through a worker's Locker, whoever holds it:
 // a plain lock, a set, a holder pause, a term of office. The broken lease
 // ends when the break was sent (safety.Break: the break takes effect on
@@ -86,7 +86,7 @@
 // 45 ms, up to four calls in flight: about three times what the limits
 // admit (see rateLoad). Hand-offs by handle, on both strategies: one
 // lock call in four writes its lease out (lease.Lease.Handle); another
-// worker's Locker takes it up with dlock.Resume, holds it as a lock's
+// worker's Locker takes it up with Resume, holds it as a lock's
 // holder does, extending it by hand every third of its TTL, and releases
 // it or lets it expire. Before that, a forged handle (the token raised by
 // one, the checksum recomputed as docs/handles.md gives the format) is
@@ -130,7 +130,7 @@
 //	SIGSTOP, latency, timeout, reset_peer   ME ORDER FENCE           ME ORDER FENCE
 //	snapshot (BGSAVE)                       ME ORDER FENCE           ME ORDER FENCE
 //	holder pause (GC)                       FENCE (not an overlap)   FENCE (not an overlap)
-//	break (dlock.ForceRelease)              ME ORDER FENCE           ME ORDER FENCE
+//	break (ForceRelease)              ME ORDER FENCE           ME ORDER FENCE
 //	data loss near a clock fault            –                        ORDER, FENCE suspended
 //
 // Both clock kinds step the clock forward once (at the start, or back to

@@ -6,7 +6,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/dlockgo/dlock"
 	"github.com/dlockgo/dlock/internal/testkit/safety"
 )
 
@@ -16,7 +15,7 @@ type breaker interface {
 }
 
 // forceRelease runs f, an operator's break of a lock key, through worker
-// f.Worker's Locker (both strategies are dlock.Breakers), whoever holds
+// f.Worker's Locker, whoever holds
 // the key: a plain lock, a set's, a holder pause's or a term of office.
 // The key's Resource records the break (safety.Break): the broken lease
 // ends when the break was sent, and the break's token goes to the fence,
@@ -34,7 +33,7 @@ func (wl *workload) forceRelease(f Fault, e *Event) {
 	ctx, cancel := context.WithTimeout(context.Background(), wl.opTimeout())
 	defer cancel()
 	sent := time.Now()
-	b, err := dlock.ForceRelease(ctx, wl.workers[f.Worker].lk, key)
+	b, err := wl.workers[f.Worker].lk.ForceRelease(ctx, key)
 	returned := time.Now()
 	wl.breaks.Add(1)
 	rec := safety.Break{Sent: sent, Returned: returned}

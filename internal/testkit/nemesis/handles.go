@@ -15,7 +15,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/dlockgo/dlock"
 	"github.com/dlockgo/dlock/fence"
 	"github.com/dlockgo/dlock/internal/testkit/safety"
 	"github.com/dlockgo/dlock/lease"
@@ -55,7 +54,7 @@ func (h *handles) violation(key, detail string) {
 
 // handoff is a lease that changes Lockers: the worker acquires key,
 // writes the lease out as a handle, and another worker's Locker resumes
-// it (dlock.Resume), holds it as a lock's holder does, extending it by
+// it (Resume), holds it as a lock's holder does, extending it by
 // hand, and releases it or lets it expire. Along the way a forged handle
 // (its token raised, the checksum recomputed) must be refused, and, once
 // the lease has ended, the handle's Resume and the first lease's Extend
@@ -89,7 +88,7 @@ func (wl *workload) handoff(ctx context.Context, wk *worker, key string) {
 	wl.tryForged(ctx, other, key, text, l.Token())
 
 	rctx, rcancel := context.WithTimeout(ctx, wl.p.TTL)
-	r, err := dlock.Resume(rctx, peer.lk, text)
+	r, err := peer.lk.Resume(rctx, text)
 	rcancel()
 	if err != nil {
 		// Not taken up: the first holder goes on with it.
@@ -139,7 +138,7 @@ func (wl *workload) handoff(ctx context.Context, wk *worker, key string) {
 	} else {
 		wl.hand.endedRefused.Add(1)
 	}
-	if again, err := dlock.Resume(ectx, other.lk, text); err == nil {
+	if again, err := other.lk.Resume(ectx, text); err == nil {
 		wl.hand.violation(key, fmt.Sprintf("the handle of %s (token %s) resumed again after its lease %s", l.Owner(), l.Token(), how))
 		_ = again.Release(ectx)
 	} else {
@@ -165,7 +164,7 @@ func (wl *workload) tryForged(ctx context.Context, wk *worker, key, text string,
 	}
 	fctx, cancel := context.WithTimeout(ctx, wl.p.TTL)
 	defer cancel()
-	f, err := dlock.Resume(fctx, wk.lk, forged)
+	f, err := wk.lk.Resume(fctx, forged)
 	if err != nil {
 		return
 	}

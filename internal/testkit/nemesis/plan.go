@@ -58,7 +58,7 @@ const (
 	// sleeps For past its lease's end, then writes with its old token: a
 	// holder paused by GC or a stopped VM.
 	HolderPause Kind = "holder-pause"
-	// Break: an operator's break (dlock.ForceRelease) of lock key
+	// Break: an operator's break (ForceRelease) of lock key
 	// Targets[0], through worker Worker's Locker, whoever holds it (see
 	// force.go).
 	Break Kind = "break"

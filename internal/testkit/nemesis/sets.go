@@ -5,7 +5,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/dlockgo/dlock"
 	"github.com/dlockgo/dlock/election"
 	"github.com/dlockgo/dlock/internal/testkit/safety"
 	"github.com/dlockgo/dlock/lease"
@@ -36,7 +35,7 @@ func (wl *workload) setKeys(wk *worker) []string {
 // key's resource as a lock's holder does (use), with that key's token:
 // each key's history then holds set leases and single leases together,
 // and ME, ORDER and FENCE judge them per key as for any lease on it.
-func (wl *workload) lockSet(ctx context.Context, wk *worker, m dlock.MultiLocker) {
+func (wl *workload) lockSet(ctx context.Context, wk *worker, m strategyLocker) {
 	keys := wl.setKeys(wk)
 	if keys == nil {
 		return

@@ -83,10 +83,20 @@ type workload struct {
 	hand *handles  // the hand-offs of leases by their handles (handles.go)
 }
 
+// strategyLocker is what both strategies' Lockers are, and what a worker
+// locks with: one key or several, and leases handed over or broken.
+type strategyLocker interface {
+	dlock.Locker
+	election.Locker
+	AcquireAll(ctx context.Context, keys []string, opts ...lease.Option) (*lease.Lease, error)
+	Resume(ctx context.Context, handle string, opts ...lease.Option) (*lease.Lease, error)
+	ForceRelease(ctx context.Context, key string) (lease.Broken, error)
+}
+
 type worker struct {
 	n     int
 	plan  Worker
-	lk    dlock.Locker
+	lk    strategyLocker
 	sem   *permits.Semaphore // on the single strategy's server; nil on a quorum
 	queue *claims.Queue      // likewise
 	rw    *rwlock.Locker     // likewise
@@ -97,7 +107,7 @@ type worker struct {
 }
 
 // lockerOptions builds one worker's Locker on its own clients of addrs.
-func newLocker(p *Plan, cfg Config, w Worker, addrs []string) (dlock.Locker, node.Node, func(), error) {
+func newLocker(p *Plan, cfg Config, w Worker, addrs []string) (strategyLocker, node.Node, func(), error) {
 	var nodes []node.Node
 	var closers []func()
 	closeAll := func() {
@@ -124,7 +134,7 @@ func newLocker(p *Plan, cfg Config, w Worker, addrs []string) (dlock.Locker, nod
 			closers = append(closers, c.Close, func() { _ = n.Close() })
 		}
 	}
-	var lk dlock.Locker
+	var lk strategyLocker
 	var err error
 	if cfg.Plant == PlantTrustingResume {
 		if nodes, err = trustingNodes(nodes, cfg.trust); err != nil {
@@ -328,9 +338,9 @@ func (wl *workload) do(ctx context.Context, wk *worker) {
 		wl.handoff(ctx, wk, key)
 		return
 	}
-	if m, ok := wk.lk.(dlock.MultiLocker); ok && wk.rng.IntN(6) == 0 {
+	if wk.rng.IntN(6) == 0 {
 		// One call in six holds two lock keys at once.
-		wl.lockSet(ctx, wk, m)
+		wl.lockSet(ctx, wk, wk.lk)
 		return
 	}
 	if wk.sem != nil {

@@ -8,7 +8,7 @@ import (
 	"github.com/dlockgo/dlock/fence"
 )
 
-// Break is an operator's break of the resource's lock (dlock.ForceRelease)
+// Break is an operator's break of the resource's lock (ForceRelease)
 // as the breaker saw it: sent at Sent, answered at Returned.
 //
 // The contract it is checked by (docs/handles.md): the lease that held

@@ -7,7 +7,7 @@ import (
 )
 
 // The properties of a rate limit (package ratelimit) and of a lease taken
-// up from its handle (dlock.Resume).
+// up from its handle (Resume).
 const (
 	// Rate: in every window, the requests admitted on a key are within the
 	// bound docs/ratelimit.md derives, counting the faults inside the

@@ -1,4 +1,4 @@
-package dlock
+package connect
 
 import (
 	"errors"
@@ -40,7 +40,7 @@ func FuzzParseURL(f *testing.F) {
 		cfg, err := ParseURL(raw)
 		if err != nil {
 			var ae *lease.ArgError
-			if !errors.As(err, &ae) || ae.Arg != "url" || !errors.Is(err, ErrInvalid) {
+			if !errors.As(err, &ae) || ae.Arg != "url" || !errors.Is(err, lease.ErrInvalid) {
 				t.Fatalf("ParseURL(%q) = %v; want an *ArgError for url", raw, err)
 			}
 			if pw := password(raw); len(pw) >= 8 && strings.Contains(err.Error(), pw) {

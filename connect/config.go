@@ -1,4 +1,4 @@
-package dlock
+package connect
 
 import (
 	"crypto/tls"

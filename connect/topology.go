@@ -1,4 +1,4 @@
-package dlock
+package connect
 
 import (
 	"context"
@@ -188,7 +188,7 @@ func (cfg *Config) topologyName() string {
 // Sentinels are asked, with the Sentinel credentials, until one takes
 // them (the master refused its own) or refuses them.
 func (cfg *Config) sentinelRefusal(ctx context.Context, err error) error {
-	if re := replyError(err); cfg.SentinelMaster == "" || re == nil || !errors.Is(re, ErrAuth) {
+	if re := replyError(err); cfg.SentinelMaster == "" || re == nil || !errors.Is(re, node.ErrAuth) {
 		return err
 	}
 	for _, addr := range cfg.Addrs {
@@ -200,7 +200,7 @@ func (cfg *Config) sentinelRefusal(ctx context.Context, err error) error {
 		if perr == nil {
 			return err
 		}
-		if re := replyError(perr); re != nil && errors.Is(re, ErrAuth) {
+		if re := replyError(perr); re != nil && errors.Is(re, node.ErrAuth) {
 			return fmt.Errorf("dlock: Sentinel %s refused the Sentinel credentials (sentinel_username, sentinel_password): %w", addr, re)
 		}
 	}

@@ -1,7 +1,6 @@
-package dlock
+package connect
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"net"
@@ -11,12 +10,31 @@ import (
 	"strings"
 	"time"
 
-	"github.com/dlockgo/dlock/internal/acquire"
 	"github.com/dlockgo/dlock/internal/tlsfiles"
 	"github.com/dlockgo/dlock/lease"
 )
 
-// OpenURL opens a Locker described by a URL:
+// schemes are the URL schemes OpenURL knows, by what they select.
+var schemes = map[string]struct {
+	strategy          string
+	tls               bool
+	sentinel, cluster bool
+}{
+	"redis":           {strategy: StrategySingle},
+	"rediss":          {strategy: StrategySingle, tls: true},
+	"quorum":          {strategy: StrategyQuorum},
+	"quorums":         {strategy: StrategyQuorum, tls: true},
+	"redlock":         {strategy: StrategyQuorum}, // the old name of quorum://
+	"redlocks":        {strategy: StrategyQuorum, tls: true},
+	"redis+sentinel":  {strategy: StrategySingle, sentinel: true},
+	"rediss+sentinel": {strategy: StrategySingle, tls: true, sentinel: true},
+	"redis+cluster":   {strategy: StrategySingle, cluster: true},
+	"rediss+cluster":  {strategy: StrategySingle, tls: true, cluster: true},
+}
+
+const schemeList = "redis, rediss, quorum, quorums, redis+sentinel, rediss+sentinel, redis+cluster or rediss+cluster"
+
+// ParseURL returns the Config a URL describes (dlock.OpenURL opens it):
 //
 //	redis://[user:password@]host[:port][/db][?param=value&...]
 //	rediss://...                  the same over TLS
@@ -52,38 +70,6 @@ import (
 // certificates carry, when it is not the host dialled). ParseURL reads
 // those files. A malformed URL, an unknown parameter or an unreadable file
 // is reported as an *lease.ArgError.
-func OpenURL(ctx context.Context, rawURL string) (Locker, error) {
-	if err := acquire.CheckContext(ctx); err != nil {
-		return nil, err
-	}
-	cfg, err := ParseURL(rawURL)
-	if err != nil {
-		return nil, err
-	}
-	return Open(ctx, cfg)
-}
-
-// schemes are the URL schemes OpenURL knows, by what they select.
-var schemes = map[string]struct {
-	strategy          string
-	tls               bool
-	sentinel, cluster bool
-}{
-	"redis":           {strategy: StrategySingle},
-	"rediss":          {strategy: StrategySingle, tls: true},
-	"quorum":          {strategy: StrategyQuorum},
-	"quorums":         {strategy: StrategyQuorum, tls: true},
-	"redlock":         {strategy: StrategyQuorum}, // the old name of quorum://
-	"redlocks":        {strategy: StrategyQuorum, tls: true},
-	"redis+sentinel":  {strategy: StrategySingle, sentinel: true},
-	"rediss+sentinel": {strategy: StrategySingle, tls: true, sentinel: true},
-	"redis+cluster":   {strategy: StrategySingle, cluster: true},
-	"rediss+cluster":  {strategy: StrategySingle, tls: true, cluster: true},
-}
-
-const schemeList = "redis, rediss, quorum, quorums, redis+sentinel, rediss+sentinel, redis+cluster or rediss+cluster"
-
-// ParseURL returns the Config that OpenURL would open.
 func ParseURL(rawURL string) (Config, error) {
 	bad := func(rule string) (Config, error) {
 		return Config{}, &lease.ArgError{Arg: "url", Value: redactURL(rawURL), Rule: rule}
