@@ -2,11 +2,8 @@ package rwlock
 
 import (
 	"embed"
-	"strings"
 
 	"github.com/dlockgo/dlock/internal/claimcore"
-	"github.com/dlockgo/dlock/internal/rwhook"
-	"github.com/dlockgo/dlock/node"
 )
 
 // The scripts, one per transition, each in lua/ with its keys, arguments,
@@ -25,9 +22,6 @@ var (
 	// ticket's lifetime ms. Replies the token, or {ms until the lease in
 	// the way may end, place in the queue}.
 	claimScript = claimcore.Script(luaFS, "state.lua", "claim.lua")
-	// claimUnraisedScript is claimScript under the rule before readers
-	// raised the counter: for internal/rwhook only (see unraised).
-	claimUnraisedScript = node.NewScript(unraised(claimcore.Source(luaFS, "state.lua", "claim.lua")))
 	// extendScript: KEYS the hash; ARGV owner, kind, token, TTL ms, the
 	// hash's lifetime ms. Replies 1, or the error DLSTALE <attempts>.
 	extendScript = claimcore.Script(luaFS, "state.lua", "extend.lua")
@@ -44,22 +38,6 @@ var (
 	// left, live readers, the last reader, its ms left}.
 	inspectScript = claimcore.Script(luaFS, "state.lua", "inspect.lua")
 )
-
-// unraised returns the claim script with its raise switched off: readers
-// share the counter as a writer left it, the rule this package had before,
-// under which a writer paused past its lease carries the readers' token.
-// It exists so that the checkers that must find that gap can be shown to.
-func unraised(claim string) string {
-	const on, off = "local raise = true\n", "local raise = false\n"
-	if strings.Count(claim, on) != 1 {
-		panic("rwlock: claim.lua has no single " + strings.TrimSpace(on))
-	}
-	return strings.Replace(claim, on, off, 1)
-}
-
-func init() {
-	rwhook.UnraiseReaders = func(locker any) { locker.(*Locker).unraised.Store(true) }
-}
 
 // scripts are those the core runs for this package's leases and claims.
 var scripts = claimcore.Scripts{Extend: extendScript, Release: releaseScript, Abandon: abandonScript, Leave: leaveScript}
