@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/dlockgo/dlock/internal/claimcore"
+	"github.com/dlockgo/dlock/internal/engine"
 	"github.com/dlockgo/dlock/node"
 )
 
@@ -26,24 +27,24 @@ var luaFS embed.FS
 
 var (
 	// addScript: ARGV the ids. Replies how many were added.
-	addScript = clockless("queue.lua", "add.lua")
+	addScript = engine.Register("claims/add", clockless("queue.lua", "add.lua"))
 	// claimScript: ARGV owner, TTL ms. Replies {id, token, count}, or the
 	// ms until the next lease ends (-1: none; -2: the owner was abandoned).
-	claimScript = claimcore.Script(luaFS, "queue.lua", "claim.lua")
+	claimScript = engine.Register("claims/claim", claimcore.Script(luaFS, "queue.lua", "claim.lua"))
 	// completeScript: ARGV id, owner, token, done record ms, token floor
 	// ms (-1: for ever). Replies 1, or the error DLSTALE <token>.
-	completeScript = clockless("queue.lua", "complete.lua")
+	completeScript = engine.Register("claims/complete", clockless("queue.lua", "complete.lua"))
 	// retryScript: ARGV id, owner, token. Replies 1, or the error DLSTALE
 	// <token>.
-	retryScript = clockless("queue.lua", "retry.lua")
+	retryScript = engine.Register("claims/retry", clockless("queue.lua", "retry.lua"))
 	// extendScript: ARGV id, owner, token, TTL ms. Replies 1, or the error
 	// DLSTALE <token>.
-	extendScript = claimcore.Script(luaFS, "queue.lua", "extend.lua")
+	extendScript = engine.Register("claims/extend", claimcore.Script(luaFS, "queue.lua", "extend.lua"))
 	// abandonScript: ARGV owner, ms to remember it (see claimcore.AbandonKeep).
 	// Replies 1 when it returned an item to the queue.
-	abandonScript = claimcore.Script(luaFS, "queue.lua", "abandon.lua")
+	abandonScript = engine.Register("claims/abandon", claimcore.Script(luaFS, "queue.lua", "abandon.lua"))
 	// statsScript: no ARGV. Replies {pending, claimed, expired}.
-	statsScript = claimcore.Script(luaFS, "stats.lua")
+	statsScript = engine.Register("claims/stats", claimcore.Script(luaFS, "stats.lua"))
 )
 
 // clockless returns the script made of files alone, read from lua/, with

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/dlockgo/dlock/internal/argerr"
+	"github.com/dlockgo/dlock/internal/engine"
 	"github.com/dlockgo/dlock/node"
 )
 
@@ -34,8 +35,8 @@ var (
 	//go:embed lua/get.lua
 	getLua string
 
-	putScript = node.NewScript(putLua)
-	getScript = node.NewScript(getLua)
+	putScript = engine.Register("fence/put", node.NewScript(putLua))
+	getScript = engine.Register("fence/get", node.NewScript(getLua))
 )
 
 // MaxStoreToken is the largest token a Store takes: the script compares

@@ -4,6 +4,7 @@ import (
 	"embed"
 
 	"github.com/dlockgo/dlock/internal/claimcore"
+	"github.com/dlockgo/dlock/internal/engine"
 )
 
 // The scripts, one per transition, each in lua/ with its keys, arguments,
@@ -19,19 +20,19 @@ var (
 	// claimScript: KEYS the name's hash; ARGV owner, N, TTL ms, the hash's
 	// lifetime ms, and for a blocking waiter its ticket's lifetime ms.
 	// Replies {token, slot}, or {ms until a permit ends, place, 0}.
-	claimScript = claimcore.Script(luaFS, "state.lua", "claim.lua")
+	claimScript = engine.Register("permits/claim", claimcore.Script(luaFS, "state.lua", "claim.lua"))
 	// extendScript: KEYS the hash; ARGV owner, token, slot, TTL ms, the
 	// hash's lifetime ms. Replies 1, or the error DLSTALE <token>.
-	extendScript = claimcore.Script(luaFS, "state.lua", "extend.lua")
+	extendScript = engine.Register("permits/extend", claimcore.Script(luaFS, "state.lua", "extend.lua"))
 	// releaseScript: KEYS the hash; ARGV owner, token, slot. Replies 1, 0
 	// when it had ended, or the error DLSTALE <token>.
-	releaseScript = claimcore.Script(luaFS, "state.lua", "release.lua")
+	releaseScript = engine.Register("permits/release", claimcore.Script(luaFS, "state.lua", "release.lua"))
 	// leaveScript: KEYS the hash; ARGV owner. Replies 1 when it gave
 	// something up.
-	leaveScript = claimcore.Script(luaFS, "state.lua", "leave.lua")
+	leaveScript = engine.Register("permits/leave", claimcore.Script(luaFS, "state.lua", "leave.lua"))
 	// abandonScript: KEYS the hash; ARGV owner, ms to remember it. Replies
 	// 1 when it released a permit.
-	abandonScript = claimcore.Script(luaFS, "state.lua", "abandon.lua")
+	abandonScript = engine.Register("permits/abandon", claimcore.Script(luaFS, "state.lua", "abandon.lua"))
 )
 
 // scripts are those the core runs for this package's leases and claims.

@@ -13,6 +13,7 @@ import (
 
 	"github.com/dlockgo/dlock/fence"
 	"github.com/dlockgo/dlock/internal/acquire"
+	"github.com/dlockgo/dlock/internal/engine"
 	"github.com/dlockgo/dlock/lease"
 	"github.com/dlockgo/dlock/node"
 )
@@ -24,7 +25,7 @@ import (
 //go:embed lua/inspect.lua
 var inspectLua string
 
-var inspectScript = node.NewScript(epochLua + inspectLua)
+var inspectScript = engine.Register("quorum/inspect", node.NewScript(epochLua+inspectLua))
 
 // Inspect reports who holds the lock on key on each node, with its fence
 // counter, metadata and time left there, whether the node sits out, and

@@ -3,6 +3,7 @@ package quorum
 import (
 	_ "embed"
 
+	"github.com/dlockgo/dlock/internal/engine"
 	"github.com/dlockgo/dlock/node"
 )
 
@@ -79,25 +80,25 @@ func phase1Of(epochStep, reply, body string) string {
 // life ms. With the guard, a server process runs the trusting one only
 // after the checking one (node.NewScriptAfter, epoch_trust.lua).
 var (
-	acquireScript      = node.NewScript(phase1(epochOffLua, replyLua))
-	acquireTokenScript = node.NewScript(phase1(epochOffLua, replyTokenLua))
+	acquireScript      = engine.Register("quorum/vote", node.NewScript(phase1(epochOffLua, replyLua)))
+	acquireTokenScript = engine.Register("quorum/vote+token", node.NewScript(phase1(epochOffLua, replyTokenLua)))
 
-	acquireGuardedScript = node.NewScriptAfter(
-		node.NewScript(phase1(epochCheckLua, replyLua)),
-		phase1(epochTrustLua, replyLua))
-	acquireTokenGuardedScript = node.NewScriptAfter(
-		node.NewScript(phase1(epochCheckLua, replyTokenLua)),
-		phase1(epochTrustLua, replyTokenLua))
+	acquireGuardedScript = engine.Register("quorum/vote+trust", node.NewScriptAfter(
+		engine.Register("quorum/vote+check", node.NewScript(phase1(epochCheckLua, replyLua))),
+		phase1(epochTrustLua, replyLua)))
+	acquireTokenGuardedScript = engine.Register("quorum/vote+token+trust", node.NewScriptAfter(
+		engine.Register("quorum/vote+token+check", node.NewScript(phase1(epochCheckLua, replyTokenLua))),
+		phase1(epochTrustLua, replyTokenLua)))
 )
 
 // The scripts of an operator's break (ForceRelease): phase 1 with
 // force.lua for vote.lua, by whether tokens and the lost-data guard are on.
 // A break is rare: with the guard, each checks the epoch against INFO.
 var (
-	forceScript             = node.NewScript(phase1Of(epochOffLua, replyLua, forceLua))
-	forceTokenScript        = node.NewScript(phase1Of(epochOffLua, replyTokenLua, forceLua))
-	forceGuardedScript      = node.NewScript(phase1Of(epochCheckLua, replyLua, forceLua))
-	forceTokenGuardedScript = node.NewScript(phase1Of(epochCheckLua, replyTokenLua, forceLua))
+	forceScript             = engine.Register("quorum/force", node.NewScript(phase1Of(epochOffLua, replyLua, forceLua)))
+	forceTokenScript        = engine.Register("quorum/force+token", node.NewScript(phase1Of(epochOffLua, replyTokenLua, forceLua)))
+	forceGuardedScript      = engine.Register("quorum/force+check", node.NewScript(phase1Of(epochCheckLua, replyLua, forceLua)))
+	forceTokenGuardedScript = engine.Register("quorum/force+token+check", node.NewScript(phase1Of(epochCheckLua, replyTokenLua, forceLua)))
 )
 
 // forceScriptFor is acquireScriptFor for a break.
@@ -131,20 +132,20 @@ var (
 	// commitScript: KEYS keySet.commit; ARGV owner, token, the counter's
 	// lifetime ms (Locker.keep). Replies 1, 0 (not the owner) or -1 (the
 	// counter is not lower).
-	commitScript = node.NewScript(commitLua)
+	commitScript = engine.Register("quorum/commit", node.NewScript(commitLua))
 	// repairScript: KEYS repairKeys; ARGV the epoch record, the floor.
 	// Replies 1, or 0 when the record changed.
-	repairScript = node.NewScript(repairLua)
+	repairScript = engine.Register("quorum/repair", node.NewScript(repairLua))
 	// extendScript: KEYS keySet.extend; ARGV owner, TTL ms, the counter's
 	// lifetime ms. Replies 1 or 0.
-	extendScript = node.NewScript(extendLua)
+	extendScript = engine.Register("quorum/extend", node.NewScript(extendLua))
 	// releaseScript: KEYS keySet.release; ARGV owner, channel, ms to
 	// remember the owner ('0' not to), waiter, token. Replies 1 (deleted),
 	// 2 (gone, the counter still at the token) or 0.
-	releaseScript = node.NewScript(releaseLua)
+	releaseScript = engine.Register("quorum/release", node.NewScript(releaseLua))
 	// leaveScript: KEYS the first four of keySet.release; ARGV waiter,
 	// channel. Replies 1.
-	leaveScript = node.NewScript(leaveLua)
+	leaveScript = engine.Register("quorum/leave", node.NewScript(leaveLua))
 )
 
 // phase1Set returns the set's vote script with an epoch step and a reply.
@@ -156,15 +157,15 @@ func phase1Set(epochStep, reply string) string {
 // (above). KEYS: lockSet.vote; ARGV: those of the single lock's, then the
 // number of locks.
 var (
-	acquireSetScript      = node.NewScript(phase1Set(epochOffLua, replySetLua))
-	acquireSetTokenScript = node.NewScript(phase1Set(epochOffLua, replySetTokenLua))
+	acquireSetScript      = engine.Register("quorum/vote_set", node.NewScript(phase1Set(epochOffLua, replySetLua)))
+	acquireSetTokenScript = engine.Register("quorum/vote_set+token", node.NewScript(phase1Set(epochOffLua, replySetTokenLua)))
 
-	acquireSetGuardedScript = node.NewScriptAfter(
-		node.NewScript(phase1Set(epochCheckLua, replySetLua)),
-		phase1Set(epochTrustLua, replySetLua))
-	acquireSetTokenGuardedScript = node.NewScriptAfter(
-		node.NewScript(phase1Set(epochCheckLua, replySetTokenLua)),
-		phase1Set(epochTrustLua, replySetTokenLua))
+	acquireSetGuardedScript = engine.Register("quorum/vote_set+trust", node.NewScriptAfter(
+		engine.Register("quorum/vote_set+check", node.NewScript(phase1Set(epochCheckLua, replySetLua))),
+		phase1Set(epochTrustLua, replySetLua)))
+	acquireSetTokenGuardedScript = engine.Register("quorum/vote_set+token+trust", node.NewScriptAfter(
+		engine.Register("quorum/vote_set+token+check", node.NewScript(phase1Set(epochCheckLua, replySetTokenLua))),
+		phase1Set(epochTrustLua, replySetTokenLua)))
 )
 
 // acquireSetScriptFor returns the set's phase 1 script of a Locker with or
@@ -185,15 +186,15 @@ var (
 	// commitSetScript: KEYS lockSet.commit; ARGV owner, the counters'
 	// lifetime ms, each lock's token. Replies as commitScript, for the
 	// whole set.
-	commitSetScript = node.NewScript(commitSetLua)
+	commitSetScript = engine.Register("quorum/commit_set", node.NewScript(commitSetLua))
 	// extendSetScript: KEYS lockSet.extend; ARGV owner, TTL ms, the
 	// counters' lifetime ms, keys per lock. Replies 1 or 0.
-	extendSetScript = node.NewScript(extendSetLua)
+	extendSetScript = engine.Register("quorum/extend_set", node.NewScript(extendSetLua))
 	// releaseSetScript: KEYS lockSet.release; ARGV owner, '1' to publish,
 	// ms to remember the owner, waiter, then each lock's channel and
 	// token. Replies 1 or 0.
-	releaseSetScript = node.NewScript(releaseSetLua)
+	releaseSetScript = engine.Register("quorum/release_set", node.NewScript(releaseSetLua))
 	// leaveSetScript: KEYS lockSet.leave; ARGV waiter, each lock's
 	// channel. Replies 1.
-	leaveSetScript = node.NewScript(leaveSetLua)
+	leaveSetScript = engine.Register("quorum/leave_set", node.NewScript(leaveSetLua))
 )

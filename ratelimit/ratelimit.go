@@ -116,6 +116,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/dlockgo/dlock/internal/engine"
 	"github.com/dlockgo/dlock/internal/keyname"
 	"github.com/dlockgo/dlock/lease"
 	"github.com/dlockgo/dlock/node"
@@ -128,13 +129,13 @@ var (
 	// the tolerance µs, n, how long to keep the admission refundable µs
 	// (0: no log). Replies {admitted 1/0, left, µs until retry, µs until
 	// full, and when admitted its id}.
-	gcraScript = node.NewScript(logSource + gcraSource)
+	gcraScript = engine.Register("ratelimit/gcra", node.NewScript(logSource+gcraSource))
 	// refundScript: KEYS the limit's keys; ARGV the admission's id, the
 	// keep µs. Replies 1 when it undid the admission.
-	refundScript = node.NewScript(logSource + refundSource)
+	refundScript = engine.Register("ratelimit/refund", node.NewScript(logSource+refundSource))
 	// chargeScript: KEYS the limit's keys; ARGV n × the interval µs, the
 	// tolerance µs, the keep µs. Replies 1.
-	chargeScript = node.NewScript(logSource + chargeSource)
+	chargeScript = engine.Register("ratelimit/charge", node.NewScript(logSource+chargeSource))
 )
 
 //go:embed lua/log.lua

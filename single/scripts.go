@@ -5,6 +5,7 @@ import (
 	"io/fs"
 
 	"github.com/dlockgo/dlock/internal/claimcore"
+	"github.com/dlockgo/dlock/internal/engine"
 	"github.com/dlockgo/dlock/node"
 )
 
@@ -23,42 +24,42 @@ var (
 	// lifetime ms (see Locker.keep), and for a blocking waiter its ticket's
 	// lifetime ms. Replies the token, or {ms the holder has left, place in
 	// the queue}.
-	claimScript = fast("fast_claim.lua", "lean.lua", "claim.lua")
+	claimScript = engine.Register("single/claim", fast("fast_claim.lua", "lean.lua", "claim.lua"))
 	// extendScript: KEYS the hash; ARGV owner, token, TTL ms, the hash's
 	// lifetime ms. Replies 1, or the error DLSTALE <attempts>.
-	extendScript = fast("fast_extend.lua", "extend.lua")
+	extendScript = engine.Register("single/extend", fast("fast_extend.lua", "extend.lua"))
 	// releaseScript: KEYS the hash; ARGV owner, token. Replies 1, 0 when it
 	// had expired, or the error DLSTALE <attempts>.
-	releaseScript = fast("fast_release.lua", "handoff.lua", "release.lua")
+	releaseScript = engine.Register("single/release", fast("fast_release.lua", "handoff.lua", "release.lua"))
 	// abandonScript: KEYS the hash; ARGV owner, ms to remember it (see
 	// claimcore.AbandonKeep). Replies 1 when it released the lock.
-	abandonScript = claimcore.Script(luaFS, "lean.lua", "handoff.lua", "abandon.lua")
+	abandonScript = engine.Register("single/abandon", claimcore.Script(luaFS, "lean.lua", "handoff.lua", "abandon.lua"))
 	// leaveScript: KEYS the hash; ARGV owner. Replies 1 when there was a
 	// ticket.
-	leaveScript = claimcore.Script(luaFS, "handoff.lua", "leave.lua")
+	leaveScript = engine.Register("single/leave", claimcore.Script(luaFS, "handoff.lua", "leave.lua"))
 	// inspectScript: KEYS the hash. Replies {owner, attempts, ms left}.
-	inspectScript = fast("fast_inspect.lua", "inspect.lua")
+	inspectScript = engine.Register("single/inspect", fast("fast_inspect.lua", "inspect.lua"))
 	// forceScript: KEYS the hash; ARGV ms the key keeps its counter.
 	// Replies {old owner, old attempts, the break's token, ms the old
 	// lease had left}.
-	forceScript = claimcore.Script(luaFS, "handoff.lua", "force.lua")
+	forceScript = engine.Register("single/force", claimcore.Script(luaFS, "handoff.lua", "force.lua"))
 
 	// The same for a set of keys (AcquireAll), KEYS being the hashes.
 	// claimAllScript: ARGV owner, TTL ms, the hashes' lifetime ms, and for
 	// a blocking waiter its tickets' lifetime ms. Replies the tokens, or
 	// {-1, ms the longest holder has left, 1 when queued}.
-	claimAllScript = claimcore.Script(luaFS, "lean.lua", "claim_all.lua")
+	claimAllScript = engine.Register("single/claim_all", claimcore.Script(luaFS, "lean.lua", "claim_all.lua"))
 	// extendAllScript: ARGV owner, TTL ms, the hashes' lifetime ms, the
 	// tokens. Replies 1, or the error DLSTALE <attempts>.
-	extendAllScript = claimcore.Script(luaFS, "lean.lua", "extend_all.lua")
+	extendAllScript = engine.Register("single/extend_all", claimcore.Script(luaFS, "lean.lua", "extend_all.lua"))
 	// releaseAllScript: ARGV owner, the tokens. Replies 1, 0 when a lease
 	// had expired, or the error DLSTALE <attempts>.
-	releaseAllScript = claimcore.Script(luaFS, "lean.lua", "handoff.lua", "release_all.lua")
+	releaseAllScript = engine.Register("single/release_all", claimcore.Script(luaFS, "lean.lua", "handoff.lua", "release_all.lua"))
 	// abandonAllScript: ARGV owner, ms to remember it. Replies how many
 	// keys it freed.
-	abandonAllScript = claimcore.Script(luaFS, "lean.lua", "handoff.lua", "abandon_all.lua")
+	abandonAllScript = engine.Register("single/abandon_all", claimcore.Script(luaFS, "lean.lua", "handoff.lua", "abandon_all.lua"))
 	// leaveAllScript: ARGV owner. Replies how many keys it acted on.
-	leaveAllScript = claimcore.Script(luaFS, "lean.lua", "handoff.lua", "leave_all.lua")
+	leaveAllScript = engine.Register("single/leave_all", claimcore.Script(luaFS, "lean.lua", "handoff.lua", "leave_all.lua"))
 )
 
 // scripts are those the core runs for this package's leases and claims.

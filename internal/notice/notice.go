@@ -6,6 +6,7 @@ package notice
 import (
 	_ "embed"
 
+	"github.com/dlockgo/dlock/internal/engine"
 	"github.com/dlockgo/dlock/node"
 )
 
@@ -15,7 +16,7 @@ var publishLua string
 // Script publishes ARGV[1] on the notice channel of the lock whose name
 // prefix is KEYS[1], and replies how many subscribers of that server got
 // it. It stores nothing.
-var Script = node.NewScript(publishLua)
+var Script = engine.Register("notice/publish", node.NewScript(publishLua))
 
 // Channel returns the notice channel of the lock whose keys start with
 // prefix (keyname.Single or keyname.Quorum of its key): it shares their
