@@ -3,7 +3,6 @@ package quorum
 import (
 	"cmp"
 	"context"
-	_ "embed"
 	"errors"
 	"fmt"
 	"slices"
@@ -21,11 +20,7 @@ import (
 // inspectScript: KEYS lock, fence counter, floor, epoch record, repair
 // mark. Replies {owner, pttl, counter, floor, now µs, stamp µs, repaired}
 // (lua/inspect.lua).
-//
-//go:embed lua/inspect.lua
-var inspectLua string
-
-var inspectScript = engine.Register("quorum/inspect", node.NewScript(epochLua+inspectLua))
+var inspectScript = engine.Script(engine.Spec{Name: "quorum/inspect", FS: luaFS, Body: []string{"epoch.lua", "inspect.lua"}})
 
 // Inspect reports who holds the lock on key on each node, with its fence
 // counter, metadata and time left there, whether the node sits out, and

@@ -1,7 +1,7 @@
 package quorum
 
 import (
-	_ "embed"
+	"embed"
 
 	"github.com/dlockgo/dlock/internal/engine"
 	"github.com/dlockgo/dlock/node"
@@ -16,63 +16,17 @@ const (
 )
 
 // The scripts, in lua/, each with its keys, arguments, replies and
-// reasons. Phase 1 is composed: the functions it calls (head.lua, gone.lua,
-// epoch.lua, an epoch step and a reply), then vote.lua.
-var (
-	//go:embed lua/head.lua
-	headLua string
-	//go:embed lua/gone.lua
-	goneLua string
-	//go:embed lua/epoch.lua
-	epochLua string
-	//go:embed lua/epoch_off.lua
-	epochOffLua string
-	//go:embed lua/epoch_check.lua
-	epochCheckLua string
-	//go:embed lua/epoch_trust.lua
-	epochTrustLua string
-	//go:embed lua/reply.lua
-	replyLua string
-	//go:embed lua/reply_token.lua
-	replyTokenLua string
-	//go:embed lua/vote.lua
-	voteLua string
-	//go:embed lua/force.lua
-	forceLua string
-	//go:embed lua/commit.lua
-	commitLua string
-	//go:embed lua/repair.lua
-	repairLua string
-	//go:embed lua/extend.lua
-	extendLua string
-	//go:embed lua/release.lua
-	releaseLua string
-	//go:embed lua/leave.lua
-	leaveLua string
+// reasons. Phase 1 is composed: the functions it calls (head.lua,
+// gone.lua, epoch.lua, an epoch step and a reply), then vote.lua.
+//
+//go:embed lua
+var luaFS embed.FS
 
-	//go:embed lua/vote_set.lua
-	voteSetLua string
-	//go:embed lua/reply_set.lua
-	replySetLua string
-	//go:embed lua/reply_set_token.lua
-	replySetTokenLua string
-	//go:embed lua/commit_set.lua
-	commitSetLua string
-	//go:embed lua/extend_set.lua
-	extendSetLua string
-	//go:embed lua/release_set.lua
-	releaseSetLua string
-	//go:embed lua/leave_set.lua
-	leaveSetLua string
-)
-
-// phase1 returns the vote script with an epoch step and a reply.
-func phase1(epochStep, reply string) string { return phase1Of(epochStep, reply, voteLua) }
-
-// phase1Of returns a phase 1 script whose body, after the functions it
-// calls, is body: vote.lua, or force.lua for a break.
-func phase1Of(epochStep, reply, body string) string {
-	return headLua + goneLua + epochLua + epochStep + reply + body
+// phase1 returns the files of a phase 1 script with an epoch step and a
+// reply, whose body, after the functions it calls, is body: vote.lua, or
+// force.lua for a break.
+func phase1(epochStep, reply, body string) []string {
+	return []string{"head.lua", "gone.lua", "epoch.lua", epochStep, reply, body}
 }
 
 // The phase 1 scripts, by whether tokens and the lost-data guard are on.
@@ -80,25 +34,23 @@ func phase1Of(epochStep, reply, body string) string {
 // life ms. With the guard, a server process runs the trusting one only
 // after the checking one (node.NewScriptAfter, epoch_trust.lua).
 var (
-	acquireScript      = engine.Register("quorum/vote", node.NewScript(phase1(epochOffLua, replyLua)))
-	acquireTokenScript = engine.Register("quorum/vote+token", node.NewScript(phase1(epochOffLua, replyTokenLua)))
+	acquireScript      = engine.Script(engine.Spec{Name: "quorum/vote", FS: luaFS, Body: phase1("epoch_off.lua", "reply.lua", "vote.lua")})
+	acquireTokenScript = engine.Script(engine.Spec{Name: "quorum/vote+token", FS: luaFS, Body: phase1("epoch_off.lua", "reply_token.lua", "vote.lua")})
 
-	acquireGuardedScript = engine.Register("quorum/vote+trust", node.NewScriptAfter(
-		engine.Register("quorum/vote+check", node.NewScript(phase1(epochCheckLua, replyLua))),
-		phase1(epochTrustLua, replyLua)))
-	acquireTokenGuardedScript = engine.Register("quorum/vote+token+trust", node.NewScriptAfter(
-		engine.Register("quorum/vote+token+check", node.NewScript(phase1(epochCheckLua, replyTokenLua))),
-		phase1(epochTrustLua, replyTokenLua)))
+	acquireGuardedScript = engine.Script(engine.Spec{Name: "quorum/vote+trust", FS: luaFS, Body: phase1("epoch_trust.lua", "reply.lua", "vote.lua"),
+		After: engine.Script(engine.Spec{Name: "quorum/vote+check", FS: luaFS, Body: phase1("epoch_check.lua", "reply.lua", "vote.lua")})})
+	acquireTokenGuardedScript = engine.Script(engine.Spec{Name: "quorum/vote+token+trust", FS: luaFS, Body: phase1("epoch_trust.lua", "reply_token.lua", "vote.lua"),
+		After: engine.Script(engine.Spec{Name: "quorum/vote+token+check", FS: luaFS, Body: phase1("epoch_check.lua", "reply_token.lua", "vote.lua")})})
 )
 
 // The scripts of an operator's break (ForceRelease): phase 1 with
 // force.lua for vote.lua, by whether tokens and the lost-data guard are on.
 // A break is rare: with the guard, each checks the epoch against INFO.
 var (
-	forceScript             = engine.Register("quorum/force", node.NewScript(phase1Of(epochOffLua, replyLua, forceLua)))
-	forceTokenScript        = engine.Register("quorum/force+token", node.NewScript(phase1Of(epochOffLua, replyTokenLua, forceLua)))
-	forceGuardedScript      = engine.Register("quorum/force+check", node.NewScript(phase1Of(epochCheckLua, replyLua, forceLua)))
-	forceTokenGuardedScript = engine.Register("quorum/force+token+check", node.NewScript(phase1Of(epochCheckLua, replyTokenLua, forceLua)))
+	forceScript             = engine.Script(engine.Spec{Name: "quorum/force", FS: luaFS, Body: phase1("epoch_off.lua", "reply.lua", "force.lua")})
+	forceTokenScript        = engine.Script(engine.Spec{Name: "quorum/force+token", FS: luaFS, Body: phase1("epoch_off.lua", "reply_token.lua", "force.lua")})
+	forceGuardedScript      = engine.Script(engine.Spec{Name: "quorum/force+check", FS: luaFS, Body: phase1("epoch_check.lua", "reply.lua", "force.lua")})
+	forceTokenGuardedScript = engine.Script(engine.Spec{Name: "quorum/force+token+check", FS: luaFS, Body: phase1("epoch_check.lua", "reply_token.lua", "force.lua")})
 )
 
 // forceScriptFor is acquireScriptFor for a break.
@@ -132,40 +84,39 @@ var (
 	// commitScript: KEYS keySet.commit; ARGV owner, token, the counter's
 	// lifetime ms (Locker.keep). Replies 1, 0 (not the owner) or -1 (the
 	// counter is not lower).
-	commitScript = engine.Register("quorum/commit", node.NewScript(commitLua))
+	commitScript = engine.Script(engine.Spec{Name: "quorum/commit", FS: luaFS, Body: []string{"commit.lua"}})
 	// repairScript: KEYS repairKeys; ARGV the epoch record, the floor.
 	// Replies 1, or 0 when the record changed.
-	repairScript = engine.Register("quorum/repair", node.NewScript(repairLua))
+	repairScript = engine.Script(engine.Spec{Name: "quorum/repair", FS: luaFS, Body: []string{"repair.lua"}})
 	// extendScript: KEYS keySet.extend; ARGV owner, TTL ms, the counter's
 	// lifetime ms. Replies 1 or 0.
-	extendScript = engine.Register("quorum/extend", node.NewScript(extendLua))
+	extendScript = engine.Script(engine.Spec{Name: "quorum/extend", FS: luaFS, Body: []string{"extend.lua"}})
 	// releaseScript: KEYS keySet.release; ARGV owner, channel, ms to
 	// remember the owner ('0' not to), waiter, token. Replies 1 (deleted),
 	// 2 (gone, the counter still at the token) or 0.
-	releaseScript = engine.Register("quorum/release", node.NewScript(releaseLua))
+	releaseScript = engine.Script(engine.Spec{Name: "quorum/release", FS: luaFS, Body: []string{"release.lua"}})
 	// leaveScript: KEYS the first four of keySet.release; ARGV waiter,
 	// channel. Replies 1.
-	leaveScript = engine.Register("quorum/leave", node.NewScript(leaveLua))
+	leaveScript = engine.Script(engine.Spec{Name: "quorum/leave", FS: luaFS, Body: []string{"leave.lua"}})
 )
 
-// phase1Set returns the set's vote script with an epoch step and a reply.
-func phase1Set(epochStep, reply string) string {
-	return epochLua + epochStep + reply + voteSetLua
+// phase1Set returns the files of the set's vote script with an epoch step
+// and a reply.
+func phase1Set(epochStep, reply string) []string {
+	return []string{"epoch.lua", epochStep, reply, "vote_set.lua"}
 }
 
 // The phase 1 scripts of a lease on several locks, as the single lock's
 // (above). KEYS: lockSet.vote; ARGV: those of the single lock's, then the
 // number of locks.
 var (
-	acquireSetScript      = engine.Register("quorum/vote_set", node.NewScript(phase1Set(epochOffLua, replySetLua)))
-	acquireSetTokenScript = engine.Register("quorum/vote_set+token", node.NewScript(phase1Set(epochOffLua, replySetTokenLua)))
+	acquireSetScript      = engine.Script(engine.Spec{Name: "quorum/vote_set", FS: luaFS, Body: phase1Set("epoch_off.lua", "reply_set.lua")})
+	acquireSetTokenScript = engine.Script(engine.Spec{Name: "quorum/vote_set+token", FS: luaFS, Body: phase1Set("epoch_off.lua", "reply_set_token.lua")})
 
-	acquireSetGuardedScript = engine.Register("quorum/vote_set+trust", node.NewScriptAfter(
-		engine.Register("quorum/vote_set+check", node.NewScript(phase1Set(epochCheckLua, replySetLua))),
-		phase1Set(epochTrustLua, replySetLua)))
-	acquireSetTokenGuardedScript = engine.Register("quorum/vote_set+token+trust", node.NewScriptAfter(
-		engine.Register("quorum/vote_set+token+check", node.NewScript(phase1Set(epochCheckLua, replySetTokenLua))),
-		phase1Set(epochTrustLua, replySetTokenLua)))
+	acquireSetGuardedScript = engine.Script(engine.Spec{Name: "quorum/vote_set+trust", FS: luaFS, Body: phase1Set("epoch_trust.lua", "reply_set.lua"),
+		After: engine.Script(engine.Spec{Name: "quorum/vote_set+check", FS: luaFS, Body: phase1Set("epoch_check.lua", "reply_set.lua")})})
+	acquireSetTokenGuardedScript = engine.Script(engine.Spec{Name: "quorum/vote_set+token+trust", FS: luaFS, Body: phase1Set("epoch_trust.lua", "reply_set_token.lua"),
+		After: engine.Script(engine.Spec{Name: "quorum/vote_set+token+check", FS: luaFS, Body: phase1Set("epoch_check.lua", "reply_set_token.lua")})})
 )
 
 // acquireSetScriptFor returns the set's phase 1 script of a Locker with or
@@ -186,15 +137,15 @@ var (
 	// commitSetScript: KEYS lockSet.commit; ARGV owner, the counters'
 	// lifetime ms, each lock's token. Replies as commitScript, for the
 	// whole set.
-	commitSetScript = engine.Register("quorum/commit_set", node.NewScript(commitSetLua))
+	commitSetScript = engine.Script(engine.Spec{Name: "quorum/commit_set", FS: luaFS, Body: []string{"commit_set.lua"}})
 	// extendSetScript: KEYS lockSet.extend; ARGV owner, TTL ms, the
 	// counters' lifetime ms, keys per lock. Replies 1 or 0.
-	extendSetScript = engine.Register("quorum/extend_set", node.NewScript(extendSetLua))
+	extendSetScript = engine.Script(engine.Spec{Name: "quorum/extend_set", FS: luaFS, Body: []string{"extend_set.lua"}})
 	// releaseSetScript: KEYS lockSet.release; ARGV owner, '1' to publish,
 	// ms to remember the owner, waiter, then each lock's channel and
 	// token. Replies 1 or 0.
-	releaseSetScript = engine.Register("quorum/release_set", node.NewScript(releaseSetLua))
+	releaseSetScript = engine.Script(engine.Spec{Name: "quorum/release_set", FS: luaFS, Body: []string{"release_set.lua"}})
 	// leaveSetScript: KEYS lockSet.leave; ARGV waiter, each lock's
 	// channel. Replies 1.
-	leaveSetScript = engine.Register("quorum/leave_set", node.NewScript(leaveSetLua))
+	leaveSetScript = engine.Script(engine.Spec{Name: "quorum/leave_set", FS: luaFS, Body: []string{"leave_set.lua"}})
 )
