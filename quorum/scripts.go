@@ -2,6 +2,7 @@ package quorum
 
 import (
 	"embed"
+	"slices"
 
 	"github.com/dlockgo/dlock/internal/engine"
 	"github.com/dlockgo/dlock/node"
@@ -16,69 +17,73 @@ const (
 )
 
 // The scripts, in lua/, each with its keys, arguments, replies and
-// reasons. Phase 1 is composed: the functions it calls (head.lua,
-// gone.lua, epoch.lua, an epoch step and a reply), then vote.lua.
+// reasons.
 //
 //go:embed lua
 var luaFS embed.FS
 
-// phase1 returns the files of a phase 1 script with an epoch step and a
-// reply, whose body, after the functions it calls, is body: vote.lua, or
-// force.lua for a break.
-func phase1(epochStep, reply, body string) []string {
-	return []string{"head.lua", "gone.lua", "epoch.lua", epochStep, reply, body}
-}
+// variants is one phase 1 script, built for every kind of Locker: by
+// whether tokens are on, then whether the lost-data guard is.
+type variants [2][2]*node.Script
 
-// The phase 1 scripts, by whether tokens and the lost-data guard are on.
-// KEYS: keySet.acquire; ARGV: owner, TTL ms, waiter, its score, its ticket
-// life ms. With the guard, a server process runs the trusting one only
-// after the checking one (node.NewScriptAfter, epoch_trust.lua).
-var (
-	acquireScript      = engine.Script(engine.Spec{Name: "quorum/vote", FS: luaFS, Body: phase1("epoch_off.lua", "reply.lua", "vote.lua")})
-	acquireTokenScript = engine.Script(engine.Spec{Name: "quorum/vote+token", FS: luaFS, Body: phase1("epoch_off.lua", "reply_token.lua", "vote.lua")})
+// of returns the script of a Locker with or without tokens and the guard.
+func (v *variants) of(tokens, guard bool) *node.Script { return v[on(tokens)][on(guard)] }
 
-	acquireGuardedScript = engine.Script(engine.Spec{Name: "quorum/vote+trust", FS: luaFS, Body: phase1("epoch_trust.lua", "reply.lua", "vote.lua"),
-		After: engine.Script(engine.Spec{Name: "quorum/vote+check", FS: luaFS, Body: phase1("epoch_check.lua", "reply.lua", "vote.lua")})})
-	acquireTokenGuardedScript = engine.Script(engine.Spec{Name: "quorum/vote+token+trust", FS: luaFS, Body: phase1("epoch_trust.lua", "reply_token.lua", "vote.lua"),
-		After: engine.Script(engine.Spec{Name: "quorum/vote+token+check", FS: luaFS, Body: phase1("epoch_check.lua", "reply_token.lua", "vote.lua")})})
-)
-
-// The scripts of an operator's break (ForceRelease): phase 1 with
-// force.lua for vote.lua, by whether tokens and the lost-data guard are on.
-// A break is rare: with the guard, each checks the epoch against INFO.
-var (
-	forceScript             = engine.Script(engine.Spec{Name: "quorum/force", FS: luaFS, Body: phase1("epoch_off.lua", "reply.lua", "force.lua")})
-	forceTokenScript        = engine.Script(engine.Spec{Name: "quorum/force+token", FS: luaFS, Body: phase1("epoch_off.lua", "reply_token.lua", "force.lua")})
-	forceGuardedScript      = engine.Script(engine.Spec{Name: "quorum/force+check", FS: luaFS, Body: phase1("epoch_check.lua", "reply.lua", "force.lua")})
-	forceTokenGuardedScript = engine.Script(engine.Spec{Name: "quorum/force+token+check", FS: luaFS, Body: phase1("epoch_check.lua", "reply_token.lua", "force.lua")})
-)
-
-// forceScriptFor is acquireScriptFor for a break.
-func forceScriptFor(tokens, guard bool) *node.Script {
-	switch {
-	case tokens && guard:
-		return forceTokenGuardedScript
-	case tokens:
-		return forceTokenScript
-	case guard:
-		return forceGuardedScript
+func on(b bool) int {
+	if b {
+		return 1
 	}
-	return forceScript
+	return 0
 }
 
-// acquireScriptFor returns the phase 1 script of a Locker with or without
-// tokens and the guard.
-func acquireScriptFor(tokens, guard bool) *node.Script {
-	switch {
-	case tokens && guard:
-		return acquireTokenGuardedScript
-	case tokens:
-		return acquireTokenScript
-	case guard:
-		return acquireGuardedScript
+// phase1 builds the variants of a phase 1 script named name: the
+// functions body calls (lib), an epoch step, a reply, then body. The
+// epoch step is epoch_off.lua, or with the guard epoch_check.lua; the
+// reply replies[0], or with tokens replies[1]. With trusted, a server
+// process runs a guarded one's trusting form (epoch_trust.lua) only after
+// its checking one (node.NewScriptAfter); without, the guarded one checks
+// the epoch against INFO at every run. Their names add "+token", and
+// "+check" or "+trust".
+func phase1(name string, lib []string, body string, replies [2]string, trusted bool) (v variants) {
+	for tokens, reply := range replies {
+		n := name
+		if tokens == 1 {
+			n += "+token"
+		}
+		spec := func(suffix, step string) engine.Spec {
+			return engine.Spec{Name: n + suffix, FS: luaFS, Body: slices.Concat(lib, []string{step, reply, body})}
+		}
+		v[tokens][0] = engine.Script(spec("", "epoch_off.lua"))
+		v[tokens][1] = engine.Script(spec("+check", "epoch_check.lua"))
+		if trusted {
+			trust := spec("+trust", "epoch_trust.lua")
+			trust.After = v[tokens][1]
+			v[tokens][1] = engine.Script(trust)
+		}
 	}
-	return acquireScript
+	return v
 }
+
+// The phase 1 scripts.
+var (
+	// voteScripts: a lock's vote. KEYS: keySet.acquire; ARGV: owner, TTL
+	// ms, waiter, its score, its ticket life ms.
+	voteScripts = phase1("quorum/vote", lockLib, "vote.lua", lockReplies, true)
+	// forceScripts: an operator's break (ForceRelease), the vote with
+	// force.lua for vote.lua. A break is rare: with the guard, each
+	// checks the epoch against INFO.
+	forceScripts = phase1("quorum/force", lockLib, "force.lua", lockReplies, false)
+	// voteSetScripts: the vote of a lease on several locks. KEYS:
+	// lockSet.vote; ARGV: those of a lock's vote, then the number of
+	// locks.
+	voteSetScripts = phase1("quorum/vote_set", []string{"epoch.lua"}, "vote_set.lua",
+		[2]string{"reply_set.lua", "reply_set_token.lua"}, true)
+
+	// lockLib: the functions a lock's vote and break call.
+	lockLib = []string{"head.lua", "gone.lua", "epoch.lua"}
+	// lockReplies: their replies, without and with tokens.
+	lockReplies = [2]string{"reply.lua", "reply_token.lua"}
+)
 
 var (
 	// commitScript: KEYS keySet.commit; ARGV owner, token, the counter's
@@ -99,39 +104,6 @@ var (
 	// channel. Replies 1.
 	leaveScript = engine.Script(engine.Spec{Name: "quorum/leave", FS: luaFS, Body: []string{"leave.lua"}})
 )
-
-// phase1Set returns the files of the set's vote script with an epoch step
-// and a reply.
-func phase1Set(epochStep, reply string) []string {
-	return []string{"epoch.lua", epochStep, reply, "vote_set.lua"}
-}
-
-// The phase 1 scripts of a lease on several locks, as the single lock's
-// (above). KEYS: lockSet.vote; ARGV: those of the single lock's, then the
-// number of locks.
-var (
-	acquireSetScript      = engine.Script(engine.Spec{Name: "quorum/vote_set", FS: luaFS, Body: phase1Set("epoch_off.lua", "reply_set.lua")})
-	acquireSetTokenScript = engine.Script(engine.Spec{Name: "quorum/vote_set+token", FS: luaFS, Body: phase1Set("epoch_off.lua", "reply_set_token.lua")})
-
-	acquireSetGuardedScript = engine.Script(engine.Spec{Name: "quorum/vote_set+trust", FS: luaFS, Body: phase1Set("epoch_trust.lua", "reply_set.lua"),
-		After: engine.Script(engine.Spec{Name: "quorum/vote_set+check", FS: luaFS, Body: phase1Set("epoch_check.lua", "reply_set.lua")})})
-	acquireSetTokenGuardedScript = engine.Script(engine.Spec{Name: "quorum/vote_set+token+trust", FS: luaFS, Body: phase1Set("epoch_trust.lua", "reply_set_token.lua"),
-		After: engine.Script(engine.Spec{Name: "quorum/vote_set+token+check", FS: luaFS, Body: phase1Set("epoch_check.lua", "reply_set_token.lua")})})
-)
-
-// acquireSetScriptFor returns the set's phase 1 script of a Locker with or
-// without tokens and the guard.
-func acquireSetScriptFor(tokens, guard bool) *node.Script {
-	switch {
-	case tokens && guard:
-		return acquireSetTokenGuardedScript
-	case tokens:
-		return acquireSetTokenScript
-	case guard:
-		return acquireSetGuardedScript
-	}
-	return acquireSetScript
-}
 
 var (
 	// commitSetScript: KEYS lockSet.commit; ARGV owner, the counters'
