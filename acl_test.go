@@ -46,11 +46,11 @@ var aclUsers = []struct {
 	servers int
 	run     func(ctx context.Context, a aclRun) error
 }{
-	{"dlock-single", []string{"single/lua", "internal/claimcore/lua", "internal/notice/publish.lua"}, 1, aclSingle},
-	{"dlock-quorum", []string{"quorum/lua", "internal/notice/publish.lua"}, 3, aclQuorum},
-	{"dlock-permits", []string{"permits/lua", "internal/claimcore/lua"}, 1, aclPermits},
-	{"dlock-rwlock", []string{"rwlock/lua", "internal/claimcore/lua"}, 1, aclRWLock},
-	{"dlock-claims", []string{"claims/lua", "internal/claimcore/lua/core.lua", "internal/claimcore/lua/gone.lua"}, 1, aclClaims},
+	{"dlock-single", []string{"single/lua", "internal/engine/lua", "internal/notice/lua/publish.lua"}, 1, aclSingle},
+	{"dlock-quorum", []string{"quorum/lua", "internal/notice/lua/publish.lua"}, 3, aclQuorum},
+	{"dlock-permits", []string{"permits/lua", "internal/engine/lua"}, 1, aclPermits},
+	{"dlock-rwlock", []string{"rwlock/lua", "internal/engine/lua"}, 1, aclRWLock},
+	{"dlock-claims", []string{"claims/lua", "internal/engine/lua/core.lua", "internal/engine/lua/gone.lua"}, 1, aclClaims},
 	{"dlock-ratelimit", []string{"ratelimit/lua"}, 3, aclRateLimit},
 	{"dlock-fence", []string{"fence/lua"}, 1, aclFence},
 }

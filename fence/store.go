@@ -2,13 +2,14 @@ package fence
 
 import (
 	"context"
-	_ "embed"
+	"embed"
 	"errors"
 	"fmt"
 	"strconv"
 	"strings"
 
 	"github.com/dlockgo/dlock/internal/argerr"
+	"github.com/dlockgo/dlock/internal/engine"
 	"github.com/dlockgo/dlock/node"
 )
 
@@ -29,14 +30,12 @@ func NewStore(n node.Node) *Store { return &Store{n: n} }
 // The register's scripts, each in lua/ with its keys, arguments and
 // replies.
 var (
-	//go:embed lua/put.lua
-	putLua string
-	//go:embed lua/get.lua
-	getLua string
-
-	putScript = node.NewScript(putLua)
-	getScript = node.NewScript(getLua)
+	putScript = engine.Script(engine.Spec{Name: "fence/put", FS: luaFS, Body: []string{"put.lua"}})
+	getScript = engine.Script(engine.Spec{Name: "fence/get", FS: luaFS, Body: []string{"get.lua"}})
 )
+
+//go:embed lua
+var luaFS embed.FS
 
 // MaxStoreToken is the largest token a Store takes: the script compares
 // tokens as Lua numbers (doubles), exact up to 2^53, above which two

@@ -4,13 +4,13 @@ import (
 	"embed"
 
 	"github.com/dlockgo/dlock/internal/claimcore"
+	"github.com/dlockgo/dlock/internal/engine"
 )
 
 // The scripts, one per transition, each in lua/ with its keys, arguments,
-// replies and reasons, each after the core prelude (claimcore.Lua: the
-// server's clock, read once, judges every permit) and lua/state.lua.
-//
-// luaFS holds them, read by claimcore.Script after the core prelude.
+// replies and reasons, each after the prelude of the engine's library
+// (engine.Spec.Prelude: the server's clock, read once, judges every
+// permit) and lua/state.lua.
 //
 //go:embed lua
 var luaFS embed.FS
@@ -19,19 +19,19 @@ var (
 	// claimScript: KEYS the name's hash; ARGV owner, N, TTL ms, the hash's
 	// lifetime ms, and for a blocking waiter its ticket's lifetime ms.
 	// Replies {token, slot}, or {ms until a permit ends, place, 0}.
-	claimScript = claimcore.Script(luaFS, "state.lua", "claim.lua")
+	claimScript = engine.Script(engine.Spec{Name: "permits/claim", FS: luaFS, Prelude: true, Body: []string{"state.lua", "claim.lua"}})
 	// extendScript: KEYS the hash; ARGV owner, token, slot, TTL ms, the
 	// hash's lifetime ms. Replies 1, or the error DLSTALE <token>.
-	extendScript = claimcore.Script(luaFS, "state.lua", "extend.lua")
+	extendScript = engine.Script(engine.Spec{Name: "permits/extend", FS: luaFS, Prelude: true, Body: []string{"state.lua", "extend.lua"}})
 	// releaseScript: KEYS the hash; ARGV owner, token, slot. Replies 1, 0
 	// when it had ended, or the error DLSTALE <token>.
-	releaseScript = claimcore.Script(luaFS, "state.lua", "release.lua")
+	releaseScript = engine.Script(engine.Spec{Name: "permits/release", FS: luaFS, Prelude: true, Body: []string{"state.lua", "release.lua"}})
 	// leaveScript: KEYS the hash; ARGV owner. Replies 1 when it gave
 	// something up.
-	leaveScript = claimcore.Script(luaFS, "state.lua", "leave.lua")
+	leaveScript = engine.Script(engine.Spec{Name: "permits/leave", FS: luaFS, Prelude: true, Body: []string{"state.lua", "leave.lua"}})
 	// abandonScript: KEYS the hash; ARGV owner, ms to remember it. Replies
 	// 1 when it released a permit.
-	abandonScript = claimcore.Script(luaFS, "state.lua", "abandon.lua")
+	abandonScript = engine.Script(engine.Spec{Name: "permits/abandon", FS: luaFS, Prelude: true, Body: []string{"state.lua", "abandon.lua"}})
 )
 
 // scripts are those the core runs for this package's leases and claims.

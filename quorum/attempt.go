@@ -205,12 +205,12 @@ func (b *ballot) phase1(ctx context.Context) {
 	}
 	var req request
 	if b.set == nil {
-		req = request{script: acquireScriptFor(tokens, lk.cfg.guard), keys: b.ks.acquire(tokens), args: b.args[:]}
+		req = request{script: voteScripts.of(tokens, lk.cfg.guard), keys: b.ks.acquire(tokens), args: b.args[:]}
 		if b.prior != nil {
-			req.script = forceScriptFor(tokens, lk.cfg.guard)
+			req.script = forceScripts.of(tokens, lk.cfg.guard)
 		}
 	} else {
-		req = request{script: acquireSetScriptFor(tokens, lk.cfg.guard), keys: b.set.vote, args: b.setArgs}
+		req = request{script: voteSetScripts.of(tokens, lk.cfg.guard), keys: b.set.vote, args: b.setArgs}
 	}
 	b.t1 = time.Now()
 	r := lk.fanout(ctx, lk.all(), lk.nodeTimeout(b.o.TTL), req,

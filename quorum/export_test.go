@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/dlockgo/dlock/internal/acquire"
+	"github.com/dlockgo/dlock/internal/engine"
 	"github.com/dlockgo/dlock/node"
 )
 
@@ -18,10 +19,13 @@ var ErrNotRepaired = errNotRepaired
 // must run only after their first (NewScriptAfter), which a preload
 // would let it run unchecked.
 func Scripts() []*node.Script {
-	return []*node.Script{acquireScript, acquireTokenScript, acquireGuardedScript.First(),
-		acquireTokenGuardedScript.First(), commitScript, repairScript, extendScript, releaseScript, leaveScript,
-		acquireSetScript, acquireSetTokenScript, acquireSetGuardedScript.First(), acquireSetTokenGuardedScript.First(),
-		commitSetScript, extendSetScript, releaseSetScript, leaveSetScript}
+	var out []*node.Script
+	for _, s := range engine.Scripts("quorum/") {
+		if s.Script.First() == nil {
+			out = append(out, s.Script)
+		}
+	}
+	return out
 }
 
 // GhostVote runs, on n, the release of owner that a failed attempt sends
@@ -32,7 +36,7 @@ func GhostVote(ctx context.Context, n node.Node, key, owner string) (int64, erro
 	if _, err := n.Eval(ctx, releaseScript, ks.release[:], owner, "", "60000", "", ""); err != nil {
 		return 0, err
 	}
-	r, err := n.Eval(ctx, acquireScript, ks.acquire(false), owner, "60000", "", "0", "0")
+	r, err := n.Eval(ctx, voteScripts.of(false, false), ks.acquire(false), owner, "60000", "", "0", "0")
 	return r.Int(0), err
 }
 
@@ -51,7 +55,7 @@ func LateVotes(ctx context.Context, lk *Locker, key string) ([]NodeAnswer, int, 
 	ks := newKeySet(key)
 	owner, waiter := acquire.NewOwner(), acquire.NewOwner()
 	tokens := !lk.cfg.noTokens
-	script := acquireScriptFor(tokens, lk.cfg.guard)
+	script := voteScripts.of(tokens, lk.cfg.guard)
 	answers := make([]NodeAnswer, len(lk.nodes))
 	tickets := 0
 	for i, n := range lk.nodes {

@@ -3,7 +3,6 @@ package quorum
 import (
 	"cmp"
 	"context"
-	_ "embed"
 	"errors"
 	"fmt"
 	"slices"
@@ -13,6 +12,7 @@ import (
 
 	"github.com/dlockgo/dlock/fence"
 	"github.com/dlockgo/dlock/internal/acquire"
+	"github.com/dlockgo/dlock/internal/engine"
 	"github.com/dlockgo/dlock/lease"
 	"github.com/dlockgo/dlock/node"
 )
@@ -20,11 +20,7 @@ import (
 // inspectScript: KEYS lock, fence counter, floor, epoch record, repair
 // mark. Replies {owner, pttl, counter, floor, now µs, stamp µs, repaired}
 // (lua/inspect.lua).
-//
-//go:embed lua/inspect.lua
-var inspectLua string
-
-var inspectScript = node.NewScript(epochLua + inspectLua)
+var inspectScript = engine.Script(engine.Spec{Name: "quorum/inspect", FS: luaFS, Body: []string{"epoch.lua", "inspect.lua"}})
 
 // Inspect reports who holds the lock on key on each node, with its fence
 // counter, metadata and time left there, whether the node sits out, and

@@ -1,8 +1,10 @@
 package quorum
 
 import (
-	_ "embed"
+	"embed"
+	"slices"
 
+	"github.com/dlockgo/dlock/internal/engine"
 	"github.com/dlockgo/dlock/node"
 )
 
@@ -15,185 +17,107 @@ const (
 )
 
 // The scripts, in lua/, each with its keys, arguments, replies and
-// reasons. Phase 1 is composed: the functions it calls (head.lua, gone.lua,
-// epoch.lua, an epoch step and a reply), then vote.lua.
-var (
-	//go:embed lua/head.lua
-	headLua string
-	//go:embed lua/gone.lua
-	goneLua string
-	//go:embed lua/epoch.lua
-	epochLua string
-	//go:embed lua/epoch_off.lua
-	epochOffLua string
-	//go:embed lua/epoch_check.lua
-	epochCheckLua string
-	//go:embed lua/epoch_trust.lua
-	epochTrustLua string
-	//go:embed lua/reply.lua
-	replyLua string
-	//go:embed lua/reply_token.lua
-	replyTokenLua string
-	//go:embed lua/vote.lua
-	voteLua string
-	//go:embed lua/force.lua
-	forceLua string
-	//go:embed lua/commit.lua
-	commitLua string
-	//go:embed lua/repair.lua
-	repairLua string
-	//go:embed lua/extend.lua
-	extendLua string
-	//go:embed lua/release.lua
-	releaseLua string
-	//go:embed lua/leave.lua
-	leaveLua string
+// reasons.
+//
+//go:embed lua
+var luaFS embed.FS
 
-	//go:embed lua/vote_set.lua
-	voteSetLua string
-	//go:embed lua/reply_set.lua
-	replySetLua string
-	//go:embed lua/reply_set_token.lua
-	replySetTokenLua string
-	//go:embed lua/commit_set.lua
-	commitSetLua string
-	//go:embed lua/extend_set.lua
-	extendSetLua string
-	//go:embed lua/release_set.lua
-	releaseSetLua string
-	//go:embed lua/leave_set.lua
-	leaveSetLua string
-)
+// variants is one phase 1 script, built for every kind of Locker: by
+// whether tokens are on, then whether the lost-data guard is.
+type variants [2][2]*node.Script
 
-// phase1 returns the vote script with an epoch step and a reply.
-func phase1(epochStep, reply string) string { return phase1Of(epochStep, reply, voteLua) }
+// of returns the script of a Locker with or without tokens and the guard.
+func (v *variants) of(tokens, guard bool) *node.Script { return v[on(tokens)][on(guard)] }
 
-// phase1Of returns a phase 1 script whose body, after the functions it
-// calls, is body: vote.lua, or force.lua for a break.
-func phase1Of(epochStep, reply, body string) string {
-	return headLua + goneLua + epochLua + epochStep + reply + body
-}
-
-// The phase 1 scripts, by whether tokens and the lost-data guard are on.
-// KEYS: keySet.acquire; ARGV: owner, TTL ms, waiter, its score, its ticket
-// life ms. With the guard, a server process runs the trusting one only
-// after the checking one (node.NewScriptAfter, epoch_trust.lua).
-var (
-	acquireScript      = node.NewScript(phase1(epochOffLua, replyLua))
-	acquireTokenScript = node.NewScript(phase1(epochOffLua, replyTokenLua))
-
-	acquireGuardedScript = node.NewScriptAfter(
-		node.NewScript(phase1(epochCheckLua, replyLua)),
-		phase1(epochTrustLua, replyLua))
-	acquireTokenGuardedScript = node.NewScriptAfter(
-		node.NewScript(phase1(epochCheckLua, replyTokenLua)),
-		phase1(epochTrustLua, replyTokenLua))
-)
-
-// The scripts of an operator's break (ForceRelease): phase 1 with
-// force.lua for vote.lua, by whether tokens and the lost-data guard are on.
-// A break is rare: with the guard, each checks the epoch against INFO.
-var (
-	forceScript             = node.NewScript(phase1Of(epochOffLua, replyLua, forceLua))
-	forceTokenScript        = node.NewScript(phase1Of(epochOffLua, replyTokenLua, forceLua))
-	forceGuardedScript      = node.NewScript(phase1Of(epochCheckLua, replyLua, forceLua))
-	forceTokenGuardedScript = node.NewScript(phase1Of(epochCheckLua, replyTokenLua, forceLua))
-)
-
-// forceScriptFor is acquireScriptFor for a break.
-func forceScriptFor(tokens, guard bool) *node.Script {
-	switch {
-	case tokens && guard:
-		return forceTokenGuardedScript
-	case tokens:
-		return forceTokenScript
-	case guard:
-		return forceGuardedScript
+func on(b bool) int {
+	if b {
+		return 1
 	}
-	return forceScript
+	return 0
 }
 
-// acquireScriptFor returns the phase 1 script of a Locker with or without
-// tokens and the guard.
-func acquireScriptFor(tokens, guard bool) *node.Script {
-	switch {
-	case tokens && guard:
-		return acquireTokenGuardedScript
-	case tokens:
-		return acquireTokenScript
-	case guard:
-		return acquireGuardedScript
+// phase1 builds the variants of a phase 1 script named name: the
+// functions body calls (lib), an epoch step, a reply, then body. The
+// epoch step is epoch_off.lua, or with the guard epoch_check.lua; the
+// reply replies[0], or with tokens replies[1]. With trusted, a server
+// process runs a guarded one's trusting form (epoch_trust.lua) only after
+// its checking one (node.NewScriptAfter); without, the guarded one checks
+// the epoch against INFO at every run. Their names add "+token", and
+// "+check" or "+trust".
+func phase1(name string, lib []string, body string, replies [2]string, trusted bool) (v variants) {
+	for tokens, reply := range replies {
+		n := name
+		if tokens == 1 {
+			n += "+token"
+		}
+		spec := func(suffix, step string) engine.Spec {
+			return engine.Spec{Name: n + suffix, FS: luaFS, Body: slices.Concat(lib, []string{step, reply, body})}
+		}
+		v[tokens][0] = engine.Script(spec("", "epoch_off.lua"))
+		v[tokens][1] = engine.Script(spec("+check", "epoch_check.lua"))
+		if trusted {
+			trust := spec("+trust", "epoch_trust.lua")
+			trust.After = v[tokens][1]
+			v[tokens][1] = engine.Script(trust)
+		}
 	}
-	return acquireScript
+	return v
 }
+
+// The phase 1 scripts.
+var (
+	// voteScripts: a lock's vote. KEYS: keySet.acquire; ARGV: owner, TTL
+	// ms, waiter, its score, its ticket life ms.
+	voteScripts = phase1("quorum/vote", lockLib, "vote.lua", lockReplies, true)
+	// forceScripts: an operator's break (ForceRelease), the vote with
+	// force.lua for vote.lua. A break is rare: with the guard, each
+	// checks the epoch against INFO.
+	forceScripts = phase1("quorum/force", lockLib, "force.lua", lockReplies, false)
+	// voteSetScripts: the vote of a lease on several locks. KEYS:
+	// lockSet.vote; ARGV: those of a lock's vote, then the number of
+	// locks.
+	voteSetScripts = phase1("quorum/vote_set", []string{"epoch.lua"}, "vote_set.lua",
+		[2]string{"reply_set.lua", "reply_set_token.lua"}, true)
+
+	// lockLib: the functions a lock's vote and break call.
+	lockLib = []string{"head.lua", "gone.lua", "epoch.lua"}
+	// lockReplies: their replies, without and with tokens.
+	lockReplies = [2]string{"reply.lua", "reply_token.lua"}
+)
 
 var (
 	// commitScript: KEYS keySet.commit; ARGV owner, token, the counter's
 	// lifetime ms (Locker.keep). Replies 1, 0 (not the owner) or -1 (the
 	// counter is not lower).
-	commitScript = node.NewScript(commitLua)
+	commitScript = engine.Script(engine.Spec{Name: "quorum/commit", FS: luaFS, Body: []string{"commit.lua"}})
 	// repairScript: KEYS repairKeys; ARGV the epoch record, the floor.
 	// Replies 1, or 0 when the record changed.
-	repairScript = node.NewScript(repairLua)
+	repairScript = engine.Script(engine.Spec{Name: "quorum/repair", FS: luaFS, Body: []string{"repair.lua"}})
 	// extendScript: KEYS keySet.extend; ARGV owner, TTL ms, the counter's
 	// lifetime ms. Replies 1 or 0.
-	extendScript = node.NewScript(extendLua)
+	extendScript = engine.Script(engine.Spec{Name: "quorum/extend", FS: luaFS, Body: []string{"extend.lua"}})
 	// releaseScript: KEYS keySet.release; ARGV owner, channel, ms to
 	// remember the owner ('0' not to), waiter, token. Replies 1 (deleted),
 	// 2 (gone, the counter still at the token) or 0.
-	releaseScript = node.NewScript(releaseLua)
+	releaseScript = engine.Script(engine.Spec{Name: "quorum/release", FS: luaFS, Body: []string{"release.lua"}})
 	// leaveScript: KEYS the first four of keySet.release; ARGV waiter,
 	// channel. Replies 1.
-	leaveScript = node.NewScript(leaveLua)
+	leaveScript = engine.Script(engine.Spec{Name: "quorum/leave", FS: luaFS, Body: []string{"leave.lua"}})
 )
-
-// phase1Set returns the set's vote script with an epoch step and a reply.
-func phase1Set(epochStep, reply string) string {
-	return epochLua + epochStep + reply + voteSetLua
-}
-
-// The phase 1 scripts of a lease on several locks, as the single lock's
-// (above). KEYS: lockSet.vote; ARGV: those of the single lock's, then the
-// number of locks.
-var (
-	acquireSetScript      = node.NewScript(phase1Set(epochOffLua, replySetLua))
-	acquireSetTokenScript = node.NewScript(phase1Set(epochOffLua, replySetTokenLua))
-
-	acquireSetGuardedScript = node.NewScriptAfter(
-		node.NewScript(phase1Set(epochCheckLua, replySetLua)),
-		phase1Set(epochTrustLua, replySetLua))
-	acquireSetTokenGuardedScript = node.NewScriptAfter(
-		node.NewScript(phase1Set(epochCheckLua, replySetTokenLua)),
-		phase1Set(epochTrustLua, replySetTokenLua))
-)
-
-// acquireSetScriptFor returns the set's phase 1 script of a Locker with or
-// without tokens and the guard.
-func acquireSetScriptFor(tokens, guard bool) *node.Script {
-	switch {
-	case tokens && guard:
-		return acquireSetTokenGuardedScript
-	case tokens:
-		return acquireSetTokenScript
-	case guard:
-		return acquireSetGuardedScript
-	}
-	return acquireSetScript
-}
 
 var (
 	// commitSetScript: KEYS lockSet.commit; ARGV owner, the counters'
 	// lifetime ms, each lock's token. Replies as commitScript, for the
 	// whole set.
-	commitSetScript = node.NewScript(commitSetLua)
+	commitSetScript = engine.Script(engine.Spec{Name: "quorum/commit_set", FS: luaFS, Body: []string{"commit_set.lua"}})
 	// extendSetScript: KEYS lockSet.extend; ARGV owner, TTL ms, the
 	// counters' lifetime ms, keys per lock. Replies 1 or 0.
-	extendSetScript = node.NewScript(extendSetLua)
+	extendSetScript = engine.Script(engine.Spec{Name: "quorum/extend_set", FS: luaFS, Body: []string{"extend_set.lua"}})
 	// releaseSetScript: KEYS lockSet.release; ARGV owner, '1' to publish,
 	// ms to remember the owner, waiter, then each lock's channel and
 	// token. Replies 1 or 0.
-	releaseSetScript = node.NewScript(releaseSetLua)
+	releaseSetScript = engine.Script(engine.Spec{Name: "quorum/release_set", FS: luaFS, Body: []string{"release_set.lua"}})
 	// leaveSetScript: KEYS lockSet.leave; ARGV waiter, each lock's
 	// channel. Replies 1.
-	leaveSetScript = node.NewScript(leaveSetLua)
+	leaveSetScript = engine.Script(engine.Spec{Name: "quorum/leave_set", FS: luaFS, Body: []string{"leave_set.lua"}})
 )

@@ -106,7 +106,7 @@
 package ratelimit
 
 import (
-	_ "embed"
+	"embed"
 	"errors"
 	"fmt"
 	"math"
@@ -116,6 +116,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/dlockgo/dlock/internal/engine"
 	"github.com/dlockgo/dlock/internal/keyname"
 	"github.com/dlockgo/dlock/lease"
 	"github.com/dlockgo/dlock/node"
@@ -129,26 +130,17 @@ var (
 	// the tolerance µs, n, how long to keep the admission refundable µs
 	// (0: no log). Replies {admitted 1/0, left, µs until retry, µs until
 	// full, and when admitted its id}.
-	gcraScript = node.NewScript(logSource + gcraSource)
+	gcraScript = engine.Script(engine.Spec{Name: "ratelimit/gcra", FS: luaFS, Body: []string{"log.lua", "gcra.lua"}})
 	// refundScript: KEYS the limit's keys; ARGV the admission's id, the
 	// keep µs. Replies 1 when it undid the admission.
-	refundScript = node.NewScript(logSource + refundSource)
+	refundScript = engine.Script(engine.Spec{Name: "ratelimit/refund", FS: luaFS, Body: []string{"log.lua", "refund.lua"}})
 	// chargeScript: KEYS the limit's keys; ARGV n × the interval µs, the
 	// tolerance µs, the keep µs. Replies 1.
-	chargeScript = node.NewScript(logSource + chargeSource)
+	chargeScript = engine.Script(engine.Spec{Name: "ratelimit/charge", FS: luaFS, Body: []string{"log.lua", "charge.lua"}})
 )
 
-//go:embed lua/log.lua
-var logSource string
-
-//go:embed lua/gcra.lua
-var gcraSource string
-
-//go:embed lua/refund.lua
-var refundSource string
-
-//go:embed lua/charge.lua
-var chargeSource string
+//go:embed lua
+var luaFS embed.FS
 
 // MaxRefill is the longest a limit may take to refill its burst,
 // Burst × Per / Rate.

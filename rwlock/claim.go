@@ -115,11 +115,7 @@ func (c *claim) try(ctx context.Context) (*lease.Lease, time.Duration, error) {
 	}
 	lk := c.lk
 	t1 := time.Now()
-	script := claimScript
-	if lk.unraised.Load() {
-		script = claimUnraisedScript
-	}
-	r, lost, err := lk.kit.Run(ctx, script, c.keys[:], c.args[:c.nargs], c.what(), c.key)
+	r, lost, err := lk.kit.Run(ctx, claimScript, c.keys[:], c.args[:c.nargs], c.what(), c.key)
 	if err != nil {
 		if lost {
 			c.abandon(ctx)

@@ -9,7 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/dlockgo/dlock/fence"
-	"github.com/dlockgo/dlock/internal/rwhook"
+	"github.com/dlockgo/dlock/internal/testkit/plant"
 	"github.com/dlockgo/dlock/internal/testkit/redistest"
 	"github.com/dlockgo/dlock/lease"
 	"github.com/dlockgo/dlock/node"
@@ -127,24 +127,25 @@ func TestReaderClaimRunTwice(t *testing.T) {
 	}
 }
 
-// TestUnraisedHook: the test hook of internal/rwhook restores the rule
-// before the raise, the gap the checkers must find: a reader after a
-// writer whose lease ran out takes that writer's token. A Locker without
-// the hook, on the same key, raises as ever.
-func TestUnraisedHook(t *testing.T) {
+// TestUnraisedPlant: plant.UnraisedReaders restores the rule before the
+// raise, the gap the checkers must find: a reader after a writer whose
+// lease ran out takes that writer's token. A Locker on the node as it is,
+// on the same key, raises as ever.
+func TestUnraisedPlant(t *testing.T) {
 	srv := redistest.Start(t)
 	n := redistest.NodeFor(t, "go-redis", srv.Addr())
 	ctx := t.Context()
-	old := newLocker(t, n)
-	rwhook.UnraiseReaders(old)
-	const key = "hook"
+	unraised, err := plant.UnraisedReaders()
+	require.NoError(t, err)
+	old := newLocker(t, plant.Swapping(n, unraised))
+	const key = "unraised"
 	w, err := old.Acquire(ctx, key, lease.WithTTL(100*time.Millisecond))
 	require.NoError(t, err)
 	<-w.Done()
 	r, err := old.AcquireShared(ctx, key)
 	require.NoError(t, err)
 	if r.Token() != w.Token() {
-		t.Fatalf("hooked reader's token %d; want the expired writer's %d (the old rule)", r.Token(), w.Token())
+		t.Fatalf("planted reader's token %d; want the expired writer's %d (the old rule)", r.Token(), w.Token())
 	}
 	require.NoError(t, r.Release(ctx))
 	w2, err := old.Acquire(ctx, key)
@@ -153,7 +154,7 @@ func TestUnraisedHook(t *testing.T) {
 	r2, err := newLocker(t, n).AcquireShared(ctx, key)
 	require.NoError(t, err)
 	if r2.Token() <= w2.Token() {
-		t.Fatalf("reader of a Locker without the hook: token %d; want above the writer's %d", r2.Token(), w2.Token())
+		t.Fatalf("reader of a Locker without the plant: token %d; want above the writer's %d", r2.Token(), w2.Token())
 	}
 	require.NoError(t, r2.Release(ctx))
 }

@@ -56,7 +56,6 @@ import (
 	"context"
 	"fmt"
 	"strconv"
-	"sync/atomic"
 	"time"
 
 	"github.com/dlockgo/dlock/fence"
@@ -117,10 +116,6 @@ type Locker struct {
 	n   node.Node
 	cfg config
 	kit claimcore.Kit
-	// unraised: readers claim with claimUnraisedScript. Only a test sets
-	// it, through internal/rwhook, to show a checker the gap the raise
-	// closes.
-	unraised atomic.Bool
 }
 
 // New returns a Locker that keeps its locks on n. It returns an

@@ -2,19 +2,15 @@ package rwlock
 
 import (
 	"embed"
-	"strings"
 
 	"github.com/dlockgo/dlock/internal/claimcore"
-	"github.com/dlockgo/dlock/internal/rwhook"
-	"github.com/dlockgo/dlock/node"
+	"github.com/dlockgo/dlock/internal/engine"
 )
 
 // The scripts, one per transition, each in lua/ with its keys, arguments,
-// replies and reasons, each after the core prelude (claimcore.Lua: the
-// server's clock, read once, judges every lease and ticket) and
-// lua/state.lua.
-//
-// luaFS holds them, read by claimcore.Script after the core prelude.
+// replies and reasons, each after the prelude of the engine's library
+// (engine.Spec.Prelude: the server's clock, read once, judges every lease
+// and ticket) and lua/state.lua.
 //
 //go:embed lua
 var luaFS embed.FS
@@ -24,42 +20,23 @@ var (
 	// TTL ms, the hash's lifetime ms, and for a blocking waiter its
 	// ticket's lifetime ms. Replies the token, or {ms until the lease in
 	// the way may end, place in the queue}.
-	claimScript = claimcore.Script(luaFS, "state.lua", "claim.lua")
-	// claimUnraisedScript is claimScript under the rule before readers
-	// raised the counter: for internal/rwhook only (see unraised).
-	claimUnraisedScript = node.NewScript(unraised(claimcore.Source(luaFS, "state.lua", "claim.lua")))
+	claimScript = engine.Script(engine.Spec{Name: "rwlock/claim", FS: luaFS, Prelude: true, Body: []string{"state.lua", "claim.lua"}})
 	// extendScript: KEYS the hash; ARGV owner, kind, token, TTL ms, the
 	// hash's lifetime ms. Replies 1, or the error DLSTALE <attempts>.
-	extendScript = claimcore.Script(luaFS, "state.lua", "extend.lua")
+	extendScript = engine.Script(engine.Spec{Name: "rwlock/extend", FS: luaFS, Prelude: true, Body: []string{"state.lua", "extend.lua"}})
 	// releaseScript: KEYS the hash; ARGV owner, kind, token. Replies 1, 0
 	// when the lease had ended, or the error DLSTALE <attempts>.
-	releaseScript = claimcore.Script(luaFS, "state.lua", "release.lua")
+	releaseScript = engine.Script(engine.Spec{Name: "rwlock/release", FS: luaFS, Prelude: true, Body: []string{"state.lua", "release.lua"}})
 	// leaveScript: KEYS the hash; ARGV owner. Replies 1 when there was a
 	// ticket.
-	leaveScript = claimcore.Script(luaFS, "state.lua", "leave.lua")
+	leaveScript = engine.Script(engine.Spec{Name: "rwlock/leave", FS: luaFS, Prelude: true, Body: []string{"state.lua", "leave.lua"}})
 	// abandonScript: KEYS the hash; ARGV owner, ms to remember it. Replies
 	// 1 when it gave up a lease.
-	abandonScript = claimcore.Script(luaFS, "state.lua", "abandon.lua")
+	abandonScript = engine.Script(engine.Spec{Name: "rwlock/abandon", FS: luaFS, Prelude: true, Body: []string{"state.lua", "abandon.lua"}})
 	// inspectScript: KEYS the hash. Replies {attempts, writer, its ms
 	// left, live readers, the last reader, its ms left}.
-	inspectScript = claimcore.Script(luaFS, "state.lua", "inspect.lua")
+	inspectScript = engine.Script(engine.Spec{Name: "rwlock/inspect", FS: luaFS, Prelude: true, Body: []string{"state.lua", "inspect.lua"}})
 )
-
-// unraised returns the claim script with its raise switched off: readers
-// share the counter as a writer left it, the rule this package had before,
-// under which a writer paused past its lease carries the readers' token.
-// It exists so that the checkers that must find that gap can be shown to.
-func unraised(claim string) string {
-	const on, off = "local raise = true\n", "local raise = false\n"
-	if strings.Count(claim, on) != 1 {
-		panic("rwlock: claim.lua has no single " + strings.TrimSpace(on))
-	}
-	return strings.Replace(claim, on, off, 1)
-}
-
-func init() {
-	rwhook.UnraiseReaders = func(locker any) { locker.(*Locker).unraised.Store(true) }
-}
 
 // scripts are those the core runs for this package's leases and claims.
 var scripts = claimcore.Scripts{Extend: extendScript, Release: releaseScript, Abandon: abandonScript, Leave: leaveScript}

@@ -1,7 +1,7 @@
 package single
 
 import (
-	"github.com/dlockgo/dlock/internal/claimcore"
+	"github.com/dlockgo/dlock/internal/engine"
 	"github.com/dlockgo/dlock/node"
 )
 
@@ -21,4 +21,12 @@ var LeaveScript = leaveScript
 // HashClaimScript is the claim script without its lean head (v, the
 // head's read of the key, stays nil): the hash's claim alone, as versions
 // before the lean form ran it.
-var HashClaimScript = node.NewScript("local v\n" + claimcore.Source(luaFS, "claim.lua"))
+var HashClaimScript = hashClaimScript()
+
+func hashClaimScript() *node.Script {
+	src, err := engine.Source(engine.Spec{FS: luaFS, Prelude: true, Body: []string{"claim.lua"}})
+	if err != nil {
+		panic(err)
+	}
+	return node.NewScript("local v\n" + src)
+}

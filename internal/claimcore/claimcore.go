@@ -4,10 +4,10 @@
 // retry rule of a blocking acquire (Run, Granted, Again), the refusals and
 // their errors (Refusal, ErrLate, Refused), the cleanup a claim owes the
 // server after its caller gave up or its exchange failed (Abandon, Leave,
-// ReleaseDetached), and Extend and Release as the backend of a lease. On
-// the server side, Lua is the prelude every one of their scripts starts
-// with: the clock, the token floor, the 2^53 guard and the idle expiry of
-// the key's hash.
+// ReleaseDetached), and Extend and Release as the backend of a lease.
+// Their scripts start with the prelude of internal/engine's library
+// (engine.Spec.Prelude): the clock, the token floor, the 2^53 guard and
+// the idle expiry of the key's hash.
 //
 // Each primitive keeps only what is its own: one holder (single), slots
 // (permits), readers and a writer (rwlock), items (claims): the layout of
@@ -17,14 +17,9 @@ package claimcore
 
 import (
 	"context"
-	_ "embed"
 	"errors"
 	"fmt"
-	"io/fs"
-	"path"
-	"regexp"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/dlockgo/dlock/internal/acquire"
@@ -32,25 +27,6 @@ import (
 	"github.com/dlockgo/dlock/lease"
 	"github.com/dlockgo/dlock/node"
 	"github.com/dlockgo/dlock/observe"
-)
-
-// Lua is the prelude of every script of the single-server primitives; see
-// lua/core.lua for what it defines.
-//
-//go:embed lua/core.lua
-var Lua string
-
-// The parts of the prelude that only some scripts use, and the calls that
-// bring them in (see Source): each local function a script defines costs
-// the server a closure at every run of it.
-var (
-	//go:embed lua/gone.lua
-	goneLua string
-	//go:embed lua/queue.lua
-	queueLua string
-
-	callsGone  = regexp.MustCompile(`\b(bury|buried)\(`)
-	callsQueue = regexp.MustCompile(`\b(enqueue|ticket|head)\(`)
 )
 
 // DefaultIdleTTL is how long a key's hash, with its fencing counter,
@@ -331,36 +307,6 @@ func (k *Kit) Release(ctx context.Context, keys []string, held []string, l *leas
 // recognisable.
 func (k *Kit) Refused(ctx context.Context, op string, l *lease.Lease, err error) error {
 	return acquire.Refused(ctx, k.Name, op+" "+strconv.Quote(l.Key()), k.Node, l, err)
-}
-
-// Script returns the script made of the core prelude (Lua), the parts of
-// it the files call (gone.lua for bury and buried, queue.lua for enqueue,
-// ticket and head), and then files, read in that order from the lua
-// directory of fsys (a primitive's embedded lua/). See Source.
-func Script(fsys fs.FS, files ...string) *node.Script { return node.NewScript(Source(fsys, files...)) }
-
-// Source returns the text Script runs. It panics when a file cannot be
-// read: the files are embedded, so that is a mistake in the build, which
-// the first test of the primitive finds.
-func Source(fsys fs.FS, files ...string) string {
-	var body strings.Builder
-	for _, f := range files {
-		text, err := fs.ReadFile(fsys, path.Join("lua", f))
-		if err != nil {
-			panic("claimcore: " + err.Error())
-		}
-		body.Write(text)
-	}
-	var b strings.Builder
-	b.WriteString(Lua)
-	if callsGone.MatchString(body.String()) {
-		b.WriteString(goneLua)
-	}
-	if callsQueue.MatchString(body.String()) {
-		b.WriteString(queueLua)
-	}
-	b.WriteString(body.String())
-	return b.String()
 }
 
 // Subscribe listens on channel for a waiter whose ticket lives life. A

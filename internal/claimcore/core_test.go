@@ -9,43 +9,20 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/dlockgo/dlock/internal/claimcore"
+	"github.com/dlockgo/dlock/internal/engine"
 	"github.com/dlockgo/dlock/internal/testkit/redistest"
 	"github.com/dlockgo/dlock/node"
 )
 
-// run evaluates body after the core prelude, as Script builds it from a
-// primitive's lua/ (with the parts of the prelude body calls), on KEYS
-// {key}.
+// run evaluates body after the library's prelude, as engine.Script builds
+// it from a primitive's lua/ (with the parts of the prelude body calls),
+// on KEYS {key}.
 func run(t *testing.T, n node.Node, body, key string, args ...string) (node.Reply, error) {
 	t.Helper()
 	fsys := fstest.MapFS{"lua/body.lua": {Data: []byte(body)}}
-	return n.Eval(t.Context(), claimcore.Script(fsys, "body.lua"), []string{key}, args...)
-}
-
-// TestSourceParts: a script gets gone.lua and queue.lua only when it calls
-// what they define, each after the core and before the script's own text.
-func TestSourceParts(t *testing.T) {
-	for _, c := range []struct {
-		body        string
-		gone, queue bool
-	}{
-		{"return draw(nil, 'x')\n", false, false},
-		{"if buried(ARGV[1], nil) then return 0 end\n", true, false},
-		{"local p = enqueue(K .. ':q', ARGV[1])\n", false, true},
-		{"bury(ARGV[1], 10, nil)\nlocal h = head(K .. ':q', K .. ':qx', ARGV[1])\n", true, true},
-		{"local head = 1 -- a variable, not the call\n", false, false},
-	} {
-		src := claimcore.Source(fstest.MapFS{"lua/body.lua": {Data: []byte(c.body)}}, "body.lua")
-		require.True(t, strings.HasPrefix(src, claimcore.Lua), "%q: the core first", c.body)
-		require.True(t, strings.HasSuffix(src, c.body), "%q: the script's text last", c.body)
-		if got := strings.Contains(src, "local function bury("); got != c.gone {
-			t.Errorf("%q: gone.lua included %v, want %v", c.body, got, c.gone)
-		}
-		if got := strings.Contains(src, "local function enqueue("); got != c.queue {
-			t.Errorf("%q: queue.lua included %v, want %v", c.body, got, c.queue)
-		}
-	}
+	src, err := engine.Source(engine.Spec{FS: fsys, Prelude: true, Body: []string{"body.lua"}})
+	require.NoError(t, err)
+	return n.Eval(t.Context(), node.NewScript(src), []string{key}, args...)
 }
 
 // TestDraw: a token is the counter plus one, or the server's clock in µs

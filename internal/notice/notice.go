@@ -4,18 +4,18 @@
 package notice
 
 import (
-	_ "embed"
+	"embed"
 
-	"github.com/dlockgo/dlock/node"
+	"github.com/dlockgo/dlock/internal/engine"
 )
-
-//go:embed publish.lua
-var publishLua string
 
 // Script publishes ARGV[1] on the notice channel of the lock whose name
 // prefix is KEYS[1], and replies how many subscribers of that server got
 // it. It stores nothing.
-var Script = node.NewScript(publishLua)
+var Script = engine.Script(engine.Spec{Name: "notice/publish", FS: luaFS, Body: []string{"publish.lua"}})
+
+//go:embed lua
+var luaFS embed.FS
 
 // Channel returns the notice channel of the lock whose keys start with
 // prefix (keyname.Single or keyname.Quorum of its key): it shares their

@@ -3,14 +3,12 @@ package nemesis
 import (
 	"context"
 	"fmt"
-	"os"
-	"path/filepath"
-	"runtime"
 	"strconv"
 	"strings"
 	"sync"
 
 	"github.com/dlockgo/dlock/fence"
+	"github.com/dlockgo/dlock/internal/testkit/plant"
 	"github.com/dlockgo/dlock/node"
 )
 
@@ -47,7 +45,7 @@ var (
 type scriptHead struct{ file, line string }
 
 func (h scriptHead) check() error {
-	src, err := source(h.file)
+	src, err := plant.Source(h.file)
 	if err != nil {
 		return fmt.Errorf("plant: %w", err)
 	}
@@ -150,33 +148,4 @@ func trustingNodes(nodes []node.Node, t *trust) ([]node.Node, error) {
 		out[i] = &trusting{Node: n, t: t}
 	}
 	return out, nil
-}
-
-// source reads a file of the source tree (the tests run in it) by its
-// path from the repository's root: the scripts a plant breaks, checked so
-// that a change of them fails the run instead of leaving the library
-// unbroken.
-func source(path string) ([]byte, error) {
-	_, here, _, _ := runtime.Caller(0)
-	return os.ReadFile(filepath.Join(filepath.Dir(here), "..", "..", "..", path))
-}
-
-// swapping is a Node that runs swap(s) in place of each script s, in
-// Eval and in Pipeline: the form of the plants that break a script.
-type swapping struct {
-	node.Node
-	swap func(*node.Script) *node.Script
-}
-
-func (n swapping) Eval(ctx context.Context, s *node.Script, keys []string, args ...string) (node.Reply, error) {
-	return n.Node.Eval(ctx, n.swap(s), keys, args...)
-}
-
-func (n swapping) Pipeline(ctx context.Context, calls []node.Call, wait node.Wait) ([]node.Result, int, error) {
-	changed := make([]node.Call, len(calls))
-	for i, c := range calls {
-		c.Script = n.swap(c.Script)
-		changed[i] = c
-	}
-	return n.Node.Pipeline(ctx, changed, wait)
 }

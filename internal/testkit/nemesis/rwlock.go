@@ -8,9 +8,11 @@ import (
 	"time"
 
 	"github.com/dlockgo/dlock/fence"
-	"github.com/dlockgo/dlock/internal/rwhook"
+	"github.com/dlockgo/dlock/internal/testkit/plant"
 	"github.com/dlockgo/dlock/internal/testkit/safety"
 	"github.com/dlockgo/dlock/lease"
+	"github.com/dlockgo/dlock/node"
+	"github.com/dlockgo/dlock/rwlock"
 )
 
 // rwWriters is the share of the read-write lock's takers that write: one
@@ -24,12 +26,26 @@ const (
 // UnraisedReaders is a Bias for the single strategy: the random mix of
 // faults (NewPlan plans it as NoBias), with the read-write lock's readers
 // under the rule before the first reader after a writer raised the
-// counter (rwhook.UnraiseReaders: readers take the token of the writer
+// counter (plant.UnraisedReaders: readers take the token of the writer
 // before them) on every worker, and every writer of it paused past its
 // lease (see rwPausedWriter).
 // The paused writers' late writes then pass a fence the readers after
 // them have shown their token to, and the nemesis must find them (FENCE).
 const UnraisedReaders Bias = "unraised-readers"
+
+// newRWLock builds a worker's read-write lock on the single strategy's
+// server n; under UnraisedReaders, on a node that runs its claim with the
+// raise switched off.
+func newRWLock(p *Plan, n node.Node) (*rwlock.Locker, error) {
+	if p.Bias == UnraisedReaders {
+		unraised, err := plant.UnraisedReaders()
+		if err != nil {
+			return nil, err
+		}
+		n = plant.Swapping(n, unraised)
+	}
+	return rwlock.New(n, rwlock.WithTTL(p.TTL))
+}
 
 // rwKey names the writers' resource of the read-write lock name, and its
 // findings; rwReadersKey the readers' record (holds and acquisitions).
@@ -52,11 +68,6 @@ func rwReadersKey(name string) string { return "rwlock:" + name + " (readers)" }
 func (wl *workload) rwlock(ctx context.Context, wk *worker) {
 	paused := rwPaused
 	if wl.p.Bias == UnraisedReaders {
-		for _, w := range wl.workers {
-			if w.rw != nil {
-				rwhook.UnraiseReaders(w.rw)
-			}
-		}
 		paused = 1
 	}
 	writer := wk.rng.IntN(rwWriters) == 0

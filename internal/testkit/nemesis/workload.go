@@ -207,7 +207,7 @@ func newWorkload(t *testing.T, p *Plan, cfg Config, addrs []string) *workload {
 				wk.queue, err = claims.New(one, queueName, claims.WithTTL(p.TTL), claims.WithKeepDone(keepDone))
 			}
 			if err == nil && p.RWLock != "" {
-				wk.rw, err = rwlock.New(one, rwlock.WithTTL(p.TTL))
+				wk.rw, err = newRWLock(p, one)
 			}
 			if err != nil {
 				closeFn()
