@@ -9,14 +9,10 @@ import (
 	"os"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
 	"github.com/dlockgo/dlock"
 	"github.com/dlockgo/dlock/fence"
 	"github.com/dlockgo/dlock/lease"
-	"github.com/dlockgo/dlock/node/goredis"
 	"github.com/dlockgo/dlock/ratelimit"
-	"github.com/dlockgo/dlock/single"
 )
 
 func Example() {
@@ -60,6 +56,31 @@ func Example() {
 	// next token larger: true
 }
 
+// A URL says where the locks live and how: the scheme chooses the strategy
+// (redis:// one server, quorum:// N independent masters, a second s for
+// TLS) and the parameters set the rest; connect.ParseURL lists them.
+func ExampleOpenURL() {
+	addr := cmp.Or(os.Getenv("DLOCK_ADDR"), "localhost:6379") // the server, host:port (the tests set DLOCK_ADDR)
+	ctx := context.Background()
+
+	locker, err := dlock.OpenURL(ctx, "redis://"+addr+"/0?ttl=10s&idle_ttl=1h")
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer locker.Close()
+	fmt.Println("strategy:", locker.Strategy())
+
+	l, err := locker.TryAcquire(ctx, "url-example")
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer l.Release(ctx)
+	fmt.Println("granted for at most 10s:", l.TTL() <= 10*time.Second)
+	// Output:
+	// strategy: single
+	// granted for at most 10s: true
+}
+
 func ExampleDo() {
 	addr := cmp.Or(os.Getenv("DLOCK_ADDR"), "localhost:6379") // the server, host:port (the tests set DLOCK_ADDR)
 	ctx := context.Background()
@@ -94,15 +115,14 @@ func Example_fencedWrite() {
 	addr := cmp.Or(os.Getenv("DLOCK_ADDR"), "localhost:6379") // the server, host:port (the tests set DLOCK_ADDR)
 	ctx := context.Background()
 
-	client := redis.NewClient(&redis.Options{Addr: addr})
-	defer client.Close()
-	n := goredis.New(client)
-	defer n.Close()
-	locker, err := single.New(n)
+	locker, err := dlock.OpenURL(ctx, "redis://"+addr)
 	if err != nil {
 		log.Fatal(err)
 	}
-	store := fence.NewStore(n)
+	defer locker.Close()
+	// The resource: a value in Redis that takes a write only with a
+	// token at least as new as the newest it has taken.
+	store := fence.NewStore(locker.Nodes()[0])
 
 	slow, err := locker.Acquire(ctx, "report", lease.WithTTL(50*time.Millisecond))
 	if err != nil {

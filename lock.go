@@ -55,6 +55,10 @@ type Locker interface {
 	Close() error
 }
 
+// Token is a lease's fencing token (package fence): a writer under the
+// lease carries it, and the resource refuses one older than it has seen.
+type Token = fence.Token
+
 // The errors every strategy returns, to be matched with errors.Is.
 var (
 	ErrTaken    = lease.ErrTaken    // held by someone else

@@ -1,11 +1,11 @@
 // Package docscheck holds the tests that keep the prose true to the code.
-// TestDocsNames and TestDocsScripts read README.md, docs/*.md (not
+// TestDocsNames and TestDocsScripts read README.md, CONTRIBUTING.md, docs/*.md (not
 // docs/results/, which its runs write) and CHANGELOG.md's Unreleased
 // section, and fail when they name a test, example, benchmark or fuzz
 // target, a file, a package or an exported identifier the repository does
 // not have (the changelog may name identifiers it removed), or print a Lua
 // script that differs from the file they name for it. TestDocsLayout
-// fails for a package the README's Layout leaves out. Figures are not
+// fails for a package the Layout of CONTRIBUTING.md leaves out. Figures are not
 // checked: a doc that cites one names the results file it comes from.
 // TestDocsGuarantees holds README.md's and docs/*.md's promises to their
 // tests (below). TestDocsCheckCatches plants each kind of error and wants

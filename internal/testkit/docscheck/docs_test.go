@@ -23,12 +23,12 @@ type doc struct {
 	lines []string
 }
 
-// docs reads the checked docs: README.md, docs/*.md and the Unreleased
+// docs reads the checked docs: README.md, CONTRIBUTING.md, docs/*.md and the Unreleased
 // section of CHANGELOG.md (the released ones describe code as it was).
 // docs/results/ is generated from the runs it reports, and left out.
 func docs(t *testing.T) []doc {
 	t.Helper()
-	paths := []string{"README.md"}
+	paths := []string{"README.md", "CONTRIBUTING.md"}
 	md, err := filepath.Glob(filepath.Join(root, "docs", "*.md"))
 	if err != nil {
 		t.Fatal(err)
@@ -432,16 +432,16 @@ func exists(p string) bool {
 }
 
 // TestDocsLayout fails for every package of the repository that the
-// README's Layout does not name.
+// Layout of CONTRIBUTING.md does not name.
 func TestDocsLayout(t *testing.T) {
 	m := load(t)
-	b, err := os.ReadFile(filepath.Join(root, "README.md"))
+	b, err := os.ReadFile(filepath.Join(root, "CONTRIBUTING.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	_, after, ok := strings.Cut(string(b), "\n## Layout\n")
 	if !ok {
-		t.Fatal("README.md has no Layout section")
+		t.Fatal("CONTRIBUTING.md has no Layout section")
 	}
 	_, block, _ := strings.Cut(after, "```\n")
 	block, _, _ = strings.Cut(block, "```")
@@ -452,7 +452,7 @@ func TestDocsLayout(t *testing.T) {
 		}
 		n++
 		if !named(block, dir) {
-			t.Errorf("README.md's Layout does not name %s/", dir)
+			t.Errorf("CONTRIBUTING.md's Layout does not name %s/", dir)
 		}
 	}
 	t.Logf("%d packages named", n)
@@ -527,7 +527,7 @@ func named(block, dir string) bool {
 // (where runnable examples live).
 var (
 	luaRef     = regexp.MustCompile("[`(]([\\w./-]+\\.lua)[`)#]")
-	exampleRef = regexp.MustCompile("[`(]([\\w./-]+_test\\.go)[`)#]")
+	exampleRef = regexp.MustCompile("[`(]([\\w./-]+\\.go)[`)#]")
 )
 
 // TestDocsScripts fails for every ```lua block of a doc that names no
