@@ -14,9 +14,9 @@ import (
 // client write and parse one batch while the server (single-threaded)
 // runs the other; more lanes only split the same calls into smaller
 // batches, each a write and a read of its own. Four is what valkey-go
-// runs per node by default (four pipelined connections), and it keeps
-// up to four concurrent callers exactly as fast as before: each finds a
-// lane free and goes out at once. Measured on two cores with a one-INCR
+// runs per node by default (four pipelined connections), and it lets up
+// to four concurrent callers go out at once, each on a free lane, as fast
+// as a call sent alone. Measured on two cores with a one-INCR
 // script, two and four lanes both took 64 callers from about 45k to
 // 185k calls/s; at 4 and 16 callers four did as well or better, and two
 // allocated more per call in batches of two.

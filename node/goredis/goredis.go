@@ -54,7 +54,7 @@ import (
 // failover) and, per master, to a *redis.ClusterClient for calls with
 // keys; other clients, and calls that hold a connection (Pipeline with a
 // WAIT, the first run of a script made by node.NewScriptAfter), send each
-// call as before. WithoutBatching turns it off.
+// call by itself. WithoutBatching turns it off.
 //
 // go-redis honours a context's deadline only when the client was made with
 // ContextTimeoutEnabled; without it a call to a hung server runs until the
