@@ -13,8 +13,8 @@ import (
 
 	"github.com/dlockgo/dlock"
 	"github.com/dlockgo/dlock/fence"
-	"github.com/dlockgo/dlock/lease"
 	"github.com/dlockgo/dlock/node/goredis"
+	"github.com/dlockgo/dlock/option"
 	"github.com/dlockgo/dlock/ratelimit"
 	"github.com/dlockgo/dlock/single"
 )
@@ -104,7 +104,7 @@ func Example_fencedWrite() {
 	}
 	store := fence.NewStore(n)
 
-	slow, err := locker.Acquire(ctx, "report", lease.WithTTL(50*time.Millisecond))
+	slow, err := locker.Acquire(ctx, "report", option.TTL(50*time.Millisecond))
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -6,6 +6,7 @@ import (
 
 	"github.com/dlockgo/dlock/internal/acquire"
 	"github.com/dlockgo/dlock/lease"
+	"github.com/dlockgo/dlock/option"
 	"github.com/dlockgo/dlock/quorum"
 	"github.com/dlockgo/dlock/single"
 )
@@ -23,13 +24,12 @@ type Resumer interface {
 	// by its owner, with its token (for the quorum: on a majority, the
 	// token being the highest fence counter of the key among them), and
 	// returns a lease that extends and releases it, valid for what the
-	// servers say it has left. opts may set lease.WithAutoRenew (off by
-	// default) and lease.WithTTL (what renewals ask for; h.TTL by
-	// default). It fails with an error matching ErrForeignHandle for a
+	// servers say it has left. opts may set option.AutoRenew (off by
+	// default) and option.TTL (what renewals ask for; h.TTL by default). It fails with an error matching ErrForeignHandle for a
 	// handle of another strategy or servers, and ErrNotHeld for one
 	// whose lease has ended or whose token is not the lease's. Servers
 	// that do not answer make neither: the error then matches neither.
-	Resume(ctx context.Context, h lease.Handle, opts ...lease.Option) (*lease.Lease, error)
+	Resume(ctx context.Context, h lease.Handle, opts ...option.Option) (*lease.Lease, error)
 }
 
 // Breaker ends whatever lease holds a key: an operator's break. See
@@ -59,9 +59,9 @@ var (
 // not the handle. When the servers do not answer (for the quorum, too few
 // of them to tell), the error does not match ErrNotHeld. The lease
 // returned extends, releases and reports its TTL as any lease; it renews
-// itself only with lease.WithAutoRenew. l must implement Resumer (both
+// itself only with option.AutoRenew. l must implement Resumer (both
 // strategies do); another Locker is an *lease.ArgError naming locker.
-func Resume(ctx context.Context, l Locker, handle string, opts ...lease.Option) (*lease.Lease, error) {
+func Resume(ctx context.Context, l Locker, handle string, opts ...option.Option) (*lease.Lease, error) {
 	if err := acquire.CheckContext(ctx); err != nil {
 		return nil, err
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/dlockgo/dlock/node"
 	"github.com/dlockgo/dlock/node/goredis"
 	"github.com/dlockgo/dlock/node/valkeygo"
+	"github.com/dlockgo/dlock/option"
 	"github.com/dlockgo/dlock/quorum"
 	"github.com/dlockgo/dlock/single"
 )
@@ -80,40 +81,40 @@ func Open(ctx context.Context, cfg Config) (Locker, error) {
 	}
 	switch cfg.Strategy {
 	case "", StrategySingle:
-		var opts []single.Option
+		var opts []option.Option
 		if cfg.TTL != 0 {
-			opts = append(opts, single.WithTTL(cfg.TTL))
+			opts = append(opts, option.TTL(cfg.TTL))
 		}
 		if cfg.IdleTTL != 0 {
-			opts = append(opts, single.WithIdleTTL(cfg.IdleTTL))
+			opts = append(opts, option.IdleTTL(cfg.IdleTTL))
 		}
 		if cfg.Replicas != 0 {
-			opts = append(opts, single.WithReplicas(cfg.Replicas, cfg.ReplicaTimeout))
+			opts = append(opts, option.Replicas(cfg.Replicas, cfg.ReplicaTimeout))
 		}
 		if cfg.Observer != nil {
-			opts = append(opts, single.WithObserver(cfg.Observer))
+			opts = append(opts, option.Observer(cfg.Observer))
 		}
 		o.one = nodes[0]
 		o.strategy, err = single.New(nodes[0], opts...)
 	case StrategyQuorum:
-		var opts []quorum.Option
+		var opts []option.Option
 		if cfg.TTL != 0 {
-			opts = append(opts, quorum.WithTTL(cfg.TTL))
+			opts = append(opts, option.TTL(cfg.TTL))
 		}
 		if cfg.IdleTTL != 0 {
-			opts = append(opts, quorum.WithIdleTTL(cfg.IdleTTL))
+			opts = append(opts, option.IdleTTL(cfg.IdleTTL))
 		}
 		if cfg.DurableNodes {
-			opts = append(opts, quorum.WithDurableNodes())
+			opts = append(opts, option.DurableNodes(true))
 		}
 		if cfg.NodeTimeout != 0 {
-			opts = append(opts, quorum.WithNodeTimeout(cfg.NodeTimeout))
+			opts = append(opts, option.NodeTimeout(cfg.NodeTimeout))
 		}
 		if cfg.MaxTTL != 0 {
-			opts = append(opts, quorum.WithMaxTTL(cfg.MaxTTL))
+			opts = append(opts, option.MaxTTL(cfg.MaxTTL))
 		}
 		if cfg.Observer != nil {
-			opts = append(opts, quorum.WithObserver(cfg.Observer))
+			opts = append(opts, option.Observer(cfg.Observer))
 		}
 		o.strategy, err = quorum.New(nodes, opts...)
 	}

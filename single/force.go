@@ -10,6 +10,7 @@ import (
 	"github.com/dlockgo/dlock/internal/acquire"
 	"github.com/dlockgo/dlock/lease"
 	"github.com/dlockgo/dlock/observe"
+	"github.com/dlockgo/dlock/option"
 )
 
 // ForceRelease is an operator's break: it ends whatever lease holds the
@@ -60,15 +61,15 @@ func (lk *Locker) forceRelease(ctx context.Context, key string) (lease.Broken, e
 // on the server that h's owner still holds the lock with h's token, and
 // returns a lease that extends and releases it as the one written out
 // did, valid for what the server says it has left (less the drift
-// margin). opts may set WithAutoRenew (off by default) and WithTTL, the
-// TTL renewals ask for (by default h.TTL). A handle of another strategy
+// margin). opts may set option.AutoRenew (off by default) and option.TTL,
+// the TTL renewals ask for (by default h.TTL). A handle of another strategy
 // or server is refused with an error matching lease.ErrForeignHandle; one
 // whose lease has ended, with an error matching lease.ErrNotHeld.
-func (lk *Locker) Resume(ctx context.Context, h lease.Handle, opts ...lease.Option) (*lease.Lease, error) {
+func (lk *Locker) Resume(ctx context.Context, h lease.Handle, opts ...option.Option) (*lease.Lease, error) {
 	if err := h.For(strategy, lk.n.String()); err != nil {
 		return nil, err
 	}
-	o, err := lk.options(ctx, h.Key, append([]lease.Option{lease.WithTTL(h.TTL)}, opts...))
+	o, err := lk.options(ctx, h.Key, h.TTL, opts)
 	if err != nil {
 		return nil, err
 	}

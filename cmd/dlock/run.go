@@ -20,6 +20,7 @@ import (
 	"github.com/dlockgo/dlock/election"
 	"github.com/dlockgo/dlock/fence"
 	"github.com/dlockgo/dlock/lease"
+	"github.com/dlockgo/dlock/option"
 	"github.com/dlockgo/dlock/permits"
 	"github.com/dlockgo/dlock/ratelimit"
 	"github.com/dlockgo/dlock/rwlock"
@@ -332,24 +333,24 @@ func (r *runner) acquire(ctx context.Context, cfg dlock.Config) (holding, dlock.
 	if r.rate != nil {
 		return r.admit(ctx, locker, cfg)
 	}
-	opts := []lease.Option{lease.WithTTL(r.ttl), lease.WithAutoRenew(), lease.WithMetadata(r.metadata)}
+	opts := []option.Option{option.TTL(r.ttl), option.AutoRenew(true), option.Metadata(r.metadata)}
 	try, wait := locker.TryAcquire, locker.Acquire
 	if r.permits > 0 {
 		n, _ := dlock.SingleNode(locker) // the strategy was checked
-		sem, err := permits.New(n, permits.WithTTL(r.ttl))
+		sem, err := permits.New(n, option.TTL(r.ttl))
 		if err != nil {
 			return nil, locker, r.failed(ctx, "open", err)
 		}
-		try = func(ctx context.Context, key string, opts ...lease.Option) (*lease.Lease, error) {
+		try = func(ctx context.Context, key string, opts ...option.Option) (*lease.Lease, error) {
 			return sem.TryAcquire(ctx, key, r.permits, opts...)
 		}
-		wait = func(ctx context.Context, key string, opts ...lease.Option) (*lease.Lease, error) {
+		wait = func(ctx context.Context, key string, opts ...option.Option) (*lease.Lease, error) {
 			return sem.Acquire(ctx, key, r.permits, opts...)
 		}
 	}
 	if r.rw != rwNone {
 		n, _ := dlock.SingleNode(locker) // the strategy was checked
-		rl, err := rwlock.New(n, rwlock.WithTTL(r.ttl))
+		rl, err := rwlock.New(n, option.TTL(r.ttl))
 		if err != nil {
 			return nil, locker, r.failed(ctx, "open", err)
 		}
@@ -360,10 +361,10 @@ func (r *runner) acquire(ctx context.Context, cfg dlock.Config) (holding, dlock.
 	}
 	if r.keys != nil {
 		m := locker.(dlock.MultiLocker) // what Open returns always is
-		try = func(ctx context.Context, _ string, opts ...lease.Option) (*lease.Lease, error) {
+		try = func(ctx context.Context, _ string, opts ...option.Option) (*lease.Lease, error) {
 			return m.TryAcquireAll(ctx, r.keys, opts...)
 		}
-		wait = func(ctx context.Context, _ string, opts ...lease.Option) (*lease.Lease, error) {
+		wait = func(ctx context.Context, _ string, opts ...option.Option) (*lease.Lease, error) {
 			return m.AcquireAll(ctx, r.keys, opts...)
 		}
 	}
@@ -383,7 +384,7 @@ func (r *runner) acquire(ctx context.Context, cfg dlock.Config) (holding, dlock.
 
 // campaign waits to be elected to r.office, for --wait when it is set.
 func (r *runner) campaign(ctx context.Context, locker dlock.Locker) (holding, dlock.Locker, int) {
-	e, err := election.New(locker, r.office, election.WithTTL(r.ttl))
+	e, err := election.New(locker, r.office, option.TTL(r.ttl))
 	if err != nil {
 		return nil, locker, r.failed(ctx, "campaign", err)
 	}

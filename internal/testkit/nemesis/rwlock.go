@@ -11,6 +11,7 @@ import (
 	"github.com/dlockgo/dlock/internal/rwhook"
 	"github.com/dlockgo/dlock/internal/testkit/safety"
 	"github.com/dlockgo/dlock/lease"
+	"github.com/dlockgo/dlock/option"
 )
 
 // rwWriters is the share of the read-write lock's takers that write: one
@@ -81,9 +82,9 @@ func (wl *workload) rwTake(ctx context.Context, wk *worker, writer bool, u use) 
 		err error
 	)
 	if writer {
-		l, err = wk.rw.Acquire(octx, name, lease.WithAutoRenew())
+		l, err = wk.rw.Acquire(octx, name, option.AutoRenew(true))
 	} else {
-		l, err = wk.rw.AcquireShared(octx, name, lease.WithAutoRenew())
+		l, err = wk.rw.AcquireShared(octx, name, option.AutoRenew(true))
 	}
 	key := rwKey(name)
 	if !writer {

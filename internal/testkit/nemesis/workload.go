@@ -26,6 +26,7 @@ import (
 	"github.com/dlockgo/dlock/node"
 	"github.com/dlockgo/dlock/node/goredis"
 	"github.com/dlockgo/dlock/node/valkeygo"
+	"github.com/dlockgo/dlock/option"
 	"github.com/dlockgo/dlock/permits"
 	"github.com/dlockgo/dlock/quorum"
 	"github.com/dlockgo/dlock/rwlock"
@@ -140,17 +141,17 @@ func newLocker(p *Plan, cfg Config, w Worker, addrs []string) (dlock.Locker, nod
 	}
 	switch w.Locker {
 	case QuorumLocker:
-		opts := []quorum.Option{quorum.WithTTL(p.TTL), quorum.WithNodeTimeout(p.NodeTimeout)}
+		opts := []option.Option{option.TTL(p.TTL), option.NodeTimeout(p.NodeTimeout)}
 		if cfg.GuardOff {
 			// The misconfiguration this switch models: nodes declared
 			// durable that are not (RDB, or AOF everysec).
-			opts = append(opts, quorum.WithDurableNodes())
+			opts = append(opts, option.DurableNodes(true))
 		}
 		lk, err = quorum.New(nodes, opts...)
 	case SingleLocker:
-		lk, err = single.New(nodes[0], single.WithTTL(p.TTL))
+		lk, err = single.New(nodes[0], option.TTL(p.TTL))
 	case ReplicasLocker:
-		lk, err = single.New(nodes[0], single.WithTTL(p.TTL), single.WithReplicas(1, p.ReplicaTimeout))
+		lk, err = single.New(nodes[0], option.TTL(p.TTL), option.Replicas(1, p.ReplicaTimeout))
 	}
 	if err != nil {
 		closeAll()
@@ -192,12 +193,12 @@ func newWorkload(t *testing.T, p *Plan, cfg Config, addrs []string) *workload {
 		}
 		wk := &worker{n: i, plan: w, lk: lk, close: closeFn}
 		if one != nil && p.Permits != "" {
-			wk.sem, err = permits.New(one, permits.WithTTL(p.TTL))
+			wk.sem, err = permits.New(one, option.TTL(p.TTL))
 			if err == nil {
-				wk.queue, err = claims.New(one, queueName, claims.WithTTL(p.TTL), claims.WithKeepDone(keepDone))
+				wk.queue, err = claims.New(one, queueName, option.TTL(p.TTL), option.KeepDone(keepDone))
 			}
 			if err == nil && p.RWLock != "" {
-				wk.rw, err = rwlock.New(one, rwlock.WithTTL(p.TTL))
+				wk.rw, err = rwlock.New(one, option.TTL(p.TTL))
 			}
 			if err != nil {
 				closeFn()
@@ -304,7 +305,7 @@ type recorder struct {
 	at  time.Time
 }
 
-func (r *recorder) Acquire(ctx context.Context, key string, opts ...lease.Option) (*lease.Lease, error) {
+func (r *recorder) Acquire(ctx context.Context, key string, opts ...option.Option) (*lease.Lease, error) {
 	l, err := r.Locker.Acquire(ctx, key, opts...)
 	if err == nil {
 		r.at = time.Now()
