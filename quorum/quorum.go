@@ -1,4 +1,4 @@
-// Package redlock is the quorum strategy: the Redlock algorithm across N
+// Package quorum is the quorum strategy: the Redlock algorithm across N
 // independent Redis or Valkey masters (no replication between them), with a
 // fencing token ordered across the quorum and a guard against nodes that
 // lost their data.
