@@ -23,6 +23,7 @@ import (
 	"github.com/dlockgo/dlock/internal/testkit/redistest"
 	"github.com/dlockgo/dlock/lease"
 	"github.com/dlockgo/dlock/node"
+	"github.com/dlockgo/dlock/option"
 	"github.com/dlockgo/dlock/permits"
 	"github.com/dlockgo/dlock/quorum"
 	"github.com/dlockgo/dlock/ratelimit"
@@ -115,7 +116,7 @@ func (a aclRun) node(ctx context.Context) (n node.Node, close func(), err error)
 // slowRetry makes a waiter's next attempt come half a minute or more
 // after its first: a waiter granted sooner was woken by the release's
 // notice, which needs the user's PUBLISH (in the scripts) and SUBSCRIBE.
-var slowRetry = lease.WithRetry(lease.Retry{Min: time.Minute, Max: time.Minute})
+var slowRetry = option.Retry(time.Minute, time.Minute)
 
 // wakeWait is how long a woken waiter may take; far above what a wake-up
 // takes on a loaded machine, far below slowRetry's delay.
@@ -165,7 +166,7 @@ func subscribed(srv *redistest.Server) func() bool {
 // and an election on it.
 func aclLocker(ctx context.Context, a aclRun, lk *dlock.Client, attempted func() bool) error {
 	key := a.prefix + "job"
-	l, err := lk.TryAcquire(ctx, key, lease.WithMetadata("acl test"))
+	l, err := lk.TryAcquire(ctx, key, option.Metadata("acl test"))
 	if err != nil {
 		return fmt.Errorf("acquire: %w", err)
 	}
@@ -573,7 +574,7 @@ var aclUntried = map[string]string{
 }
 
 const (
-	persistWhy = "keeps a key's counter for ever: only with an idle TTL below zero (WithIdleTTL, Config.IdleTTL)"
+	persistWhy = "keeps a key's counter for ever: only with an idle TTL below zero (option.IdleTTL, Config.IdleTTL)"
 	goneWhy    = "the record of an owner given up after a call whose reply was lost (a timeout, a broken connection): a fault the exercise does not make"
 )
 

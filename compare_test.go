@@ -14,6 +14,7 @@ import (
 	"github.com/dlockgo/dlock/internal/testkit/redistest"
 	"github.com/dlockgo/dlock/lease"
 	"github.com/dlockgo/dlock/node"
+	"github.com/dlockgo/dlock/option"
 	"github.com/dlockgo/dlock/quorum"
 	"github.com/dlockgo/dlock/single"
 )
@@ -32,7 +33,7 @@ func forEachStrategy(t *testing.T, f func(t *testing.T, lk dlock.Locker)) {
 	nodes5 := redistest.StartN(t, 5)
 	for _, client := range redistest.Clients {
 		t.Run("single/"+client, func(t *testing.T) {
-			lk, err := single.New(redistest.NodeFor(t, client, srv.Addr()), single.WithTTL(parityTTL))
+			lk, err := single.New(redistest.NodeFor(t, client, srv.Addr()), option.TTL(parityTTL))
 			require.NoError(t, err)
 			f(t, lk)
 		})
@@ -41,7 +42,7 @@ func forEachStrategy(t *testing.T, f func(t *testing.T, lk dlock.Locker)) {
 			for i, s := range nodes5 {
 				nodes[i] = redistest.NodeFor(t, client, s.Addr())
 			}
-			lk, err := quorum.New(nodes, quorum.WithTTL(parityTTL))
+			lk, err := quorum.New(nodes, option.TTL(parityTTL))
 			require.NoError(t, err)
 			t.Cleanup(func() { _ = lk.Close() })
 			f(t, lk)
@@ -50,7 +51,7 @@ func forEachStrategy(t *testing.T, f func(t *testing.T, lk dlock.Locker)) {
 }
 
 // acquire waits for key; a quorum on fresh nodes first sits out one TTL.
-func acquire(t *testing.T, lk dlock.Locker, key string, opts ...lease.Option) *lease.Lease {
+func acquire(t *testing.T, lk dlock.Locker, key string, opts ...option.Option) *lease.Lease {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(t.Context(), 10*parityTTL)
 	defer cancel()
@@ -107,7 +108,7 @@ func TestParityExpiry(t *testing.T) {
 	forEachStrategy(t, func(t *testing.T, lk dlock.Locker) {
 		ctx := t.Context()
 		ttl := 500 * time.Millisecond
-		l := acquire(t, lk, "expiry", lease.WithTTL(ttl))
+		l := acquire(t, lk, "expiry", option.TTL(ttl))
 		select {
 		case <-l.Done():
 		case <-time.After(5 * ttl):
@@ -204,12 +205,12 @@ func TestParityBadInput(t *testing.T) {
 		for _, c := range []struct {
 			name string
 			key  string
-			opts []lease.Option
+			opts []option.Option
 		}{
 			{"empty key", "", nil},
-			{"negative ttl", "k", []lease.Option{lease.WithTTL(-time.Second)}},
-			{"ttl inside the drift margin", "k", []lease.Option{lease.WithTTL(3 * time.Millisecond)}},
-			{"bad retry", "k", []lease.Option{lease.WithRetry(lease.Retry{Min: time.Second, Max: time.Millisecond})}},
+			{"negative ttl", "k", []option.Option{option.TTL(-time.Second)}},
+			{"ttl inside the drift margin", "k", []option.Option{option.TTL(3 * time.Millisecond)}},
+			{"bad retry", "k", []option.Option{option.Retry(time.Second, time.Millisecond)}},
 		} {
 			_, err := lk.TryAcquire(ctx, c.key, c.opts...)
 			var ae *lease.ArgError

@@ -15,6 +15,7 @@ import (
 	"github.com/dlockgo/dlock/internal/testkit/redistest"
 	"github.com/dlockgo/dlock/lease"
 	"github.com/dlockgo/dlock/node"
+	"github.com/dlockgo/dlock/option"
 	"github.com/dlockgo/dlock/quorum"
 	"github.com/dlockgo/dlock/single"
 )
@@ -48,7 +49,7 @@ func TestNilContext(t *testing.T) {
 			return lk, func(ctx context.Context, key string) error { _, err := lk.Inspect(ctx, key); return err }
 		}},
 		{"quorum", "quorum://" + addrs[0] + "," + addrs[1] + "," + addrs[2] + "?durable=true", func(t *testing.T) (dlock.Locker, inspect) {
-			lk, err := quorum.New(nodes(t, addrs), quorum.WithDurableNodes())
+			lk, err := quorum.New(nodes(t, addrs), option.DurableNodes(true))
 			require.NoError(t, err)
 			return lk, func(ctx context.Context, key string) error { _, err := lk.Inspect(ctx, key); return err }
 		}},

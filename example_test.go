@@ -11,7 +11,7 @@ import (
 
 	"github.com/dlockgo/dlock"
 	"github.com/dlockgo/dlock/fence"
-	"github.com/dlockgo/dlock/lease"
+	"github.com/dlockgo/dlock/option"
 	"github.com/dlockgo/dlock/ratelimit"
 )
 
@@ -124,7 +124,7 @@ func Example_fencedWrite() {
 	// token at least as new as the newest it has taken.
 	store := fence.NewStore(locker.Nodes()[0])
 
-	slow, err := locker.Acquire(ctx, "report", lease.WithTTL(50*time.Millisecond))
+	slow, err := locker.Acquire(ctx, "report", option.TTL(50*time.Millisecond))
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/dlockgo/dlock/fence"
 	"github.com/dlockgo/dlock/internal/testkit/redistest"
 	"github.com/dlockgo/dlock/node"
+	"github.com/dlockgo/dlock/option"
 	"github.com/dlockgo/dlock/permits"
 	"github.com/dlockgo/dlock/quorum"
 	"github.com/dlockgo/dlock/ratelimit"
@@ -58,8 +59,8 @@ func TestServerFloor(t *testing.T) {
 				require.NoError(t, err, "single.New")
 				return lk
 			}
-			newQuorum := func(t *testing.T, opts ...quorum.Option) *quorum.Locker {
-				lk, err := quorum.New(nodes, append([]quorum.Option{quorum.WithNodeTimeout(250 * time.Millisecond)}, opts...)...)
+			newQuorum := func(t *testing.T, opts ...option.Option) *quorum.Locker {
+				lk, err := quorum.New(nodes, append([]option.Option{option.NodeTimeout(250 * time.Millisecond)}, opts...)...)
 				require.NoError(t, err, "quorum.New")
 				t.Cleanup(func() { _ = lk.Close() })
 				return lk
@@ -161,14 +162,14 @@ func TestServerFloor(t *testing.T) {
 					return err
 				}},
 				{"quorum, durable nodes", false, func(t *testing.T, ctx context.Context) error {
-					l, err := newQuorum(t, quorum.WithDurableNodes()).TryAcquire(ctx, "floor-durable")
+					l, err := newQuorum(t, option.DurableNodes(true)).TryAcquire(ctx, "floor-durable")
 					if err != nil {
 						return err
 					}
 					return l.Release(ctx)
 				}},
 				{"quorum, durable nodes, set", false, func(t *testing.T, ctx context.Context) error {
-					l, err := newQuorum(t, quorum.WithDurableNodes()).TryAcquireAll(ctx, []string{"floor-da", "floor-db"})
+					l, err := newQuorum(t, option.DurableNodes(true)).TryAcquireAll(ctx, []string{"floor-da", "floor-db"})
 					if err != nil {
 						return err
 					}

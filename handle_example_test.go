@@ -12,7 +12,7 @@ import (
 	"github.com/dlockgo/dlock"
 	"github.com/dlockgo/dlock/connect"
 	"github.com/dlockgo/dlock/fence"
-	"github.com/dlockgo/dlock/lease"
+	"github.com/dlockgo/dlock/option"
 )
 
 func ExampleClient_Resume() {
@@ -25,7 +25,7 @@ func ExampleClient_Resume() {
 		log.Fatal(err)
 	}
 	defer first.Close()
-	l, err := first.Acquire(ctx, "deploy", lease.WithTTL(time.Minute))
+	l, err := first.Acquire(ctx, "deploy", option.TTL(time.Minute))
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -70,7 +70,7 @@ func ExampleClient_ForceRelease() {
 	defer locker.Close()
 
 	// A holder that hung, its lease held for an hour.
-	stuck, err := locker.Acquire(ctx, "report", lease.WithTTL(time.Hour), lease.WithMetadata("host=batch-3"))
+	stuck, err := locker.Acquire(ctx, "report", option.TTL(time.Hour), option.Metadata("host=batch-3"))
 	if err != nil {
 		log.Fatal(err)
 	}

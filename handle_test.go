@@ -11,6 +11,7 @@ import (
 	"github.com/dlockgo/dlock/connect"
 	"github.com/dlockgo/dlock/internal/testkit/redistest"
 	"github.com/dlockgo/dlock/lease"
+	"github.com/dlockgo/dlock/option"
 )
 
 // TestResumeOpened: the Clients Open returns resume and break, on both
@@ -35,7 +36,7 @@ func TestResumeOpened(t *testing.T) {
 			a := open(st.strategy, connect.ClientGoRedis, st.addrs)
 			b := open(st.strategy, connect.ClientValkeyGo, st.addrs)
 			key := "resume-" + st.strategy
-			l, err := a.Acquire(ctx, key, lease.WithTTL(5*time.Second))
+			l, err := a.Acquire(ctx, key, option.TTL(5*time.Second))
 			require.NoError(t, err)
 			h, err := l.Handle()
 			require.NoError(t, err)

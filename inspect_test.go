@@ -12,6 +12,7 @@ import (
 	"github.com/dlockgo/dlock"
 	"github.com/dlockgo/dlock/internal/testkit/redistest"
 	"github.com/dlockgo/dlock/lease"
+	"github.com/dlockgo/dlock/option"
 )
 
 // TestInspectMetadata reads a holder's metadata back through the Locker
@@ -21,7 +22,7 @@ func TestInspectMetadata(t *testing.T) {
 	forEachStrategy(t, func(t *testing.T, lk dlock.Locker) {
 		ctx := t.Context()
 		const meta = "host=worker-7 pid=4242 job=nightly report"
-		l := acquire(t, lk, "meta", lease.WithMetadata(meta))
+		l := acquire(t, lk, "meta", option.Metadata(meta))
 		if l.Metadata() != meta || !strings.HasSuffix(l.Owner(), " "+meta) {
 			t.Errorf("lease: Metadata() = %q, Owner() = %q; want %q, and the owner to end with it", l.Metadata(), l.Owner(), meta)
 		}
@@ -64,9 +65,9 @@ func TestInspectMetadata(t *testing.T) {
 		}
 		require.NoError(t, l.Release(ctx))
 
-		_, err = lk.TryAcquire(ctx, "meta-long", lease.WithMetadata(strings.Repeat("x", lease.MaxMetadata+1)))
+		_, err = lk.TryAcquire(ctx, "meta-long", option.Metadata(strings.Repeat("x", lease.MaxMetadata+1)))
 		var ae *lease.ArgError
-		if !errors.As(err, &ae) || ae.Arg != "metadata" || !errors.Is(err, dlock.ErrInvalid) {
+		if !errors.As(err, &ae) || ae.Arg != "Metadata" || !errors.Is(err, dlock.ErrInvalid) {
 			t.Errorf("metadata of %d bytes: %v; want an *lease.ArgError naming metadata", lease.MaxMetadata+1, err)
 		}
 		// Nothing written: the key reads as one never asked for. (Not
@@ -77,7 +78,7 @@ func TestInspectMetadata(t *testing.T) {
 		if info, err := lk.Inspect(ctx, "meta-long"); err != nil || info.Held || info.Token != never.Token {
 			t.Errorf("after the refused metadata: %+v, %v; want never locked, as %+v", info, err, never)
 		}
-		l = acquire(t, lk, "meta-max", lease.WithMetadata(strings.Repeat("x", lease.MaxMetadata)))
+		l = acquire(t, lk, "meta-max", option.Metadata(strings.Repeat("x", lease.MaxMetadata)))
 		require.NoError(t, l.Release(ctx))
 	})
 }
@@ -99,7 +100,7 @@ func TestOpenInspect(t *testing.T) {
 			defer lk.Close()
 			actx, cancel := context.WithTimeout(ctx, 10*time.Second)
 			defer cancel()
-			l, err := lk.Acquire(actx, "open-inspect", lease.WithMetadata("job=open"))
+			l, err := lk.Acquire(actx, "open-inspect", option.Metadata("job=open"))
 			require.NoError(t, err)
 			info, err := lk.Inspect(ctx, "open-inspect")
 			require.NoError(t, err)

@@ -24,6 +24,7 @@ import (
 	"github.com/dlockgo/dlock/internal/acquire"
 	"github.com/dlockgo/dlock/lease"
 	"github.com/dlockgo/dlock/node"
+	"github.com/dlockgo/dlock/option"
 )
 
 // Locker grants leases on keys and reports who holds them. Both strategies
@@ -41,10 +42,10 @@ type Locker interface {
 	// of this call is left held on the servers. (Bookkeeping stays: the
 	// fence counter, which must outlive every lease, and short-lived
 	// records of given-up owners and waiters.)
-	Acquire(ctx context.Context, key string, opts ...lease.Option) (*lease.Lease, error)
+	Acquire(ctx context.Context, key string, opts ...option.Option) (*lease.Lease, error)
 	// TryAcquire makes exactly one attempt; it returns an error matching
 	// ErrTaken when the lock is held by someone else.
-	TryAcquire(ctx context.Context, key string, opts ...lease.Option) (*lease.Lease, error)
+	TryAcquire(ctx context.Context, key string, opts ...option.Option) (*lease.Lease, error)
 	// Inspect reports who holds the lock on key (owner, metadata, fencing
 	// token, time left) as the servers see it now, and each server's
 	// view: for a quorum, whether a node sits out after a restart and for
@@ -80,7 +81,7 @@ var (
 // token to carry into every write it fences. Do returns fn's error, joined
 // with the release's error if that failed too; if the lease ended before fn
 // returned, the error also matches the lease's end (ErrLost or ErrExpired).
-func Do(ctx context.Context, l Locker, key string, fn func(ctx context.Context, token fence.Token) error, opts ...lease.Option) error {
+func Do(ctx context.Context, l Locker, key string, fn func(ctx context.Context, token fence.Token) error, opts ...option.Option) error {
 	if err := acquire.CheckContext(ctx); err != nil {
 		return err
 	}
@@ -91,7 +92,7 @@ func Do(ctx context.Context, l Locker, key string, fn func(ctx context.Context, 
 		return &lease.ArgError{Arg: "fn", Value: "nil", Rule: "must not be nil"}
 	}
 	// A fresh slice: appending to opts could write into the caller's array.
-	ls, err := l.Acquire(ctx, key, append(opts[:len(opts):len(opts)], lease.WithAutoRenew())...)
+	ls, err := l.Acquire(ctx, key, append(opts[:len(opts):len(opts)], option.AutoRenew(true))...)
 	if err != nil {
 		return err
 	}

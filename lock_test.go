@@ -13,7 +13,7 @@ import (
 	"github.com/dlockgo/dlock/fence"
 	"github.com/dlockgo/dlock/internal/testkit/examplemain"
 	"github.com/dlockgo/dlock/internal/testkit/redistest"
-	"github.com/dlockgo/dlock/lease"
+	"github.com/dlockgo/dlock/option"
 	"github.com/dlockgo/dlock/single"
 )
 
@@ -92,7 +92,7 @@ func TestDoLeaseLost(t *testing.T) {
 				<-ctx.Done()
 				cause = context.Cause(ctx)
 				return ctx.Err()
-			}, lease.WithTTL(90*time.Millisecond))
+			}, option.TTL(90*time.Millisecond))
 		}()
 		<-started
 		// Another owner takes the lock over on the server: the next renewal
@@ -148,11 +148,11 @@ func TestDoCancelledWhileWaiting(t *testing.T) {
 
 func TestDoLeavesCallerOptionsAlone(t *testing.T) {
 	forEachClient(t, func(t *testing.T, srv *redistest.Server, lk dlock.Locker) {
-		opts := make([]lease.Option, 1, 4)
-		opts[0] = lease.WithTTL(time.Second)
+		opts := make([]option.Option, 1, 4)
+		opts[0] = option.TTL(time.Second)
 		err := dlock.Do(t.Context(), lk, "job", func(context.Context, fence.Token) error { return nil }, opts...)
 		require.NoError(t, err)
-		if opts[:2][1] != nil {
+		if opts[:2][1] != (option.Option{}) {
 			t.Fatal("Do wrote into the spare capacity of the caller's options")
 		}
 	})

@@ -13,7 +13,7 @@ import (
 	"github.com/dlockgo/dlock"
 	"github.com/dlockgo/dlock/connect"
 	"github.com/dlockgo/dlock/fence"
-	"github.com/dlockgo/dlock/lease"
+	"github.com/dlockgo/dlock/option"
 )
 
 // From redsync: a Mutex over N independent masters is the quorum
@@ -44,7 +44,7 @@ func Example_migrateFromRedsync() {
 	wctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	l, err := locker.Acquire(wctx, "invoice:42",
-		lease.WithRetry(lease.Retry{Min: 50 * time.Millisecond, Max: 250 * time.Millisecond}))
+		option.Retry(50*time.Millisecond, 250*time.Millisecond))
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -91,7 +91,7 @@ func Example_migrateFromRedislock() {
 
 	// locker.Obtain(ctx, key, ttl, &redislock.Options{Metadata: ...}) makes
 	// one attempt, as TryAcquire does; ErrNotObtained is ErrTaken.
-	l, err := locker.TryAcquire(ctx, "report", lease.WithTTL(10*time.Second), lease.WithMetadata("host=web-4"))
+	l, err := locker.TryAcquire(ctx, "report", option.TTL(10*time.Second), option.Metadata("host=web-4"))
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -112,10 +112,10 @@ func Example_migrateFromRedislock() {
 	}
 
 	// Options{RetryStrategy: redislock.LinearBackoff(d)} with a deadline:
-	// Acquire, paced by WithRetry, until its context ends.
+	// Acquire, paced by option.Retry, until its context ends.
 	wctx, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
 	defer cancel()
-	_, err = locker.Acquire(wctx, "report", lease.WithRetry(lease.Retry{Min: 10 * time.Millisecond, Max: 10 * time.Millisecond}))
+	_, err = locker.Acquire(wctx, "report", option.Retry(10*time.Millisecond, 10*time.Millisecond))
 	fmt.Println("wait ran out:", errors.Is(err, context.DeadlineExceeded))
 
 	// lock.Release(ctx), and ErrLockNotHeld: Release, and ErrNotHeld.
@@ -147,7 +147,7 @@ func Example_migrateFromRueidislock() {
 	// lctx, cancel, err := locker.WithContext(ctx, "my_lock"): Acquire,
 	// renewed in the background (rueidislock's ExtendInterval), and the
 	// lease's Context, which ends if the lease is lost.
-	l, err := locker.Acquire(ctx, "my_lock", lease.WithAutoRenew())
+	l, err := locker.Acquire(ctx, "my_lock", option.AutoRenew(true))
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -9,6 +9,7 @@ import (
 	"github.com/dlockgo/dlock/internal/argerr"
 	"github.com/dlockgo/dlock/lease"
 	"github.com/dlockgo/dlock/node"
+	"github.com/dlockgo/dlock/option"
 	"github.com/dlockgo/dlock/quorum"
 	"github.com/dlockgo/dlock/single"
 )
@@ -30,39 +31,39 @@ func Open(ctx context.Context, cfg Config) (*Client, error) {
 	switch cfg.Strategy {
 	case "", connect.StrategySingle:
 		c.strategy = connect.StrategySingle
-		var opts []single.Option
+		var opts []option.Option
 		if cfg.TTL != 0 {
-			opts = append(opts, single.WithTTL(cfg.TTL))
+			opts = append(opts, option.TTL(cfg.TTL))
 		}
 		if cfg.IdleTTL != 0 {
-			opts = append(opts, single.WithIdleTTL(cfg.IdleTTL))
+			opts = append(opts, option.IdleTTL(cfg.IdleTTL))
 		}
 		if cfg.Replicas != 0 {
-			opts = append(opts, single.WithReplicas(cfg.Replicas, cfg.ReplicaTimeout))
+			opts = append(opts, option.Replicas(cfg.Replicas, cfg.ReplicaTimeout))
 		}
 		if cfg.Observer != nil {
-			opts = append(opts, single.WithObserver(cfg.Observer))
+			opts = append(opts, option.Observer(cfg.Observer))
 		}
 		c.lk, err = single.New(srv.Nodes[0], opts...)
 	case connect.StrategyQuorum:
-		var opts []quorum.Option
+		var opts []option.Option
 		if cfg.TTL != 0 {
-			opts = append(opts, quorum.WithTTL(cfg.TTL))
+			opts = append(opts, option.TTL(cfg.TTL))
 		}
 		if cfg.IdleTTL != 0 {
-			opts = append(opts, quorum.WithIdleTTL(cfg.IdleTTL))
+			opts = append(opts, option.IdleTTL(cfg.IdleTTL))
 		}
 		if cfg.DurableNodes {
-			opts = append(opts, quorum.WithDurableNodes())
+			opts = append(opts, option.DurableNodes(true))
 		}
 		if cfg.NodeTimeout != 0 {
-			opts = append(opts, quorum.WithNodeTimeout(cfg.NodeTimeout))
+			opts = append(opts, option.NodeTimeout(cfg.NodeTimeout))
 		}
 		if cfg.MaxTTL != 0 {
-			opts = append(opts, quorum.WithMaxTTL(cfg.MaxTTL))
+			opts = append(opts, option.MaxTTL(cfg.MaxTTL))
 		}
 		if cfg.Observer != nil {
-			opts = append(opts, quorum.WithObserver(cfg.Observer))
+			opts = append(opts, option.Observer(cfg.Observer))
 		}
 		c.lk, err = quorum.New(srv.Nodes, opts...)
 	}
@@ -103,9 +104,9 @@ type Client struct {
 // strategy is what both of dlock's strategies' Lockers are.
 type strategy interface {
 	Locker
-	AcquireAll(ctx context.Context, keys []string, opts ...lease.Option) (*lease.Lease, error)
-	TryAcquireAll(ctx context.Context, keys []string, opts ...lease.Option) (*lease.Lease, error)
-	Resume(ctx context.Context, handle string, opts ...lease.Option) (*lease.Lease, error)
+	AcquireAll(ctx context.Context, keys []string, opts ...option.Option) (*lease.Lease, error)
+	TryAcquireAll(ctx context.Context, keys []string, opts ...option.Option) (*lease.Lease, error)
+	Resume(ctx context.Context, handle string, opts ...option.Option) (*lease.Lease, error)
 	ForceRelease(ctx context.Context, key string) (lease.Broken, error)
 	Publish(ctx context.Context, key, message string) error
 	Watch(ctx context.Context, key string) (messages <-chan string, stop func(), err error)
@@ -117,24 +118,24 @@ var (
 )
 
 // Acquire waits until the lock on key is granted, or ctx ends: see Locker.
-func (c *Client) Acquire(ctx context.Context, key string, opts ...lease.Option) (*lease.Lease, error) {
+func (c *Client) Acquire(ctx context.Context, key string, opts ...option.Option) (*lease.Lease, error) {
 	return c.lk.Acquire(ctx, key, opts...)
 }
 
 // TryAcquire makes one attempt at the lock on key: see Locker.
-func (c *Client) TryAcquire(ctx context.Context, key string, opts ...lease.Option) (*lease.Lease, error) {
+func (c *Client) TryAcquire(ctx context.Context, key string, opts ...option.Option) (*lease.Lease, error) {
 	return c.lk.TryAcquire(ctx, key, opts...)
 }
 
 // AcquireAll waits until every one of keys is granted, as one lease, or
 // ctx ends: all or nothing, a token per key (lease.Lease.Keys), and no
 // deadlock between callers asking for overlapping sets in any order.
-func (c *Client) AcquireAll(ctx context.Context, keys []string, opts ...lease.Option) (*lease.Lease, error) {
+func (c *Client) AcquireAll(ctx context.Context, keys []string, opts ...option.Option) (*lease.Lease, error) {
 	return c.lk.AcquireAll(ctx, keys, opts...)
 }
 
 // TryAcquireAll makes one attempt at every one of keys, as AcquireAll.
-func (c *Client) TryAcquireAll(ctx context.Context, keys []string, opts ...lease.Option) (*lease.Lease, error) {
+func (c *Client) TryAcquireAll(ctx context.Context, keys []string, opts ...option.Option) (*lease.Lease, error) {
 	return c.lk.TryAcquireAll(ctx, keys, opts...)
 }
 
@@ -148,7 +149,7 @@ func (c *Client) Inspect(ctx context.Context, key string) (lease.Info, error) {
 // servers say it is still held with the handle's token: an error matching
 // ErrNotHeld says it is not, ErrForeignHandle that another Locker's
 // servers granted it.
-func (c *Client) Resume(ctx context.Context, handle string, opts ...lease.Option) (*lease.Lease, error) {
+func (c *Client) Resume(ctx context.Context, handle string, opts ...option.Option) (*lease.Lease, error) {
 	return c.lk.Resume(ctx, handle, opts...)
 }
 

@@ -9,6 +9,7 @@ import (
 
 	"github.com/dlockgo/dlock/claims"
 	"github.com/dlockgo/dlock/node"
+	"github.com/dlockgo/dlock/option"
 )
 
 // One item through a work queue, as one op: Add, Claim, Complete on a
@@ -58,7 +59,7 @@ func dlockClaims(_ context.Context, addrs []string) (*instance, error) {
 		if q := queues[key]; q != nil {
 			return q, nil
 		}
-		q, err := claims.New(ns[0], key, claims.WithTTL(ttl))
+		q, err := claims.New(ns[0], key, option.TTL(ttl))
 		if err == nil {
 			queues[key] = q
 		}

@@ -8,13 +8,14 @@ import (
 	"github.com/dlockgo/dlock/node"
 	"github.com/dlockgo/dlock/node/goredis"
 	"github.com/dlockgo/dlock/node/valkeygo"
+	"github.com/dlockgo/dlock/option"
 	"github.com/dlockgo/dlock/single"
 )
 
 // locker is what both dlock strategies offer.
 type locker interface {
-	Acquire(ctx context.Context, key string, opts ...lease.Option) (*lease.Lease, error)
-	TryAcquire(ctx context.Context, key string, opts ...lease.Option) (*lease.Lease, error)
+	Acquire(ctx context.Context, key string, opts ...option.Option) (*lease.Lease, error)
+	TryAcquire(ctx context.Context, key string, opts ...option.Option) (*lease.Lease, error)
 	Close() error
 }
 
@@ -86,7 +87,7 @@ func dlockSingle(client string) func(context.Context, []string) (*instance, erro
 		if err != nil {
 			return nil, err
 		}
-		lk, err := single.New(ns[0], single.WithTTL(ttl))
+		lk, err := single.New(ns[0], option.TTL(ttl))
 		if err != nil {
 			closeAll()
 			return nil, err

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/dlockgo/dlock/option"
 	"github.com/dlockgo/dlock/quorum"
 )
 
@@ -19,9 +20,9 @@ func dlockQuorum(client string, tokens bool) func(context.Context, []string) (*i
 		if err != nil {
 			return nil, err
 		}
-		opts := []quorum.Option{quorum.WithTTL(ttl)}
+		opts := []option.Option{option.TTL(ttl)}
 		if !tokens {
-			opts = append(opts, quorum.WithoutTokens())
+			opts = append(opts, option.Tokens(false))
 		}
 		lk, err := quorum.New(ns, opts...)
 		if err != nil {
@@ -47,7 +48,7 @@ func primeQuorum(ctx context.Context, addrs []string) error {
 		return err
 	}
 	defer closeAll()
-	lk, err := quorum.New(ns, quorum.WithTTL(ttl))
+	lk, err := quorum.New(ns, option.TTL(ttl))
 	if err != nil {
 		return err
 	}

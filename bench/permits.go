@@ -4,6 +4,7 @@ import (
 	"context"
 	"strings"
 
+	"github.com/dlockgo/dlock/option"
 	"github.com/dlockgo/dlock/permits"
 )
 
@@ -29,7 +30,7 @@ func dlockPermits(client string) func(context.Context, []string) (*instance, err
 		if err != nil {
 			return nil, err
 		}
-		sem, err := permits.New(ns[0], permits.WithTTL(ttl))
+		sem, err := permits.New(ns[0], option.TTL(ttl))
 		if err != nil {
 			closeAll()
 			return nil, err

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/dlockgo/dlock/claims"
+	"github.com/dlockgo/dlock/internal/settings"
 	"github.com/dlockgo/dlock/internal/testkit/redistest"
 	"github.com/dlockgo/dlock/node"
 )
@@ -104,7 +105,7 @@ func claimsItem(b *testing.B, n node.Node, name string) itemFunc {
 // baselineItem is the same on a plain ZPOPMIN queue.
 func baselineItem(b *testing.B, n node.Node, name string) itemFunc {
 	keys := []string{"base:{" + name + "}:pending", "base:{" + name + "}:active"}
-	ttl := claims.DefaultTTL.Milliseconds()
+	ttl := settings.DefaultTTL.Milliseconds()
 	return func(ctx context.Context, seq int64) error {
 		s := strconv.FormatInt(seq, 10)
 		if _, err := n.Eval(ctx, baseAdd, keys[:1], "item-"+s, s); err != nil {

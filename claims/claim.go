@@ -14,12 +14,14 @@ import (
 	"github.com/dlockgo/dlock/internal/acquire"
 	"github.com/dlockgo/dlock/internal/claimcore"
 	"github.com/dlockgo/dlock/internal/leasing"
+	"github.com/dlockgo/dlock/internal/settings"
 	"github.com/dlockgo/dlock/lease"
 	"github.com/dlockgo/dlock/node"
+	"github.com/dlockgo/dlock/option"
 )
 
 // Claim is one item held under a lease. Its lease ends by its TTL unless
-// extended (Lease().Extend, or lease.WithAutoRenew at the claim); its
+// extended (Lease().Extend, or option.AutoRenew at the claim); its
 // Complete and Retry end it. Its methods are safe for concurrent use.
 type Claim struct {
 	q       *Queue
@@ -65,7 +67,7 @@ func (c *Claim) Lease() *lease.Lease { return c.l }
 // carrying the newer token, when the item was claimed again since. A
 // Complete that failed otherwise (a lost connection, a timeout) may have
 // landed: call it again, which succeeds when it had, within the done
-// record's lifetime (WithKeepDone). When ctx has already ended, it runs on
+// record's lifetime (option.KeepDone). When ctx has already ended, it runs on
 // a context of its own bounded by lease.ReleaseTimeout. After a Complete
 // that succeeded, Complete returns nil again and Retry fails.
 func (c *Claim) Complete(ctx context.Context) error { return c.finish(ctx, opComplete) }
@@ -119,7 +121,7 @@ func past(op int32) string {
 // that may have landed is given up before Claim returns, its item put back
 // at the front of the queue, on a context of its own bounded by
 // lease.ReleaseTimeout.
-func (q *Queue) Claim(ctx context.Context, opts ...lease.Option) (*Claim, error) {
+func (q *Queue) Claim(ctx context.Context, opts ...option.Option) (*Claim, error) {
 	return q.observed(ctx, q.claim, opts)
 }
 
@@ -127,7 +129,7 @@ func (q *Queue) Claim(ctx context.Context, opts ...lease.Option) (*Claim, error)
 // queue's Observer as an acquisition: a grant under the claimed item's
 // id; an empty queue, an answer rather than a fault, as a lock found
 // taken (nothing free to claim).
-func (q *Queue) observed(ctx context.Context, claim func(context.Context, []lease.Option) (*Claim, error), opts []lease.Option) (*Claim, error) {
+func (q *Queue) observed(ctx context.Context, claim func(context.Context, []option.Option) (*Claim, error), opts []option.Option) (*Claim, error) {
 	ob := acquire.Start(q.cfg.Observer, strategy, q.name)
 	c, err := claim(ctx, opts)
 	switch {
@@ -141,7 +143,7 @@ func (q *Queue) observed(ctx context.Context, claim func(context.Context, []leas
 	return c, err
 }
 
-func (q *Queue) claim(ctx context.Context, opts []lease.Option) (*Claim, error) {
+func (q *Queue) claim(ctx context.Context, opts []option.Option) (*Claim, error) {
 	o, err := q.options(ctx, opts)
 	if err != nil {
 		return nil, err
@@ -153,16 +155,16 @@ func (q *Queue) claim(ctx context.Context, opts []lease.Option) (*Claim, error) 
 // ClaimWait is Claim that waits, until an item is claimed or ctx ends. It
 // wakes when an item becomes pending (an Add, a Retry, an abandoned
 // claim: each publishes on the queue's channel), else when the earliest
-// lease in the queue ends or a delay from the retry policy (lease.WithRetry)
+// lease in the queue ends or a delay from the retry policy (option.Retry)
 // passes. A failed attempt is retried whatever its cause (a lost
 // connection, a timeout), but for the server's error reply to the claim
 // itself. When ctx ends first, the error matches ctx.Err() and the last
 // attempt's error (ErrEmpty when nothing was pending).
-func (q *Queue) ClaimWait(ctx context.Context, opts ...lease.Option) (*Claim, error) {
+func (q *Queue) ClaimWait(ctx context.Context, opts ...option.Option) (*Claim, error) {
 	return q.observed(ctx, q.claimWait, opts)
 }
 
-func (q *Queue) claimWait(ctx context.Context, opts []lease.Option) (*Claim, error) {
+func (q *Queue) claimWait(ctx context.Context, opts []option.Option) (*Claim, error) {
 	o, err := q.options(ctx, opts)
 	if err != nil {
 		return nil, err
@@ -219,13 +221,13 @@ const subscribeLife = 2 * time.Second
 // owner, drawn afresh after an abandon.
 type attempt struct {
 	q     *Queue
-	o     lease.Options
+	o     settings.Call
 	ttl   time.Duration // o.TTL in whole ms, as the server gets it
 	ttlMs string
 	owner string
 }
 
-func (q *Queue) newAttempt(o lease.Options) *attempt {
+func (q *Queue) newAttempt(o settings.Call) *attempt {
 	a := &attempt{q: q, o: o}
 	a.ttl, a.ttlMs, _ = q.kit.LeaseArgs(o.TTL)
 	a.owner = acquire.OwnerValue(acquire.NewOwner(), o.Metadata)

@@ -22,8 +22,8 @@
 // whose fate is unknown (its context ended, or the exchange failed) is
 // given up, its item returned, so a caller never holds an item it does not
 // know of. What the server keeps is bounded by the items in the queue, plus
-// two small records per completed item that expire (WithKeepDone,
-// WithIdleTTL). The server must
+// two small records per completed item that expire (option.KeepDone,
+// option.IdleTTL). The server must
 // run with maxmemory-policy noeviction, and persist every write (AOF with
 // appendfsync always) if items must survive its restart.
 //
@@ -36,26 +36,15 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
-	"time"
 
 	"github.com/dlockgo/dlock/internal/acquire"
 	"github.com/dlockgo/dlock/internal/claimcore"
 	"github.com/dlockgo/dlock/internal/keyname"
+	"github.com/dlockgo/dlock/internal/settings"
 	"github.com/dlockgo/dlock/lease"
 	"github.com/dlockgo/dlock/node"
-	"github.com/dlockgo/dlock/observe"
+	"github.com/dlockgo/dlock/option"
 )
-
-// DefaultTTL is the lease of a claim when neither New nor the claim sets one.
-const DefaultTTL = 30 * time.Second
-
-// DefaultKeepDone is how long a completed item's record lives by default
-// (see WithKeepDone).
-const DefaultKeepDone = time.Minute
-
-// DefaultIdleTTL is how long a completed item's token floor outlives its
-// Complete by default (see WithIdleTTL).
-const DefaultIdleTTL = claimcore.DefaultIdleTTL
 
 // MaxID is the longest item id Add accepts, in bytes.
 const MaxID = 512
@@ -64,87 +53,50 @@ const MaxID = 512
 // or there is none.
 var ErrEmpty = errors.New("claims: no pending item")
 
-// Option configures a Queue; pass options to New.
-type Option func(*config)
-
-// config is the configuration every single-server primitive shares, and
-// how long a completed item's record lives.
-type config struct {
-	claimcore.Base
-	keepDone time.Duration
-}
-
-// WithTTL sets the lease of claims that do not set one with lease.WithTTL.
-// The default is DefaultTTL.
-func WithTTL(ttl time.Duration) Option { return func(c *config) { c.TTL = ttl } }
-
-// WithKeepDone sets how long a completed item leaves a record on the
-// server: its id and token, so that a Complete sent again (by a client
-// after a lost reply, or by the caller after a failed call) succeeds
-// again, a late Complete of an older claim is told the item was completed
-// under a newer token, and Add leaves the id out while the record lives.
-// The default is DefaultKeepDone; it must be at least a millisecond.
-func WithKeepDone(d time.Duration) Option { return func(c *config) { c.keepDone = d } }
-
-// WithIdleTTL sets how long a completed item's id keeps its fencing
-// token on the server, a record of some 60 bytes per id: an id added
-// again within that time has its tokens go on from where they stopped,
-// whatever the server's clock does. An id added again later starts afresh
-// from the server's clock in µs, so its tokens still rise as long as that
-// clock has not stepped back past the tokens handed out before. Queues
-// whose ids are never reused can make it short. Zero selects
-// DefaultIdleTTL; a negative d keeps the records for ever.
-func WithIdleTTL(d time.Duration) Option { return func(c *config) { c.Idle = d } }
-
-// WithRetry sets how ClaimWait paces its attempts by default;
-// lease.WithRetry overrides it per claim. The default is
-// lease.DefaultRetry.
-func WithRetry(r lease.Retry) Option { return func(c *config) { c.Retry = r } }
-
-// WithDriftFactor sets the share of the TTL the client sets aside for its
-// clock running slower than the server's, in [0, 0.5); the default is
-// 0.01. 2 ms are always added.
-func WithDriftFactor(f float64) Option { return func(c *config) { c.Drift = f } }
-
-// WithObserver reports acquisitions, renewals, losses and releases to o
-// (nil for none), as single.WithObserver does; the events name this
-// package as their Strategy, "claims". See package observe for a logger and
-// observe/otelmetric for metrics.
-func WithObserver(o observe.Observer) Option { return func(c *config) { c.Observer = o } }
-
 // Queue is one named work queue on one server. It is safe for concurrent
 // use, holds no resources of its own, and does not own its Node.
 type Queue struct {
 	n      node.Node
 	name   string
 	keys   [1]string // the items hash, base of every other key
-	cfg    config
+	cfg    claimcore.Base
 	kit    claimcore.Kit
 	keepMs string // how long a completed item's record stays, in ms
 	idleMs string // -1: for ever
 }
 
-// New returns the queue called name on n. Queues of the same name on the
-// same server are the same queue. It returns an *lease.ArgError when n is
-// nil, name is empty, or an option is out of range.
-func New(n node.Node, name string, opts ...Option) (*Queue, error) {
-	cfg := config{Base: claimcore.NewBase(DefaultTTL), keepDone: DefaultKeepDone}
-	if err := claimcore.Configure(n, &cfg, &cfg.Base, opts); err != nil {
+// New returns the queue called name on n, configured by opts:
+// option.TTL, IdleTTL, Retry, DriftFactor, Observer (whose events name
+// this package as their Strategy, "claims") and KeepDone. Queues of the
+// same name on the same server are the same queue. It returns an
+// *lease.ArgError when n is nil, name is empty, or an option does not
+// apply or is out of range.
+//
+// KeepDone is how long a completed item leaves a record on the server:
+// its id and token, so that a Complete sent again (by a client after a
+// lost reply, or by the caller after a failed call) succeeds again, a late
+// Complete of an older claim is told the item was completed under a newer
+// token, and Add leaves the id out while the record lives. IdleTTL is how
+// long a completed item's id keeps its fencing token on the server, a
+// record of some 60 bytes per id: an id added again within that time has
+// its tokens go on from where they stopped, whatever the server's clock
+// does; an id added again later starts afresh from the server's clock in
+// µs. Queues whose ids are never reused can make it short.
+func New(n node.Node, name string, opts ...option.Option) (*Queue, error) {
+	cfg, err := claimcore.Configure(n, settings.Claims, opts)
+	if err != nil {
 		return nil, err
 	}
 	if name == "" {
 		return nil, &lease.ArgError{Arg: "name", Value: name, Rule: "must not be empty"}
 	}
-	if cfg.keepDone < time.Millisecond {
-		return nil, &lease.ArgError{Arg: "keep done", Value: cfg.keepDone, Rule: "must be at least 1ms"}
-	}
 	q := &Queue{n: n, name: name, cfg: cfg,
-		keepMs: strconv.FormatInt(cfg.keepDone.Milliseconds(), 10),
+		keepMs: strconv.FormatInt(cfg.KeepDone.Milliseconds(), 10),
 		idleMs: "-1"}
-	if cfg.Idle > 0 {
-		q.idleMs = strconv.FormatInt(max(cfg.Idle.Milliseconds(), 1), 10)
+	if cfg.IdleTTL > 0 {
+		q.idleMs = strconv.FormatInt(max(cfg.IdleTTL.Milliseconds(), 1), 10)
 	}
-	q.kit = claimcore.NewKit(strategy, n, &q.cfg.Base, claimcore.Scripts{Abandon: abandonScript})
+	q.kit = claimcore.NewKit(strategy, n, &q.cfg, claimcore.Scripts{Abandon: abandonScript})
 	q.keys[0] = keyname.Claims(name)
 	return q, nil
 }
@@ -163,7 +115,7 @@ const addBatch = 256
 
 // Add puts the items ids at the back of the queue, in the order given. An
 // id already pending or claimed, or completed within the done record's
-// lifetime (WithKeepDone), is left as it is, as is a repeat within ids: Add
+// lifetime (option.KeepDone), is left as it is, as is a repeat within ids: Add
 // is safe to call again after it failed. It returns an *lease.ArgError,
 // having added nothing, when an id is empty or longer than MaxID bytes.
 // A long list is added in batches of a few hundred, each atomic.
@@ -212,10 +164,9 @@ func (q *Queue) Stats(ctx context.Context) (Stats, error) {
 const strategy = "claims"
 
 // options returns the claim's options: the queue's TTL unless opts set one.
-func (q *Queue) options(ctx context.Context, opts []lease.Option) (lease.Options, error) {
-	o, changed, err := acquire.Options(ctx, q.name, lease.Options{TTL: q.cfg.TTL, Retry: q.cfg.Retry}, opts)
-	if err == nil && changed {
-		err = acquire.CheckTTL(o.TTL, q.cfg.Drift)
+func (q *Queue) options(ctx context.Context, opts []option.Option) (settings.Call, error) {
+	if err := acquire.CheckContext(ctx); err != nil {
+		return settings.Call{}, err
 	}
-	return o, err
+	return q.cfg.Call(opts)
 }

@@ -15,10 +15,12 @@ import (
 
 	"github.com/dlockgo/dlock/claims"
 	"github.com/dlockgo/dlock/fence"
+	"github.com/dlockgo/dlock/internal/settings"
 	"github.com/dlockgo/dlock/internal/testkit/examplemain"
 	"github.com/dlockgo/dlock/internal/testkit/redistest"
 	"github.com/dlockgo/dlock/lease"
 	"github.com/dlockgo/dlock/node"
+	"github.com/dlockgo/dlock/option"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(examplemain.With(m, 1)) }
@@ -34,7 +36,7 @@ func forEachClient(t *testing.T, f func(t *testing.T, srv *redistest.Server, n n
 	}
 }
 
-func newQueue(t testing.TB, n node.Node, name string, opts ...claims.Option) *claims.Queue {
+func newQueue(t testing.TB, n node.Node, name string, opts ...option.Option) *claims.Queue {
 	t.Helper()
 	q, err := claims.New(n, name, opts...)
 	require.NoError(t, err, "New")
@@ -50,7 +52,7 @@ func stats(t testing.TB, q *claims.Queue) claims.Stats {
 }
 
 // claim claims one item, failing t on an error.
-func claim(t testing.TB, q *claims.Queue, opts ...lease.Option) *claims.Claim {
+func claim(t testing.TB, q *claims.Queue, opts ...option.Option) *claims.Claim {
 	t.Helper()
 	c, err := q.Claim(t.Context(), opts...)
 	require.NoError(t, err, "Claim")
@@ -75,17 +77,17 @@ func TestArgs(t *testing.T) {
 		name string
 		n    node.Node
 		q    string
-		opts []claims.Option
+		opts []option.Option
 		arg  string
 	}{
 		{"nil node", nil, "q", nil, "node"},
 		{"empty name", n, "", nil, "name"},
-		{"zero TTL", n, "q", []claims.Option{claims.WithTTL(-time.Second)}, "ttl"},
-		{"TTL all drift", n, "q", []claims.Option{claims.WithTTL(3 * time.Millisecond)}, "ttl"},
-		{"keep done", n, "q", []claims.Option{claims.WithKeepDone(time.Microsecond)}, "keep done"},
-		{"drift factor", n, "q", []claims.Option{claims.WithDriftFactor(0.5)}, "drift factor"},
-		{"TTL all drift at 0.4", n, "q", []claims.Option{claims.WithDriftFactor(0.4), claims.WithTTL(4 * time.Millisecond)}, "ttl"},
-		{"retry", n, "q", []claims.Option{claims.WithRetry(lease.Retry{Min: time.Second, Max: time.Millisecond})}, "retry"},
+		{"zero TTL", n, "q", []option.Option{option.TTL(-time.Second)}, "TTL"},
+		{"TTL all drift", n, "q", []option.Option{option.TTL(3 * time.Millisecond)}, "TTL"},
+		{"keep done", n, "q", []option.Option{option.KeepDone(time.Microsecond)}, "KeepDone"},
+		{"drift factor", n, "q", []option.Option{option.DriftFactor(0.5)}, "DriftFactor"},
+		{"TTL all drift at 0.4", n, "q", []option.Option{option.DriftFactor(0.4), option.TTL(4 * time.Millisecond)}, "TTL"},
+		{"retry", n, "q", []option.Option{option.Retry(time.Second, time.Millisecond)}, "Retry"},
 	} {
 		_, err := claims.New(tt.n, tt.q, tt.opts...)
 		var ae *lease.ArgError
@@ -109,10 +111,10 @@ func TestArgs(t *testing.T) {
 	require.NoError(t, q.Add(ctx, strings.Repeat("x", claims.MaxID)), "Add of a MaxID id")
 	require.NoError(t, q.Add(ctx), "Add of nothing")
 	var ae *lease.ArgError
-	if _, err := q.Claim(ctx, lease.WithTTL(-time.Second)); !errors.As(err, &ae) {
+	if _, err := q.Claim(ctx, option.TTL(-time.Second)); !errors.As(err, &ae) {
 		t.Fatalf("Claim with a negative TTL: %v; want an *lease.ArgError", err)
 	}
-	if _, err := q.Claim(ctx, lease.WithMetadata(strings.Repeat("m", lease.MaxMetadata+1))); !errors.As(err, &ae) {
+	if _, err := q.Claim(ctx, option.Metadata(strings.Repeat("m", lease.MaxMetadata+1))); !errors.As(err, &ae) {
 		t.Fatalf("Claim with too much metadata: %v; want an *lease.ArgError", err)
 	}
 	if s := stats(t, q); s.Pending != 1 || s.Claimed != 0 {
@@ -121,12 +123,12 @@ func TestArgs(t *testing.T) {
 }
 
 // TestDriftFactor: a claim's validity is its TTL less the drift the queue
-// sets aside (WithDriftFactor), counted from before the claim was sent.
+// sets aside (option.DriftFactor), counted from before the claim was sent.
 func TestDriftFactor(t *testing.T) {
 	srv := redistest.Start(t)
 	n := redistest.NodeFor(t, "valkey-go", srv.Addr())
 	for _, f := range []float64{0.01, 0.4} {
-		q := newQueue(t, n, fmt.Sprint("drift-", f), claims.WithTTL(time.Second), claims.WithDriftFactor(f))
+		q := newQueue(t, n, fmt.Sprint("drift-", f), option.TTL(time.Second), option.DriftFactor(f))
 		ctx := t.Context()
 		require.NoError(t, q.Add(ctx, "x"))
 		before := time.Now()
@@ -218,7 +220,7 @@ func TestPausedWorkerFenced(t *testing.T) {
 		q := newQueue(t, n, "paused")
 		ctx := t.Context()
 		require.NoError(t, q.Add(ctx, "x", "y"))
-		a := claim(t, q, lease.WithTTL(100*time.Millisecond))
+		a := claim(t, q, option.TTL(100*time.Millisecond))
 		<-a.Lease().Done() // a pauses past its lease
 		time.Sleep(20 * time.Millisecond)
 		b := claim(t, q) // y: the claim returned x to the back of the queue
@@ -245,7 +247,7 @@ func TestLateCompleteWithoutNewerClaim(t *testing.T) {
 		q := newQueue(t, n, "late")
 		ctx := t.Context()
 		require.NoError(t, q.Add(ctx, "x", "y", "z"))
-		short := lease.WithTTL(100 * time.Millisecond)
+		short := option.TTL(100 * time.Millisecond)
 		x, y := claim(t, q, short), claim(t, q, short)
 		time.Sleep(200 * time.Millisecond)
 		if err := x.Lease().Extend(ctx, time.Minute); !errors.Is(err, lease.ErrNotHeld) || errors.Is(err, fence.ErrStale) {
@@ -271,7 +273,7 @@ func TestLateCompleteWithoutNewerClaim(t *testing.T) {
 		// A lease the server ended while its holder still counts it valid
 		// (the server's clock ahead of the holder's, say) is not revived
 		// by Extend; once another claim took the item, the refusal says so.
-		q2 := newQueue(t, n, "late-extend", claims.WithTTL(time.Minute))
+		q2 := newQueue(t, n, "late-extend", option.TTL(time.Minute))
 		end := func(c *claims.Claim) {
 			_, err := srv.Do("ZADD", claims.Base(q2)+":active", "XX", "1", c.ID())
 			require.NoError(t, err)
@@ -314,7 +316,7 @@ func TestReapBounded(t *testing.T) {
 		}
 		require.NoError(t, q.Add(ctx, ids...))
 		for range ids {
-			claim(t, q, lease.WithTTL(300*time.Millisecond))
+			claim(t, q, option.TTL(300*time.Millisecond))
 		}
 		time.Sleep(400 * time.Millisecond)
 		first := claim(t, q)
@@ -347,7 +349,7 @@ func TestAutoRenew(t *testing.T) {
 		q := newQueue(t, n, "renew")
 		ctx := t.Context()
 		require.NoError(t, q.Add(ctx, "x"))
-		c := claim(t, q, lease.WithTTL(time.Second), lease.WithAutoRenew())
+		c := claim(t, q, option.TTL(time.Second), option.AutoRenew(true))
 		time.Sleep(2500 * time.Millisecond)
 		if _, err := q.Claim(ctx); !errors.Is(err, claims.ErrEmpty) {
 			t.Fatalf("Claim while x is renewed: %v; want ErrEmpty", err)
@@ -407,7 +409,7 @@ func TestClaimWaitWakes(t *testing.T) {
 		q := newQueue(t, n, "wait")
 		ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 		defer cancel()
-		slow := lease.WithRetry(lease.Retry{Min: time.Minute, Max: time.Minute})
+		slow := option.Retry(time.Minute, time.Minute)
 		channel := claims.Base(q) + ":ready"
 
 		type result struct {
@@ -443,7 +445,7 @@ func TestClaimWaitWakes(t *testing.T) {
 		require.NoError(t, r2.c.Complete(ctx))
 
 		require.NoError(t, q.Add(ctx, "y"))
-		claim(t, q, lease.WithTTL(300*time.Millisecond)) // never completed
+		claim(t, q, option.TTL(300*time.Millisecond)) // never completed
 		r3 := <-wait()
 		require.NoError(t, r3.err, "ClaimWait for an item whose lease runs out")
 		if r3.c.ID() != "y" || r3.c.Attempt() != 2 {
@@ -596,7 +598,7 @@ func TestTokenPast2To53(t *testing.T) {
 // when the server's clock stepped back an hour in between: the token floor
 // the Complete left. With the floor kept for a millisecond only (the same
 // run, a lapsed floor), the token starts over from the stepped-back clock,
-// below the old one: the limit WithIdleTTL documents, and what shows this
+// below the old one: the limit option.IdleTTL documents, and what shows this
 // test can fail.
 func TestTokenFloorAcrossReAdd(t *testing.T) {
 	for _, tt := range []struct {
@@ -614,7 +616,7 @@ func TestTokenFloorAcrossReAdd(t *testing.T) {
 				t.Run(client, func(t *testing.T) {
 					clock.Reset()
 					q := newQueue(t, redistest.NodeFor(t, client, srv.Addr()), "floor-"+client,
-						claims.WithKeepDone(time.Millisecond), claims.WithIdleTTL(tt.idle))
+						option.KeepDone(time.Millisecond), option.IdleTTL(tt.idle))
 					ctx := t.Context()
 					require.NoError(t, q.Add(ctx, "job"))
 					first := claim(t, q)
@@ -641,8 +643,8 @@ func TestTokenFloorAcrossReAdd(t *testing.T) {
 					pttl, err := srv.Do("PTTL", claims.Base(q)+":floor:job")
 					require.NoError(t, err)
 					switch ms, _ := strconv.ParseInt(pttl, 10, 64); {
-					case tt.idle == 0 && (ms <= 0 || ms > claims.DefaultIdleTTL.Milliseconds()):
-						t.Fatalf("floor record's PTTL %s; want it within the idle TTL %v", pttl, claims.DefaultIdleTTL)
+					case tt.idle == 0 && (ms <= 0 || ms > settings.DefaultIdleTTL.Milliseconds()):
+						t.Fatalf("floor record's PTTL %s; want it within the idle TTL %v", pttl, settings.DefaultIdleTTL)
 					case tt.idle < 0 && ms != -1:
 						t.Fatalf("floor record's PTTL %s; want -1, kept for ever", pttl)
 					}

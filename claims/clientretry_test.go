@@ -14,6 +14,7 @@ import (
 	"github.com/dlockgo/dlock/node"
 	"github.com/dlockgo/dlock/node/goredis"
 	"github.com/dlockgo/dlock/node/valkeygo"
+	"github.com/dlockgo/dlock/option"
 )
 
 // warmQueue runs every script of q once, so that a dropped reply is never
@@ -55,7 +56,7 @@ func TestClientRetriesLostReply(t *testing.T) {
 		_ = n.Close()
 		_ = c.Close()
 	})
-	q := newQueue(t, n, "retries", claims.WithTTL(10*time.Second))
+	q := newQueue(t, n, "retries", option.TTL(10*time.Second))
 	warmQueue(t, q)
 	ctx := t.Context()
 

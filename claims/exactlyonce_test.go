@@ -21,6 +21,7 @@ import (
 	"github.com/dlockgo/dlock/internal/testkit/redistest"
 	"github.com/dlockgo/dlock/lease"
 	"github.com/dlockgo/dlock/node"
+	"github.com/dlockgo/dlock/option"
 )
 
 // The property: every item added is completed exactly once, by the holder
@@ -173,7 +174,7 @@ func (c *chaos) spawn(ctx context.Context, wg *sync.WaitGroup) {
 // work is one worker: it claims items until ctx ends, or it is killed,
 // when another worker takes its place.
 func (c *chaos) work(ctx context.Context, wg *sync.WaitGroup, rng *rand.Rand) {
-	ttl := lease.WithTTL(c.ttl)
+	ttl := option.TTL(c.ttl)
 	for ctx.Err() == nil {
 		if rng.Float64() < 0.05 && take(&c.midKills) {
 			// Killed while its claim is on its way: the claim is given up.

@@ -15,6 +15,7 @@ import (
 	"github.com/dlockgo/dlock/fence"
 	"github.com/dlockgo/dlock/lease"
 	"github.com/dlockgo/dlock/node/goredis"
+	"github.com/dlockgo/dlock/option"
 )
 
 // A worker drains a queue: each item is claimed under a lease, worked on,
@@ -27,7 +28,7 @@ func Example() {
 	defer n.Close()
 	ctx := context.Background()
 
-	q, err := claims.New(n, "invoices", claims.WithTTL(10*time.Second))
+	q, err := claims.New(n, "invoices", option.TTL(10*time.Second))
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -35,7 +36,7 @@ func Example() {
 		log.Fatal(err)
 	}
 	for {
-		c, err := q.Claim(ctx, lease.WithAutoRenew())
+		c, err := q.Claim(ctx, option.AutoRenew(true))
 		if errors.Is(err, claims.ErrEmpty) {
 			fmt.Println("queue empty")
 			break
@@ -74,7 +75,7 @@ func ExampleClaim_Complete() {
 	if err := q.Add(ctx, "report:7"); err != nil {
 		log.Fatal(err)
 	}
-	paused, err := q.Claim(ctx, lease.WithTTL(100*time.Millisecond))
+	paused, err := q.Claim(ctx, option.TTL(100*time.Millisecond))
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -14,8 +14,8 @@ import (
 
 	"github.com/dlockgo/dlock/claims"
 	"github.com/dlockgo/dlock/internal/testkit/redistest"
-	"github.com/dlockgo/dlock/lease"
 	"github.com/dlockgo/dlock/node"
+	"github.com/dlockgo/dlock/option"
 )
 
 // What a queue keeps on the server must be bounded by its live items, or
@@ -66,8 +66,8 @@ func hlen(t *testing.T, srv *redistest.Server, k string) int {
 // workers who return every 5th claim and let every 7th run out. Pending
 // items take one sorted set; claimed ones an entry each in the items hash,
 // :active and :owners, which go with them; completed items leave a done
-// record and a token floor each, which expire after WithKeepDone and
-// WithIdleTTL; then nothing is left.
+// record and a token floor each, which expire after option.KeepDone and
+// option.IdleTTL; then nothing is left.
 func TestMemory(t *testing.T) {
 	forEachClient(t, func(t *testing.T, srv *redistest.Server, n node.Node) {
 		// keep is how long a done record and a floor last: every one must
@@ -75,7 +75,7 @@ func TestMemory(t *testing.T) {
 		// machine under the race detector came more than 2 s after the
 		// first (4,614 records of 5,000 were left once).
 		const items, workers, keep = 5000, 16, 6 * time.Second
-		q := newQueue(t, n, "mem", claims.WithKeepDone(keep), claims.WithIdleTTL(keep))
+		q := newQueue(t, n, "mem", option.KeepDone(keep), option.IdleTTL(keep))
 		ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 		defer cancel()
 		base := claims.Base(q)
@@ -140,7 +140,7 @@ func TestMemory(t *testing.T) {
 		for range workers {
 			wg.Go(func() {
 				for {
-					c, err := q.Claim(ctx, lease.WithTTL(time.Second))
+					c, err := q.Claim(ctx, option.TTL(time.Second))
 					if errors.Is(err, claims.ErrEmpty) {
 						if s, err := q.Stats(ctx); err != nil || s.Pending+s.Claimed == 0 {
 							return

@@ -13,6 +13,7 @@ import (
 	"github.com/dlockgo/dlock/internal/testkit/redistest"
 	"github.com/dlockgo/dlock/lease"
 	"github.com/dlockgo/dlock/node"
+	"github.com/dlockgo/dlock/option"
 )
 
 // reachable waits until q's server answers again after a restart, on
@@ -37,7 +38,7 @@ func reachable(t *testing.T, q *claims.Queue) claims.Stats {
 // one's, and the old worker is refused as stale.
 func TestRestartWithoutPersistence(t *testing.T) {
 	forEachClient(t, func(t *testing.T, srv *redistest.Server, n node.Node) {
-		q := newQueue(t, n, "volatile", claims.WithTTL(time.Minute))
+		q := newQueue(t, n, "volatile", option.TTL(time.Minute))
 		ctx := t.Context()
 		require.NoError(t, q.Add(ctx, "x", "y"))
 		a := claim(t, q)
@@ -67,7 +68,7 @@ func TestRestartWithAOF(t *testing.T) {
 	for _, client := range redistest.Clients {
 		t.Run(client, func(t *testing.T) {
 			srv := redistest.Start(t, redistest.WithAOF())
-			q := newQueue(t, redistest.NodeFor(t, client, srv.Addr()), "durable", claims.WithTTL(time.Minute))
+			q := newQueue(t, redistest.NodeFor(t, client, srv.Addr()), "durable", option.TTL(time.Minute))
 			ctx := t.Context()
 			require.NoError(t, q.Add(ctx, "x", "y", "z"))
 			x, y := claim(t, q), claim(t, q)

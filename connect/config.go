@@ -8,10 +8,10 @@ import (
 	"time"
 
 	"github.com/dlockgo/dlock/internal/acquire"
+	"github.com/dlockgo/dlock/internal/settings"
 	"github.com/dlockgo/dlock/lease"
 	"github.com/dlockgo/dlock/node"
 	"github.com/dlockgo/dlock/observe"
-	"github.com/dlockgo/dlock/quorum"
 )
 
 // Strategies and clients a Config can name.
@@ -45,9 +45,8 @@ type Config struct {
 	// TTL is the default lease TTL; 0 keeps the strategy's default (30s).
 	TTL time.Duration
 	// IdleTTL is how long a key's fencing counter outlives the last lease
-	// on it, after which it expires from the servers (single.WithIdleTTL,
-	// quorum.WithIdleTTL); 0 keeps the default, a minute; a negative value
-	// keeps it for ever.
+	// on it, after which it expires from the servers (option.IdleTTL); 0
+	// keeps the default, a minute; a negative value keeps it for ever.
 	IdleTTL time.Duration
 	// Client is ClientGoRedis (the default when empty) or ClientValkeyGo.
 	Client string
@@ -80,7 +79,7 @@ type Config struct {
 	SentinelUsername, SentinelPassword string
 	// Replicas makes every claim of the single strategy wait until that
 	// many replicas of its master acknowledged it, for at most
-	// ReplicaTimeout, and fail if fewer did (single.WithReplicas); 0 does
+	// ReplicaTimeout, and fail if fewer did (option.Replicas); 0 does
 	// not wait. It narrows the window in which a failover loses a claim.
 	Replicas       int
 	ReplicaTimeout time.Duration
@@ -88,14 +87,14 @@ type Config struct {
 	// DurableNodes declares, for the quorum strategy, that no server ever
 	// loses an acknowledged write (AOF with appendfsync always, and no
 	// flush): the quorum's lost-data guard is off, so fresh servers vote at
-	// once (quorum.WithDurableNodes).
+	// once (option.DurableNodes).
 	DurableNodes bool
-	// NodeTimeout bounds each call to one server of a quorum; 0 keeps
-	// quorum.DefaultNodeTimeout. It must be below half the TTL.
+	// NodeTimeout bounds each call to one server of a quorum; 0 keeps the
+	// default (option.NodeTimeout). It must be below half the TTL.
 	NodeTimeout time.Duration
 	// MaxTTL is how long a quorum server that lost its data sits out
 	// before it is repaired and votes again; 0 keeps the TTL. It must be at
-	// least the TTL; it is not used with DurableNodes (quorum.WithMaxTTL).
+	// least the TTL; it is not used with DurableNodes (option.MaxTTL).
 	MaxTTL time.Duration
 
 	// Observer hears about acquisitions, a quorum's votes, and each lease's
@@ -127,7 +126,7 @@ func (cfg *Config) check() error {
 		return err
 	}
 	if cfg.TTL != 0 {
-		if err := acquire.CheckTTL(cfg.TTL, acquire.DefaultDriftFactor); err != nil {
+		if err := acquire.CheckTTL(cfg.TTL, settings.DefaultDriftFactor); err != nil {
 			var ae *lease.ArgError
 			if errors.As(err, &ae) {
 				return &lease.ArgError{Arg: "Config.TTL", Value: cfg.TTL, Rule: ae.Rule}
@@ -257,7 +256,7 @@ func (cfg *Config) checkQuorum() error {
 	}
 	ttl := cfg.TTL
 	if ttl == 0 {
-		ttl = quorum.DefaultTTL
+		ttl = settings.DefaultTTL
 	}
 	if cfg.NodeTimeout < 0 || cfg.NodeTimeout >= ttl/2 {
 		return &lease.ArgError{Arg: "Config.NodeTimeout", Value: cfg.NodeTimeout,

@@ -51,9 +51,9 @@
 // An in-process server is not a deployment. It does not model:
 //
 //   - replication and failover: no replicas and no WAIT, so nothing of
-//     single.WithReplicas or of a master lost before its replica heard;
+//     option.Replicas or of a master lost before its replica heard;
 //   - persistence and restarts: no RDB or AOF, no restart. A quorum here
-//     declares its servers durable (quorum.WithDurableNodes): the
+//     declares its servers durable (option.DurableNodes): the
 //     lost-data guard is off, and fresh servers vote at once;
 //   - Redis Cluster and Sentinel: the servers are standalone;
 //   - faults of time: the server's clock is the test process's, and

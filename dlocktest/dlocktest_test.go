@@ -18,6 +18,7 @@ import (
 	"github.com/dlockgo/dlock/internal/testkit/redistest"
 	"github.com/dlockgo/dlock/lease"
 	"github.com/dlockgo/dlock/node"
+	"github.com/dlockgo/dlock/option"
 	"github.com/dlockgo/dlock/permits"
 	"github.com/dlockgo/dlock/ratelimit"
 	"github.com/dlockgo/dlock/rwlock"
@@ -41,7 +42,7 @@ func TestLeaseExpires(t *testing.T) {
 				if n > 0 {
 					ttl = 3 * dlocktest.QuorumNodeTimeout
 				}
-				a, err := locker.TryAcquire(ctx, "job", lease.WithTTL(ttl))
+				a, err := locker.TryAcquire(ctx, "job", option.TTL(ttl))
 				require.NoError(t, err, "TryAcquire")
 				<-a.Done()
 				require.ErrorIs(t, a.Err(), dlock.ErrExpired)
@@ -110,7 +111,7 @@ func TestNodePrimitives(t *testing.T) {
 		require.NoError(t, l.Release(ctx))
 
 		t.Run("permits", func(t *testing.T) {
-			sem, err := permits.New(n, permits.WithTTL(10*time.Second))
+			sem, err := permits.New(n, option.TTL(10*time.Second))
 			require.NoError(t, err)
 			t.Cleanup(func() { _ = sem.Close() })
 			a, err := sem.Acquire(ctx, "export", 2)

@@ -11,9 +11,9 @@ import (
 
 	"github.com/dlockgo/dlock"
 	"github.com/dlockgo/dlock/dlocktest"
-	"github.com/dlockgo/dlock/lease"
 	"github.com/dlockgo/dlock/node"
 	"github.com/dlockgo/dlock/node/goredis"
+	"github.com/dlockgo/dlock/option"
 )
 
 // Outside a test's own life (a TestMain, a program, this example),
@@ -49,7 +49,7 @@ func ExampleStartServer() {
 		log.Fatal(err)
 	}
 
-	b, err := locker.TryAcquire(ctx, "nightly-report", lease.WithTTL(200*time.Millisecond))
+	b, err := locker.TryAcquire(ctx, "nightly-report", option.TTL(200*time.Millisecond))
 	if err != nil {
 		log.Fatal(err)
 	}

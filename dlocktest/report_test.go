@@ -10,7 +10,7 @@ import (
 	"github.com/dlockgo/dlock"
 	"github.com/dlockgo/dlock/dlocktest"
 	"github.com/dlockgo/dlock/fence"
-	"github.com/dlockgo/dlock/lease"
+	"github.com/dlockgo/dlock/option"
 )
 
 // reportJob stands for a user's own code, what dlocktest is for: a job
@@ -28,7 +28,7 @@ func newReportJob(l dlock.Locker) *reportJob {
 // Run runs the job, unless another instance runs it now; it says whether
 // it ran.
 func (j *reportJob) Run(ctx context.Context) (ran bool, err error) {
-	l, err := j.locker.TryAcquire(ctx, "nightly-report", lease.WithAutoRenew())
+	l, err := j.locker.TryAcquire(ctx, "nightly-report", option.AutoRenew(true))
 	if errors.Is(err, dlock.ErrTaken) {
 		return false, nil
 	}

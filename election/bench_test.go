@@ -11,7 +11,7 @@ import (
 
 	"github.com/dlockgo/dlock/election"
 	"github.com/dlockgo/dlock/internal/testkit/redistest"
-	"github.com/dlockgo/dlock/lease"
+	"github.com/dlockgo/dlock/option"
 	"github.com/dlockgo/dlock/quorum"
 	"github.com/dlockgo/dlock/single"
 )
@@ -66,9 +66,9 @@ func (e *env) benchLocker(b *testing.B) locker {
 		err error
 	)
 	if e.strategy == strategySingle {
-		lk, err = single.New(nodes[0], single.WithTTL(benchTTL))
+		lk, err = single.New(nodes[0], option.TTL(benchTTL))
 	} else {
-		lk, err = quorum.New(nodes, quorum.WithDurableNodes(), quorum.WithTTL(benchTTL))
+		lk, err = quorum.New(nodes, option.DurableNodes(true), option.TTL(benchTTL))
 	}
 	require.NoError(b, err)
 	b.Cleanup(func() { _ = lk.Close() })
@@ -169,7 +169,7 @@ func benchKill(b *testing.B, e *env) {
 	for range b.N {
 		// The leader's lease, taken as Campaign takes it but never
 		// renewed: it dies on the servers benchTTL after its grant.
-		dead, err := lk.Acquire(context.Background(), s.leader.Key(), lease.WithMetadata("leader"), lease.WithTTL(benchTTL))
+		dead, err := lk.Acquire(context.Background(), s.leader.Key(), option.Metadata("leader"), option.TTL(benchTTL))
 		require.NoError(b, err)
 		granted := time.Now()
 		b.StartTimer()

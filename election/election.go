@@ -32,15 +32,17 @@ import (
 	"github.com/dlockgo/dlock/fence"
 	"github.com/dlockgo/dlock/internal/argerr"
 	"github.com/dlockgo/dlock/internal/ctxerr"
+	"github.com/dlockgo/dlock/internal/settings"
 	"github.com/dlockgo/dlock/lease"
 	"github.com/dlockgo/dlock/observe"
+	"github.com/dlockgo/dlock/option"
 )
 
 // ErrNoLeader is Leader's error when the office is vacant.
 var ErrNoLeader = errors.New("election: no leader")
 
 // ErrUnfenced is Campaign's error on a Locker whose leases carry no
-// fencing token (a quorum made with quorum.WithoutTokens): without one, a
+// fencing token (a quorum made with option.Tokens(false)): without one, a
 // paused leader cannot be told from its successor.
 var ErrUnfenced = errors.New("election: the locker hands out no fencing tokens")
 
@@ -55,7 +57,7 @@ const KeyPrefix = "election:"
 // *quorum.Locker each are one. Declared here, so that the package links
 // neither the root package nor the client libraries it pulls in.
 type Locker interface {
-	Acquire(ctx context.Context, key string, opts ...lease.Option) (*lease.Lease, error)
+	Acquire(ctx context.Context, key string, opts ...option.Option) (*lease.Lease, error)
 	Inspect(ctx context.Context, key string) (lease.Info, error)
 	Publish(ctx context.Context, key, message string) error
 	Watch(ctx context.Context, key string) (messages <-chan string, stop func(), err error)
@@ -68,69 +70,40 @@ type Election struct {
 	lk   Locker
 	name string
 	key  string
-	opts []lease.Option   // every term's lease options but the metadata
+	opts []option.Option  // every term's lease options but the metadata
 	obs  observe.Observer // may be nil
 }
-
-// Option configures an Election; pass options to New.
-type Option func(*config)
-
-type config struct {
-	ttl      time.Duration
-	retry    lease.Retry
-	observer observe.Observer
-}
-
-// WithTTL sets the TTL of each term's lease: how long a leader that died
-// without resigning keeps the office from the next one, and how long a
-// paused leader may go on believing it leads. Zero keeps the Locker's
-// default TTL; the Locker's rules for a TTL apply (see lease.WithTTL).
-func WithTTL(ttl time.Duration) Option { return func(c *config) { c.ttl = ttl } }
-
-// WithRetry sets how a campaign paces its attempts while the office is
-// held; the zero value keeps the Locker's (see lease.WithRetry).
-func WithRetry(r lease.Retry) Option { return func(c *config) { c.retry = r } }
-
-// WithObserver reports campaigns and the ends of terms to o (nil for
-// none) under the strategy name "election" and the office's lock key: a
-// Campaign as an acquisition (AcquireStarted, AcquireEnded), a Resign as
-// Released, a term that ended otherwise as Lost. A term's renewals are its
-// lease's, which the Locker's own Observer hears. See package observe for
-// a logger and observe/otelmetric for metrics.
-func WithObserver(o observe.Observer) Option { return func(c *config) { c.observer = o } }
 
 // strategy names elections in Observer events.
 const strategy = "election"
 
-// New returns the office name, campaigned for through locker. It returns
-// an *lease.ArgError for a nil locker, an empty name, or a bad option.
-func New(locker Locker, name string, opts ...Option) (*Election, error) {
+// New returns the office name, campaigned for through locker. opts may
+// set option.TTL, the TTL of each term's lease: how long a leader that
+// died without resigning keeps the office from the next one, and how long
+// a paused leader may go on believing it leads (by default the Locker's,
+// whose rules for a TTL apply at each campaign); option.Retry, how a
+// campaign paces its attempts while the office is held (by default the
+// Locker's); and option.Observer, which hears campaigns and the ends of
+// terms under the strategy name "election" and the office's lock key: a
+// Campaign as an acquisition (AcquireStarted, AcquireEnded), a Resign as
+// Released, a term that ended otherwise as Lost. A term's renewals are its
+// lease's, which the Locker's own Observer hears. It returns an
+// *lease.ArgError for a nil locker, an empty name, or an option that does
+// not apply or is out of range.
+func New(locker Locker, name string, opts ...option.Option) (*Election, error) {
 	if locker == nil {
 		return nil, &lease.ArgError{Arg: "locker", Value: nil, Rule: "must not be nil"}
 	}
 	if name == "" {
 		return nil, &lease.ArgError{Arg: "name", Value: name, Rule: "must not be empty"}
 	}
-	var c config
-	for _, o := range opts {
-		if o != nil {
-			o(&c)
-		}
-	}
-	if c.ttl < 0 {
-		return nil, &lease.ArgError{Arg: "ttl", Value: c.ttl, Rule: "must be >= 0 (0: the Locker's default)"}
-	}
-	if err := c.retry.Check(); err != nil {
+	c, err := settings.New(settings.Election, opts)
+	if err != nil {
 		return nil, err
 	}
-	e := &Election{lk: locker, name: name, key: KeyPrefix + name, obs: c.observer}
-	e.opts = []lease.Option{lease.WithAutoRenew()}
-	if c.ttl > 0 {
-		e.opts = append(e.opts, lease.WithTTL(c.ttl))
-	}
-	if c.retry != (lease.Retry{}) {
-		e.opts = append(e.opts, lease.WithRetry(c.retry))
-	}
+	// A zero TTL and Retry are the Locker's at each campaign.
+	e := &Election{lk: locker, name: name, key: KeyPrefix + name, obs: c.Observer,
+		opts: []option.Option{option.AutoRenew(true), option.TTL(c.TTL), option.Retry(c.Retry.Min, c.Retry.Max)}}
 	return e, nil
 }
 

@@ -15,6 +15,7 @@ import (
 	"github.com/dlockgo/dlock/election"
 	"github.com/dlockgo/dlock/internal/testkit/redistest"
 	"github.com/dlockgo/dlock/lease"
+	"github.com/dlockgo/dlock/option"
 	"github.com/dlockgo/dlock/quorum"
 )
 
@@ -25,13 +26,13 @@ func TestNewArgs(t *testing.T) {
 		name   string
 		locker election.Locker
 		office string
-		opts   []election.Option
+		opts   []option.Option
 		arg    string
 	}{
 		{"nil locker", nil, "o", nil, "locker"},
 		{"empty name", lk, "", nil, "name"},
-		{"negative TTL", lk, "o", []election.Option{election.WithTTL(-time.Second)}, "ttl"},
-		{"bad retry", lk, "o", []election.Option{election.WithRetry(lease.Retry{Min: time.Second, Max: time.Millisecond})}, "retry"},
+		{"negative TTL", lk, "o", []option.Option{option.TTL(-time.Second)}, "TTL"},
+		{"bad retry", lk, "o", []option.Option{option.Retry(time.Second, time.Millisecond)}, "Retry"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := election.New(tc.locker, tc.office, tc.opts...)
@@ -202,7 +203,7 @@ func TestUnfenced(t *testing.T) {
 	for _, s := range srvs {
 		addrs = append(addrs, s.Addr())
 	}
-	lk, err := quorum.New(nodesFor(t, e.client, addrs), quorum.WithNodeTimeout(testNodeTimeout), quorum.WithDurableNodes(), quorum.WithoutTokens())
+	lk, err := quorum.New(nodesFor(t, e.client, addrs), option.NodeTimeout(testNodeTimeout), option.DurableNodes(true), option.Tokens(false))
 	require.NoError(t, err)
 	defer lk.Close()
 	el := newElection(t, lk, "unfenced")

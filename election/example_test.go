@@ -12,6 +12,7 @@ import (
 	"github.com/dlockgo/dlock"
 	"github.com/dlockgo/dlock/election"
 	"github.com/dlockgo/dlock/fence"
+	"github.com/dlockgo/dlock/option"
 )
 
 func Example() {
@@ -25,7 +26,7 @@ func Example() {
 	defer locker.Close()
 	// A leader that dies without resigning holds the office for up to
 	// its TTL.
-	office, err := election.New(locker, "db-primary", election.WithTTL(10*time.Second))
+	office, err := election.New(locker, "db-primary", option.TTL(10*time.Second))
 	if err != nil {
 		log.Fatal(err)
 	}

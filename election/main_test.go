@@ -16,6 +16,7 @@ import (
 	"github.com/dlockgo/dlock/internal/testkit/examplemain"
 	"github.com/dlockgo/dlock/internal/testkit/redistest"
 	"github.com/dlockgo/dlock/node"
+	"github.com/dlockgo/dlock/option"
 	"github.com/dlockgo/dlock/quorum"
 	"github.com/dlockgo/dlock/single"
 )
@@ -100,21 +101,21 @@ func (e *env) lockerOn(t testing.TB, addrs []string, c lockerConf) locker {
 		err error
 	)
 	if e.strategy == strategySingle {
-		var opts []single.Option
+		var opts []option.Option
 		if c.ttl != 0 {
-			opts = append(opts, single.WithTTL(c.ttl))
+			opts = append(opts, option.TTL(c.ttl))
 		}
 		if c.idle != 0 {
-			opts = append(opts, single.WithIdleTTL(c.idle))
+			opts = append(opts, option.IdleTTL(c.idle))
 		}
 		lk, err = single.New(nodes[0], opts...)
 	} else {
-		opts := []quorum.Option{quorum.WithNodeTimeout(testNodeTimeout), quorum.WithDurableNodes()}
+		opts := []option.Option{option.NodeTimeout(testNodeTimeout), option.DurableNodes(true)}
 		if c.ttl != 0 {
-			opts = append(opts, quorum.WithTTL(c.ttl))
+			opts = append(opts, option.TTL(c.ttl))
 		}
 		if c.idle != 0 {
-			opts = append(opts, quorum.WithIdleTTL(c.idle))
+			opts = append(opts, option.IdleTTL(c.idle))
 		}
 		lk, err = quorum.New(nodes, opts...)
 	}
@@ -175,7 +176,7 @@ func (e *env) cuttable(t testing.TB, c lockerConf) (locker, links) {
 	return e.lockerOn(t, addrs, c), ls
 }
 
-func newElection(t testing.TB, lk locker, name string, opts ...election.Option) *election.Election {
+func newElection(t testing.TB, lk locker, name string, opts ...option.Option) *election.Election {
 	t.Helper()
 	el, err := election.New(lk, name, opts...)
 	require.NoError(t, err, "election.New")

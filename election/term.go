@@ -12,6 +12,7 @@ import (
 	"github.com/dlockgo/dlock/internal/argerr"
 	"github.com/dlockgo/dlock/lease"
 	"github.com/dlockgo/dlock/observe"
+	"github.com/dlockgo/dlock/option"
 )
 
 // The announcements a term publishes on its office's lock (see
@@ -82,7 +83,7 @@ func (e *Election) campaign(ctx context.Context, value string) (*Term, error) {
 		return nil, &lease.ArgError{Arg: "value", Value: fmt.Sprintf("%d bytes", len(value)),
 			Rule: fmt.Sprintf("must be at most %d bytes (lease.MaxMetadata)", lease.MaxMetadata)}
 	}
-	opts := append(e.opts[:len(e.opts):len(e.opts)], lease.WithMetadata(value))
+	opts := append(e.opts[:len(e.opts):len(e.opts)], option.Metadata(value))
 	l, err := e.lk.Acquire(ctx, e.key, opts...)
 	if err != nil {
 		return nil, fmt.Errorf("election: campaign for %q: %w", e.name, err)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/dlockgo/dlock/election"
 	"github.com/dlockgo/dlock/internal/testkit/redistest"
+	"github.com/dlockgo/dlock/option"
 	"github.com/dlockgo/dlock/quorum"
 )
 
@@ -25,7 +26,7 @@ func TestLeaderNodeTimeoutIsNotADeadline(t *testing.T) {
 	}
 	for _, client := range redistest.Clients {
 		t.Run(client, func(t *testing.T) {
-			lk, err := quorum.New(nodesFor(t, client, addrs), quorum.WithNodeTimeout(testNodeTimeout), quorum.WithDurableNodes())
+			lk, err := quorum.New(nodesFor(t, client, addrs), option.NodeTimeout(testNodeTimeout), option.DurableNodes(true))
 			require.NoError(t, err)
 			t.Cleanup(func() { _ = lk.Close() })
 			el := newElection(t, lk, "stopped-"+client)

@@ -30,7 +30,7 @@ type Handle struct {
 	Owner   string      // Lease.Owner
 	Token   fence.Token // Lease.Token; 0 for a quorum without tokens
 	// TTL is the TTL the lease was granted with: what a resumed lease
-	// renews with unless WithTTL says otherwise.
+	// renews with unless option.TTL says otherwise.
 	TTL time.Duration
 	// Waiter is, for the quorum, the Acquire call whose ticket stands at
 	// the head of the queue until the lease is released; empty for none.

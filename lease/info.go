@@ -16,7 +16,7 @@ type Info struct {
 	// Owner is the holder's owner value (Lease.Owner); empty when not
 	// Held. Whoever knows it can release the lock: show it shortened.
 	Owner string
-	// Metadata is what the holder stored with WithMetadata; empty when
+	// Metadata is what the holder stored with option.Metadata; empty when
 	// none, or not Held.
 	Metadata string
 	// Token is the holder's fencing token when Held (for the quorum, the
@@ -62,7 +62,7 @@ type NodeInfo struct {
 	Err error
 }
 
-// MaxMetadata is the largest metadata WithMetadata accepts, in bytes.
+// MaxMetadata is the largest metadata option.Metadata accepts, in bytes.
 const MaxMetadata = 512
 
 // Broken is what a forced release (ForceRelease) found and did: who

@@ -1,8 +1,8 @@
 // Package lease is what a caller holds once a lock is granted: a Lease with
 // its key, fencing token and validity, the means to extend and release it,
-// and a Done channel and Context that end with it; the options an
-// acquisition takes (WithTTL, WithAutoRenew, WithRetry); a lease written
-// out for another process (Handle); and the errors every strategy returns.
+// and a Done channel and Context that end with it; a lease written out for
+// another process (Handle); and the errors every strategy returns. What an
+// acquisition takes (its TTL, auto-renewal, metadata) is package option's.
 //
 // A Lease ends exactly once, for one of three causes: ErrReleased after
 // Release, ErrExpired when its validity runs out by the local monotonic
@@ -124,11 +124,11 @@ func (l *Lease) TokenOf(key string) (fence.Token, bool) {
 }
 
 // Owner returns the value that identifies this lease on the servers: 32
-// random hex digits, then a space and the metadata when WithMetadata set
+// random hex digits, then a space and the metadata when option.Metadata set
 // some. Treat it as a secret: whoever knows it can release the lock.
 func (l *Lease) Owner() string { return l.g.Owner }
 
-// Metadata returns what WithMetadata stored with the lock; empty for none.
+// Metadata returns what option.Metadata stored with the lock; empty for none.
 func (l *Lease) Metadata() string { return l.g.Metadata }
 
 // Token returns the lease's fencing token, or 0 when its strategy hands out

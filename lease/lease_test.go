@@ -313,18 +313,3 @@ func TestConcurrentUse(t *testing.T) {
 		t.Fatal("Backend called concurrently")
 	}
 }
-
-func TestRetryDelay(t *testing.T) {
-	r := lease.Retry{Min: 4 * time.Millisecond, Max: 100 * time.Millisecond}
-	for n := range 40 {
-		b := min(r.Max, r.Min<<min(n, 30))
-		for range 50 {
-			if d := r.Delay(n); d < b/2 || d > b {
-				t.Fatalf("Delay(%d) = %v; want in [%v, %v]", n, d, b/2, b)
-			}
-		}
-	}
-	if d := (lease.Retry{}).Delay(0); d < lease.DefaultRetry.Min/2 || d > lease.DefaultRetry.Min {
-		t.Fatalf("zero Retry Delay(0) = %v; want DefaultRetry's", d)
-	}
-}

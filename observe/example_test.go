@@ -11,6 +11,7 @@ import (
 
 	"github.com/dlockgo/dlock/node/goredis"
 	"github.com/dlockgo/dlock/observe"
+	"github.com/dlockgo/dlock/option"
 	"github.com/dlockgo/dlock/single"
 )
 
@@ -31,7 +32,7 @@ func ExampleLog() {
 	defer client.Close()
 	n := goredis.New(client)
 	defer n.Close()
-	lk, err := single.New(n, single.WithObserver(observe.Log(logger)))
+	lk, err := single.New(n, option.Observer(observe.Log(logger)))
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/dlockgo/dlock/lease"
 	"github.com/dlockgo/dlock/node"
 	"github.com/dlockgo/dlock/observe"
+	"github.com/dlockgo/dlock/option"
 	"github.com/dlockgo/dlock/quorum"
 	"github.com/dlockgo/dlock/ratelimit"
 	"github.com/dlockgo/dlock/single"
@@ -80,7 +81,7 @@ func TestLogSingle(t *testing.T) {
 	for _, client := range redistest.Clients {
 		t.Run(client, func(t *testing.T) {
 			lb, obs := newLog(slog.LevelDebug)
-			lk, err := single.New(redistest.NodeFor(t, client, srv.Addr()), single.WithObserver(obs))
+			lk, err := single.New(redistest.NodeFor(t, client, srv.Addr()), option.Observer(obs))
 			require.NoError(t, err)
 			ctx := t.Context()
 			key := "log-" + client
@@ -90,7 +91,7 @@ func TestLogSingle(t *testing.T) {
 				t.Fatalf("TryAcquire of a held lock: %v; want ErrTaken", err)
 			}
 			require.NoError(t, a.Release(ctx))
-			b, err := lk.TryAcquire(ctx, key, lease.WithTTL(50*time.Millisecond))
+			b, err := lk.TryAcquire(ctx, key, option.TTL(50*time.Millisecond))
 			require.NoError(t, err)
 			<-b.Done()
 			// The local clock ends the lease a drift margin early; let
@@ -143,7 +144,7 @@ func checkNoOwner(t *testing.T, log string, ls ...*lease.Lease) {
 func TestLogLevels(t *testing.T) {
 	srv := redistest.Start(t)
 	lb, obs := newLog(slog.LevelInfo)
-	lk, err := single.New(redistest.NodeFor(t, "go-redis", srv.Addr()), single.WithObserver(obs))
+	lk, err := single.New(redistest.NodeFor(t, "go-redis", srv.Addr()), option.Observer(obs))
 	require.NoError(t, err)
 	ctx := t.Context()
 	l, err := lk.Acquire(ctx, "levels")
@@ -163,7 +164,7 @@ func TestLogLevels(t *testing.T) {
 func TestLogAcquireError(t *testing.T) {
 	srv := redistest.Start(t)
 	lb, obs := newLog(slog.LevelInfo)
-	lk, err := single.New(redistest.NodeFor(t, "go-redis", srv.Addr()), single.WithObserver(obs))
+	lk, err := single.New(redistest.NodeFor(t, "go-redis", srv.Addr()), option.Observer(obs))
 	require.NoError(t, err)
 	srv.Kill()
 	if _, err := lk.TryAcquire(t.Context(), "down"); err == nil || errors.Is(err, lease.ErrTaken) {
@@ -184,10 +185,10 @@ func TestLogAcquireError(t *testing.T) {
 func TestLogLostToStale(t *testing.T) {
 	srv := redistest.Start(t)
 	lb, obs := newLog(slog.LevelWarn)
-	lk, err := single.New(redistest.NodeFor(t, "go-redis", srv.Addr()), single.WithObserver(obs))
+	lk, err := single.New(redistest.NodeFor(t, "go-redis", srv.Addr()), option.Observer(obs))
 	require.NoError(t, err)
 	ctx := t.Context()
-	a, err := lk.Acquire(ctx, "stale", lease.WithTTL(300*time.Millisecond), lease.WithAutoRenew())
+	a, err := lk.Acquire(ctx, "stale", option.TTL(300*time.Millisecond), option.AutoRenew(true))
 	require.NoError(t, err)
 	// Take the lock away from a behind its back: the next claim bumps the
 	// fence counter past a's token.
@@ -236,7 +237,7 @@ func TestLogQuorum(t *testing.T) {
 		names[s.Addr()] = true
 	}
 	lb, obs := newLog(slog.LevelDebug)
-	lk, err := quorum.New(nodes, quorum.WithDurableNodes(), quorum.WithObserver(obs))
+	lk, err := quorum.New(nodes, option.DurableNodes(true), option.Observer(obs))
 	require.NoError(t, err)
 	defer lk.Close()
 	ctx := t.Context()
@@ -285,7 +286,7 @@ func TestLogForceRelease(t *testing.T) {
 	n := redistest.NodeFor(t, "go-redis", srv.Addr())
 	holder, err := single.New(n)
 	require.NoError(t, err)
-	op, err := single.New(n, single.WithObserver(obs))
+	op, err := single.New(n, option.Observer(obs))
 	require.NoError(t, err)
 	ctx := t.Context()
 	l, err := holder.Acquire(ctx, "broken")
@@ -317,7 +318,7 @@ func TestLogRateLimit(t *testing.T) {
 	ctx := t.Context()
 	for _, level := range []slog.Level{slog.LevelDebug, slog.LevelInfo} {
 		lb, obs := newLog(level)
-		lim, err := ratelimit.New([]node.Node{n}, ratelimit.Limit{Rate: 1, Per: time.Hour}, ratelimit.WithObserver(obs))
+		lim, err := ratelimit.New([]node.Node{n}, ratelimit.Limit{Rate: 1, Per: time.Hour}, option.Observer(obs))
 		require.NoError(t, err)
 		key := "rate-" + level.String()
 		for range 2 {

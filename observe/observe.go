@@ -2,10 +2,11 @@
 // locks (Observer, Event), turned into structured logs (Log) and combined
 // (Multi). Package observe/otelmetric turns it into OpenTelemetry metrics.
 //
-// Wire an observer into a strategy with single.WithObserver or
-// quorum.WithObserver. Observers run synchronously on the paths they
-// report, so the ones here do a bounded amount of work and never block on
-// I/O of their own; a slog.Handler that blocks still blocks its caller.
+// Wire an observer into a Locker, a primitive, a rate limiter or an
+// election with option.Observer. Observers run synchronously on the paths
+// they report, so the ones here do a bounded amount of work and never
+// block on I/O of their own; a slog.Handler that blocks still blocks its
+// caller.
 package observe
 
 // Multi returns an Observer that passes every Event to each of obs in

@@ -7,6 +7,7 @@ import (
 
 	"github.com/dlockgo/dlock/internal/acquire"
 	"github.com/dlockgo/dlock/lease"
+	"github.com/dlockgo/dlock/option"
 )
 
 // TryAcquire makes one attempt at one of name's n permits. It returns an
@@ -16,11 +17,11 @@ import (
 // bad option. When ctx ends during the attempt, or the exchange with the
 // server fails, a claim that may have landed is given up before it
 // returns, on a context of its own bounded by lease.ReleaseTimeout.
-func (s *Semaphore) TryAcquire(ctx context.Context, name string, n int, opts ...lease.Option) (*lease.Lease, error) {
+func (s *Semaphore) TryAcquire(ctx context.Context, name string, n int, opts ...option.Option) (*lease.Lease, error) {
 	return acquire.Start(s.cfg.Observer, strategy, name).End(s.tryAcquire(ctx, name, n, opts))
 }
 
-func (s *Semaphore) tryAcquire(ctx context.Context, name string, n int, opts []lease.Option) (*lease.Lease, error) {
+func (s *Semaphore) tryAcquire(ctx context.Context, name string, n int, opts []option.Option) (*lease.Lease, error) {
 	o, err := s.check(ctx, name, n, opts)
 	if err != nil {
 		return nil, err
@@ -47,11 +48,11 @@ func (s *Semaphore) tryAcquire(ctx context.Context, name string, n int, opts []l
 // waiter that dies without giving up its place holds the queue up, once
 // it reaches the head, for at most its ticket's lifetime: max(2 s, 3 ×
 // its Retry.Max) after its last attempt.
-func (s *Semaphore) Acquire(ctx context.Context, name string, n int, opts ...lease.Option) (*lease.Lease, error) {
+func (s *Semaphore) Acquire(ctx context.Context, name string, n int, opts ...option.Option) (*lease.Lease, error) {
 	return acquire.Start(s.cfg.Observer, strategy, name).End(s.acquire(ctx, name, n, opts))
 }
 
-func (s *Semaphore) acquire(ctx context.Context, name string, n int, opts []lease.Option) (*lease.Lease, error) {
+func (s *Semaphore) acquire(ctx context.Context, name string, n int, opts []option.Option) (*lease.Lease, error) {
 	o, err := s.check(ctx, name, n, opts)
 	if err != nil {
 		return nil, err
@@ -103,9 +104,6 @@ func (s *Semaphore) acquire(ctx context.Context, name string, n int, opts []leas
 	wake := in.c
 	r := o.Retry
 	if subscribed {
-		if r == (lease.Retry{}) {
-			r = lease.DefaultRetry
-		}
 		r.Min = r.Max
 	}
 	l, err = acquire.Wait(ctx, r, func(ctx context.Context) (*lease.Lease, acquire.Turn, error) {

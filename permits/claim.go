@@ -12,6 +12,7 @@ import (
 	"github.com/dlockgo/dlock/internal/acquire"
 	"github.com/dlockgo/dlock/internal/claimcore"
 	"github.com/dlockgo/dlock/internal/leasing"
+	"github.com/dlockgo/dlock/internal/settings"
 	"github.com/dlockgo/dlock/lease"
 	"github.com/dlockgo/dlock/node"
 )
@@ -22,7 +23,7 @@ import (
 type claim struct {
 	s    *Semaphore
 	name string
-	o    lease.Options
+	o    settings.Call
 	ttl  time.Duration // o.TTL in whole milliseconds, as the server gets it
 	keys [1]string     // the name's hash
 	// The claim script's arguments: owner, N, TTL ms, the hash's lifetime
@@ -43,7 +44,7 @@ type claim struct {
 	handedWhole bool
 }
 
-func (s *Semaphore) newClaim(name string, n int, o lease.Options) *claim {
+func (s *Semaphore) newClaim(name string, n int, o settings.Call) *claim {
 	c := &claim{s: s, name: name, o: o, nargs: 4, keys: [1]string{hashKey(name)}}
 	c.args[1] = strconv.Itoa(n)
 	c.ttl, c.args[2], c.args[3] = s.kit.LeaseArgs(o.TTL)

@@ -14,6 +14,7 @@ import (
 	"github.com/dlockgo/dlock/fence"
 	"github.com/dlockgo/dlock/lease"
 	"github.com/dlockgo/dlock/node/goredis"
+	"github.com/dlockgo/dlock/option"
 	"github.com/dlockgo/dlock/permits"
 )
 
@@ -28,16 +29,16 @@ func ExampleSemaphore() {
 	defer client.Close()
 	n := goredis.New(client)
 	defer n.Close()
-	sem, err := permits.New(n, permits.WithTTL(10*time.Second))
+	sem, err := permits.New(n, option.TTL(10*time.Second))
 	if err != nil {
 		log.Fatal(err)
 	}
 
-	a, err := sem.Acquire(ctx, "export", 2, lease.WithAutoRenew())
+	a, err := sem.Acquire(ctx, "export", 2, option.AutoRenew(true))
 	if err != nil {
 		log.Fatal(err)
 	}
-	b, err := sem.Acquire(ctx, "export", 2, lease.WithAutoRenew())
+	b, err := sem.Acquire(ctx, "export", 2, option.AutoRenew(true))
 	if err != nil {
 		log.Fatal(err)
 	}

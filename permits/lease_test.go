@@ -14,6 +14,7 @@ import (
 	"github.com/dlockgo/dlock/lease"
 	"github.com/dlockgo/dlock/node"
 	"github.com/dlockgo/dlock/node/goredis"
+	"github.com/dlockgo/dlock/option"
 	"github.com/dlockgo/dlock/permits"
 )
 
@@ -26,11 +27,11 @@ func TestDeadHolderFreed(t *testing.T) {
 		ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 		defer cancel()
 		const name, ttl = "crash", 150 * time.Millisecond
-		dead, err := s.TryAcquire(ctx, name, 2, lease.WithTTL(ttl))
+		dead, err := s.TryAcquire(ctx, name, 2, option.TTL(ttl))
 		require.NoError(t, err)
-		alive, err := s.TryAcquire(ctx, name, 2, lease.WithTTL(ttl), lease.WithAutoRenew())
+		alive, err := s.TryAcquire(ctx, name, 2, option.TTL(ttl), option.AutoRenew(true))
 		require.NoError(t, err)
-		l, err := s.Acquire(ctx, name, 2, lease.WithRetry(lease.Retry{Min: time.Second, Max: time.Second}))
+		l, err := s.Acquire(ctx, name, 2, option.Retry(time.Second, time.Second))
 		require.NoError(t, err, "Acquire while a holder is dead")
 		if permits.Slot(l) != permits.Slot(dead) || l.Token() <= alive.Token() {
 			t.Fatalf("slot %d token %d; want the dead holder's slot %d, a token above %d", permits.Slot(l), l.Token(), permits.Slot(dead), alive.Token())
@@ -62,7 +63,7 @@ func TestStaleFenced(t *testing.T) {
 		s := newSemaphore(t, n)
 		ctx := t.Context()
 		const name = "shards"
-		paused, err := s.TryAcquire(ctx, name, 2, lease.WithTTL(50*time.Millisecond))
+		paused, err := s.TryAcquire(ctx, name, 2, option.TTL(50*time.Millisecond))
 		require.NoError(t, err)
 		other, err := s.TryAcquire(ctx, name, 2)
 		require.NoError(t, err)
@@ -113,7 +114,7 @@ func TestClientRetriesLostReply(t *testing.T) {
 		_ = c.Close()
 	})
 	const ttl = 10 * time.Second
-	s := newSemaphore(t, n, permits.WithTTL(ttl))
+	s := newSemaphore(t, n, option.TTL(ttl))
 	ctx, cancel := context.WithTimeout(t.Context(), 3*ttl)
 	defer cancel()
 	warm, err := s.TryAcquire(ctx, "warm", 1) // load the scripts: a NOSCRIPT answer is a reply too

@@ -12,10 +12,12 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
+	"github.com/dlockgo/dlock/internal/settings"
 	"github.com/dlockgo/dlock/internal/testkit/redistest"
 	"github.com/dlockgo/dlock/lease"
 	"github.com/dlockgo/dlock/node"
 	"github.com/dlockgo/dlock/node/goredis"
+	"github.com/dlockgo/dlock/option"
 	"github.com/dlockgo/dlock/permits"
 )
 
@@ -81,7 +83,7 @@ func TestMemoryOneName(t *testing.T) {
 		}
 		pttl, err := srv.Do("PTTL", h)
 		require.NoError(t, err)
-		if ms, _ := strconv.ParseInt(pttl, 10, 64); ms <= permits.DefaultIdleTTL.Milliseconds() || ms > 3*(permits.DefaultTTL+permits.DefaultIdleTTL).Milliseconds()/2 {
+		if ms, _ := strconv.ParseInt(pttl, 10, 64); ms <= settings.DefaultIdleTTL.Milliseconds() || ms > 3*(settings.DefaultTTL+settings.DefaultIdleTTL).Milliseconds()/2 {
 			t.Errorf("the hash's PTTL = %s; want it past the idle TTL, within 1.5 × (TTL + idle TTL)", pttl)
 		}
 		t.Logf("after %d acquire+release of one name: %v", workers*rounds, keys)
@@ -93,7 +95,7 @@ func TestMemoryOneName(t *testing.T) {
 func TestMemoryDistinctNames(t *testing.T) {
 	forEachClient(t, func(t *testing.T, srv *redistest.Server, n node.Node) {
 		const idle = 2 * time.Second
-		s := newSemaphore(t, n, permits.WithTTL(time.Second), permits.WithIdleTTL(idle))
+		s := newSemaphore(t, n, option.TTL(time.Second), option.IdleTTL(idle))
 		before, err := srv.UsedMemory()
 		require.NoError(t, err)
 		const names = 3000
@@ -141,7 +143,7 @@ func TestMemoryDeadHoldersAndWaiters(t *testing.T) {
 	})
 	n := redistest.NodeFor(t, "valkey-go", srv.Addr())
 	const ttl, idle = 300 * time.Millisecond, time.Second
-	s := newSemaphore(t, n, permits.WithTTL(ttl), permits.WithIdleTTL(idle))
+	s := newSemaphore(t, n, option.TTL(ttl), option.IdleTTL(idle))
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
 
@@ -157,7 +159,7 @@ func TestMemoryDeadHoldersAndWaiters(t *testing.T) {
 		ghost(t, n, "dead:"+strconv.Itoa(i), "0123456789abcdef0123456789abcde"+strconv.Itoa(i%10), "60000", 1000)
 	}
 	// Claims abandoned: their replies lost.
-	lk := newSemaphore(t, ln, permits.WithTTL(ttl), permits.WithIdleTTL(idle))
+	lk := newSemaphore(t, ln, option.TTL(ttl), option.IdleTTL(idle))
 	for range 2 { // load the scripts: claim, release, abandon
 		if l, err := lk.TryAcquire(ctx, "lossy", 2); err == nil {
 			_ = l.Release(ctx)

@@ -7,7 +7,7 @@
 // A permit is a *lease.Lease: it has a TTL judged by the server's clock
 // alone, so the permit of a holder that crashed comes back by itself when
 // its TTL runs out; it can be extended, renewed in the background
-// (lease.WithAutoRenew) and released, and its Done channel closes when it
+// (option.AutoRenew) and released, and its Done channel closes when it
 // ends. Each permit holds one slot of the name, numbered from 0: the
 // lowest slot free at the grant, so with one N for a name, slots stay
 // below N. The lease's Key is the name and the slot, "NAME#SLOT" (see
@@ -39,7 +39,7 @@
 // is given up and its owner refused for a while, so a caller never holds
 // a permit it does not know of. What the server keeps for a name is
 // bounded by its live holders and waiters, or expires; the counter's hash
-// outlives the name's last permit by the idle TTL (WithIdleTTL). The
+// outlives the name's last permit by the idle TTL (option.IdleTTL). The
 // server must run with maxmemory-policy noeviction.
 //
 // There is no quorum form: a semaphore granted by a simple majority of
@@ -52,64 +52,24 @@ import (
 	"context"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/dlockgo/dlock/internal/acquire"
 	"github.com/dlockgo/dlock/internal/claimcore"
 	"github.com/dlockgo/dlock/internal/keyname"
+	"github.com/dlockgo/dlock/internal/settings"
 	"github.com/dlockgo/dlock/lease"
 	"github.com/dlockgo/dlock/node"
-	"github.com/dlockgo/dlock/observe"
+	"github.com/dlockgo/dlock/option"
 )
-
-// DefaultTTL is a permit's TTL when neither New nor the acquire sets one.
-const DefaultTTL = 30 * time.Second
-
-// DefaultIdleTTL is how long a name's hash, with its fencing counter,
-// outlives the last permit of the name by default (see WithIdleTTL).
-const DefaultIdleTTL = claimcore.DefaultIdleTTL
 
 // MaxPermits is the largest N an acquire takes.
 const MaxPermits = 10000
-
-// Option configures a Semaphore; pass options to New.
-type Option func(*config)
-
-// config is the configuration every single-server primitive shares.
-type config struct{ claimcore.Base }
-
-// WithTTL sets the TTL of permits whose acquire does not set one with
-// lease.WithTTL. The default is DefaultTTL.
-func WithTTL(ttl time.Duration) Option { return func(c *config) { c.TTL = ttl } }
-
-// WithIdleTTL sets how long a name's hash, which keeps the name's fencing
-// counter between permits, outlives the latest permit granted or extended:
-// between d and 1.5 × (TTL + d). A name used again later starts its
-// counter afresh from the server's clock in µs, so its tokens still rise
-// as long as that clock does not step back past the tokens issued before.
-// Zero selects DefaultIdleTTL; a negative d keeps every hash for ever.
-func WithIdleTTL(d time.Duration) Option { return func(c *config) { c.Idle = d } }
-
-// WithRetry sets how Acquire paces its attempts by default; lease.WithRetry
-// overrides it per acquisition. The default is lease.DefaultRetry.
-func WithRetry(r lease.Retry) Option { return func(c *config) { c.Retry = r } }
-
-// WithDriftFactor sets the share of the TTL the client sets aside for its
-// clock running slower than the server's, in [0, 0.5); the default is
-// 0.01. 2 ms are always added.
-func WithDriftFactor(f float64) Option { return func(c *config) { c.Drift = f } }
-
-// WithObserver reports acquisitions, renewals, losses and releases to o
-// (nil for none), as single.WithObserver does; the events name this
-// package as their Strategy, "permits". See package observe for a logger and
-// observe/otelmetric for metrics.
-func WithObserver(o observe.Observer) Option { return func(c *config) { c.Observer = o } }
 
 // Semaphore grants permits of names on one server. It is safe for
 // concurrent use.
 type Semaphore struct {
 	n     node.Node
-	cfg   config
+	cfg   claimcore.Base
 	kit   claimcore.Kit
 	route router
 	// id names the Semaphore in its waiters' tickets, so that its own
@@ -117,16 +77,21 @@ type Semaphore struct {
 	id string
 }
 
-// New returns a Semaphore that keeps its permits on n. It returns an
-// *lease.ArgError when n is nil or an option is out of range. The
-// Semaphore does not own n: Close leaves it open.
-func New(n node.Node, opts ...Option) (*Semaphore, error) {
-	cfg := config{claimcore.NewBase(DefaultTTL)}
-	if err := claimcore.Configure(n, &cfg, &cfg.Base, opts); err != nil {
+// New returns a Semaphore that keeps its permits on n, configured by
+// opts: option.TTL, IdleTTL, Retry, DriftFactor and Observer (whose events
+// name this package as their Strategy, "permits"). IdleTTL is how long a
+// name's hash, which keeps the name's fencing counter between permits,
+// outlives the latest permit granted or extended: between d and 1.5 ×
+// (TTL + d). It returns an *lease.ArgError when n is nil or an option does
+// not apply or is out of range. The Semaphore does not own n: Close leaves
+// it open.
+func New(n node.Node, opts ...option.Option) (*Semaphore, error) {
+	cfg, err := claimcore.Configure(n, settings.Permits, opts)
+	if err != nil {
 		return nil, err
 	}
 	s := &Semaphore{n: n, cfg: cfg, id: acquire.NewOwner()[:16]}
-	s.kit = claimcore.NewKit(strategy, n, &s.cfg.Base, scripts)
+	s.kit = claimcore.NewKit(strategy, n, &s.cfg, scripts)
 	s.route.s = s
 	return s, nil
 }
@@ -152,19 +117,18 @@ func Slot(l *lease.Lease) int {
 }
 
 // check checks an acquire's arguments and returns its options.
-func (s *Semaphore) check(ctx context.Context, name string, n int, opts []lease.Option) (lease.Options, error) {
+func (s *Semaphore) check(ctx context.Context, name string, n int, opts []option.Option) (settings.Call, error) {
 	if name == "" {
-		return lease.Options{}, &lease.ArgError{Arg: "name", Value: name, Rule: "must not be empty"}
+		return settings.Call{}, &lease.ArgError{Arg: "name", Value: name, Rule: "must not be empty"}
 	}
 	if n < 1 || n > MaxPermits {
-		return lease.Options{}, &lease.ArgError{Arg: "n", Value: n,
+		return settings.Call{}, &lease.ArgError{Arg: "n", Value: n,
 			Rule: "must be between 1 and " + strconv.Itoa(MaxPermits) + " (permits.MaxPermits)"}
 	}
-	o, changed, err := acquire.Options(ctx, name, lease.Options{TTL: s.cfg.TTL, Retry: s.cfg.Retry}, opts)
-	if err == nil && changed {
-		err = acquire.CheckTTL(o.TTL, s.cfg.Drift)
+	if err := acquire.CheckContext(ctx); err != nil {
+		return settings.Call{}, err
 	}
-	return o, err
+	return s.cfg.Call(opts)
 }
 
 // KeyOf returns the server key of name's hash. Every other key of the

@@ -13,6 +13,7 @@ import (
 	"github.com/dlockgo/dlock/internal/testkit/redistest"
 	"github.com/dlockgo/dlock/lease"
 	"github.com/dlockgo/dlock/node"
+	"github.com/dlockgo/dlock/option"
 	"github.com/dlockgo/dlock/permits"
 )
 
@@ -29,7 +30,7 @@ func forEachClient(t *testing.T, f func(t *testing.T, srv *redistest.Server, n n
 	}
 }
 
-func newSemaphore(t testing.TB, n node.Node, opts ...permits.Option) *permits.Semaphore {
+func newSemaphore(t testing.TB, n node.Node, opts ...option.Option) *permits.Semaphore {
 	t.Helper()
 	s, err := permits.New(n, opts...)
 	require.NoError(t, err, "New")
@@ -54,16 +55,16 @@ func TestArgs(t *testing.T) {
 	for _, c := range []struct {
 		name string
 		n    int
-		opts []lease.Option
+		opts []option.Option
 		arg  string
 	}{
 		{"", 1, nil, "name"},
 		{"x", 0, nil, "n"},
 		{"x", -3, nil, "n"},
 		{"x", permits.MaxPermits + 1, nil, "n"},
-		{"x", 2, []lease.Option{lease.WithTTL(-time.Second)}, "ttl"},
-		{"x", 2, []lease.Option{lease.WithTTL(time.Millisecond)}, "ttl"},
-		{"x", 2, []lease.Option{lease.WithRetry(lease.Retry{Min: time.Second, Max: time.Millisecond})}, "retry"},
+		{"x", 2, []option.Option{option.TTL(-time.Second)}, "TTL"},
+		{"x", 2, []option.Option{option.TTL(time.Millisecond)}, "TTL"},
+		{"x", 2, []option.Option{option.Retry(time.Second, time.Millisecond)}, "Retry"},
 	} {
 		for _, acq := range []func() (*lease.Lease, error){
 			func() (*lease.Lease, error) { return s.TryAcquire(ctx, c.name, c.n, c.opts...) },
@@ -88,7 +89,7 @@ func TestArgs(t *testing.T) {
 	if _, err := permits.New(nil); !errors.As(err, &ae) || ae.Arg != "node" {
 		t.Errorf("New(nil): %v; want an *ArgError on node", err)
 	}
-	for _, o := range []permits.Option{permits.WithTTL(-1), permits.WithDriftFactor(0.6), permits.WithRetry(lease.Retry{Min: -1})} {
+	for _, o := range []option.Option{option.TTL(-1), option.DriftFactor(0.6), option.Retry(-1, 0)} {
 		if _, err := permits.New(n, o); !errors.As(err, &ae) {
 			t.Errorf("New with a bad option: %v; want an *ArgError", err)
 		}

@@ -12,6 +12,7 @@ import (
 	"github.com/dlockgo/dlock/internal/testkit/redistest"
 	"github.com/dlockgo/dlock/lease"
 	"github.com/dlockgo/dlock/node"
+	"github.com/dlockgo/dlock/option"
 	"github.com/dlockgo/dlock/permits"
 )
 
@@ -55,7 +56,7 @@ func TestQueueFIFO(t *testing.T) {
 			got[i] = make(chan result, 1)
 			go func() {
 				// A slow retry: only a release's handoff serves it soon.
-				l, err := s.Acquire(ctx, name, size, lease.WithRetry(lease.Retry{Min: 10 * time.Second, Max: 10 * time.Second}))
+				l, err := s.Acquire(ctx, name, size, option.Retry(10*time.Second, 10*time.Second))
 				got[i] <- result{l, err}
 			}()
 			queued(t, srv, name, i+1)
@@ -152,7 +153,7 @@ func TestWakeOnRelease(t *testing.T) {
 		go func() {
 			wctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 			defer cancel()
-			l, err := s.Acquire(wctx, name, 1, lease.WithRetry(lease.Retry{Min: 10 * time.Second, Max: 10 * time.Second}))
+			l, err := s.Acquire(wctx, name, 1, option.Retry(10*time.Second, 10*time.Second))
 			got <- result{l, err}
 		}()
 		queued(t, srv, name, 1)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/dlockgo/dlock/internal/testkit/redistest"
 	"github.com/dlockgo/dlock/lease"
+	"github.com/dlockgo/dlock/option"
 	"github.com/dlockgo/dlock/permits"
 )
 
@@ -40,14 +41,14 @@ func TestAtMostN(t *testing.T) {
 		dead  int
 	)
 	for _, c := range nodes {
-		s := newSemaphore(t, c.Node, permits.WithTTL(ttl))
+		s := newSemaphore(t, c.Node, option.TTL(ttl))
 		for w := range workers {
 			wg.Go(func() {
 				for i := range rounds {
-					opts := []lease.Option{lease.WithRetry(lease.Retry{Min: time.Millisecond, Max: 50 * time.Millisecond})}
+					opts := []option.Option{option.Retry(time.Millisecond, 50*time.Millisecond)}
 					kind := rand.IntN(20)
 					if kind == 0 {
-						opts = append(opts, lease.WithAutoRenew())
+						opts = append(opts, option.AutoRenew(true))
 					}
 					var (
 						l   *lease.Lease

@@ -9,19 +9,20 @@ import (
 	"github.com/dlockgo/dlock/internal/acquire"
 	"github.com/dlockgo/dlock/lease"
 	"github.com/dlockgo/dlock/observe"
+	"github.com/dlockgo/dlock/option"
 )
 
 // TryAcquire makes exactly one attempt at the lock on key. It returns an
 // error matching lease.ErrTaken when a majority of the nodes hold the lock
 // for someone else, and a *Error whenever the attempt failed, with
 // each node's answer.
-func (lk *Locker) TryAcquire(ctx context.Context, key string, opts ...lease.Option) (*lease.Lease, error) {
-	ob := acquire.Start(lk.cfg.observer, strategy, key)
+func (lk *Locker) TryAcquire(ctx context.Context, key string, opts ...option.Option) (*lease.Lease, error) {
+	ob := acquire.Start(lk.cfg.Observer, strategy, key)
 	return ob.End(lk.tryAcquire(ctx, key, opts))
 }
 
-func (lk *Locker) tryAcquire(ctx context.Context, key string, opts []lease.Option) (*lease.Lease, error) {
-	o, err := lk.options(ctx, key, opts)
+func (lk *Locker) tryAcquire(ctx context.Context, key string, opts []option.Option) (*lease.Lease, error) {
+	o, err := lk.options(ctx, key, lk.cfg.TTL, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -45,13 +46,13 @@ func (lk *Locker) tryAcquire(ctx context.Context, key string, opts []lease.Optio
 // of the last attempt that failed for want of a quorum; it matches
 // lease.ErrTaken only when that attempt found the lock held by a majority,
 // not when nodes were down or slow. After Close it matches ErrClosed.
-func (lk *Locker) Acquire(ctx context.Context, key string, opts ...lease.Option) (*lease.Lease, error) {
-	ob := acquire.Start(lk.cfg.observer, strategy, key)
+func (lk *Locker) Acquire(ctx context.Context, key string, opts ...option.Option) (*lease.Lease, error) {
+	ob := acquire.Start(lk.cfg.Observer, strategy, key)
 	return ob.End(lk.acquire(ctx, key, opts))
 }
 
-func (lk *Locker) acquire(ctx context.Context, key string, opts []lease.Option) (*lease.Lease, error) {
-	o, err := lk.options(ctx, key, opts)
+func (lk *Locker) acquire(ctx context.Context, key string, opts []option.Option) (*lease.Lease, error) {
+	o, err := lk.options(ctx, key, lk.cfg.TTL, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -151,7 +152,7 @@ func (lk *Locker) observeVote(key string, v *vote, rtt time.Duration) {
 	default:
 		outcome = "error"
 	}
-	lk.cfg.observer.Observe(observe.Event{
+	lk.cfg.Observer.Observe(observe.Event{
 		Kind: observe.Vote, Strategy: strategy, Key: key, Node: v.answer.Node,
 		Outcome: outcome, Wait: rtt, Err: v.answer.Err,
 	})

@@ -10,6 +10,7 @@ import (
 
 	"github.com/dlockgo/dlock/internal/testkit/redistest"
 	"github.com/dlockgo/dlock/node"
+	"github.com/dlockgo/dlock/option"
 	"github.com/dlockgo/dlock/quorum"
 )
 
@@ -44,9 +45,9 @@ func TestQuorumAllocs(t *testing.T) {
 				if !ok {
 					t.Fatalf("no allocation budget for %q", name)
 				}
-				opts := []quorum.Option{quorum.WithDurableNodes()}
+				opts := []option.Option{option.DurableNodes(true)}
 				if mode == "notokens" {
-					opts = append(opts, quorum.WithoutTokens())
+					opts = append(opts, option.Tokens(false))
 				}
 				lk, err := quorum.New(ns, opts...)
 				require.NoError(t, err, "New")

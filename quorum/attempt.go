@@ -11,6 +11,7 @@ import (
 	"github.com/dlockgo/dlock/fence"
 	"github.com/dlockgo/dlock/internal/acquire"
 	"github.com/dlockgo/dlock/internal/leasing"
+	"github.com/dlockgo/dlock/internal/settings"
 	"github.com/dlockgo/dlock/lease"
 	"github.com/dlockgo/dlock/node"
 )
@@ -36,7 +37,7 @@ type ballot struct {
 	lk     *Locker
 	ks     *keySet  // the lock; nil for a lease on several (set)
 	set    *lockSet // the locks of a lease on several; nil for one
-	o      lease.Options
+	o      settings.Call
 	w      *waiter // nil for TryAcquire, which never joins the queue
 	owner  string
 	t1     time.Time // phase 1 sent
@@ -62,7 +63,7 @@ type ballot struct {
 	prior []prior
 }
 
-func (lk *Locker) newBallot(ks *keySet, o lease.Options, w *waiter) *ballot {
+func (lk *Locker) newBallot(ks *keySet, o settings.Call, w *waiter) *ballot {
 	n := len(lk.nodes)
 	b := &ballot{lk: lk, ks: ks, o: o, w: w, owner: acquire.OwnerValue(acquire.NewOwner(), o.Metadata)}
 	if n <= len(b.voteBuf) {
@@ -78,7 +79,7 @@ func (lk *Locker) newBallot(ks *keySet, o lease.Options, w *waiter) *ballot {
 }
 
 // newSetBallot returns the ballot of one attempt at the locks of ls.
-func (lk *Locker) newSetBallot(ls *lockSet, o lease.Options, w *waiter) *ballot {
+func (lk *Locker) newSetBallot(ls *lockSet, o settings.Call, w *waiter) *ballot {
 	b := lk.newBallot(nil, o, w)
 	b.set = ls
 	b.setArgs = append(b.args[:], strconv.Itoa(len(ls.ks)))
@@ -115,7 +116,7 @@ func (b *ballot) note(a result) {
 // the validity check, and on any failure the release of this attempt's
 // owner on every node where its vote may have set the lock. w is nil for
 // TryAcquire, which never joins the queue.
-func (lk *Locker) attempt(ctx context.Context, ks *keySet, o lease.Options, w *waiter) (*lease.Lease, time.Duration, error) {
+func (lk *Locker) attempt(ctx context.Context, ks *keySet, o settings.Call, w *waiter) (*lease.Lease, time.Duration, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, 0, err
 	}
@@ -124,7 +125,7 @@ func (lk *Locker) attempt(ctx context.Context, ks *keySet, o lease.Options, w *w
 
 // attemptSet is attempt for the locks of ls, all or none: each node votes
 // for the whole set in one script, and each lock gets a token of its own.
-func (lk *Locker) attemptSet(ctx context.Context, ls *lockSet, o lease.Options, w *waiter) (*lease.Lease, time.Duration, error) {
+func (lk *Locker) attemptSet(ctx context.Context, ls *lockSet, o settings.Call, w *waiter) (*lease.Lease, time.Duration, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, 0, err
 	}
@@ -140,13 +141,13 @@ func (lk *Locker) run(ctx context.Context, b *ballot) (*lease.Lease, time.Durati
 	if c < q {
 		return b.fail(ctx, "acquire", c, lk.phase1Answers(b.votes), sitOutReason(b.votes, q))
 	}
-	drift := acquire.Drift(o.TTL, lk.cfg.drift)
+	drift := acquire.Drift(o.TTL, lk.cfg.Drift)
 	var (
 		token    int64
 		tokenArg string
 		tokens   []int64 // a set's, by lock
 	)
-	if !lk.cfg.noTokens {
+	if lk.cfg.Tokens {
 		var (
 			voters []int
 			req    request
@@ -197,7 +198,7 @@ func (lk *Locker) run(ctx context.Context, b *ballot) (*lease.Lease, time.Durati
 // they may repair a node, or undo a "yes" whose lease has ended.
 func (b *ballot) phase1(ctx context.Context) {
 	lk, n, q := b.lk, len(b.lk.nodes), b.lk.Quorum()
-	tokens := !lk.cfg.noTokens
+	tokens := lk.cfg.Tokens
 	more := b.more()
 	var rp *repairs
 	if lk.repairs() {
@@ -205,12 +206,12 @@ func (b *ballot) phase1(ctx context.Context) {
 	}
 	var req request
 	if b.set == nil {
-		req = request{script: voteScripts.of(tokens, lk.cfg.guard), keys: b.ks.acquire(tokens), args: b.args[:]}
+		req = request{script: voteScripts.of(tokens, !lk.cfg.Durable), keys: b.ks.acquire(tokens), args: b.args[:]}
 		if b.prior != nil {
-			req.script = forceScripts.of(tokens, lk.cfg.guard)
+			req.script = forceScripts.of(tokens, !lk.cfg.Durable)
 		}
 	} else {
-		req = request{script: voteSetScripts.of(tokens, lk.cfg.guard), keys: b.set.vote, args: b.setArgs}
+		req = request{script: voteSetScripts.of(tokens, !lk.cfg.Durable), keys: b.set.vote, args: b.setArgs}
 	}
 	b.t1 = time.Now()
 	r := lk.fanout(ctx, lk.all(), lk.nodeTimeout(b.o.TTL), req,
@@ -251,7 +252,7 @@ func (b *ballot) phase1(ctx context.Context) {
 			}
 			b.counters[a.i] = cs
 		}
-		if lk.cfg.observer != nil {
+		if lk.cfg.Observer != nil {
 			lk.observeVote(b.name(), &b.votes[a.i], a.rtt)
 		}
 	}
@@ -351,7 +352,7 @@ func (b *ballot) grant(token int64, tokenArg string, until time.Time) *lease.Lea
 		TTL:       b.o.TTL,
 		Until:     until,
 		Strategy:  strategy,
-		Reporter:  b.lk.cfg.reporter,
+		Reporter:  b.lk.cfg.Reporter,
 		AutoRenew: b.o.AutoRenew,
 		Metadata:  b.o.Metadata,
 	})
@@ -385,7 +386,7 @@ func (b *ballot) grantSet(tokens []int64, until time.Time) *lease.Lease {
 		TTL:       b.o.TTL,
 		Until:     until,
 		Strategy:  strategy,
-		Reporter:  b.lk.cfg.reporter,
+		Reporter:  b.lk.cfg.Reporter,
 		AutoRenew: b.o.AutoRenew,
 		Metadata:  b.o.Metadata,
 	})

@@ -42,7 +42,7 @@ func (b *backend) name() string {
 // lost this lock too, so it refuses.
 func (b *backend) Extend(ctx context.Context, l *lease.Lease, ttl time.Duration) (time.Time, error) {
 	lk := b.lk
-	if err := lk.checkTTL(ttl); err != nil {
+	if err := lk.cfg.CheckTTL(ttl); err != nil {
 		return time.Time{}, err
 	}
 	if err := lk.begin(); err != nil {
@@ -54,10 +54,10 @@ func (b *backend) Extend(ctx context.Context, l *lease.Lease, ttl time.Duration)
 	t1 := time.Now()
 	req := request{script: extendScript, args: []string{l.Owner(), strconv.FormatInt(ttl.Milliseconds(), 10), lk.keep(ttl), "1"}}
 	if b.set == nil {
-		req.keys, req.args = b.ks.extend(!lk.cfg.noTokens), req.args[:3]
+		req.keys, req.args = b.ks.extend(lk.cfg.Tokens), req.args[:3]
 	} else {
 		req.script, req.keys = extendSetScript, b.set.extend
-		if !lk.cfg.noTokens {
+		if lk.cfg.Tokens {
 			req.args[3] = "2"
 		}
 	}
@@ -83,7 +83,7 @@ func (b *backend) Extend(ctx context.Context, l *lease.Lease, ttl time.Duration)
 	if got < q {
 		return time.Time{}, newError("extend", b.name(), got, q, answers, nil)
 	}
-	validity := acquire.Validity(ttl, t2.Sub(t1), acquire.Drift(ttl, lk.cfg.drift))
+	validity := acquire.Validity(ttl, t2.Sub(t1), acquire.Drift(ttl, lk.cfg.Drift))
 	if validity <= 0 {
 		return time.Time{}, newError("extend", b.name(), got, q, answers,
 			noValidity(t2.Sub(t1), ttl))

@@ -11,6 +11,7 @@ import (
 	"github.com/dlockgo/dlock/internal/testkit/redistest"
 	"github.com/dlockgo/dlock/lease"
 	"github.com/dlockgo/dlock/node"
+	"github.com/dlockgo/dlock/option"
 	"github.com/dlockgo/dlock/quorum"
 )
 
@@ -37,9 +38,9 @@ func benchQuorum(b *testing.B, f func(b *testing.B, lk *quorum.Locker)) {
 		}
 		for _, mode := range []string{"tokens", "notokens"} {
 			b.Run(client+"/"+mode, func(b *testing.B) {
-				opts := []quorum.Option{quorum.WithDurableNodes()}
+				opts := []option.Option{option.DurableNodes(true)}
 				if mode == "notokens" {
-					opts = append(opts, quorum.WithoutTokens())
+					opts = append(opts, option.Tokens(false))
 				}
 				lk, err := quorum.New(ns, opts...)
 				require.NoError(b, err, "New")

@@ -10,7 +10,7 @@ import (
 	"github.com/dlockgo/dlock/internal/testkit/redistest"
 	"github.com/dlockgo/dlock/lease"
 	"github.com/dlockgo/dlock/node"
-	"github.com/dlockgo/dlock/quorum"
+	"github.com/dlockgo/dlock/option"
 )
 
 // TestEveryClient runs the strategy end to end on each client library a
@@ -29,7 +29,7 @@ func TestEveryClient(t *testing.T) {
 			for i, s := range srvs {
 				nodes[i] = redistest.NodeFor(t, client, s.Addr())
 			}
-			lk := newLocker(t, nodes, quorum.WithDurableNodes(), quorum.WithTTL(10*time.Second))
+			lk := newLocker(t, nodes, option.DurableNodes(true), option.TTL(10*time.Second))
 
 			held := redistest.OneWinner(t, 10, func() (*lease.Lease, error) { return lk.TryAcquire(ctx, key) })
 			if !held.Fenced() || held.Token() == 0 {
@@ -39,7 +39,7 @@ func TestEveryClient(t *testing.T) {
 				t.Fatalf("lock on servers %v; want at least a majority", got)
 			}
 
-			next := redistest.WokenByRelease(t, held, func(ctx context.Context, opts ...lease.Option) (*lease.Lease, error) {
+			next := redistest.WokenByRelease(t, held, func(ctx context.Context, opts ...option.Option) (*lease.Lease, error) {
 				return lk.Acquire(ctx, key, opts...)
 			}, func() {
 				for _, s := range srvs {

@@ -10,9 +10,11 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/dlockgo/dlock/internal/acquire"
+	"github.com/dlockgo/dlock/internal/settings"
 	"github.com/dlockgo/dlock/internal/testkit/redistest"
 	"github.com/dlockgo/dlock/node"
 	"github.com/dlockgo/dlock/node/goredis"
+	"github.com/dlockgo/dlock/option"
 	"github.com/dlockgo/dlock/quorum"
 )
 
@@ -50,7 +52,7 @@ func TestSnapshotRestore(t *testing.T) {
 	const ttl = 4 * time.Second
 	forEachClient(t, func(t *testing.T, c string) {
 		srvs := redistest.StartN(t, 5, defaultSave)
-		lk := newLocker(t, nodesOn(t, srvs, c), quorum.WithTTL(ttl))
+		lk := newLocker(t, nodesOn(t, srvs, c), option.TTL(ttl))
 		ctx := t.Context()
 		touch(t, lk, srvs, ttl)
 		for _, s := range srvs[:3] {
@@ -98,7 +100,7 @@ func TestClockStepBack(t *testing.T) {
 		ahead, clock := redistest.StartClocked(t)
 		srvs := append([]*redistest.Server{ahead}, redistest.StartN(t, 4)...)
 		clock.Jump(time.Hour)
-		lk := newLocker(t, nodesOn(t, srvs, c), quorum.WithTTL(ttl))
+		lk := newLocker(t, nodesOn(t, srvs, c), option.TTL(ttl))
 		ctx := t.Context()
 		touch(t, lk, srvs, ttl) // every node stamped, sat out and repaired; node 0 an hour ahead
 		clock.Jump(-time.Hour)
@@ -128,7 +130,7 @@ func TestClockStepBack(t *testing.T) {
 func TestRepairMargin(t *testing.T) {
 	const ttl = time.Second
 	srvs := redistest.StartN(t, 5)
-	lk := newLocker(t, nodesOn(t, srvs, "go-redis"), quorum.WithTTL(ttl))
+	lk := newLocker(t, nodesOn(t, srvs, "go-redis"), option.TTL(ttl))
 	ctx := t.Context()
 	touch(t, lk, srvs, ttl)
 	srvs[0].Restart()
@@ -151,7 +153,7 @@ func TestRepairMargin(t *testing.T) {
 		time.Sleep(5 * time.Millisecond)
 	}
 	sat := time.Since(restarted)
-	margin := testNodeTimeout + acquire.Drift(ttl, acquire.DefaultDriftFactor)
+	margin := testNodeTimeout + acquire.Drift(ttl, settings.DefaultDriftFactor)
 	t.Logf("repaired %v after the restart (epoch %s)", sat, epoch)
 	if sat < ttl+margin {
 		t.Errorf("repaired %v after the restart; want no sooner than max TTL + node timeout + drift (%v)", sat, ttl+margin)
@@ -183,7 +185,7 @@ func TestClientRetriesLostReply(t *testing.T) {
 		drops[i] = redistest.StartDropper(t, s.Addr())
 		nodes[i] = goRedisDefault(t, drops[i].Addr())
 	}
-	lk := newLocker(t, nodes, quorum.WithDurableNodes(), quorum.WithTTL(10*time.Second))
+	lk := newLocker(t, nodes, option.DurableNodes(true), option.TTL(10*time.Second))
 	ctx := t.Context()
 	for range 3 { // load the scripts: a NOSCRIPT answer is a reply too
 		l, err := lk.TryAcquire(ctx, "warm")
@@ -247,7 +249,7 @@ func TestCloseBounded(t *testing.T) {
 		clients[i] = redis.NewClient(&redis.Options{Addr: s.Addr(), ReadTimeout: -1, WriteTimeout: -1, MaxRetries: -1})
 		nodes[i] = goredis.New(clients[i])
 	}
-	lk, err := quorum.New(nodes, quorum.WithDurableNodes(), quorum.WithTTL(time.Second), quorum.WithNodeTimeout(100*time.Millisecond))
+	lk, err := quorum.New(nodes, option.DurableNodes(true), option.TTL(time.Second), option.NodeTimeout(100*time.Millisecond))
 	require.NoError(t, err)
 	ctx := t.Context()
 	l, err := lk.TryAcquire(ctx, "k")

@@ -166,7 +166,7 @@ func (e *Error) Is(target error) bool {
 
 // SitOutError says why a quorum node's vote does not count, or why too
 // few nodes could vote for a quorum: nodes restarted, flushed or first
-// used less than the sit-out ago (WithMaxTTL, plus the node timeout and
+// used less than the sit-out ago (option.MaxTTL, plus the node timeout and
 // the drift margin) may have lost locks they granted, so they wait until
 // every such lock has expired. It matches ErrSitsOut.
 type SitOutError struct {

@@ -16,12 +16,13 @@ import (
 	"github.com/dlockgo/dlock/node"
 	"github.com/dlockgo/dlock/node/goredis"
 	"github.com/dlockgo/dlock/node/valkeygo"
+	"github.com/dlockgo/dlock/option"
 	"github.com/dlockgo/dlock/quorum"
 )
 
 // A quorum of three independent servers. They persist every write before
 // they acknowledge it (AOF with appendfsync always), which is what
-// WithDurableNodes declares: without that declaration, a fresh quorum sits
+// option.DurableNodes declares: without that declaration, a fresh quorum sits
 // out one maximum TTL before it grants anything (see the package doc, "Lost
 // data").
 func ExampleNew() {
@@ -41,7 +42,7 @@ func ExampleNew() {
 
 	// The Locker uses the nodes but does not own them: closing it leaves
 	// them open.
-	locker, err := quorum.New(nodes, quorum.WithDurableNodes())
+	locker, err := quorum.New(nodes, option.DurableNodes(true))
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -73,7 +74,7 @@ func ExampleNew() {
 	defer dead.Close()
 	deadNode := goredis.New(dead)
 	defer deadNode.Close() // ends its subscription, which retries a dead server for ever
-	two, err := quorum.New([]node.Node{deadNode, nodes[1], nodes[2]}, quorum.WithDurableNodes())
+	two, err := quorum.New([]node.Node{deadNode, nodes[1], nodes[2]}, option.DurableNodes(true))
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -111,7 +112,7 @@ func ExampleLocker_AcquireAll() {
 		defer nodes[i].Close()
 	}
 	// Servers that persist every write (see ExampleNew).
-	locker, err := quorum.New(nodes, quorum.WithDurableNodes())
+	locker, err := quorum.New(nodes, option.DurableNodes(true))
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -54,8 +54,8 @@ var queued = node.NewScript("return redis.call('ZSCORE', KEYS[1], ARGV[1])")
 func LateVotes(ctx context.Context, lk *Locker, key string) ([]NodeAnswer, int, error) {
 	ks := newKeySet(key)
 	owner, waiter := acquire.NewOwner(), acquire.NewOwner()
-	tokens := !lk.cfg.noTokens
-	script := voteScripts.of(tokens, lk.cfg.guard)
+	tokens := lk.cfg.Tokens
+	script := voteScripts.of(tokens, !lk.cfg.Durable)
 	answers := make([]NodeAnswer, len(lk.nodes))
 	tickets := 0
 	for i, n := range lk.nodes {

@@ -12,9 +12,11 @@ import (
 	"github.com/dlockgo/dlock/fence"
 	"github.com/dlockgo/dlock/internal/acquire"
 	"github.com/dlockgo/dlock/internal/leasing"
+	"github.com/dlockgo/dlock/internal/settings"
 	"github.com/dlockgo/dlock/lease"
 	"github.com/dlockgo/dlock/node"
 	"github.com/dlockgo/dlock/observe"
+	"github.com/dlockgo/dlock/option"
 )
 
 // prior is what a break's phase 1 found on one node before it (see
@@ -33,7 +35,7 @@ func (b *ballot) cut(a result) (result, prior) {
 		return a, prior{}
 	}
 	want := 4
-	if !b.lk.cfg.noTokens {
+	if b.lk.cfg.Tokens {
 		want = 7
 	}
 	if len(a.reply) != want+2 || a.reply[want].Kind != node.Str {
@@ -60,7 +62,7 @@ func (b *ballot) cut(a result) (result, prior) {
 // Broken names the owner found with time left on the most nodes that
 // answered (Held when there was one) and its token, the highest counter
 // among those nodes. A key nobody holds gets a token all the same. With
-// WithoutTokens there is none: Broken's tokens are 0. The Locker's Observer
+// option.Tokens(false) there is none: Broken's tokens are 0. The Locker's Observer
 // hears a observe.ForceReleased event.
 func (lk *Locker) ForceRelease(ctx context.Context, key string) (lease.Broken, error) {
 	if err := acquire.CheckContext(ctx); err != nil {
@@ -70,7 +72,7 @@ func (lk *Locker) ForceRelease(ctx context.Context, key string) (lease.Broken, e
 		return lease.Broken{}, err
 	}
 	br, err := lk.forceRelease(ctx, key)
-	if o := lk.cfg.observer; o != nil {
+	if o := lk.cfg.Observer; o != nil {
 		o.Observe(observe.Event{Kind: observe.ForceReleased, Strategy: strategy, Key: key, Err: err})
 	}
 	return br, err
@@ -82,7 +84,7 @@ func (lk *Locker) forceRelease(ctx context.Context, key string) (lease.Broken, e
 	}
 	defer lk.wg.Done()
 	ks := newKeySet(key)
-	b := lk.newBallot(ks, lease.Options{TTL: lk.cfg.ttl}, nil)
+	b := lk.newBallot(ks, settings.Call{TTL: lk.cfg.TTL}, nil)
 	b.prior = make([]prior, len(lk.nodes))
 	b.phase1(ctx)
 	q := lk.Quorum()
@@ -92,18 +94,18 @@ func (lk *Locker) forceRelease(ctx context.Context, key string) (lease.Broken, e
 	}
 	br := b.broken(key)
 	tokenArg := ""
-	if !lk.cfg.noTokens {
+	if lk.cfg.Tokens {
 		token, voters := b.token()
 		tokenArg = strconv.FormatInt(token, 10)
-		b.commitArgs = [3]string{b.owner, tokenArg, lk.keep(lk.cfg.ttl)}
+		b.commitArgs = [3]string{b.owner, tokenArg, lk.keep(lk.cfg.TTL)}
 		req := request{script: commitScript, keys: ks.commit[:], args: b.commitArgs[:]}
-		if answers, got := b.commit(ctx, req, lk.nodeTimeout(lk.cfg.ttl), voters); got < q {
+		if answers, got := b.commit(ctx, req, lk.nodeTimeout(lk.cfg.TTL), voters); got < q {
 			_, _, err := b.fail(ctx, "force release", got, answers, nil)
 			return lease.Broken{}, err
 		}
 		br.Token = fence.Token(token)
 	}
-	rel := releasing{owner: b.owner, unsure: b.unsure, token: tokenArg, ttl: lk.cfg.ttl, publish: true}
+	rel := releasing{owner: b.owner, unsure: b.unsure, token: tokenArg, ttl: lk.cfg.TTL, publish: true}
 	if answers, released, _ := lk.releaseAll(ks, rel, nil, q, nil); released == 0 {
 		return lease.Broken{}, newError("force release", key, 0, q, answers, nil)
 	}
@@ -145,8 +147,8 @@ func (b *ballot) broken(key string) lease.Broken {
 // the one the lease committed, and returns a lease that extends and
 // releases it as the one written out did, valid while a majority still
 // holds it by the nodes' word (less the drift margin). opts may set
-// WithAutoRenew (off by default) and WithTTL, the TTL renewals ask for (by
-// default the handle's).
+// option.AutoRenew (off by default) and option.TTL, the TTL renewals ask
+// for (by default the handle's).
 //
 // The token is checked against the key's own fence counters on the nodes
 // that hold the lease: the handle's token must be the highest of them. A node's
@@ -154,7 +156,7 @@ func (b *ballot) broken(key string) lease.Broken {
 // by a break, which takes the lock first), and the lease's commit majority
 // meets every majority of holders, so that highest counter is the lease's
 // token; a handle with another token, raised, lowered or zeroed, is
-// refused. Without tokens (WithoutTokens) the token must be 0. Extend and
+// refused. Without tokens (option.Tokens(false)) the token must be 0. Extend and
 // Release then check the owner only: the counter cannot move while the
 // owner holds the lock.
 //
@@ -167,7 +169,7 @@ func (b *ballot) broken(key string) lease.Broken {
 // answer to tell (stopped, timed out, failing), the *Error does not
 // match lease.ErrNotHeld: nodes that did not answer never make a lease
 // ended.
-func (lk *Locker) Resume(ctx context.Context, handle string, opts ...lease.Option) (*lease.Lease, error) {
+func (lk *Locker) Resume(ctx context.Context, handle string, opts ...option.Option) (*lease.Lease, error) {
 	if err := acquire.CheckContext(ctx); err != nil {
 		return nil, err
 	}
@@ -178,7 +180,7 @@ func (lk *Locker) Resume(ctx context.Context, handle string, opts ...lease.Optio
 	if err := h.For(strategy, lk.servers()); err != nil {
 		return nil, err
 	}
-	o, err := lk.options(ctx, h.Key, append([]lease.Option{lease.WithTTL(h.TTL)}, opts...))
+	o, err := lk.options(ctx, h.Key, h.TTL, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -205,7 +207,7 @@ func (lk *Locker) Resume(ctx context.Context, handle string, opts ...lease.Optio
 	if len(left) < q {
 		return nil, newError("resume", h.Key, len(left), q, inspectAnswers(nodes, h.Owner), nil)
 	}
-	if lk.cfg.noTokens {
+	if !lk.cfg.Tokens {
 		top = 0
 	}
 	if h.Token != top {
@@ -214,7 +216,7 @@ func (lk *Locker) Resume(ctx context.Context, handle string, opts ...lease.Optio
 	}
 	// Held until fewer than a majority hold it: the quorum-th longest.
 	slices.SortFunc(left, func(a, b time.Duration) int { return cmp.Compare(b, a) })
-	until := t1.Add(left[q-1] - acquire.Drift(left[q-1], lk.cfg.drift))
+	until := t1.Add(left[q-1] - acquire.Drift(left[q-1], lk.cfg.Drift))
 	if !time.Now().Before(until) {
 		return nil, fmt.Errorf("quorum: resume %q: %w: too little of it is left", h.Key, lease.ErrNotHeld)
 	}
@@ -224,7 +226,7 @@ func (lk *Locker) Resume(ctx context.Context, handle string, opts ...lease.Optio
 	}
 	return acquire.NewLease(be, leasing.Grant{
 		Key: h.Key, Owner: h.Owner, Token: h.Token, TTL: o.TTL, Until: until,
-		Strategy: strategy, Reporter: lk.cfg.reporter, AutoRenew: o.AutoRenew,
+		Strategy: strategy, Reporter: lk.cfg.Reporter, AutoRenew: o.AutoRenew,
 		Metadata: acquire.Metadata(h.Owner),
 	}), nil
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/dlockgo/dlock/internal/testkit/redistest"
 	"github.com/dlockgo/dlock/lease"
 	"github.com/dlockgo/dlock/observe"
+	"github.com/dlockgo/dlock/option"
 	"github.com/dlockgo/dlock/quorum"
 )
 
@@ -28,13 +29,13 @@ func TestHandleAcrossLockers(t *testing.T) {
 	forEachClient(t, func(t *testing.T, c string) {
 		ctx := t.Context()
 		srvs := redistest.StartN(t, 3)
-		a := newLocker(t, nodesOn(t, srvs, c), quorum.WithDurableNodes(), quorum.WithTTL(5*time.Second))
+		a := newLocker(t, nodesOn(t, srvs, c), option.DurableNodes(true), option.TTL(5*time.Second))
 		// Another process: other clients, the nodes listed in another order.
 		rev := slices.Clone(srvs)
 		slices.Reverse(rev)
-		b := newLocker(t, nodesOn(t, rev, otherClient(c)), quorum.WithDurableNodes(), quorum.WithTTL(5*time.Second))
+		b := newLocker(t, nodesOn(t, rev, otherClient(c)), option.DurableNodes(true), option.TTL(5*time.Second))
 
-		l, err := a.Acquire(ctx, "h", lease.WithMetadata("job=7"))
+		l, err := a.Acquire(ctx, "h", option.Metadata("job=7"))
 		require.NoError(t, err)
 		h, err := l.Handle()
 		require.NoError(t, err)
@@ -67,8 +68,8 @@ func TestHandleAcrossLockers(t *testing.T) {
 		}
 
 		// Another Locker's handle: other nodes, or a node fewer.
-		other := newLocker(t, nodesOn(t, redistest.StartN(t, 3), c), quorum.WithDurableNodes())
-		fewer := newLocker(t, nodesOn(t, srvs[:2], c), quorum.WithDurableNodes())
+		other := newLocker(t, nodesOn(t, redistest.StartN(t, 3), c), option.DurableNodes(true))
+		fewer := newLocker(t, nodesOn(t, srvs[:2], c), option.DurableNodes(true))
 		l2, err := a.TryAcquire(ctx, "h2")
 		require.NoError(t, err)
 		defer l2.Release(ctx)
@@ -104,15 +105,15 @@ func TestForceRelease(t *testing.T) {
 	forEachClient(t, func(t *testing.T, c string) {
 		ctx := t.Context()
 		srvs := redistest.StartN(t, 3)
-		opts := []quorum.Option{quorum.WithDurableNodes(), quorum.WithTTL(time.Second)}
+		opts := []option.Option{option.DurableNodes(true), option.TTL(time.Second)}
 		holder := newLocker(t, nodesOn(t, srvs, c), opts...)
 		waiter := newLocker(t, nodesOn(t, srvs, c), opts...)
 		rec := &events.Recorder{}
-		op := newLocker(t, nodesOn(t, srvs, otherClient(c)), append(opts, quorum.WithObserver(rec))...)
+		op := newLocker(t, nodesOn(t, srvs, otherClient(c)), append(opts, option.Observer(rec))...)
 		store := fence.NewStore(nodesOn(t, srvs[:1], c)[0])
 		var guard fence.Guard
 
-		l, err := holder.Acquire(ctx, "k", lease.WithAutoRenew(), lease.WithMetadata("host=a"))
+		l, err := holder.Acquire(ctx, "k", option.AutoRenew(true), option.Metadata("host=a"))
 		require.NoError(t, err)
 		require.NoError(t, guard.Admit("k", l.Token()))
 		require.NoError(t, store.Put(ctx, "data:k", "old", l.Token()))
@@ -124,7 +125,7 @@ func TestForceRelease(t *testing.T) {
 		got := make(chan res, 1)
 		go func() {
 			// A slow retry: only the break's published release wakes it soon.
-			w, err := waiter.Acquire(ctx, "k", lease.WithRetry(lease.Retry{Min: 20 * time.Second, Max: 20 * time.Second}))
+			w, err := waiter.Acquire(ctx, "k", option.Retry(20*time.Second, 20*time.Second))
 			got <- res{w, err}
 		}()
 		require.Eventually(t, func() bool {
@@ -178,7 +179,7 @@ func TestForceReleaseFree(t *testing.T) {
 	forEachClient(t, func(t *testing.T, c string) {
 		ctx := t.Context()
 		srvs := redistest.StartN(t, 3)
-		lk := newLocker(t, nodesOn(t, srvs, c), quorum.WithDurableNodes(), quorum.WithTTL(time.Second))
+		lk := newLocker(t, nodesOn(t, srvs, c), option.DurableNodes(true), option.TTL(time.Second))
 		br, err := lk.ForceRelease(ctx, "nobody")
 		require.NoError(t, err)
 		if br.Held || br.Owner != "" || br.Was != 0 || br.Token == 0 {
@@ -216,12 +217,12 @@ func TestForceReleaseGuarded(t *testing.T) {
 	forEachClient(t, func(t *testing.T, c string) {
 		ctx := t.Context()
 		srvs := redistest.StartN(t, 3)
-		lk := newLocker(t, nodesOn(t, srvs, c), quorum.WithTTL(time.Second))
+		lk := newLocker(t, nodesOn(t, srvs, c), option.TTL(time.Second))
 		var se *quorum.SitOutError
 		if _, err := lk.ForceRelease(ctx, "g"); !errors.As(err, &se) {
 			t.Fatalf("ForceRelease while fresh nodes sit out: %v; want a SitOutError", err)
 		}
-		l, err := lk.Acquire(ctx, "g", lease.WithAutoRenew()) // waits out the sit-out
+		l, err := lk.Acquire(ctx, "g", option.AutoRenew(true)) // waits out the sit-out
 		require.NoError(t, err)
 		br, err := lk.ForceRelease(ctx, "g")
 		require.NoError(t, err)
@@ -234,7 +235,7 @@ func TestForceReleaseGuarded(t *testing.T) {
 			t.Fatal("the holder's lease did not end after the break")
 		}
 
-		plain := newLocker(t, nodesOn(t, srvs, c), quorum.WithTTL(time.Second), quorum.WithoutTokens())
+		plain := newLocker(t, nodesOn(t, srvs, c), option.TTL(time.Second), option.Tokens(false))
 		pl, err := plain.Acquire(ctx, "plain")
 		require.NoError(t, err)
 		h, err := pl.Handle()
@@ -267,7 +268,7 @@ func TestResumeForgedToken(t *testing.T) {
 	forEachClient(t, func(t *testing.T, c string) {
 		ctx := t.Context()
 		srvs := redistest.StartN(t, 3)
-		opts := []quorum.Option{quorum.WithDurableNodes(), quorum.WithTTL(5 * time.Second)}
+		opts := []option.Option{option.DurableNodes(true), option.TTL(5 * time.Second)}
 		a := newLocker(t, nodesOn(t, srvs, c), opts...)
 		b := newLocker(t, nodesOn(t, srvs, otherClient(c)), opts...)
 
@@ -320,7 +321,7 @@ func TestResumeForgedToken(t *testing.T) {
 		require.NoError(t, l.Release(ctx))
 
 		// Without tokens a lease has none: a handle given one is refused.
-		plain := newLocker(t, nodesOn(t, srvs, c), append(opts, quorum.WithoutTokens())...)
+		plain := newLocker(t, nodesOn(t, srvs, c), append(opts, option.Tokens(false))...)
 		pl, err := plain.Acquire(ctx, "plain")
 		require.NoError(t, err)
 		ph, err := pl.Handle()
@@ -343,7 +344,7 @@ func TestResumeNoQuorum(t *testing.T) {
 	forEachClient(t, func(t *testing.T, c string) {
 		ctx := t.Context()
 		srvs := redistest.StartN(t, 3)
-		opts := []quorum.Option{quorum.WithDurableNodes(), quorum.WithTTL(10 * time.Second)}
+		opts := []option.Option{option.DurableNodes(true), option.TTL(10 * time.Second)}
 		a := newLocker(t, nodesOn(t, srvs, c), opts...)
 		b := newLocker(t, nodesOn(t, srvs, otherClient(c)), opts...)
 		l, err := a.Acquire(ctx, "away")
@@ -403,7 +404,7 @@ func TestReleaseAfterBreak(t *testing.T) {
 	forEachClient(t, func(t *testing.T, c string) {
 		ctx := t.Context()
 		srvs := redistest.StartN(t, 3)
-		opts := []quorum.Option{quorum.WithDurableNodes(), quorum.WithTTL(10 * time.Second)}
+		opts := []option.Option{option.DurableNodes(true), option.TTL(10 * time.Second)}
 		holder := newLocker(t, nodesOn(t, srvs, c), opts...)
 		op := newLocker(t, nodesOn(t, srvs, otherClient(c)), opts...)
 		for i := range 10 {

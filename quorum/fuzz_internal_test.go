@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dlockgo/dlock/internal/settings"
 	"github.com/dlockgo/dlock/internal/testkit/fuzzreply"
 	"github.com/dlockgo/dlock/node"
 )
@@ -93,7 +94,7 @@ func FuzzParseVote(f *testing.F) {
 // a gone record) is an error, and only a vote that set the lock counts.
 func checkVote(t *testing.T, r node.Reply, guard, tokens bool, more int) {
 	t.Helper()
-	lk := &Locker{names: []string{"n0"}, cfg: config{guard: guard, noTokens: !tokens}, sitOut: time.Second}
+	lk := &Locker{names: []string{"n0"}, cfg: settings.Locker{Durable: !guard, Tokens: tokens}, sitOut: time.Second}
 	v := lk.parseVote(0, r, more)
 	if !v.answered {
 		t.Fatalf("parseVote(%v) left the node unanswered", r)

@@ -92,7 +92,7 @@ func (lk *Locker) look(ctx context.Context, key string) ([]lease.NodeInfo, []fen
 	var wg sync.WaitGroup
 	for i, n := range lk.nodes {
 		wg.Go(func() {
-			nctx, cancel := context.WithTimeout(ctx, lk.nodeTimeout(lk.cfg.ttl))
+			nctx, cancel := context.WithTimeout(ctx, lk.nodeTimeout(lk.cfg.TTL))
 			defer cancel()
 			nodes[i] = lk.inspectNode(nctx, n, lk.names[i], keys, &own[i])
 		})
@@ -127,7 +127,7 @@ func (lk *Locker) inspectNode(ctx context.Context, n node.Node, name string, key
 		ni.Metadata = acquire.Metadata(ni.Owner)
 		ni.TTL = time.Duration(r.Int(1)) * time.Millisecond
 	}
-	if !lk.cfg.guard {
+	if lk.cfg.Durable {
 		return ni
 	}
 	now, stamp := r.Int(4), r.Int(5)
@@ -141,7 +141,7 @@ func (lk *Locker) inspectNode(ctx context.Context, n node.Node, name string, key
 	if left := lk.sitOut - time.Duration(now-stamp)*time.Microsecond; left > 0 {
 		ni.SitsOut = left
 	} else {
-		ni.Unrepaired = !lk.cfg.noTokens && r.Int(6) == 0
+		ni.Unrepaired = lk.cfg.Tokens && r.Int(6) == 0
 	}
 	return ni
 }

@@ -9,9 +9,10 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/dlockgo/dlock/internal/settings"
 	"github.com/dlockgo/dlock/internal/testkit/redistest"
-	"github.com/dlockgo/dlock/lease"
 	"github.com/dlockgo/dlock/node"
+	"github.com/dlockgo/dlock/option"
 	"github.com/dlockgo/dlock/quorum"
 )
 
@@ -24,7 +25,7 @@ func TestInspect(t *testing.T) {
 			for i, s := range srvs {
 				nodes[i] = redistest.NodeFor(t, client, s.Addr())
 			}
-			lk, err := quorum.New(nodes, quorum.WithDurableNodes(), quorum.WithNodeTimeout(time.Second))
+			lk, err := quorum.New(nodes, option.DurableNodes(true), option.NodeTimeout(time.Second))
 			require.NoError(t, err)
 			defer lk.Close()
 			key := "inspect-" + client
@@ -37,7 +38,7 @@ func TestInspect(t *testing.T) {
 				t.Errorf("never locked: got %+v; want not held, token 0, quorum 3, 5 nodes", info)
 			}
 
-			l, err := lk.TryAcquire(ctx, key, lease.WithTTL(5*time.Second))
+			l, err := lk.TryAcquire(ctx, key, option.TTL(5*time.Second))
 			require.NoError(t, err)
 			defer l.Release(ctx)
 			// Votes sent after the majority answered may still be landing.
@@ -86,11 +87,11 @@ func TestInspectNodeDown(t *testing.T) {
 	for i, s := range srvs {
 		nodes[i] = redistest.NodeFor(t, "go-redis", s.Addr())
 	}
-	lk, err := quorum.New(nodes, quorum.WithDurableNodes(), quorum.WithNodeTimeout(time.Second))
+	lk, err := quorum.New(nodes, option.DurableNodes(true), option.NodeTimeout(time.Second))
 	require.NoError(t, err)
 	defer lk.Close()
 	ctx := t.Context()
-	l, err := lk.TryAcquire(ctx, "down", lease.WithTTL(5*time.Second))
+	l, err := lk.TryAcquire(ctx, "down", option.TTL(5*time.Second))
 	require.NoError(t, err)
 	defer l.Release(ctx)
 	// TryAcquire returned on a majority; let the third vote land, so
@@ -156,11 +157,11 @@ func TestSitOutReported(t *testing.T) {
 				nodes[i] = redistest.NodeFor(t, client, s.Addr())
 			}
 			const ttl = time.Second
-			lk, err := quorum.New(nodes, quorum.WithTTL(ttl))
+			lk, err := quorum.New(nodes, option.TTL(ttl))
 			require.NoError(t, err)
 			defer lk.Close()
 			// max TTL + node timeout + drift
-			sitOut := ttl + quorum.DefaultNodeTimeout + 12*time.Millisecond
+			sitOut := ttl + settings.QuorumNodeTimeout + 12*time.Millisecond
 
 			// Never voted on: each node would sit out from its first vote.
 			info, err := lk.Inspect(ctx, "k")

@@ -10,7 +10,7 @@ import (
 
 	"github.com/dlockgo/dlock/internal/testkit/redistest"
 	"github.com/dlockgo/dlock/lease"
-	"github.com/dlockgo/dlock/quorum"
+	"github.com/dlockgo/dlock/option"
 )
 
 // TestMaxTTLHeld: while the lost-data guard is on, no lock lives on any
@@ -23,18 +23,18 @@ func TestMaxTTLHeld(t *testing.T) {
 	const ttl, maxTTL = 600 * time.Millisecond, 1200 * time.Millisecond
 	forEachClient(t, func(t *testing.T, c string) {
 		srvs := redistest.StartN(t, 3)
-		lk := newLocker(t, nodesOn(t, srvs, c), quorum.WithTTL(ttl), quorum.WithMaxTTL(maxTTL))
+		lk := newLocker(t, nodesOn(t, srvs, c), option.TTL(ttl), option.MaxTTL(maxTTL))
 		touch(t, lk, srvs, maxTTL)
 		ctx := t.Context()
 
-		_, err := lk.TryAcquire(ctx, "k", lease.WithTTL(maxTTL+time.Millisecond))
+		_, err := lk.TryAcquire(ctx, "k", option.TTL(maxTTL+time.Millisecond))
 		var ae *lease.ArgError
-		if !errors.As(err, &ae) || ae.Arg != "ttl" || !errors.Is(err, lease.ErrInvalid) {
-			t.Fatalf("TryAcquire with a TTL above the max TTL: %v; want a *lease.ArgError for ttl", err)
+		if !errors.As(err, &ae) || ae.Arg != "TTL" || !errors.Is(err, lease.ErrInvalid) {
+			t.Fatalf("TryAcquire with a TTL above the max TTL: %v; want a *lease.ArgError for TTL", err)
 		}
 		require.Empty(t, lockKeysLeft(t, srvs, "k"), "locks left by the refused acquisition")
 
-		l, err := lk.TryAcquire(ctx, "k", lease.WithAutoRenew())
+		l, err := lk.TryAcquire(ctx, "k", option.AutoRenew(true))
 		require.NoError(t, err, "TryAcquire")
 		defer func() { _ = l.Release(ctx) }()
 
@@ -57,8 +57,8 @@ func TestMaxTTLHeld(t *testing.T) {
 			}
 			sample()
 			err := l.Extend(ctx, maxTTL+time.Millisecond)
-			if !errors.As(err, &ae) || ae.Arg != "ttl" || !errors.Is(err, lease.ErrInvalid) {
-				t.Fatalf("Extend above the max TTL: %v; want a *lease.ArgError for ttl", err)
+			if !errors.As(err, &ae) || ae.Arg != "TTL" || !errors.Is(err, lease.ErrInvalid) {
+				t.Fatalf("Extend above the max TTL: %v; want a *lease.ArgError for TTL", err)
 			}
 			sample()
 			// The lease renews itself meanwhile, every TTL/3.

@@ -11,8 +11,10 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/dlockgo/dlock/internal/settings"
 	"github.com/dlockgo/dlock/internal/testkit/redistest"
 	"github.com/dlockgo/dlock/lease"
+	"github.com/dlockgo/dlock/option"
 	"github.com/dlockgo/dlock/quorum"
 )
 
@@ -43,7 +45,7 @@ func keyBytes(t *testing.T, srvs []*redistest.Server, key string) []map[string]i
 func TestMemoryOneKey(t *testing.T) {
 	forEachClient(t, func(t *testing.T, c string) {
 		srvs := redistest.StartN(t, 3)
-		lk := newLocker(t, nodesOn(t, srvs, c), quorum.WithDurableNodes(), quorum.WithTTL(5*time.Second))
+		lk := newLocker(t, nodesOn(t, srvs, c), option.DurableNodes(true), option.TTL(5*time.Second))
 		ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 		defer cancel()
 		const key, workers, rounds = "hot", 4, 750
@@ -90,7 +92,7 @@ func TestMemoryOneKey(t *testing.T) {
 				t.Errorf("node %d after %d lock+unlock: %v; want only the fence counter, at most 128 bytes", i, workers*rounds, m)
 			}
 			pttl := do(t, srvs[i], "PTTL", "dlock:{"+key+"}:fence")
-			if ms, _ := strconv.ParseInt(pttl, 10, 64); ms <= 0 || ms > (5*time.Second+quorum.DefaultIdleTTL).Milliseconds() {
+			if ms, _ := strconv.ParseInt(pttl, 10, 64); ms <= 0 || ms > (5*time.Second+settings.DefaultIdleTTL).Milliseconds() {
 				t.Errorf("node %d: the counter's PTTL = %s; want it to expire within the TTL and the idle TTL", i, pttl)
 			}
 		}
@@ -104,7 +106,7 @@ func TestMemoryDistinctKeys(t *testing.T) {
 	forEachClient(t, func(t *testing.T, c string) {
 		srvs := redistest.StartN(t, 3)
 		const idle = time.Second
-		lk := newLocker(t, nodesOn(t, srvs, c), quorum.WithDurableNodes(), quorum.WithTTL(time.Second), quorum.WithIdleTTL(idle))
+		lk := newLocker(t, nodesOn(t, srvs, c), option.DurableNodes(true), option.TTL(time.Second), option.IdleTTL(idle))
 		redistest.LockOnce(t, lk, 5000, 8, func(i int) string { return "order:" + strconv.Itoa(i) })
 		for _, s := range srvs {
 			s.WaitKeysGone(t, 10*time.Second+2*idle, func(k string) bool { return strings.HasPrefix(k, "dlock:{") })

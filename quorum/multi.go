@@ -8,7 +8,9 @@ import (
 	"time"
 
 	"github.com/dlockgo/dlock/internal/acquire"
+	"github.com/dlockgo/dlock/internal/settings"
 	"github.com/dlockgo/dlock/lease"
+	"github.com/dlockgo/dlock/option"
 )
 
 // MaxKeys is the most keys one AcquireAll or TryAcquireAll takes: each
@@ -23,12 +25,12 @@ const MaxKeys = 64
 // *Error whenever the attempt failed, with each node's answer and
 // the keys joined by commas as its Key; the failed attempt leaves no key
 // of the set held on any node.
-func (lk *Locker) TryAcquireAll(ctx context.Context, keys []string, opts ...lease.Option) (*lease.Lease, error) {
-	ob := acquire.Start(lk.cfg.observer, strategy, first(keys))
+func (lk *Locker) TryAcquireAll(ctx context.Context, keys []string, opts ...option.Option) (*lease.Lease, error) {
+	ob := acquire.Start(lk.cfg.Observer, strategy, first(keys))
 	return ob.End(lk.tryAcquireAll(ctx, keys, opts))
 }
 
-func (lk *Locker) tryAcquireAll(ctx context.Context, keys []string, opts []lease.Option) (*lease.Lease, error) {
+func (lk *Locker) tryAcquireAll(ctx context.Context, keys []string, opts []option.Option) (*lease.Lease, error) {
 	o, err := lk.setOptions(ctx, keys, opts)
 	if err != nil {
 		return nil, err
@@ -40,7 +42,7 @@ func (lk *Locker) tryAcquireAll(ctx context.Context, keys []string, opts []lease
 		return nil, err
 	}
 	defer lk.wg.Done()
-	l, _, err := lk.attemptSet(ctx, newLockSet(keys, !lk.cfg.noTokens), o, nil)
+	l, _, err := lk.attemptSet(ctx, newLockSet(keys, lk.cfg.Tokens), o, nil)
 	return l, err
 }
 
@@ -70,12 +72,12 @@ func (lk *Locker) tryAcquireAll(ctx context.Context, keys []string, opts []lease
 // (its Keys lists that key). When ctx ends first, the error matches
 // ctx.Err() as Acquire's does, with the keys joined by commas as the
 // *Error's Key.
-func (lk *Locker) AcquireAll(ctx context.Context, keys []string, opts ...lease.Option) (*lease.Lease, error) {
-	ob := acquire.Start(lk.cfg.observer, strategy, first(keys))
+func (lk *Locker) AcquireAll(ctx context.Context, keys []string, opts ...option.Option) (*lease.Lease, error) {
+	ob := acquire.Start(lk.cfg.Observer, strategy, first(keys))
 	return ob.End(lk.acquireAll(ctx, keys, opts))
 }
 
-func (lk *Locker) acquireAll(ctx context.Context, keys []string, opts []lease.Option) (*lease.Lease, error) {
+func (lk *Locker) acquireAll(ctx context.Context, keys []string, opts []option.Option) (*lease.Lease, error) {
 	o, err := lk.setOptions(ctx, keys, opts)
 	if err != nil {
 		return nil, err
@@ -91,7 +93,7 @@ func (lk *Locker) acquireAll(ctx context.Context, keys []string, opts []lease.Op
 	defer cancel(nil)
 	defer context.AfterFunc(lk.closing, func() { cancel(ErrClosed) })()
 
-	ls := newLockSet(keys, !lk.cfg.noTokens)
+	ls := newLockSet(keys, lk.cfg.Tokens)
 	var wakers []*waker
 	wake := make(chan string, 1)
 	at := time.Now().UnixMicro()
@@ -148,14 +150,14 @@ func (lk *Locker) leaveSet(ctx context.Context, ls *lockSet, w *waiter, idx []in
 
 // setOptions checks the arguments of an acquisition of keys, all or
 // nothing, and returns its options.
-func (lk *Locker) setOptions(ctx context.Context, keys []string, opts []lease.Option) (lease.Options, error) {
+func (lk *Locker) setOptions(ctx context.Context, keys []string, opts []option.Option) (settings.Call, error) {
 	if err := acquire.CheckContext(ctx); err != nil {
-		return lease.Options{}, err
+		return settings.Call{}, err
 	}
 	if err := checkKeys(keys); err != nil {
-		return lease.Options{}, err
+		return settings.Call{}, err
 	}
-	return lk.options(ctx, keys[0], opts)
+	return lk.options(ctx, keys[0], lk.cfg.TTL, opts)
 }
 
 // checkKeys returns an *lease.ArgError when keys cannot name a set of

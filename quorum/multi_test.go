@@ -19,6 +19,7 @@ import (
 	"github.com/dlockgo/dlock/internal/testkit/safety"
 	"github.com/dlockgo/dlock/lease"
 	"github.com/dlockgo/dlock/node"
+	"github.com/dlockgo/dlock/option"
 	"github.com/dlockgo/dlock/quorum"
 )
 
@@ -63,7 +64,7 @@ func ownersOf(t *testing.T, srvs []*redistest.Server, key string) []string {
 // and nothing reaches the servers.
 func TestAcquireAllArgs(t *testing.T) {
 	srvs := redistest.StartN(t, 3)
-	lk := newLocker(t, nodesOn(t, srvs, "go-redis"), quorum.WithDurableNodes())
+	lk := newLocker(t, nodesOn(t, srvs, "go-redis"), option.DurableNodes(true))
 	many := make([]string, quorum.MaxKeys+1)
 	for i := range many {
 		many[i] = fmt.Sprint("k", i)
@@ -72,7 +73,7 @@ func TestAcquireAllArgs(t *testing.T) {
 		name string
 		ctx  context.Context
 		keys []string
-		opts []lease.Option
+		opts []option.Option
 		arg  string
 	}{
 		{"nil ctx", nil, []string{"a", "b"}, nil, "ctx"},
@@ -81,7 +82,7 @@ func TestAcquireAllArgs(t *testing.T) {
 		{"too many", t.Context(), many, nil, "keys"},
 		{"empty key", t.Context(), []string{"a", "", "b"}, nil, "keys[1]"},
 		{"repeated key", t.Context(), []string{"a", "b", "c", "b"}, nil, "keys[3]"},
-		{"ttl", t.Context(), []string{"a", "b"}, []lease.Option{lease.WithTTL(-time.Second)}, "ttl"},
+		{"ttl", t.Context(), []string{"a", "b"}, []option.Option{option.TTL(-time.Second)}, "TTL"},
 	}
 	for _, tc := range cases {
 		for _, try := range []bool{true, false} {
@@ -118,7 +119,7 @@ func TestAcquireAllArgs(t *testing.T) {
 func TestTryAcquireAllAllOrNothing(t *testing.T) {
 	forEachClient(t, func(t *testing.T, c string) {
 		srvs := redistest.StartN(t, 5)
-		lk := newLocker(t, nodesOn(t, srvs, c), quorum.WithDurableNodes())
+		lk := newLocker(t, nodesOn(t, srvs, c), option.DurableNodes(true))
 		ctx := t.Context()
 		keys := []string{"a", "b", "c"}
 
@@ -195,7 +196,7 @@ func TestTryAcquireAllAllOrNothing(t *testing.T) {
 func TestAcquireAllTokens(t *testing.T) {
 	forEachClient(t, func(t *testing.T, c string) {
 		srvs := redistest.StartN(t, 5)
-		lk := newLocker(t, nodesOn(t, srvs, c), quorum.WithDurableNodes())
+		lk := newLocker(t, nodesOn(t, srvs, c), option.DurableNodes(true))
 		ctx := t.Context()
 		last := map[string]fence.Token{}
 		check := func(what string, l *lease.Lease) {
@@ -244,7 +245,7 @@ func TestAcquireAllTokens(t *testing.T) {
 func TestAcquireAllOverlapping(t *testing.T) {
 	forEachClient(t, func(t *testing.T, c string) {
 		srvs := redistest.StartN(t, 5)
-		lk := newLocker(t, nodesOn(t, srvs, c), quorum.WithDurableNodes(), quorum.WithTTL(5*time.Second))
+		lk := newLocker(t, nodesOn(t, srvs, c), option.DurableNodes(true), option.TTL(5*time.Second))
 		ctx, cancel := context.WithTimeout(t.Context(), 90*time.Second)
 		defer cancel()
 		const rounds = 30
@@ -311,7 +312,7 @@ func TestAcquireAllOverlapping(t *testing.T) {
 func TestAcquireAllNodesDown(t *testing.T) {
 	forEachClient(t, func(t *testing.T, c string) {
 		srvs := redistest.StartN(t, 5)
-		lk := newLocker(t, nodesOn(t, srvs, c), quorum.WithDurableNodes())
+		lk := newLocker(t, nodesOn(t, srvs, c), option.DurableNodes(true))
 		ctx := t.Context()
 		keys := []string{"x", "y", "z"}
 		srvs[0].Kill()
@@ -352,7 +353,7 @@ func TestAcquireAllNodesDown(t *testing.T) {
 func TestAcquireAllLease(t *testing.T) {
 	forEachClient(t, func(t *testing.T, c string) {
 		srvs := redistest.StartN(t, 5)
-		lk := newLocker(t, nodesOn(t, srvs, c), quorum.WithDurableNodes(), quorum.WithTTL(10*time.Second))
+		lk := newLocker(t, nodesOn(t, srvs, c), option.DurableNodes(true), option.TTL(10*time.Second))
 		ctx := t.Context()
 		keys := []string{"p", "q", "r"}
 		// pttls returns by node the PTTL of each key's lock, for the
@@ -373,7 +374,7 @@ func TestAcquireAllLease(t *testing.T) {
 			return out
 		}
 
-		l, err := lk.TryAcquireAll(ctx, keys, lease.WithTTL(time.Second))
+		l, err := lk.TryAcquireAll(ctx, keys, option.TTL(time.Second))
 		require.NoError(t, err)
 		require.NoError(t, l.Extend(ctx, 8*time.Second))
 		// Extend returns on a majority; the other nodes follow in the
@@ -405,7 +406,7 @@ func TestAcquireAllLease(t *testing.T) {
 
 		// Auto-renewal keeps the set past its TTL; a key taken over on
 		// a majority makes the renewal fail and the lease end as lost.
-		l, err = lk.AcquireAll(ctx, keys, lease.WithTTL(600*time.Millisecond), lease.WithAutoRenew())
+		l, err = lk.AcquireAll(ctx, keys, option.TTL(600*time.Millisecond), option.AutoRenew(true))
 		require.NoError(t, err)
 		time.Sleep(1500 * time.Millisecond)
 		if err := l.Err(); err != nil {
@@ -428,7 +429,7 @@ func TestAcquireAllLease(t *testing.T) {
 		}
 
 		// Without renewal the set expires as a whole.
-		l, err = lk.TryAcquireAll(ctx, keys, lease.WithTTL(time.Second))
+		l, err = lk.TryAcquireAll(ctx, keys, option.TTL(time.Second))
 		require.NoError(t, err)
 		<-l.Done()
 		if err := l.Err(); !errors.Is(err, dlock.ErrExpired) {
@@ -445,7 +446,7 @@ func TestAcquireAllLease(t *testing.T) {
 func TestAcquireAllWithoutTokens(t *testing.T) {
 	forEachClient(t, func(t *testing.T, c string) {
 		srvs := redistest.StartN(t, 3)
-		lk := newLocker(t, nodesOn(t, srvs, c), quorum.WithDurableNodes(), quorum.WithoutTokens())
+		lk := newLocker(t, nodesOn(t, srvs, c), option.DurableNodes(true), option.Tokens(false))
 		ctx := t.Context()
 		l, err := lk.TryAcquireAll(ctx, []string{"m", "n"})
 		require.NoError(t, err)
@@ -475,7 +476,7 @@ func TestAcquireAllWithoutTokens(t *testing.T) {
 func TestAcquireAllGuard(t *testing.T) {
 	forEachClient(t, func(t *testing.T, c string) {
 		srvs := redistest.StartN(t, 3)
-		lk := newLocker(t, nodesOn(t, srvs, c), quorum.WithTTL(time.Second))
+		lk := newLocker(t, nodesOn(t, srvs, c), option.TTL(time.Second))
 		ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
 		defer cancel()
 		_, err := lk.TryAcquireAll(ctx, []string{"g", "h"})
@@ -503,7 +504,7 @@ func TestAcquireAllClientRetries(t *testing.T) {
 		drops[i] = redistest.StartDropper(t, s.Addr())
 		nodes[i] = goRedisDefault(t, drops[i].Addr())
 	}
-	lk := newLocker(t, nodes, quorum.WithDurableNodes(), quorum.WithTTL(10*time.Second))
+	lk := newLocker(t, nodes, option.DurableNodes(true), option.TTL(10*time.Second))
 	ctx := t.Context()
 	keys := []string{"u", "v", "w"}
 	for range 3 { // load the scripts: a NOSCRIPT answer is a reply too
@@ -571,7 +572,7 @@ func TestAcquireAllClientRetries(t *testing.T) {
 func TestMemorySets(t *testing.T) {
 	forEachClient(t, func(t *testing.T, c string) {
 		srvs := redistest.StartN(t, 3)
-		lk := newLocker(t, nodesOn(t, srvs, c), quorum.WithDurableNodes(), quorum.WithTTL(5*time.Second))
+		lk := newLocker(t, nodesOn(t, srvs, c), option.DurableNodes(true), option.TTL(5*time.Second))
 		ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 		defer cancel()
 		keys := []string{"s0", "s1", "s2", "s3"}

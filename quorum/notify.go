@@ -32,7 +32,7 @@ func (lk *Locker) Publish(ctx context.Context, key, message string) error {
 	var wg sync.WaitGroup
 	for i, n := range lk.nodes {
 		wg.Go(func() {
-			nctx, cancel := context.WithTimeout(ctx, lk.nodeTimeout(lk.cfg.ttl))
+			nctx, cancel := context.WithTimeout(ctx, lk.nodeTimeout(lk.cfg.TTL))
 			defer cancel()
 			if _, err := n.Eval(nctx, notice.Script, keys, message); err != nil {
 				errs[i] = fmt.Errorf("%s: %w", lk.names[i], err)
@@ -81,7 +81,7 @@ func (lk *Locker) Watch(ctx context.Context, key string) (<-chan string, func(),
 	settled := make(chan error, len(lk.nodes))
 	for i, nd := range lk.nodes {
 		lk.wg.Go(func() {
-			sctx, cancelSub := context.WithTimeout(wctx, lk.cleanupTimeout(lk.cfg.ttl))
+			sctx, cancelSub := context.WithTimeout(wctx, lk.cleanupTimeout(lk.cfg.TTL))
 			msgs, unsub, err := nd.Subscribe(sctx, channel)
 			cancelSub()
 			if err != nil {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/dlockgo/dlock/internal/testkit/redistest"
 	"github.com/dlockgo/dlock/lease"
+	"github.com/dlockgo/dlock/option"
 	"github.com/dlockgo/dlock/quorum"
 )
 
@@ -39,7 +40,7 @@ func receiveAll(t *testing.T, msgs <-chan string, want string) []string {
 func TestNotify(t *testing.T) {
 	forEachClient(t, func(t *testing.T, client string) {
 		srvs := redistest.StartN(t, 5)
-		lk := newLocker(t, nodesOn(t, srvs, client), quorum.WithDurableNodes())
+		lk := newLocker(t, nodesOn(t, srvs, client), option.DurableNodes(true))
 		ctx := t.Context()
 		msgs, stop, err := lk.Watch(ctx, "news")
 		require.NoError(t, err, "Watch")
@@ -89,7 +90,7 @@ func TestNotify(t *testing.T) {
 
 func TestNotifyArgs(t *testing.T) {
 	srvs := redistest.StartN(t, 3)
-	lk := newLocker(t, nodesOn(t, srvs, "go-redis"), quorum.WithDurableNodes())
+	lk := newLocker(t, nodesOn(t, srvs, "go-redis"), option.DurableNodes(true))
 	var nilCtx context.Context // what the test is about; a literal nil would draw a lint
 	if err := lk.Publish(nilCtx, "k", "m"); !errors.Is(err, lease.ErrInvalid) {
 		t.Errorf("Publish(nil ctx): %v; want ErrInvalid", err)
@@ -115,8 +116,8 @@ func TestNotifyNodeTimeoutIsNotADeadline(t *testing.T) {
 		// Each call on clients of its own: a go-redis (RESP3) call that
 		// follows a timed-out one on a stopped server may block past its
 		// ctx, reading pending pushes.
-		lk := newLocker(t, nodesOn(t, srvs, client), quorum.WithDurableNodes())
-		wlk := newLocker(t, nodesOn(t, srvs, client), quorum.WithDurableNodes())
+		lk := newLocker(t, nodesOn(t, srvs, client), option.DurableNodes(true))
+		wlk := newLocker(t, nodesOn(t, srvs, client), option.DurableNodes(true))
 		require.NoError(t, wlk.Publish(t.Context(), "warm", "m"), "Publish before the pause")
 		for _, s := range srvs[2:] {
 			resume := s.PauseOnce()

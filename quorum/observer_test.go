@@ -13,6 +13,7 @@ import (
 	"github.com/dlockgo/dlock/internal/testkit/redistest"
 	"github.com/dlockgo/dlock/lease"
 	"github.com/dlockgo/dlock/observe"
+	"github.com/dlockgo/dlock/option"
 	"github.com/dlockgo/dlock/quorum"
 )
 
@@ -52,11 +53,11 @@ func TestObserver(t *testing.T) {
 		srvs := redistest.StartN(t, 5)
 		nodes := nodesOn(t, srvs, c)
 		rec := &events.Recorder{}
-		lk := newLocker(t, nodes, quorum.WithDurableNodes(), quorum.WithTTL(time.Second), quorum.WithObserver(rec))
+		lk := newLocker(t, nodes, option.DurableNodes(true), option.TTL(time.Second), option.Observer(rec))
 		ctx := t.Context()
 
 		// A grant, with auto-renewal: it renews, then is released.
-		l, err := lk.TryAcquire(ctx, "obs", lease.WithAutoRenew())
+		l, err := lk.TryAcquire(ctx, "obs", option.AutoRenew(true))
 		require.NoError(t, err)
 		votes := acquisition(t, rec.Take(), "obs", nil)
 		ok := 0
@@ -77,7 +78,7 @@ func TestObserver(t *testing.T) {
 		}
 
 		// A lease whose lock vanishes is lost at its next renewal.
-		l, err = lk.TryAcquire(ctx, "gone", lease.WithAutoRenew())
+		l, err = lk.TryAcquire(ctx, "gone", option.AutoRenew(true))
 		require.NoError(t, err)
 		time.Sleep(50 * time.Millisecond) // let the slowest votes land
 		for _, s := range srvs {
@@ -138,7 +139,7 @@ func TestObserver(t *testing.T) {
 func TestObserverLostData(t *testing.T) {
 	srvs := redistest.StartN(t, 3)
 	rec := &events.Recorder{}
-	lk := newLocker(t, nodesOn(t, srvs, "go-redis"), quorum.WithTTL(time.Second), quorum.WithObserver(rec))
+	lk := newLocker(t, nodesOn(t, srvs, "go-redis"), option.TTL(time.Second), option.Observer(rec))
 	for start := time.Now(); ; {
 		_, err := lk.TryAcquire(t.Context(), "fresh")
 		votes := acquisition(t, rec.Take(), "fresh", err)

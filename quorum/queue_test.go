@@ -16,6 +16,7 @@ import (
 	"github.com/dlockgo/dlock/internal/testkit/redistest"
 	"github.com/dlockgo/dlock/lease"
 	"github.com/dlockgo/dlock/node"
+	"github.com/dlockgo/dlock/option"
 	"github.com/dlockgo/dlock/quorum"
 )
 
@@ -110,7 +111,7 @@ func TestQueueFIFOQuorum(t *testing.T) {
 		ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 		defer cancel()
 		srvs := redistest.StartN(t, 3)
-		opts := []quorum.Option{quorum.WithDurableNodes(), quorum.WithTTL(5 * time.Second)}
+		opts := []option.Option{option.DurableNodes(true), option.TTL(5 * time.Second)}
 		lk := newLocker(t, nodesOn(t, srvs, c), opts...)
 		const key, n = "fifo", 5
 		held := holdEverywhere(t, lk, srvs, key)
@@ -194,7 +195,7 @@ func TestTryAcquireRespectsQueueQuorum(t *testing.T) {
 	forEachClient(t, func(t *testing.T, c string) {
 		ctx := t.Context()
 		srvs := redistest.StartN(t, 3)
-		lk := newLocker(t, nodesOn(t, srvs, c), quorum.WithDurableNodes())
+		lk := newLocker(t, nodesOn(t, srvs, c), option.DurableNodes(true))
 		const key = "respect"
 		for _, s := range srvs {
 			// A head that is alive but has not attempted again yet.
@@ -233,7 +234,7 @@ func TestQueueDeadWaiter(t *testing.T) {
 		ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 		defer cancel()
 		srvs := redistest.StartN(t, 3)
-		opts := []quorum.Option{quorum.WithDurableNodes(), quorum.WithTTL(5 * time.Second)}
+		opts := []option.Option{option.DurableNodes(true), option.TTL(5 * time.Second)}
 		lk := newLocker(t, nodesOn(t, srvs, c), opts...)
 		const key = "dead"
 		held := holdEverywhere(t, lk, srvs, key)
@@ -246,7 +247,7 @@ func TestQueueDeadWaiter(t *testing.T) {
 			proxies[i] = redistest.StartProxy(t, s.Addr())
 			nodes[i] = redistest.NodeFor(t, c, proxies[i].Addr())
 		}
-		dead := newLocker(t, nodes, append(opts, quorum.WithRetry(lease.Retry{Min: 5 * time.Millisecond, Max: time.Second}))...)
+		dead := newLocker(t, nodes, append(opts, option.Retry(5*time.Millisecond, time.Second))...)
 		deadCtx, deadCancel := context.WithCancel(ctx)
 		defer deadCancel()
 		deadErr := make(chan error, 1)

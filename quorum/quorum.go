@@ -1,4 +1,4 @@
-// Package redlock is the quorum strategy: the Redlock algorithm across N
+// Package quorum is the quorum strategy: the Redlock algorithm across N
 // independent Redis or Valkey masters (no replication between them), with a
 // fencing token ordered across the quorum and a guard against nodes that
 // lost their data.
@@ -9,7 +9,7 @@
 // nodes is reachable. An even N is wasteful: 4 nodes tolerate one failure,
 // as 3 do.
 //
-// Unless WithoutTokens is given, an acquisition runs in two phases: phase 1
+// Unless option.Tokens(false) is given, an acquisition runs in two phases: phase 1
 // sets the lock on every node and reads each node's fence counter; the
 // token is max(counters read)+1, floored at the lower median of the
 // voters' clocks in µs; phase 2 commits it on the voters where this owner
@@ -23,10 +23,10 @@
 // or may have lost its data and the server process (run_id) that stamped
 // it. A restarted node (empty, or restored from an RDB snapshot or an AOF
 // synced every second) or a flushed one does not vote until the maximum
-// TTL (WithMaxTTL), plus the node timeout and the drift margin, has passed
+// TTL (option.MaxTTL), plus the node timeout and the drift margin, has passed
 // since, and then only once its fence counters are repaired, node-wide,
 // from the other nodes' high-water marks (see repairs). A fresh deployment
-// waits one maximum TTL; WithDurableNodes declares nodes that never lose an
+// waits one maximum TTL; option.DurableNodes declares nodes that never lose an
 // acknowledged write and turns the guard off. The guard reads INFO at the
 // first vote of each server process: the servers must be Redis 7.0 or later
 // (or Valkey) and let the clients' user run INFO.
@@ -35,7 +35,7 @@
 // noeviction; scripts are safe to run twice, as a client that re-sends a
 // command after a lost reply runs them; what a node keeps for a key is
 // bounded by the key's live owners and waiters, or expires (the counter,
-// WithIdleTTL after its last lease). docs/quorum.md has the keys, the
+// option.IdleTTL after its last lease). docs/quorum.md has the keys, the
 // scripts, the timing and the fault-by-fault promises.
 package quorum
 
@@ -43,7 +43,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -52,24 +51,10 @@ import (
 	"time"
 
 	"github.com/dlockgo/dlock/internal/acquire"
-	"github.com/dlockgo/dlock/internal/leasing"
+	"github.com/dlockgo/dlock/internal/settings"
 	"github.com/dlockgo/dlock/lease"
 	"github.com/dlockgo/dlock/node"
-	"github.com/dlockgo/dlock/observe"
-)
-
-// Defaults of a Locker's options.
-const (
-	DefaultTTL = 30 * time.Second
-	// DefaultNodeTimeout is the least node timeout by default: without
-	// WithNodeTimeout, each acquisition bounds its calls to one node by
-	// max(DefaultNodeTimeout, TTL/50), 600 ms for the default TTL. A
-	// fixed 50 ms failed about 1% of attempts with 64 concurrent callers
-	// on a loaded two-core machine; TTL/50 stays small next to the TTL.
-	DefaultNodeTimeout = 50 * time.Millisecond
-	// DefaultIdleTTL is how long a key's fence counter outlives the last
-	// lease on it by default (see WithIdleTTL).
-	DefaultIdleTTL = time.Minute
+	"github.com/dlockgo/dlock/option"
 )
 
 // ErrClosed is returned by a Locker's methods after Close.
@@ -101,90 +86,12 @@ var errCounterAhead = errors.New("quorum: fence counter moved ahead")
 // give: an error, never a commit.
 var errBadCommit = errors.New("quorum: unexpected commit reply")
 
-// Option configures a Locker.
-type Option func(*config)
-
-type config struct {
-	ttl            time.Duration
-	drift          float64
-	nodeTimeout    time.Duration
-	nodeTimeoutSet bool
-	retry          lease.Retry
-	noTokens       bool
-	guard          bool
-	maxTTL         time.Duration
-	idle           time.Duration // < 0: for ever
-	observer       observe.Observer
-	reporter       leasing.Reporter // of observer
-}
-
-// WithTTL sets the default TTL of a lease; lease.WithTTL overrides it per
-// acquisition. Default DefaultTTL.
-func WithTTL(ttl time.Duration) Option { return func(c *config) { c.ttl = ttl } }
-
-// WithDriftFactor sets the share of the TTL given up to clock drift, in
-// [0, 0.5), on top of 2 ms, the granularity of the servers' expiry. Default
-// 0.01.
-func WithDriftFactor(f float64) Option { return func(c *config) { c.drift = f } }
-
-// WithNodeTimeout bounds each call to one node. It must be small next to
-// the TTL (below half of it): a slow node is left behind, not waited for.
-// Default: max(DefaultNodeTimeout, TTL/50) of each lease's TTL.
-func WithNodeTimeout(d time.Duration) Option {
-	return func(c *config) { c.nodeTimeout, c.nodeTimeoutSet = d, true }
-}
-
-// WithRetry sets how Acquire paces its attempts by default; lease.WithRetry
-// overrides it per acquisition.
-func WithRetry(r lease.Retry) Option { return func(c *config) { c.retry = r } }
-
-// WithoutTokens makes acquisition the plain one-phase Redlock: faster, but
-// leases carry no fencing token (Token 0, Fenced false).
-func WithoutTokens() Option { return func(c *config) { c.noTokens = true } }
-
-// WithDurableNodes declares that no node ever loses an acknowledged write
-// (AOF with appendfsync always, and no flush): the lost-data guard is off,
-// so fresh nodes vote at once, with no sit-out and no repair. On nodes
-// that do lose writes (a restart from an RDB snapshot or an AOF synced
-// every second, or without persistence) a restarted node may then grant a
-// lock that is still held, and hand out a token already issued.
-func WithDurableNodes() Option { return func(c *config) { c.guard = false } }
-
-// WithIdleTTL sets how long a key's fence counter outlives the last lease
-// on it: d after the end of the lease granted or extended last, the
-// counter expires on each node. A key locked again later gets tokens from
-// the clock floor (the lower median of its voters' clocks in µs), so they
-// still rise as long as those clocks do not step back past the tokens
-// issued before. Zero selects DefaultIdleTTL (a minute); a negative d keeps
-// every counter for ever, one per key ever locked. Without tokens there is
-// no counter, and d does not matter.
-func WithIdleTTL(d time.Duration) Option { return func(c *config) { c.idle = d } }
-
-// WithMaxTTL sets how long a node that lost its data sits out. It must be at
-// least every TTL this Locker's leases use, including per-acquisition
-// lease.WithTTL and Extend: acquisitions and extensions with a longer TTL
-// are refused with an *lease.ArgError while the guard is on. Default: the
-// TTL of WithTTL.
-func WithMaxTTL(d time.Duration) Option { return func(c *config) { c.maxTTL = d } }
-
-// WithObserver makes the Locker report every acquisition to o: an
-// AcquireStarted event, one Vote event per node answer of each attempt's
-// first phase (Outcome "ok" for a vote that counts, "taken", "error",
-// "timeout" or "sits_out"; Wait is the node's round trip), and an
-// AcquireEnded event whose Wait is the time to the outcome (for Acquire,
-// the whole wait) and whose Err is the error returned. Every lease it grants
-// reports its renewals, its loss and its release. Events carry Strategy
-// "quorum". o is called synchronously, from the goroutines of concurrent
-// acquisitions at once, and must not block. With a nil o (the default)
-// nothing is reported and no Event is built.
-func WithObserver(o observe.Observer) Option { return func(c *config) { c.observer = o } }
-
 // Locker grants leases on keys by majority of its nodes. Its methods are
 // safe for concurrent use.
 type Locker struct {
 	nodes  []node.Node
 	names  []string
-	cfg    config
+	cfg    settings.Locker
 	sitOut time.Duration               // how long after its epoch a node does not vote (see New)
 	queues [][workersPerNode]chan call // per node, a lane per worker (see lane)
 
@@ -207,19 +114,29 @@ type Locker struct {
 
 // New returns a Locker over nodes, which it uses but does not own: Close
 // leaves them open. Every node must be a distinct, independent server.
-// Bad arguments are reported as a *lease.ArgError.
-func New(nodes []node.Node, opts ...Option) (*Locker, error) {
-	cfg := config{
-		ttl:   DefaultTTL,
-		drift: acquire.DefaultDriftFactor,
-		guard: true,
-	}
-
-	for _, o := range opts {
-		if o != nil {
-			o(&cfg)
-		}
-	}
+// opts may set option.TTL, IdleTTL, Retry, DriftFactor, Observer,
+// DurableNodes, NodeTimeout, MaxTTL and Tokens. Bad arguments, and options
+// that do not apply, are reported as a *lease.ArgError.
+//
+// NodeTimeout must be small next to the TTL (below half of it): a slow
+// node is left behind, not waited for. MaxTTL must be at least every TTL
+// this Locker's leases use, per call and in Extend: longer ones are
+// refused while the lost-data guard is on. IdleTTL is how long a key's
+// fence counter outlives the last lease on it on each node; a key locked
+// again later gets tokens from the clock floor (the lower median of its
+// voters' clocks in µs). Without tokens there is no counter, and IdleTTL
+// does not matter.
+//
+// With an Observer, the Locker reports every acquisition: an
+// AcquireStarted event, one Vote event per node answer of each attempt's
+// first phase (Outcome "ok" for a vote that counts, "taken", "error",
+// "timeout" or "sits_out"; Wait is the node's round trip), and an
+// AcquireEnded event whose Wait is the time to the outcome (for Acquire,
+// the whole wait) and whose Err is the error returned. Every lease it
+// grants reports its renewals, its loss and its release. Events carry
+// Strategy "quorum". The Observer is called from the goroutines of
+// concurrent acquisitions at once.
+func New(nodes []node.Node, opts ...option.Option) (*Locker, error) {
 	if len(nodes) == 0 {
 		return nil, &lease.ArgError{Arg: "nodes", Value: len(nodes), Rule: "must hold at least one node"}
 	}
@@ -230,49 +147,23 @@ func New(nodes []node.Node, opts ...Option) (*Locker, error) {
 		}
 		names[i] = n.String()
 	}
-	if err := acquire.CheckDriftFactor(cfg.drift); err != nil {
+	cfg, err := settings.New(settings.Quorum, opts)
+	if err != nil {
 		return nil, err
 	}
-	if err := acquire.CheckTTL(cfg.ttl, cfg.drift); err != nil {
-		return nil, err
-	}
-	if err := cfg.retry.Check(); err != nil {
-		return nil, err
-	}
-	if cfg.nodeTimeoutSet && cfg.nodeTimeout <= 0 {
-		return nil, &lease.ArgError{Arg: "node timeout", Value: cfg.nodeTimeout, Rule: "must be > 0"}
-	}
-	if cfg.maxTTL == 0 {
-		cfg.maxTTL = cfg.ttl
-	}
-	if cfg.idle == 0 {
-		cfg.idle = DefaultIdleTTL
-	}
-	if cfg.maxTTL < 0 {
-		return nil, &lease.ArgError{Arg: "max TTL", Value: cfg.maxTTL, Rule: "must be > 0"}
-	}
-	cfg.reporter = acquire.Reporter(cfg.observer)
 	lk := &Locker{nodes: nodes, names: names, cfg: cfg}
-	// The sit-out adds the node timeout and the drift margin to the max
-	// TTL: a sum past the largest Duration turned negative, and the
-	// lost-data guard then never sat a node out.
-	if !sumFits(cfg.maxTTL, lk.nodeTimeout(cfg.maxTTL), acquire.Drift(cfg.maxTTL, cfg.drift)) {
-		return nil, &lease.ArgError{Arg: "max TTL", Value: cfg.maxTTL,
-			Rule: "must leave room for the node timeout and the drift margin within a time.Duration (the sit-out)"}
-	}
 	// A node that lost its data sits out the max TTL, by its own clock,
 	// and then the node timeout and the drift margin more: the repair
 	// reads the other nodes' marks in the same fan-out as the node's own
 	// vote, and those may be read up to a node timeout before it, so the
 	// margin keeps every commit of an acquisition in flight at the loss
-	// before the read (see repairs).
-	lk.sitOut = cfg.maxTTL + lk.nodeTimeout(cfg.maxTTL) + acquire.Drift(cfg.maxTTL, cfg.drift)
+	// before the read (see repairs). settings.New refused a sum past the
+	// largest Duration, which turned negative: the lost-data guard then
+	// never sat a node out.
+	lk.sitOut = cfg.MaxTTL + lk.nodeTimeout(cfg.MaxTTL) + acquire.Drift(cfg.MaxTTL, cfg.Drift)
 	lk.closing, lk.close = context.WithCancelCause(context.Background())
-	if err := lk.checkTTL(cfg.ttl); err != nil {
-		return nil, err
-	}
 	lk.rounds.New = func() any { return lk.newRound() }
-	lk.args = argStrings{ttl: strconvMs(cfg.ttl), keep: strconvMs(cfg.ttl + cfg.idle), gone: lk.goneKeep()}
+	lk.args = argStrings{ttl: strconvMs(cfg.TTL), keep: strconvMs(cfg.TTL + cfg.IdleTTL), gone: lk.goneKeep()}
 	lk.busy = make([]atomic.Int32, len(nodes))
 	lk.every = make([]int, len(nodes))
 	for i := range lk.every {
@@ -283,57 +174,21 @@ func New(nodes []node.Node, opts ...Option) (*Locker, error) {
 }
 
 // nodeTimeout returns the bound of one call to a node, for leases of ttl.
-func (lk *Locker) nodeTimeout(ttl time.Duration) time.Duration {
-	if lk.cfg.nodeTimeout > 0 {
-		return lk.cfg.nodeTimeout
-	}
-	return max(DefaultNodeTimeout, ttl/50)
-}
+func (lk *Locker) nodeTimeout(ttl time.Duration) time.Duration { return lk.cfg.NodeTimeoutFor(ttl) }
 
 // Quorum returns the number of nodes that must agree: N/2+1.
 func (lk *Locker) Quorum() int { return len(lk.nodes)/2 + 1 }
 
-// sumFits reports whether the sum of the non-negative ds is at most the
-// largest Duration.
-func sumFits(ds ...time.Duration) bool {
-	var sum time.Duration
-	for _, d := range ds {
-		if d > math.MaxInt64-sum {
-			return false
-		}
-		sum += d
+// options checks a call's context and key and resolves its opts, a TTL
+// of ttl when they set none.
+func (lk *Locker) options(ctx context.Context, key string, ttl time.Duration, opts []option.Option) (settings.Call, error) {
+	if err := acquire.CheckContext(ctx); err != nil {
+		return settings.Call{}, err
 	}
-	return true
-}
-
-// checkTTL refuses a TTL the Locker cannot serve safely.
-func (lk *Locker) checkTTL(ttl time.Duration) error {
-	if err := acquire.CheckTTL(ttl, lk.cfg.drift); err != nil {
-		return err
+	if err := acquire.CheckKey(key); err != nil {
+		return settings.Call{}, err
 	}
-	if lk.cfg.idle > 0 && !sumFits(ttl, lk.cfg.idle) {
-		// The fence counter is kept ttl plus the idle TTL: a sum past
-		// the largest Duration turned negative, refused by the servers.
-		return &lease.ArgError{Arg: "ttl", Value: ttl,
-			Rule: "must leave room for the idle TTL (" + lk.cfg.idle.String() + ") within a time.Duration"}
-	}
-	if lk.nodeTimeout(ttl) >= ttl/2 {
-		return &lease.ArgError{Arg: "node timeout", Value: lk.nodeTimeout(ttl),
-			Rule: "must be below half the TTL (" + ttl.String() + ")"}
-	}
-	if lk.cfg.guard && ttl > lk.cfg.maxTTL {
-		return &lease.ArgError{Arg: "ttl", Value: ttl,
-			Rule: "must not exceed the max TTL (" + lk.cfg.maxTTL.String() + ") the lost-data guard waits out"}
-	}
-	return nil
-}
-
-func (lk *Locker) options(ctx context.Context, key string, opts []lease.Option) (lease.Options, error) {
-	o, changed, err := acquire.Options(ctx, key, lease.Options{TTL: lk.cfg.ttl, Retry: lk.cfg.retry}, opts)
-	if err == nil && changed {
-		err = lk.checkTTL(o.TTL)
-	}
-	return o, err
+	return lk.cfg.CallFrom(ttl, opts)
 }
 
 // begin registers an operation, so Close waits for it and for the
@@ -372,7 +227,7 @@ func (lk *Locker) Close() error {
 		lk.stopWorkers()
 		close(done)
 	}()
-	t := time.NewTimer(lk.cleanupTimeout(max(lk.cfg.ttl, lk.cfg.maxTTL)) + time.Second)
+	t := time.NewTimer(lk.cleanupTimeout(max(lk.cfg.TTL, lk.cfg.MaxTTL)) + time.Second)
 	defer t.Stop()
 	select {
 	case <-done:

@@ -21,6 +21,7 @@ import (
 	"github.com/dlockgo/dlock/lease"
 	"github.com/dlockgo/dlock/node"
 	"github.com/dlockgo/dlock/observe"
+	"github.com/dlockgo/dlock/option"
 	"github.com/dlockgo/dlock/quorum"
 )
 
@@ -59,9 +60,9 @@ func nodesOn(t *testing.T, srvs []*redistest.Server, client string) []node.Node 
 // slower than that.
 const testNodeTimeout = 250 * time.Millisecond
 
-func newLocker(t *testing.T, nodes []node.Node, opts ...quorum.Option) *quorum.Locker {
+func newLocker(t *testing.T, nodes []node.Node, opts ...option.Option) *quorum.Locker {
 	t.Helper()
-	lk, err := quorum.New(nodes, append([]quorum.Option{quorum.WithNodeTimeout(testNodeTimeout)}, opts...)...)
+	lk, err := quorum.New(nodes, append([]option.Option{option.NodeTimeout(testNodeTimeout)}, opts...)...)
 	require.NoError(t, err, "New")
 	t.Cleanup(func() { _ = lk.Close() })
 	return lk
@@ -160,22 +161,22 @@ func TestNewArgs(t *testing.T) {
 	cases := []struct {
 		name  string
 		nodes []node.Node
-		opts  []quorum.Option
+		opts  []option.Option
 	}{
 		{"no nodes", nil, nil},
 		{"nil node", []node.Node{n, nil}, nil},
-		{"node timeout vs TTL", []node.Node{n}, []quorum.Option{quorum.WithTTL(time.Second), quorum.WithNodeTimeout(500 * time.Millisecond)}},
-		{"zero node timeout", []node.Node{n}, []quorum.Option{quorum.WithNodeTimeout(-1)}},
-		{"negative TTL", []node.Node{n}, []quorum.Option{quorum.WithTTL(-time.Second)}},
-		{"drift factor", []node.Node{n}, []quorum.Option{quorum.WithDriftFactor(0.7)}},
-		{"TTL above max TTL", []node.Node{n}, []quorum.Option{quorum.WithTTL(2 * time.Second), quorum.WithMaxTTL(time.Second)}},
-		{"retry", []node.Node{n}, []quorum.Option{quorum.WithRetry(lease.Retry{Min: time.Second})}},
+		{"node timeout vs TTL", []node.Node{n}, []option.Option{option.TTL(time.Second), option.NodeTimeout(500 * time.Millisecond)}},
+		{"zero node timeout", []node.Node{n}, []option.Option{option.NodeTimeout(-1)}},
+		{"negative TTL", []node.Node{n}, []option.Option{option.TTL(-time.Second)}},
+		{"drift factor", []node.Node{n}, []option.Option{option.DriftFactor(0.7)}},
+		{"TTL above max TTL", []node.Node{n}, []option.Option{option.TTL(2 * time.Second), option.MaxTTL(time.Second)}},
+		{"retry", []node.Node{n}, []option.Option{option.Retry(time.Second, 0)}},
 		// Sums past the largest Duration: the sit-out of the lost-data
 		// guard (it turned negative: no node ever sat out), and the TTL
 		// plus the idle TTL a fence counter is kept.
-		{"max TTL overflows the sit-out", []node.Node{n}, []quorum.Option{quorum.WithMaxTTL(math.MaxInt64)}},
-		{"TTL overflows the sit-out", []node.Node{n}, []quorum.Option{quorum.WithTTL(math.MaxInt64 - time.Hour)}},
-		{"TTL plus idle TTL overflows", []node.Node{n}, []quorum.Option{quorum.WithTTL(math.MaxInt64 - time.Second), quorum.WithDurableNodes()}},
+		{"max TTL overflows the sit-out", []node.Node{n}, []option.Option{option.MaxTTL(math.MaxInt64)}},
+		{"TTL overflows the sit-out", []node.Node{n}, []option.Option{option.TTL(math.MaxInt64 - time.Hour)}},
+		{"TTL plus idle TTL overflows", []node.Node{n}, []option.Option{option.TTL(math.MaxInt64 - time.Second), option.DurableNodes(true)}},
 	}
 	for _, tc := range cases {
 		_, err := quorum.New(tc.nodes, tc.opts...)
@@ -184,16 +185,16 @@ func TestNewArgs(t *testing.T) {
 			t.Errorf("%s: err = %v; want *lease.ArgError", tc.name, err)
 		}
 	}
-	lk := newLocker(t, []node.Node{n}, quorum.WithTTL(time.Second), quorum.WithDurableNodes())
+	lk := newLocker(t, []node.Node{n}, option.TTL(time.Second), option.DurableNodes(true))
 	ctx := t.Context()
 	if _, err := lk.TryAcquire(ctx, ""); !errors.Is(err, lease.ErrInvalid) {
 		t.Errorf("empty key: err = %v; want ErrInvalid", err)
 	}
-	if _, err := lk.TryAcquire(ctx, "k", lease.WithTTL(80*time.Millisecond)); !errors.Is(err, lease.ErrInvalid) {
+	if _, err := lk.TryAcquire(ctx, "k", option.TTL(80*time.Millisecond)); !errors.Is(err, lease.ErrInvalid) {
 		t.Errorf("TTL below twice the node timeout: err = %v; want ErrInvalid", err)
 	}
-	guarded := newLocker(t, []node.Node{n}, quorum.WithTTL(time.Second))
-	if _, err := guarded.TryAcquire(ctx, "k", lease.WithTTL(2*time.Second)); !errors.Is(err, lease.ErrInvalid) {
+	guarded := newLocker(t, []node.Node{n}, option.TTL(time.Second))
+	if _, err := guarded.TryAcquire(ctx, "k", option.TTL(2*time.Second)); !errors.Is(err, lease.ErrInvalid) {
 		t.Errorf("TTL above max TTL: err = %v; want ErrInvalid", err)
 	}
 }
@@ -203,7 +204,7 @@ func TestAcquireExtendRelease(t *testing.T) {
 		t.Run(c, func(t *testing.T) {
 			t.Parallel()
 			srvs := redistest.StartN(t, 5)
-			lk := newLocker(t, nodesOn(t, srvs, c), quorum.WithDurableNodes(), quorum.WithTTL(5*time.Second))
+			lk := newLocker(t, nodesOn(t, srvs, c), option.DurableNodes(true), option.TTL(5*time.Second))
 			ctx := t.Context()
 			l, err := lk.TryAcquire(ctx, "k")
 			if err != nil {
@@ -267,7 +268,7 @@ func TestAcquireExtendRelease(t *testing.T) {
 func TestWithoutTokens(t *testing.T) {
 	forEachClient(t, func(t *testing.T, c string) {
 		srvs := redistest.StartN(t, 3)
-		lk := newLocker(t, nodesOn(t, srvs, c), quorum.WithDurableNodes(), quorum.WithoutTokens(), quorum.WithTTL(2*time.Second))
+		lk := newLocker(t, nodesOn(t, srvs, c), option.DurableNodes(true), option.Tokens(false), option.TTL(2*time.Second))
 		l, err := lk.TryAcquire(t.Context(), "k")
 		require.NoError(t, err)
 		if l.Token() != 0 || l.Fenced() {
@@ -287,7 +288,7 @@ func TestRaceOneWinner(t *testing.T) {
 	for _, c := range append(slices.Clone(redistest.Clients), mixed) {
 		t.Run(c, func(t *testing.T) {
 			srvs := redistest.StartN(t, 5)
-			lk := newLocker(t, nodesOn(t, srvs, c), quorum.WithDurableNodes(), quorum.WithTTL(10*time.Second))
+			lk := newLocker(t, nodesOn(t, srvs, c), option.DurableNodes(true), option.TTL(10*time.Second))
 			ctx, cancel := context.WithTimeout(t.Context(), 8*time.Second)
 			defer cancel()
 			var (
@@ -335,7 +336,7 @@ func TestTokensIncrease(t *testing.T) {
 		t.Run(c, func(t *testing.T) {
 			t.Parallel()
 			srvs := redistest.StartN(t, 5)
-			lk := newLocker(t, nodesOn(t, srvs, c), quorum.WithDurableNodes(), quorum.WithTTL(5*time.Second))
+			lk := newLocker(t, nodesOn(t, srvs, c), option.DurableNodes(true), option.TTL(5*time.Second))
 			ctx := t.Context()
 			var last fence.Token
 			start := time.Now()
@@ -361,7 +362,7 @@ func TestTokensIncrease(t *testing.T) {
 func TestTwoOfFiveDead(t *testing.T) {
 	forEachClient(t, func(t *testing.T, c string) {
 		srvs := redistest.StartN(t, 5)
-		lk := newLocker(t, nodesOn(t, srvs, c), quorum.WithDurableNodes(), quorum.WithTTL(2*time.Second))
+		lk := newLocker(t, nodesOn(t, srvs, c), option.DurableNodes(true), option.TTL(2*time.Second))
 		srvs[1].Kill()
 		srvs[3].Kill()
 		ctx := t.Context()
@@ -387,7 +388,7 @@ func TestThreeOfFiveDead(t *testing.T) {
 	forEachClient(t, func(t *testing.T, c string) {
 		srvs := redistest.StartN(t, 5)
 		const ttl = 2 * time.Second
-		lk := newLocker(t, nodesOn(t, srvs, c), quorum.WithDurableNodes(), quorum.WithTTL(ttl))
+		lk := newLocker(t, nodesOn(t, srvs, c), option.DurableNodes(true), option.TTL(ttl))
 		dead := []int{0, 2, 3}
 		for _, i := range dead {
 			srvs[i].Kill()
@@ -437,7 +438,7 @@ func TestPausedNode(t *testing.T) {
 	forEachClient(t, func(t *testing.T, c string) {
 		srvs := redistest.StartN(t, 5)
 		const ttl = time.Second
-		lk := newLocker(t, nodesOn(t, srvs, c), quorum.WithDurableNodes(), quorum.WithTTL(ttl))
+		lk := newLocker(t, nodesOn(t, srvs, c), option.DurableNodes(true), option.TTL(ttl))
 		ctx := t.Context()
 		// Connections are open before the pause, as in a running service.
 		l, err := lk.TryAcquire(ctx, "warm")
@@ -483,8 +484,8 @@ func TestValidityExhausted(t *testing.T) {
 		// timeout); the commit that follows is not waited for past the
 		// 1458ms of validity left, and could not answer within it.
 		const ttl = 6 * time.Second
-		lk := newLocker(t, nodes, quorum.WithDurableNodes(), quorum.WithTTL(ttl),
-			quorum.WithDriftFactor(0.49), quorum.WithNodeTimeout(2990*time.Millisecond))
+		lk := newLocker(t, nodes, option.DurableNodes(true), option.TTL(ttl),
+			option.DriftFactor(0.49), option.NodeTimeout(2990*time.Millisecond))
 		ctx := t.Context()
 		// Open the connections and load every script first, so each call
 		// below is one round trip.
@@ -528,7 +529,7 @@ func TestValidityExhausted(t *testing.T) {
 func TestForcedViolationTokens(t *testing.T) {
 	forEachClient(t, func(t *testing.T, c string) {
 		srvs := redistest.StartN(t, 5)
-		lk := newLocker(t, nodesOn(t, srvs, c), quorum.WithDurableNodes(), quorum.WithTTL(5*time.Second))
+		lk := newLocker(t, nodesOn(t, srvs, c), option.DurableNodes(true), option.TTL(5*time.Second))
 		ctx := t.Context()
 		a, err := lk.TryAcquire(ctx, "k")
 		require.NoError(t, err)
@@ -557,8 +558,8 @@ func TestForcedViolationTokens(t *testing.T) {
 func TestAcquireWaitsForRelease(t *testing.T) {
 	forEachClient(t, func(t *testing.T, c string) {
 		srvs := redistest.StartN(t, 5)
-		lk := newLocker(t, nodesOn(t, srvs, c), quorum.WithDurableNodes(), quorum.WithTTL(10*time.Second),
-			quorum.WithRetry(lease.Retry{Min: time.Second, Max: 2 * time.Second}))
+		lk := newLocker(t, nodesOn(t, srvs, c), option.DurableNodes(true), option.TTL(10*time.Second),
+			option.Retry(time.Second, 2*time.Second))
 		ctx := t.Context()
 		a, err := lk.TryAcquire(ctx, "k")
 		require.NoError(t, err)
@@ -606,8 +607,8 @@ func TestWaiterBesideHungNode(t *testing.T) {
 		srvs := redistest.StartN(t, 5)
 		// The default node timeout (600 ms for the default TTL), so a
 		// stall behind the stopped server would show as seconds.
-		lk, err := quorum.New(nodesOn(t, srvs, c), quorum.WithDurableNodes(),
-			quorum.WithRetry(lease.Retry{Min: 2 * time.Second, Max: 3 * time.Second}))
+		lk, err := quorum.New(nodesOn(t, srvs, c), option.DurableNodes(true),
+			option.Retry(2*time.Second, 3*time.Second))
 		require.NoError(t, err)
 		t.Cleanup(func() { _ = lk.Close() })
 		ctx := t.Context()
@@ -699,20 +700,20 @@ func TestLostDataGuard(t *testing.T) {
 		for _, guard := range []bool{true, false} {
 			t.Run(fmt.Sprintf("guard=%v", guard), func(t *testing.T) {
 				srvs := redistest.StartN(t, 5)
-				opts := []quorum.Option{quorum.WithTTL(ttl)}
+				opts := []option.Option{option.TTL(ttl)}
 				if !guard {
-					opts = append(opts, quorum.WithDurableNodes())
+					opts = append(opts, option.DurableNodes(true))
 				}
 				lk := newLocker(t, nodesOn(t, srvs, c), opts...)
 				ctx := t.Context()
 				if guard {
 					touch(t, lk, srvs, ttl) // fresh nodes look like nodes that just lost their data
 				}
-				var aOpts []lease.Option
+				var aOpts []option.Option
 				if !guard {
 					// a must outlast the restarts and the clients' redials
 					// (go-redis backs off after failed dials, seconds at worst).
-					aOpts = append(aOpts, lease.WithTTL(10*ttl))
+					aOpts = append(aOpts, option.TTL(10*ttl))
 				}
 				a, err := lk.TryAcquire(ctx, "k", aOpts...)
 				require.NoError(t, err)
@@ -781,9 +782,9 @@ func TestRepair(t *testing.T) {
 		for _, guard := range []bool{true, false} {
 			t.Run(fmt.Sprintf("guard=%v", guard), func(t *testing.T) {
 				srvs := redistest.StartN(t, 5)
-				opts := []quorum.Option{quorum.WithTTL(ttl)}
+				opts := []option.Option{option.TTL(ttl)}
 				if !guard {
-					opts = append(opts, quorum.WithDurableNodes())
+					opts = append(opts, option.DurableNodes(true))
 				}
 				lk := newLocker(t, nodesOn(t, srvs, c), opts...)
 				ctx := t.Context()
@@ -868,7 +869,7 @@ func TestGuardedTwoOfFiveDead(t *testing.T) {
 	const ttl = time.Second
 	forEachClient(t, func(t *testing.T, c string) {
 		srvs := redistest.StartN(t, 5)
-		lk := newLocker(t, nodesOn(t, srvs, c), quorum.WithTTL(ttl))
+		lk := newLocker(t, nodesOn(t, srvs, c), option.TTL(ttl))
 		ctx := t.Context()
 		touch(t, lk, srvs, ttl)
 		for _, i := range []int{3, 4} {
@@ -907,7 +908,7 @@ func TestRepairNeedsOthers(t *testing.T) {
 	const ttl = time.Second
 	forEachClient(t, func(t *testing.T, c string) {
 		srvs := redistest.StartN(t, 5)
-		lk := newLocker(t, nodesOn(t, srvs, c), quorum.WithTTL(ttl))
+		lk := newLocker(t, nodesOn(t, srvs, c), option.TTL(ttl))
 		ctx := t.Context()
 		touch(t, lk, srvs, ttl)
 		srvs[3].Pause()
@@ -969,7 +970,7 @@ func TestRepairNeedsOthers(t *testing.T) {
 
 func TestCanceledContext(t *testing.T) {
 	srvs := redistest.StartN(t, 3)
-	lk := newLocker(t, nodesOn(t, srvs, "go-redis"), quorum.WithDurableNodes(), quorum.WithTTL(2*time.Second))
+	lk := newLocker(t, nodesOn(t, srvs, "go-redis"), option.DurableNodes(true), option.TTL(2*time.Second))
 	ctx, cancel := context.WithCancel(t.Context())
 	cancel()
 	if _, err := lk.TryAcquire(ctx, "k"); !errors.Is(err, context.Canceled) {
@@ -1029,9 +1030,9 @@ func TestLateVoteRefused(t *testing.T) {
 		srvs := redistest.StartN(t, 3)
 		for _, mode := range []struct {
 			name string
-			opts []quorum.Option
-		}{{"tokens", nil}, {"no tokens", []quorum.Option{quorum.WithoutTokens()}}} {
-			lk := newLocker(t, nodesOn(t, srvs, c), append(mode.opts, quorum.WithDurableNodes())...)
+			opts []option.Option
+		}{{"tokens", nil}, {"no tokens", []option.Option{option.Tokens(false)}}} {
+			lk := newLocker(t, nodesOn(t, srvs, c), append(mode.opts, option.DurableNodes(true))...)
 			answers, tickets, err := quorum.LateVotes(t.Context(), lk, "late")
 			require.NoError(t, err, "%s", mode.name)
 			for _, a := range answers {
@@ -1055,7 +1056,7 @@ func TestGhostVoteAfterSIGCONT(t *testing.T) {
 	forEachClient(t, func(t *testing.T, c string) {
 		srvs := redistest.StartN(t, 5)
 		const ttl = 10 * time.Second
-		lk := newLocker(t, nodesOn(t, srvs, c), quorum.WithDurableNodes(), quorum.WithTTL(ttl))
+		lk := newLocker(t, nodesOn(t, srvs, c), option.DurableNodes(true), option.TTL(ttl))
 		ctx := t.Context()
 		for range 3 { // connections open before the pause, as in a running service
 			l, err := lk.TryAcquire(ctx, "warm")
@@ -1095,8 +1096,8 @@ func TestReleaseThenAcquireInOrder(t *testing.T) {
 	forEachClient(t, func(t *testing.T, c string) {
 		srvs := redistest.StartN(t, 5)
 		rec := &events.Recorder{}
-		lk := newLocker(t, nodesOn(t, srvs, c), quorum.WithDurableNodes(), quorum.WithTTL(5*time.Second),
-			quorum.WithObserver(rec))
+		lk := newLocker(t, nodesOn(t, srvs, c), option.DurableNodes(true), option.TTL(5*time.Second),
+			option.Observer(rec))
 		ctx := t.Context()
 		const rounds = 300
 		taken := 0

@@ -18,24 +18,24 @@ func (lk *Locker) cleanupTimeout(ttl time.Duration) time.Duration {
 // goneKeep is how long a release remembers an owner it did not find (see
 // releaseScript): the longest TTL a vote of that owner could set.
 func (lk *Locker) goneKeep() string {
-	return strconvMs(max(lk.cfg.maxTTL, lk.cfg.ttl))
+	return strconvMs(max(lk.cfg.MaxTTL, lk.cfg.TTL))
 }
 
 // keep returns how long, in ms, a fence counter is kept after a commit or
 // extension for ttl: ttl plus the idle TTL, or "0" to keep it for ever.
 func (lk *Locker) keep(ttl time.Duration) string {
-	if lk.cfg.idle < 0 {
+	if lk.cfg.IdleTTL < 0 {
 		return "0"
 	}
-	if ttl == lk.cfg.ttl {
+	if ttl == lk.cfg.TTL {
 		return lk.args.keep
 	}
-	return strconvMs(ttl + lk.cfg.idle)
+	return strconvMs(ttl + lk.cfg.IdleTTL)
 }
 
 // ms returns ttl in ms, as the scripts take it.
 func (lk *Locker) ms(ttl time.Duration) string {
-	if ttl == lk.cfg.ttl {
+	if ttl == lk.cfg.TTL {
 		return lk.args.ttl
 	}
 	return strconvMs(ttl)

@@ -45,7 +45,7 @@ type repairs struct {
 // repairs reports whether attempts must gather answers for repairs: the
 // guard is on and tokens are issued (a Locker without tokens reads no
 // counters, so it repairs none).
-func (lk *Locker) repairs() bool { return lk.cfg.guard && !lk.cfg.noTokens }
+func (lk *Locker) repairs() bool { return !lk.cfg.Durable && lk.cfg.Tokens }
 
 func (lk *Locker) newRepairs(more int) *repairs {
 	return &repairs{lk: lk, left: len(lk.nodes), more: more, votes: make([]vote, len(lk.nodes))}
@@ -98,7 +98,7 @@ func (rp *repairs) start() {
 // unless its epoch changed. Close cuts it short: a node left unrepaired is
 // repaired by a later attempt.
 func (lk *Locker) repair(i int, epoch string, floor int64) {
-	ctx, cancel := context.WithTimeout(lk.closing, lk.cleanupTimeout(lk.cfg.ttl))
+	ctx, cancel := context.WithTimeout(lk.closing, lk.cleanupTimeout(lk.cfg.TTL))
 	defer cancel()
 	lk.busy[i].Add(1)
 	defer lk.busy[i].Add(-1)

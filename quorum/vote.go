@@ -71,7 +71,7 @@ func (lk *Locker) parseVote(i int, r node.Reply, more int) vote {
 		return v
 	}
 	want := 4
-	if !lk.cfg.noTokens {
+	if lk.cfg.Tokens {
 		want = 7 + more
 	}
 	epoch := r.Str(3)
@@ -79,7 +79,7 @@ func (lk *Locker) parseVote(i int, r node.Reply, more int) vote {
 		e   int64
 		err error
 	)
-	if lk.cfg.guard {
+	if !lk.cfg.Durable {
 		e, err = epochTime(epoch)
 	}
 	if err == nil && want >= 7 {
@@ -101,7 +101,7 @@ func (lk *Locker) parseVote(i int, r node.Reply, more int) vote {
 	v.epoch = epoch
 	v.set = r.Int(0) == statusSet
 	v.counter = r.Int(4)
-	v.repaired = !lk.cfg.guard || lk.cfg.noTokens || r.Str(6) == epoch
+	v.repaired = lk.cfg.Durable || !lk.cfg.Tokens || r.Str(6) == epoch
 	if v.set {
 		v.now = n
 		v.answer = NodeAnswer{Node: name, Kind: KindOK}
@@ -110,7 +110,7 @@ func (lk *Locker) parseVote(i int, r node.Reply, more int) vote {
 		v.answer = NodeAnswer{Node: name, Kind: KindHeld}
 	}
 	switch {
-	case lk.cfg.guard && n-e < lk.sitOut.Microseconds():
+	case !lk.cfg.Durable && n-e < lk.sitOut.Microseconds():
 		v.lost = true
 		ago := time.Duration(n-e) * time.Microsecond
 		v.answer = NodeAnswer{Node: name, Kind: KindSitsOut,

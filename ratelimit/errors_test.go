@@ -11,6 +11,7 @@ import (
 
 	"github.com/dlockgo/dlock/internal/testkit/redistest"
 	"github.com/dlockgo/dlock/node"
+	"github.com/dlockgo/dlock/option"
 	"github.com/dlockgo/dlock/ratelimit"
 )
 
@@ -29,7 +30,7 @@ func TestNoQuorumIsNotADeadline(t *testing.T) {
 			// block past its ctx, reading pending pushes.
 			limiter := func() *ratelimit.Limiter {
 				return newLimiter(t, nodesFor(t, client, srvs), ratelimit.Limit{Rate: 10, Per: time.Second},
-					ratelimit.WithNodeTimeout(100*time.Millisecond))
+					option.NodeTimeout(100*time.Millisecond))
 			}
 			lim, slim := limiter(), limiter()
 			for _, s := range srvs[1:] {
@@ -67,7 +68,7 @@ func checkNoQuorum(t *testing.T, call string, err error) {
 	}
 }
 
-// TestNodeTimeoutIsNotADeadline: on one node with WithNodeTimeout, a call
+// TestNodeTimeoutIsNotADeadline: on one node with option.NodeTimeout, a call
 // the node timeout cut short is the server's failure, not a deadline of
 // the caller's.
 func TestNodeTimeoutIsNotADeadline(t *testing.T) {
@@ -78,7 +79,7 @@ func TestNodeTimeoutIsNotADeadline(t *testing.T) {
 			// pause (see TestNoQuorumIsNotADeadline).
 			limiter := func() *ratelimit.Limiter {
 				lim := newLimiter(t, []node.Node{redistest.NodeFor(t, client, srv.Addr())},
-					ratelimit.Limit{Rate: 10, Per: time.Second}, ratelimit.WithNodeTimeout(100*time.Millisecond))
+					ratelimit.Limit{Rate: 10, Per: time.Second}, option.NodeTimeout(100*time.Millisecond))
 				_, err := lim.Allow(t.Context(), "warm")
 				require.NoError(t, err)
 				return lim

@@ -15,6 +15,7 @@ import (
 	"github.com/dlockgo/dlock/lease"
 	"github.com/dlockgo/dlock/node"
 	"github.com/dlockgo/dlock/node/goredis"
+	"github.com/dlockgo/dlock/option"
 	"github.com/dlockgo/dlock/ratelimit"
 )
 
@@ -93,7 +94,7 @@ func ExampleNew_quorum() {
 		defer nodes[i].Close()
 	}
 	limiter, err := ratelimit.New(nodes, ratelimit.Limit{Rate: 100, Per: time.Minute, Burst: 10},
-		ratelimit.WithNodeTimeout(50*time.Millisecond))
+		option.NodeTimeout(50*time.Millisecond))
 	if err != nil {
 		log.Fatal(err)
 	}

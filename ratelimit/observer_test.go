@@ -13,6 +13,7 @@ import (
 	"github.com/dlockgo/dlock/lease"
 	"github.com/dlockgo/dlock/node"
 	"github.com/dlockgo/dlock/observe"
+	"github.com/dlockgo/dlock/option"
 	"github.com/dlockgo/dlock/ratelimit"
 )
 
@@ -28,7 +29,7 @@ func TestObserver(t *testing.T) {
 				rec := &events.Recorder{}
 				lim := newLimiter(t, nodesFor(t, client, srvs),
 					ratelimit.Limit{Rate: 20, Per: time.Second, Burst: 1},
-					ratelimit.WithObserver(rec), slowMachine)
+					option.Observer(rec), slowMachine)
 
 				r, err := lim.Allow(ctx, "obs")
 				require.NoError(t, err)
@@ -86,7 +87,7 @@ func TestObserver(t *testing.T) {
 func TestObserverNone(t *testing.T) {
 	srv := redistest.Start(t)
 	lim := newLimiter(t, []node.Node{redistest.NodeFor(t, "go-redis", srv.Addr())},
-		ratelimit.Limit{Rate: 1, Per: time.Second}, ratelimit.WithObserver(nil))
+		ratelimit.Limit{Rate: 1, Per: time.Second}, option.Observer(nil))
 	r, err := lim.Allow(t.Context(), "k")
 	require.NoError(t, err)
 	require.True(t, r.Allowed)

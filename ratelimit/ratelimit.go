@@ -24,7 +24,7 @@
 // New takes one node or several. On one node (a standalone server, a
 // Cluster, a Sentinel-managed master) the node decides. On several
 // independent masters the Limiter asks them all at once, each call bounded
-// by the node timeout (WithNodeTimeout), and admits a request when a
+// by the node timeout (option.NodeTimeout), and admits a request when a
 // majority of them (N/2+1) admit it; a node that fails or does not answer
 // in time counts as a refusal. So the limit holds, and keeps admitting,
 // through the loss of a minority of the nodes.
@@ -118,9 +118,11 @@ import (
 
 	"github.com/dlockgo/dlock/internal/engine"
 	"github.com/dlockgo/dlock/internal/keyname"
+	"github.com/dlockgo/dlock/internal/settings"
 	"github.com/dlockgo/dlock/lease"
 	"github.com/dlockgo/dlock/node"
 	"github.com/dlockgo/dlock/observe"
+	"github.com/dlockgo/dlock/option"
 )
 
 // The scripts, in lua/ with their keys, arguments and replies; each
@@ -145,10 +147,6 @@ var luaFS embed.FS
 // MaxRefill is the longest a limit may take to refill its burst,
 // Burst × Per / Rate.
 const MaxRefill = 366 * 24 * time.Hour
-
-// DefaultNodeTimeout bounds each call to one node of a quorum unless
-// WithNodeTimeout sets another bound.
-const DefaultNodeTimeout = 100 * time.Millisecond
 
 // ErrClosed is returned by the calls of a Limiter after Close.
 var ErrClosed = errors.New("ratelimit: closed")
@@ -238,26 +236,6 @@ func (l Limit) intervalUs() int64 {
 	return q
 }
 
-// Option configures a Limiter; pass options to New.
-type Option func(*config)
-
-type config struct {
-	nodeTimeout time.Duration
-	observer    observe.Observer
-}
-
-// WithNodeTimeout bounds each call to one node. The default is
-// DefaultNodeTimeout on a quorum; on one node, the caller's context alone
-// bounds the call unless this option is given.
-func WithNodeTimeout(d time.Duration) Option { return func(c *config) { c.nodeTimeout = d } }
-
-// WithObserver reports each call (Allow, AllowN, Wait, WaitN) to o as one
-// observe.RateDecided event when it ends: its key, its outcome
-// (observe.RateOutcome), its time and its error. o is called on the
-// caller's goroutine, as the Lockers call theirs (see observe.Observer); a
-// nil o, the default, reports nothing and costs nothing.
-func WithObserver(o observe.Observer) Option { return func(c *config) { c.observer = o } }
-
 // Limiter applies one Limit to any number of keys. It is safe for
 // concurrent use.
 type Limiter struct {
@@ -280,9 +258,15 @@ type Limiter struct {
 
 // New returns a Limiter of limit on nodes: one node, or several
 // independent masters that decide by majority. It uses the nodes but does
-// not own them: Close leaves them open. Bad arguments are reported as an
-// *lease.ArgError naming the argument and the rule.
-func New(nodes []node.Node, limit Limit, opts ...Option) (*Limiter, error) {
+// not own them: Close leaves them open. opts may set option.NodeTimeout,
+// which bounds each call to one node (by default 100ms on several nodes;
+// on one, the caller's context alone bounds the call), and
+// option.Observer, which hears each call (Allow, AllowN, Wait, WaitN) as
+// one observe.RateDecided event when it ends: its key, its outcome
+// (observe.RateOutcome), its time and its error, on the caller's
+// goroutine. Bad arguments, and options that do not apply, are reported
+// as an *lease.ArgError naming the argument and the rule.
+func New(nodes []node.Node, limit Limit, opts ...option.Option) (*Limiter, error) {
 	if len(nodes) == 0 {
 		return nil, &lease.ArgError{Arg: "nodes", Value: len(nodes), Rule: "must hold at least one node"}
 	}
@@ -294,31 +278,24 @@ func New(nodes []node.Node, limit Limit, opts ...Option) (*Limiter, error) {
 	if err := limit.Check(); err != nil {
 		return nil, err
 	}
-	var cfg config
-	for _, o := range opts {
-		if o != nil {
-			o(&cfg)
-		}
+	cfg, err := settings.New(settings.RateLimit, opts)
+	if err != nil {
+		return nil, err
 	}
-	if cfg.nodeTimeout < 0 {
-		return nil, &lease.ArgError{Arg: "node timeout", Value: cfg.nodeTimeout, Rule: "must be >= 0 (0 for the default)"}
-	}
-	if cfg.nodeTimeout == 0 && len(nodes) > 1 {
-		cfg.nodeTimeout = DefaultNodeTimeout
-	}
+	timeout := cfg.RateNodeTimeout(len(nodes))
 	limit.Burst = limit.burst()
 	iv := limit.interval()
 	return &Limiter{
 		nodes:    nodes,
 		limit:    limit,
 		majority: len(nodes)/2 + 1,
-		timeout:  cfg.nodeTimeout,
-		observer: cfg.observer,
+		timeout:  timeout,
+		observer: cfg.Observer,
 		interval: iv.Microseconds(),
 		args: [3]string{
 			strconv.FormatInt(iv.Microseconds(), 10),
 			strconv.FormatInt(iv.Microseconds()*int64(limit.Burst), 10),
-			strconv.FormatInt(keepFor(len(nodes), cfg.nodeTimeout), 10),
+			strconv.FormatInt(keepFor(len(nodes), timeout), 10),
 		},
 	}, nil
 }

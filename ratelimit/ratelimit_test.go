@@ -14,12 +14,13 @@ import (
 	"github.com/dlockgo/dlock/internal/testkit/redistest"
 	"github.com/dlockgo/dlock/lease"
 	"github.com/dlockgo/dlock/node"
+	"github.com/dlockgo/dlock/option"
 	"github.com/dlockgo/dlock/ratelimit"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(examplemain.With(m, 3)) }
 
-func newLimiter(t testing.TB, nodes []node.Node, l ratelimit.Limit, opts ...ratelimit.Option) *ratelimit.Limiter {
+func newLimiter(t testing.TB, nodes []node.Node, l ratelimit.Limit, opts ...option.Option) *ratelimit.Limiter {
 	t.Helper()
 	lim, err := ratelimit.New(nodes, l, opts...)
 	require.NoError(t, err, "New")
@@ -41,7 +42,7 @@ func forEachClient(t *testing.T, f func(t *testing.T, srv *redistest.Server, n n
 // slowMachine is the node timeout of the tests that want every node's
 // answer, and every refund and charge made, on a loaded machine: the
 // default 100 ms is for the checks, which count what a timeout costs.
-var slowMachine = ratelimit.WithNodeTimeout(2 * time.Second)
+var slowMachine = option.NodeTimeout(2 * time.Second)
 
 // nodesFor returns a Node on client for each of srvs, in order.
 func nodesFor(t testing.TB, client string, srvs []*redistest.Server) []node.Node {
@@ -59,7 +60,7 @@ func TestNewArgs(t *testing.T) {
 	for _, c := range []struct {
 		nodes []node.Node
 		limit ratelimit.Limit
-		opts  []ratelimit.Option
+		opts  []option.Option
 		arg   string
 	}{
 		{nil, ratelimit.Limit{Rate: 1, Per: time.Second}, nil, "nodes"},
@@ -70,7 +71,7 @@ func TestNewArgs(t *testing.T) {
 		{[]node.Node{n}, ratelimit.Limit{Rate: 1, Per: time.Second, Burst: -1}, nil, "limit.Burst"},
 		{[]node.Node{n}, ratelimit.Limit{Rate: 2000, Per: time.Millisecond}, nil, "limit.Rate"},
 		{[]node.Node{n}, ratelimit.Limit{Rate: 1, Per: 24 * time.Hour, Burst: 400}, nil, "limit.Burst"},
-		{[]node.Node{n}, ratelimit.Limit{Rate: 1, Per: time.Second}, []ratelimit.Option{ratelimit.WithNodeTimeout(-1)}, "node timeout"},
+		{[]node.Node{n}, ratelimit.Limit{Rate: 1, Per: time.Second}, []option.Option{option.NodeTimeout(-1)}, "NodeTimeout"},
 	} {
 		_, err := ratelimit.New(c.nodes, c.limit, c.opts...)
 		var ae *lease.ArgError

@@ -7,6 +7,7 @@ import (
 	"github.com/dlockgo/dlock/internal/acquire"
 	"github.com/dlockgo/dlock/internal/claimcore"
 	"github.com/dlockgo/dlock/lease"
+	"github.com/dlockgo/dlock/option"
 )
 
 // TryAcquire makes one attempt at the write lock on key. It returns an
@@ -17,14 +18,14 @@ import (
 // have landed is given up before it returns, on a context of its own
 // bounded by lease.ReleaseTimeout: against a hung server the call can
 // return up to that long after ctx ended.
-func (lk *Locker) TryAcquire(ctx context.Context, key string, opts ...lease.Option) (*lease.Lease, error) {
+func (lk *Locker) TryAcquire(ctx context.Context, key string, opts ...option.Option) (*lease.Lease, error) {
 	return acquire.Start(lk.cfg.Observer, strategy, key).End(lk.try(ctx, key, writer, opts))
 }
 
 // TryAcquireShared makes one attempt at a read lease on key. It returns an
 // error matching lease.ErrTaken when a writer holds the lock or waits for
 // it, and otherwise behaves as TryAcquire.
-func (lk *Locker) TryAcquireShared(ctx context.Context, key string, opts ...lease.Option) (*lease.Lease, error) {
+func (lk *Locker) TryAcquireShared(ctx context.Context, key string, opts ...option.Option) (*lease.Lease, error) {
 	return acquire.Start(lk.cfg.Observer, strategy, key).End(lk.try(ctx, key, reader, opts))
 }
 
@@ -40,7 +41,7 @@ func (lk *Locker) TryAcquireShared(ctx context.Context, key string, opts ...leas
 // lease.ReleaseTimeout after ctx ended. A waiter that dies without giving
 // up its place holds the others up for at most its ticket's lifetime:
 // max(2 s, 3 × its Retry.Max) after its last attempt.
-func (lk *Locker) Acquire(ctx context.Context, key string, opts ...lease.Option) (*lease.Lease, error) {
+func (lk *Locker) Acquire(ctx context.Context, key string, opts ...option.Option) (*lease.Lease, error) {
 	return acquire.Start(lk.cfg.Observer, strategy, key).End(lk.wait(ctx, key, writer, opts))
 }
 
@@ -48,11 +49,11 @@ func (lk *Locker) Acquire(ctx context.Context, key string, opts ...lease.Option)
 // is granted once no writer's lease on key is live and no writer that
 // queued before it still waits; readers share the lock. Failures, ctx's
 // end and dead waiters are as for Acquire.
-func (lk *Locker) AcquireShared(ctx context.Context, key string, opts ...lease.Option) (*lease.Lease, error) {
+func (lk *Locker) AcquireShared(ctx context.Context, key string, opts ...option.Option) (*lease.Lease, error) {
 	return acquire.Start(lk.cfg.Observer, strategy, key).End(lk.wait(ctx, key, reader, opts))
 }
 
-func (lk *Locker) try(ctx context.Context, key string, k kind, opts []lease.Option) (*lease.Lease, error) {
+func (lk *Locker) try(ctx context.Context, key string, k kind, opts []option.Option) (*lease.Lease, error) {
 	o, err := lk.options(ctx, key, opts)
 	if err != nil {
 		return nil, err
@@ -61,7 +62,7 @@ func (lk *Locker) try(ctx context.Context, key string, k kind, opts []lease.Opti
 	return l, err
 }
 
-func (lk *Locker) wait(ctx context.Context, key string, k kind, opts []lease.Option) (*lease.Lease, error) {
+func (lk *Locker) wait(ctx context.Context, key string, k kind, opts []option.Option) (*lease.Lease, error) {
 	o, err := lk.options(ctx, key, opts)
 	if err != nil {
 		return nil, err

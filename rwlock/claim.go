@@ -10,6 +10,7 @@ import (
 	"github.com/dlockgo/dlock/internal/acquire"
 	"github.com/dlockgo/dlock/internal/claimcore"
 	"github.com/dlockgo/dlock/internal/leasing"
+	"github.com/dlockgo/dlock/internal/settings"
 	"github.com/dlockgo/dlock/lease"
 	"github.com/dlockgo/dlock/node"
 )
@@ -32,7 +33,7 @@ type claim struct {
 	lk   *Locker
 	key  string
 	kind kind
-	o    lease.Options
+	o    settings.Call
 	ttl  time.Duration // o.TTL in whole milliseconds, as the server gets it
 	keys [1]string     // the lock's hash
 	// The claim script's arguments: owner, kind, TTL ms, the hash's
@@ -43,7 +44,7 @@ type claim struct {
 	queue bool      // a refusal put the owner in the queue, and no grant or leave took it out since
 }
 
-func (lk *Locker) newClaim(key string, k kind, o lease.Options) *claim {
+func (lk *Locker) newClaim(key string, k kind, o settings.Call) *claim {
 	c := &claim{lk: lk, key: key, kind: k, o: o, nargs: 4, keys: [1]string{KeyOf(key)}}
 	c.args[1] = string(k)
 	c.ttl, c.args[2], c.args[3] = lk.kit.LeaseArgs(o.TTL)

@@ -12,6 +12,7 @@ import (
 	"github.com/dlockgo/dlock/internal/testkit/redistest"
 	"github.com/dlockgo/dlock/lease"
 	"github.com/dlockgo/dlock/node/goredis"
+	"github.com/dlockgo/dlock/option"
 	"github.com/dlockgo/dlock/rwlock"
 )
 
@@ -19,7 +20,7 @@ import (
 // with the client's MaxRetries as given (0: go-redis's default, 3), its
 // scripts loaded (a NOSCRIPT answer is a reply too). Its TTL is 10 s
 // unless opts set another.
-func lossyLocker(t *testing.T, srv *redistest.Server, retries int, opts ...rwlock.Option) (*rwlock.Locker, *redistest.Dropper) {
+func lossyLocker(t *testing.T, srv *redistest.Server, retries int, opts ...option.Option) (*rwlock.Locker, *redistest.Dropper) {
 	t.Helper()
 	d := redistest.StartDropper(t, srv.Addr())
 	c := redis.NewClient(&redis.Options{Addr: d.Addr(), MaxRetries: retries})
@@ -28,9 +29,9 @@ func lossyLocker(t *testing.T, srv *redistest.Server, retries int, opts ...rwloc
 		_ = n.Close()
 		_ = c.Close()
 	})
-	lk := newLocker(t, n, append([]rwlock.Option{rwlock.WithTTL(10 * time.Second)}, opts...)...)
+	lk := newLocker(t, n, append([]option.Option{option.TTL(10 * time.Second)}, opts...)...)
 	ctx := t.Context()
-	for _, try := range []func(context.Context, string, ...lease.Option) (*lease.Lease, error){lk.TryAcquire, lk.TryAcquireShared} {
+	for _, try := range []func(context.Context, string, ...option.Option) (*lease.Lease, error){lk.TryAcquire, lk.TryAcquireShared} {
 		l, err := try(ctx, "warm")
 		require.NoError(t, err)
 		require.NoError(t, l.Extend(ctx, time.Second))
@@ -53,7 +54,7 @@ func TestClientRetriesLostReply(t *testing.T) {
 	for i, tc := range []struct {
 		name   string
 		shared bool
-		f      func(context.Context, string, ...lease.Option) (*lease.Lease, error)
+		f      func(context.Context, string, ...option.Option) (*lease.Lease, error)
 	}{
 		{"TryAcquire", false, lk.TryAcquire},
 		{"TryAcquireShared", true, lk.TryAcquireShared},
@@ -97,7 +98,7 @@ func TestLostReplyAbandoned(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
 	defer cancel()
 	h := rwlock.KeyOf("k")
-	for _, f := range []func(context.Context, string, ...lease.Option) (*lease.Lease, error){lk.TryAcquire, lk.TryAcquireShared} {
+	for _, f := range []func(context.Context, string, ...option.Option) (*lease.Lease, error){lk.TryAcquire, lk.TryAcquireShared} {
 		d.Drop(0, 1)
 		if l, err := f(ctx, "k"); err == nil || errors.Is(err, lease.ErrTaken) {
 			if l != nil {

@@ -14,6 +14,7 @@ import (
 	"github.com/dlockgo/dlock/fence"
 	"github.com/dlockgo/dlock/lease"
 	"github.com/dlockgo/dlock/node/goredis"
+	"github.com/dlockgo/dlock/option"
 	"github.com/dlockgo/dlock/rwlock"
 )
 
@@ -30,7 +31,7 @@ func ExampleLocker() {
 	defer client.Close()
 	n := goredis.New(client)
 	defer n.Close()
-	lk, err := rwlock.New(n, rwlock.WithTTL(10*time.Second))
+	lk, err := rwlock.New(n, option.TTL(10*time.Second))
 	if err != nil {
 		log.Fatal(err)
 	}

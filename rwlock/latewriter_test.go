@@ -13,6 +13,7 @@ import (
 	"github.com/dlockgo/dlock/internal/testkit/redistest"
 	"github.com/dlockgo/dlock/lease"
 	"github.com/dlockgo/dlock/node"
+	"github.com/dlockgo/dlock/option"
 	"github.com/dlockgo/dlock/rwlock"
 )
 
@@ -30,7 +31,7 @@ func TestPausedWriterFencedByReaders(t *testing.T) {
 		store := fence.NewStore(n)
 		var guard fence.Guard
 
-		w, err := lk.Acquire(ctx, key, lease.WithTTL(200*time.Millisecond))
+		w, err := lk.Acquire(ctx, key, option.TTL(200*time.Millisecond))
 		require.NoError(t, err)
 		require.NoError(t, store.Put(ctx, res, "v1", w.Token()))
 		require.NoError(t, guard.Admit(res, w.Token()))
@@ -38,9 +39,9 @@ func TestPausedWriterFencedByReaders(t *testing.T) {
 
 		// Readers come: a blocking one (it waits out the writer's lease on
 		// the server's clock), then one that joins it.
-		r1, err := lk.AcquireShared(ctx, key, lease.WithTTL(10*time.Second))
+		r1, err := lk.AcquireShared(ctx, key, option.TTL(10*time.Second))
 		require.NoError(t, err)
-		r2, err := lk.TryAcquireShared(ctx, key, lease.WithTTL(10*time.Second))
+		r2, err := lk.TryAcquireShared(ctx, key, option.TTL(10*time.Second))
 		require.NoError(t, err)
 		if r1.Token() <= w.Token() {
 			t.Errorf("readers' token %d after a writer whose lease ran out, with token %d; want above it", r1.Token(), w.Token())
@@ -139,7 +140,7 @@ func TestUnraisedPlant(t *testing.T) {
 	require.NoError(t, err)
 	old := newLocker(t, plant.Swapping(n, unraised))
 	const key = "unraised"
-	w, err := old.Acquire(ctx, key, lease.WithTTL(100*time.Millisecond))
+	w, err := old.Acquire(ctx, key, option.TTL(100*time.Millisecond))
 	require.NoError(t, err)
 	<-w.Done()
 	r, err := old.AcquireShared(ctx, key)

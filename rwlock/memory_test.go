@@ -12,9 +12,11 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/dlockgo/dlock/internal/settings"
 	"github.com/dlockgo/dlock/internal/testkit/redistest"
 	"github.com/dlockgo/dlock/lease"
 	"github.com/dlockgo/dlock/node"
+	"github.com/dlockgo/dlock/option"
 	"github.com/dlockgo/dlock/rwlock"
 )
 
@@ -94,7 +96,7 @@ func TestMemoryOneKey(t *testing.T) {
 			t.Fatalf("keys on the server: %q; want the one hash", all)
 		}
 		pttl := do(t, srv, "PTTL", h)
-		if ms, _ := strconv.ParseInt(pttl, 10, 64); ms <= rwlock.DefaultIdleTTL.Milliseconds() || ms > 3*(rwlock.DefaultTTL+rwlock.DefaultIdleTTL).Milliseconds()/2 {
+		if ms, _ := strconv.ParseInt(pttl, 10, 64); ms <= settings.DefaultIdleTTL.Milliseconds() || ms > 3*(settings.DefaultTTL+settings.DefaultIdleTTL).Milliseconds()/2 {
 			t.Errorf("the hash's PTTL = %s; want it past the idle TTL, within 1.5 × (TTL + idle TTL)", pttl)
 		}
 		t.Logf("after %d acquire+release of one key: %v", workers*rounds, keys)
@@ -106,7 +108,7 @@ func TestMemoryOneKey(t *testing.T) {
 func TestMemoryDistinctKeys(t *testing.T) {
 	forEachClient(t, func(t *testing.T, srv *redistest.Server, n node.Node) {
 		const idle = 2 * time.Second
-		lk := newLocker(t, n, rwlock.WithTTL(time.Second), rwlock.WithIdleTTL(idle))
+		lk := newLocker(t, n, option.TTL(time.Second), option.IdleTTL(idle))
 		before, err := srv.UsedMemory()
 		require.NoError(t, err)
 		const keys = 2000
@@ -117,7 +119,7 @@ func TestMemoryDistinctKeys(t *testing.T) {
 			wg.Go(func() {
 				for i := w; i < keys; i += 8 {
 					k := "doc:" + strconv.Itoa(i)
-					for _, f := range []func(context.Context, string, ...lease.Option) (*lease.Lease, error){lk.AcquireShared, lk.Acquire} {
+					for _, f := range []func(context.Context, string, ...option.Option) (*lease.Lease, error){lk.AcquireShared, lk.Acquire} {
 						l, err := f(ctx, k)
 						if err == nil {
 							err = l.Release(ctx)
@@ -150,7 +152,7 @@ func TestMemoryDeadHoldersAndWaiters(t *testing.T) {
 	srv := redistest.Start(t)
 	n := redistest.NodeFor(t, "valkey-go", srv.Addr())
 	const ttl, idle = 300 * time.Millisecond, time.Second
-	lk := newLocker(t, n, rwlock.WithTTL(ttl), rwlock.WithIdleTTL(idle))
+	lk := newLocker(t, n, option.TTL(ttl), option.IdleTTL(idle))
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
 
@@ -171,7 +173,7 @@ func TestMemoryDeadHoldersAndWaiters(t *testing.T) {
 		ghost(t, n, "dead-w:"+strconv.Itoa(i), fmt.Sprintf("%032d", 100+i), "r", 1000)
 	}
 	// Claims abandoned: their replies lost.
-	lossy, d := lossyLocker(t, srv, -1, rwlock.WithTTL(ttl), rwlock.WithIdleTTL(idle))
+	lossy, d := lossyLocker(t, srv, -1, option.TTL(ttl), option.IdleTTL(idle))
 	for i := range 10 {
 		d.Drop(0, 1)
 		try := lossy.TryAcquire

@@ -15,6 +15,7 @@ import (
 	"github.com/dlockgo/dlock/internal/testkit/redistest"
 	"github.com/dlockgo/dlock/lease"
 	"github.com/dlockgo/dlock/node"
+	"github.com/dlockgo/dlock/option"
 	"github.com/dlockgo/dlock/rwlock"
 )
 
@@ -63,9 +64,9 @@ type result struct {
 
 // slow is a retry policy whose delay outlasts the tests: only a
 // published change or the lease in the way ending wakes such a waiter.
-var slow = lease.WithRetry(lease.Retry{Min: 20 * time.Second, Max: 20 * time.Second})
+var slow = option.Retry(20*time.Second, 20*time.Second)
 
-func start(ctx context.Context, ev *events, name string, f func(context.Context, string, ...lease.Option) (*lease.Lease, error), key string) *waiter {
+func start(ctx context.Context, ev *events, name string, f func(context.Context, string, ...option.Option) (*lease.Lease, error), key string) *waiter {
 	w := &waiter{name: name, got: make(chan result, 1)}
 	go func() {
 		l, err := f(ctx, key, slow)
@@ -255,9 +256,9 @@ func TestDeadHolder(t *testing.T) {
 			// on a loaded machine, and ask too much).
 			end := serverMs(t, srv) + ttl.Milliseconds() - 5
 			if shared {
-				dead, err = lk.TryAcquireShared(ctx, key, lease.WithTTL(ttl))
+				dead, err = lk.TryAcquireShared(ctx, key, option.TTL(ttl))
 			} else {
-				dead, err = lk.TryAcquire(ctx, key, lease.WithTTL(ttl))
+				dead, err = lk.TryAcquire(ctx, key, option.TTL(ttl))
 			}
 			require.NoError(t, err)
 			var l *lease.Lease

@@ -4,7 +4,7 @@
 // Every holder, reader or writer, holds a *lease.Lease, as the single
 // strategy's: its TTL is judged by the server's clock alone, so the lease
 // of a holder that crashed ends by itself; it can be extended, renewed in
-// the background (lease.WithAutoRenew) and released, and its Done channel
+// the background (option.AutoRenew) and released, and its Done channel
 // closes when it ends.
 //
 // Waiting is first come, first served, readers and writers in one queue
@@ -45,7 +45,7 @@
 // is given up and its owner refused for a while, so a caller never holds a
 // lease it does not know of. What the server keeps for a key is bounded by
 // its live holders and waiters, or expires; the hash with the counter
-// outlives the key's last lease by the idle TTL (WithIdleTTL). The server
+// outlives the key's last lease by the idle TTL (option.IdleTTL). The server
 // must run with maxmemory-policy noeviction.
 //
 // There is no quorum form yet: docs/rwlock.md says what one would need,
@@ -62,72 +62,36 @@ import (
 	"github.com/dlockgo/dlock/internal/acquire"
 	"github.com/dlockgo/dlock/internal/claimcore"
 	"github.com/dlockgo/dlock/internal/keyname"
+	"github.com/dlockgo/dlock/internal/settings"
 	"github.com/dlockgo/dlock/lease"
 	"github.com/dlockgo/dlock/node"
-	"github.com/dlockgo/dlock/observe"
+	"github.com/dlockgo/dlock/option"
 )
-
-// DefaultTTL is a lease's TTL when neither New nor the acquire sets one.
-const DefaultTTL = 30 * time.Second
-
-// DefaultIdleTTL is how long a key's hash, with its fencing counter,
-// outlives the last lease on the key by default (see WithIdleTTL).
-const DefaultIdleTTL = claimcore.DefaultIdleTTL
-
-// Option configures a Locker; pass options to New.
-type Option func(*config)
-
-// config is the configuration every single-server primitive shares.
-type config struct{ claimcore.Base }
-
-// WithTTL sets the TTL of leases whose acquire does not set one with
-// lease.WithTTL. The default is DefaultTTL.
-func WithTTL(ttl time.Duration) Option { return func(c *config) { c.TTL = ttl } }
-
-// WithIdleTTL sets how long a key's hash, which keeps the key's fencing
-// counter between leases, outlives the latest lease granted or extended on
-// it: between d and 1.5 × (TTL + d). A key used again later starts its
-// counter afresh from the server's clock in µs, so its tokens still rise
-// as long as that clock does not step back past the tokens issued before.
-// Zero selects DefaultIdleTTL (a minute); a negative d keeps every hash for
-// ever, one per key ever locked.
-func WithIdleTTL(d time.Duration) Option { return func(c *config) { c.Idle = d } }
-
-// WithRetry sets how Acquire and AcquireShared pace their attempts by
-// default; lease.WithRetry overrides it per acquisition. The default is
-// lease.DefaultRetry.
-func WithRetry(r lease.Retry) Option { return func(c *config) { c.Retry = r } }
-
-// WithDriftFactor sets the share of the TTL the client sets aside for its
-// clock running slower than the server's, in [0, 0.5); the default is
-// 0.01. 2 ms, the granularity of the server's expiry, are always added.
-func WithDriftFactor(f float64) Option { return func(c *config) { c.Drift = f } }
-
-// WithObserver reports acquisitions, renewals, losses and releases to o
-// (nil for none), as single.WithObserver does; the events name this
-// package as their Strategy, "rwlock". See package observe for a logger and
-// observe/otelmetric for metrics.
-func WithObserver(o observe.Observer) Option { return func(c *config) { c.Observer = o } }
 
 // Locker grants read and write leases on keys of one server. Its
 // Acquire, TryAcquire, Inspect and Close make it a dlock.Locker whose
 // leases are the writers'. It is safe for concurrent use.
 type Locker struct {
 	n   node.Node
-	cfg config
+	cfg claimcore.Base
 	kit claimcore.Kit
 }
 
-// New returns a Locker that keeps its locks on n. It returns an
-// *lease.ArgError when n is nil or an option is out of range. The Locker
-// does not own n: Close leaves it open.
-func New(n node.Node, opts ...Option) (*Locker, error) {
-	cfg := config{claimcore.NewBase(DefaultTTL)}
-	if err := claimcore.Configure(n, &cfg, &cfg.Base, opts); err != nil {
+// New returns a Locker that keeps its locks on n, configured by opts:
+// option.TTL, IdleTTL, Retry, DriftFactor and Observer (whose events name
+// this package as their Strategy, "rwlock"). IdleTTL is how long a key's
+// hash, which keeps the key's fencing counter between leases, outlives
+// the latest lease granted or extended on it: between d and 1.5 × (TTL +
+// d). It returns an *lease.ArgError when n is nil or an option does not
+// apply or is out of range. The Locker does not own n: Close leaves it
+// open.
+func New(n node.Node, opts ...option.Option) (*Locker, error) {
+	cfg, err := claimcore.Configure(n, settings.RWLock, opts)
+	if err != nil {
 		return nil, err
 	}
 	lk := &Locker{n: n, cfg: cfg}
-	lk.kit = claimcore.NewKit(strategy, n, &lk.cfg.Base, scripts)
+	lk.kit = claimcore.NewKit(strategy, n, &lk.cfg, scripts)
 	return lk, nil
 }
 
@@ -142,12 +106,14 @@ func (lk *Locker) Close() error { return nil }
 func KeyOf(key string) string { return keyname.RWLock(key) }
 
 // options checks an acquire's arguments and returns its options.
-func (lk *Locker) options(ctx context.Context, key string, opts []lease.Option) (lease.Options, error) {
-	o, changed, err := acquire.Options(ctx, key, lease.Options{TTL: lk.cfg.TTL, Retry: lk.cfg.Retry}, opts)
-	if err == nil && changed {
-		err = acquire.CheckTTL(o.TTL, lk.cfg.Drift)
+func (lk *Locker) options(ctx context.Context, key string, opts []option.Option) (settings.Call, error) {
+	if err := acquire.CheckContext(ctx); err != nil {
+		return settings.Call{}, err
 	}
-	return o, err
+	if err := acquire.CheckKey(key); err != nil {
+		return settings.Call{}, err
+	}
+	return lk.cfg.Call(opts)
 }
 
 // Inspect reports who holds the lock on key as the server sees it now. A

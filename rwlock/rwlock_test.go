@@ -16,6 +16,7 @@ import (
 	"github.com/dlockgo/dlock/internal/testkit/redistest"
 	"github.com/dlockgo/dlock/lease"
 	"github.com/dlockgo/dlock/node"
+	"github.com/dlockgo/dlock/option"
 	"github.com/dlockgo/dlock/rwlock"
 )
 
@@ -35,7 +36,7 @@ func forEachClient(t *testing.T, f func(t *testing.T, srv *redistest.Server, n n
 	}
 }
 
-func newLocker(t testing.TB, n node.Node, opts ...rwlock.Option) *rwlock.Locker {
+func newLocker(t testing.TB, n node.Node, opts ...option.Option) *rwlock.Locker {
 	t.Helper()
 	lk, err := rwlock.New(n, opts...)
 	require.NoError(t, err, "New")
@@ -75,25 +76,25 @@ func TestArgs(t *testing.T) {
 	}
 	_, err := rwlock.New(nil)
 	wantArg("New(nil)", err, "node")
-	_, err = rwlock.New(n, rwlock.WithTTL(-time.Second))
-	wantArg("WithTTL(-1s)", err, "ttl")
-	_, err = rwlock.New(n, rwlock.WithTTL(3*time.Millisecond))
-	wantArg("WithTTL(3ms)", err, "ttl")
-	_, err = rwlock.New(n, rwlock.WithDriftFactor(0.5))
-	wantArg("WithDriftFactor(0.5)", err, "drift factor")
-	_, err = rwlock.New(n, rwlock.WithRetry(lease.Retry{Min: 2, Max: 1}))
-	wantArg("WithRetry(inverted)", err, "retry")
+	_, err = rwlock.New(n, option.TTL(-time.Second))
+	wantArg("option.TTL(-1s)", err, "TTL")
+	_, err = rwlock.New(n, option.TTL(3*time.Millisecond))
+	wantArg("option.TTL(3ms)", err, "TTL")
+	_, err = rwlock.New(n, option.DriftFactor(0.5))
+	wantArg("option.DriftFactor(0.5)", err, "DriftFactor")
+	_, err = rwlock.New(n, option.Retry(2, 1))
+	wantArg("option.Retry(inverted)", err, "Retry")
 
 	lk := newLocker(t, n)
 	ctx := t.Context()
-	for name, f := range map[string]func(context.Context, string, ...lease.Option) (*lease.Lease, error){
+	for name, f := range map[string]func(context.Context, string, ...option.Option) (*lease.Lease, error){
 		"Acquire": lk.Acquire, "TryAcquire": lk.TryAcquire,
 		"AcquireShared": lk.AcquireShared, "TryAcquireShared": lk.TryAcquireShared,
 	} {
 		_, err := f(ctx, "")
 		wantArg(name+" empty key", err, "key")
-		_, err = f(ctx, "k", lease.WithTTL(-time.Second))
-		wantArg(name+" negative TTL", err, "ttl")
+		_, err = f(ctx, "k", option.TTL(-time.Second))
+		wantArg(name+" negative TTL", err, "TTL")
 		var nilCtx context.Context
 		_, err = f(nilCtx, "k")
 		wantArg(name+" nil ctx", err, "ctx")
@@ -185,7 +186,7 @@ func TestLeases(t *testing.T) {
 			}
 			key := "lease-" + strconv.FormatBool(shared)
 			// Renewed well past its TTL.
-			l, err := try(ctx, key, lease.WithTTL(300*time.Millisecond), lease.WithAutoRenew())
+			l, err := try(ctx, key, option.TTL(300*time.Millisecond), option.AutoRenew(true))
 			require.NoError(t, err)
 			time.Sleep(700 * time.Millisecond)
 			if l.TTL() <= 0 {
@@ -197,7 +198,7 @@ func TestLeases(t *testing.T) {
 				t.Errorf("shared=%v: lease ended with %v; want ErrReleased", shared, l.Err())
 			}
 			// Left to run out: never revived.
-			l, err = try(ctx, key, lease.WithTTL(100*time.Millisecond))
+			l, err = try(ctx, key, option.TTL(100*time.Millisecond))
 			require.NoError(t, err)
 			<-l.Done()
 			time.Sleep(20 * time.Millisecond) // past the server's end too (the local one comes first)
@@ -205,7 +206,7 @@ func TestLeases(t *testing.T) {
 				t.Errorf("shared=%v: Extend after expiry: %v; want ErrNotHeld or ErrExpired", shared, err)
 			}
 			// A writer since: a reader's or writer's late extend is stale.
-			l, err = try(ctx, key, lease.WithTTL(100*time.Millisecond))
+			l, err = try(ctx, key, option.TTL(100*time.Millisecond))
 			require.NoError(t, err)
 			time.Sleep(110 * time.Millisecond)
 			w, err := lk.TryAcquire(ctx, key)

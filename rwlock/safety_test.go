@@ -15,6 +15,7 @@ import (
 	"github.com/dlockgo/dlock/internal/testkit/safety"
 	"github.com/dlockgo/dlock/lease"
 	"github.com/dlockgo/dlock/node"
+	"github.com/dlockgo/dlock/option"
 )
 
 // TestHistory: goroutines mix readers and writers on one key, blocking and
@@ -40,9 +41,9 @@ func TestHistory(t *testing.T) {
 			wg.Go(func() {
 				for i := range rounds {
 					shared := (g+i)%3 != 0
-					opts := []lease.Option{lease.WithTTL(time.Second)}
+					opts := []option.Option{option.TTL(time.Second)}
 					if i%10 == 9 {
-						opts = []lease.Option{lease.WithTTL(60 * time.Millisecond)} // left to run out
+						opts = []option.Option{option.TTL(60 * time.Millisecond)} // left to run out
 					}
 					var (
 						l   *lease.Lease
@@ -191,7 +192,7 @@ func TestTokens(t *testing.T) {
 		require.NoError(t, store.Put(ctx, res, "v1", w1.Token()))
 		require.NoError(t, guard.Admit(res, w1.Token()))
 		require.NoError(t, w1.Release(ctx))
-		rd, err := lk.AcquireShared(ctx, key, lease.WithTTL(200*time.Millisecond))
+		rd, err := lk.AcquireShared(ctx, key, option.TTL(200*time.Millisecond))
 		require.NoError(t, err)
 		if err := guard.Admit(res, rd.Token()); err != nil {
 			t.Fatalf("the reader's token before any newer write: %v; want admitted", err)

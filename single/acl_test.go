@@ -15,7 +15,7 @@ import (
 	"github.com/dlockgo/dlock/node"
 	"github.com/dlockgo/dlock/node/goredis"
 	"github.com/dlockgo/dlock/node/valkeygo"
-	"github.com/dlockgo/dlock/single"
+	"github.com/dlockgo/dlock/option"
 )
 
 // nodeAs returns a Node for addr on client that logs in as user.
@@ -46,7 +46,7 @@ func nodeAs(t *testing.T, client, addr, user, password string) node.Node {
 	return nil
 }
 
-// TestReplicasWaitRefused: with WithReplicas, a WAIT the server refuses
+// TestReplicasWaitRefused: with option.Replicas, a WAIT the server refuses
 // (here the ACL denies it) comes after the claim ran and granted the lock.
 // The acquire fails, and the claim must not be left holding the lock.
 func TestReplicasWaitRefused(t *testing.T) {
@@ -56,7 +56,7 @@ func TestReplicasWaitRefused(t *testing.T) {
 	for _, client := range redistest.Clients {
 		t.Run(client, func(t *testing.T) {
 			lk := newLocker(t, nodeAs(t, client, srv.Addr(), "nowait", "pw"),
-				single.WithReplicas(1, 100*time.Millisecond))
+				option.Replicas(1, 100*time.Millisecond))
 			key := "nowait-" + client
 			refused := func(what string, err error) {
 				t.Helper()

@@ -8,6 +8,7 @@ import (
 	"github.com/dlockgo/dlock/internal/acquire"
 	"github.com/dlockgo/dlock/internal/claimcore"
 	"github.com/dlockgo/dlock/lease"
+	"github.com/dlockgo/dlock/option"
 )
 
 // TryAcquire makes one attempt at the lock on key. It returns an error
@@ -17,13 +18,13 @@ import (
 // landed is released before it returns, on a context of its own bounded
 // by lease.ReleaseTimeout: against a hung server the call can return up
 // to that long after ctx ended.
-func (lk *Locker) TryAcquire(ctx context.Context, key string, opts ...lease.Option) (*lease.Lease, error) {
+func (lk *Locker) TryAcquire(ctx context.Context, key string, opts ...option.Option) (*lease.Lease, error) {
 	ob := acquire.Start(lk.cfg.Observer, strategy, key)
 	return ob.End(lk.tryAcquire(ctx, key, opts))
 }
 
-func (lk *Locker) tryAcquire(ctx context.Context, key string, opts []lease.Option) (*lease.Lease, error) {
-	o, err := lk.options(ctx, key, opts)
+func (lk *Locker) tryAcquire(ctx context.Context, key string, opts []option.Option) (*lease.Lease, error) {
+	o, err := lk.options(ctx, key, lk.cfg.TTL, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -48,13 +49,13 @@ func (lk *Locker) tryAcquire(ctx context.Context, key string, opts []lease.Optio
 // waiter that dies without giving up its place holds the lock up, once it
 // reaches the head, for at most its ticket's lifetime: max(2 s, 3 × its
 // Retry.Max) after its last attempt.
-func (lk *Locker) Acquire(ctx context.Context, key string, opts ...lease.Option) (*lease.Lease, error) {
+func (lk *Locker) Acquire(ctx context.Context, key string, opts ...option.Option) (*lease.Lease, error) {
 	ob := acquire.Start(lk.cfg.Observer, strategy, key)
 	return ob.End(lk.acquire(ctx, key, opts))
 }
 
-func (lk *Locker) acquire(ctx context.Context, key string, opts []lease.Option) (*lease.Lease, error) {
-	o, err := lk.options(ctx, key, opts)
+func (lk *Locker) acquire(ctx context.Context, key string, opts []option.Option) (*lease.Lease, error) {
+	o, err := lk.options(ctx, key, lk.cfg.TTL, opts)
 	if err != nil {
 		return nil, err
 	}

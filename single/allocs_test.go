@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/dlockgo/dlock/internal/testkit/redistest"
+	"github.com/dlockgo/dlock/option"
 	"github.com/dlockgo/dlock/single"
 )
 
@@ -40,14 +41,14 @@ func TestNilObserverAllocs(t *testing.T) {
 					}
 				}
 			}
-			plain, nilObs := newLocker(t, c.Node), newLocker(t, c.Node, single.WithObserver(nil))
+			plain, nilObs := newLocker(t, c.Node), newLocker(t, c.Node, option.Observer(nil))
 			for range 200 { // load the scripts, grow the client's buffers
 				run(plain)()
 				run(nilObs)()
 			}
 			a := testing.AllocsPerRun(500, run(plain))
 			b := testing.AllocsPerRun(500, run(nilObs))
-			t.Logf("allocs per TryAcquire+Release: %.1f without WithObserver, %.1f with WithObserver(nil)", a, b)
+			t.Logf("allocs per TryAcquire+Release: %.1f without option.Observer, %.1f with option.Observer(nil)", a, b)
 			if a > budget || b > budget {
 				t.Errorf("allocs %.1f and %.1f; want <= %v", a, b, budget)
 			}

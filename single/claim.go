@@ -15,6 +15,7 @@ import (
 	"github.com/dlockgo/dlock/internal/acquire"
 	"github.com/dlockgo/dlock/internal/claimcore"
 	"github.com/dlockgo/dlock/internal/leasing"
+	"github.com/dlockgo/dlock/internal/settings"
 	"github.com/dlockgo/dlock/lease"
 	"github.com/dlockgo/dlock/node"
 )
@@ -26,7 +27,7 @@ import (
 type claim struct {
 	lk   *Locker
 	key  string
-	o    lease.Options
+	o    settings.Call
 	ttl  time.Duration   // o.TTL in whole milliseconds, as the server gets it
 	ids  strings.Builder // the hash key, owner and token, in one allocation
 	keys [1]string       // the hash
@@ -54,7 +55,7 @@ type claim struct {
 // migrating; Acquire tries again.
 var errMigrating = errors.New("single: cluster slot migrating")
 
-func (lk *Locker) newClaim(key string, o lease.Options) *claim {
+func (lk *Locker) newClaim(key string, o settings.Call) *claim {
 	c := &claim{lk: lk, key: key, o: o, nargs: 3}
 	c.ttl, c.args[1], c.args[2] = lk.kit.LeaseArgs(o.TTL)
 	// The key, the owner and (setToken) the token are slices of one
@@ -127,10 +128,10 @@ func againOf(l *lease.Lease, hint time.Duration, err error) (*lease.Lease, time.
 // the script itself (nothing was written), or lost when the exchange
 // failed and the script may have run; and how many replicas acknowledged.
 func (lk *Locker) exchange(ctx context.Context, s *node.Script, keys, args []string) (r node.Reply, acked int, err, lost error) {
-	if lk.cfg.replicas > 0 {
+	if lk.cfg.Replicas > 0 {
 		var res []node.Result
 		res, acked, lost = lk.n.Pipeline(ctx, []node.Call{{Script: s, Keys: keys, Args: args}},
-			node.Wait{Replicas: lk.cfg.replicas, Timeout: lk.cfg.replicaTimeout})
+			node.Wait{Replicas: lk.cfg.Replicas, Timeout: lk.cfg.ReplicaTimeout})
 		if lost == nil {
 			if len(res) != 1 {
 				lost = fmt.Errorf("single: claim on %s: %d results for 1 call", lk.n, len(res))
@@ -200,11 +201,11 @@ func (c *claim) try(ctx context.Context) (*lease.Lease, time.Duration, error) {
 
 // granted is claimcore.Kit.Granted for a claim that acked replicas
 // acknowledged: a *ReplicaError for the lock on first when fewer than
-// WithReplicas asks for, and ctx has not ended. The caller releases the
+// option.Replicas asks for, and ctx has not ended. The caller releases the
 // grant on an error.
 func (lk *Locker) granted(ctx context.Context, t1 time.Time, ttl time.Duration, op, key, first string, acked int) (time.Time, error) {
-	if acked < lk.cfg.replicas && ctx.Err() == nil {
-		return time.Time{}, &ReplicaError{Key: first, Acked: acked, Wanted: lk.cfg.replicas}
+	if acked < lk.cfg.Replicas && ctx.Err() == nil {
+		return time.Time{}, &ReplicaError{Key: first, Acked: acked, Wanted: lk.cfg.Replicas}
 	}
 	return lk.kit.Granted(ctx, t1, ttl, op, key)
 }
@@ -280,13 +281,13 @@ func (c *claim) heed(msg string) bool {
 // TTL or at the ticket's deadline, whichever comes first, counted from
 // after the waiter's last claim was sent; the same span from the sending
 // is thus safe to count on here. The lease is Short: it is extended to a
-// TTL at once, in the background. Under WithReplicas nothing is taken: the
+// TTL at once, in the background. Under option.Replicas nothing is taken: the
 // release that wrote the handoff was not waited on, so the waiter's claim,
 // which finds the lock its own, runs and is waited on as any claim is.
 func (c *claim) takeHanded() *lease.Lease {
 	token := c.handed
 	c.handed = 0
-	if c.lk.cfg.replicas > 0 {
+	if c.lk.cfg.Replicas > 0 {
 		return nil
 	}
 	span := min(c.ttl, c.life)

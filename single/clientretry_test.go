@@ -10,7 +10,7 @@ import (
 
 	"github.com/dlockgo/dlock/internal/testkit/redistest"
 	"github.com/dlockgo/dlock/node/goredis"
-	"github.com/dlockgo/dlock/single"
+	"github.com/dlockgo/dlock/option"
 )
 
 // TestClientRetriesLostReply: a user's go-redis client with its default
@@ -27,7 +27,7 @@ func TestClientRetriesLostReply(t *testing.T) {
 		_ = c.Close()
 	})
 	const ttl = 10 * time.Second
-	lk := newLocker(t, n, single.WithTTL(ttl))
+	lk := newLocker(t, n, option.TTL(ttl))
 	ctx, cancel := context.WithTimeout(t.Context(), 3*ttl)
 	defer cancel()
 	warm, err := lk.TryAcquire(ctx, "warm") // load the scripts: a NOSCRIPT answer is a reply too

@@ -10,6 +10,7 @@ import (
 
 	"github.com/dlockgo/dlock/internal/testkit/redistest"
 	"github.com/dlockgo/dlock/lease"
+	"github.com/dlockgo/dlock/option"
 	"github.com/dlockgo/dlock/single"
 )
 
@@ -32,13 +33,13 @@ func TestEveryClient(t *testing.T) {
 
 			held := redistest.OneWinner(t, 20, func() (*lease.Lease, error) { return lk.TryAcquire(ctx, key) })
 			waiter := newLocker(t, c.Node)
-			next := redistest.WokenByRelease(t, held, func(ctx context.Context, opts ...lease.Option) (*lease.Lease, error) {
+			next := redistest.WokenByRelease(t, held, func(ctx context.Context, opts ...option.Option) (*lease.Lease, error) {
 				return waiter.Acquire(ctx, key, opts...)
 			}, func() { master.WaitSubscribed(t, "dlock:{"+key+"}:released") })
 			require.NoError(t, next.Release(ctx), "waiter's Release")
 
 			// WAIT after the claim, on its connection.
-			rep := newLocker(t, c.Node, single.WithReplicas(1, 500*time.Millisecond))
+			rep := newLocker(t, c.Node, option.Replicas(1, 500*time.Millisecond))
 			l, err := rep.TryAcquire(ctx, key)
 			require.NoError(t, err, "TryAcquire with the replica up")
 			if l.Token() <= next.Token() {

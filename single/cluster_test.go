@@ -15,6 +15,7 @@ import (
 	"github.com/dlockgo/dlock/fence"
 	"github.com/dlockgo/dlock/internal/testkit/redistest"
 	"github.com/dlockgo/dlock/lease"
+	"github.com/dlockgo/dlock/option"
 	"github.com/dlockgo/dlock/single"
 )
 
@@ -145,7 +146,7 @@ func TestCluster(t *testing.T) {
 				for range 8 {
 					wg.Go(func() {
 						for range 10 {
-							l, err := b.Acquire(ctx, key, lease.WithTTL(5*time.Second))
+							l, err := b.Acquire(ctx, key, option.TTL(5*time.Second))
 							if err != nil {
 								t.Errorf("Acquire: %v", err)
 								return
@@ -194,7 +195,7 @@ func TestCluster(t *testing.T) {
 						// A slow retry, and a holder with 30 s left: only the
 						// published release can wake it soon.
 						var err error
-						next, err = b.Acquire(ctx, key, lease.WithRetry(lease.Retry{Min: 10 * time.Second, Max: 10 * time.Second}))
+						next, err = b.Acquire(ctx, key, option.Retry(10*time.Second, 10*time.Second))
 						got <- err
 					}()
 					sub := subscribedOn(t, cl, "dlock:{"+key+"}:released")
@@ -221,7 +222,7 @@ func TestCluster(t *testing.T) {
 	}
 }
 
-// TestClusterReplicas: WithReplicas on a cluster sends the claim and its
+// TestClusterReplicas: option.Replicas on a cluster sends the claim and its
 // WAIT on one connection to the master serving the lock's slot, so WAIT
 // counts that master's replicas for exactly that claim.
 func TestClusterReplicas(t *testing.T) {
@@ -230,7 +231,7 @@ func TestClusterReplicas(t *testing.T) {
 	for _, c := range cl.Nodes(t) {
 		t.Run(c.Name, func(t *testing.T) {
 			ctx := t.Context()
-			lk := newLocker(t, c.Node, single.WithReplicas(1, 200*time.Millisecond))
+			lk := newLocker(t, c.Node, option.Replicas(1, 200*time.Millisecond))
 
 			// Master 0 has a replica: acknowledged.
 			key := keyOn(t, cl, 0, c.Name+"-rep-")
@@ -323,7 +324,7 @@ func TestClusterSlotMove(t *testing.T) {
 			l0, err := a.TryAcquire(ctx, key)
 			require.NoError(t, err)
 			_ = l0.Release(ctx)
-			held, err := a.TryAcquire(ctx, key, lease.WithTTL(time.Minute))
+			held, err := a.TryAcquire(ctx, key, option.TTL(time.Minute))
 			require.NoError(t, err)
 			contend := func(stage string) {
 				t.Helper()
@@ -446,7 +447,7 @@ func shapeRoundTrip(t *testing.T, cl *redistest.Cluster, a, b *single.Locker, ke
 	}
 	got := make(chan error, 1)
 	go func() {
-		l, err := b.Acquire(ctx, key, lease.WithRetry(lease.Retry{Min: time.Millisecond, Max: 20 * time.Millisecond}))
+		l, err := b.Acquire(ctx, key, option.Retry(time.Millisecond, 20*time.Millisecond))
 		if err == nil {
 			err = l.Release(ctx)
 		}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/dlockgo/dlock/lease"
 	"github.com/dlockgo/dlock/node/goredis"
+	"github.com/dlockgo/dlock/option"
 	"github.com/dlockgo/dlock/single"
 )
 
@@ -28,13 +29,13 @@ func ExampleLocker_AcquireAll() {
 	defer client.Close()
 	n := goredis.New(client)
 	defer n.Close()
-	locker, err := single.New(n, single.WithTTL(10*time.Second))
+	locker, err := single.New(n, option.TTL(10*time.Second))
 	if err != nil {
 		log.Fatal(err)
 	}
 	defer locker.Close()
 
-	l, err := locker.AcquireAll(ctx, []string{"acct:17", "acct:42"}, lease.WithAutoRenew())
+	l, err := locker.AcquireAll(ctx, []string{"acct:17", "acct:42"}, option.AutoRenew(true))
 	if err != nil {
 		log.Fatal(err)
 	}

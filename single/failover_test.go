@@ -11,21 +11,22 @@ import (
 	"github.com/dlockgo/dlock/fence"
 	"github.com/dlockgo/dlock/internal/testkit/redistest"
 	"github.com/dlockgo/dlock/lease"
+	"github.com/dlockgo/dlock/option"
 	"github.com/dlockgo/dlock/single"
 )
 
 // TestFailoverFenced is the seed's failover race: A claims on a master, the
 // claim never reaches the replica, the master dies, the replica is
-// promoted, B claims there. Without WithReplicas both hold the lock (the
+// promoted, B claims there. Without option.Replicas both hold the lock (the
 // promoted replica has no record of A's claim), but B's token is above A's
 // even though A's bump of the counter was lost with the master: the
 // counter is floored at the server's clock. So the fence refuses A's write
-// after B's. With WithReplicas(1, 100ms), A's claim is refused outright.
+// after B's. With option.Replicas(1, 100ms), A's claim is refused outright.
 func TestFailoverFenced(t *testing.T) {
 	for _, client := range redistest.Clients {
 		t.Run(client, func(t *testing.T) {
 			t.Run("async", func(t *testing.T) { failover(t, client, false) })
-			t.Run("WithReplicas", func(t *testing.T) { failover(t, client, true) })
+			t.Run("Replicas", func(t *testing.T) { failover(t, client, true) })
 		})
 	}
 }
@@ -37,12 +38,12 @@ func failover(t *testing.T, client string, wait bool) {
 	master := redistest.Start(t)
 	replica := redistest.Start(t, redistest.WithReplicaOf(master))
 	require.NoError(t, replica.WaitSynced(ctx))
-	var opts []single.Option
+	var opts []option.Option
 	if wait {
-		opts = append(opts, single.WithReplicas(1, 100*time.Millisecond))
+		opts = append(opts, option.Replicas(1, 100*time.Millisecond))
 	}
-	lkA := newLocker(t, redistest.NodeFor(t, client, master.Addr()), append(opts, single.WithTTL(ttl))...)
-	lkB := newLocker(t, redistest.NodeFor(t, client, replica.Addr()), single.WithTTL(ttl))
+	lkA := newLocker(t, redistest.NodeFor(t, client, master.Addr()), append(opts, option.TTL(ttl))...)
+	lkB := newLocker(t, redistest.NodeFor(t, client, replica.Addr()), option.TTL(ttl))
 	// The protected resource lives on a server of its own, which survives.
 	store := fence.NewStore(redistest.NodeFor(t, client, redistest.Start(t).Addr()))
 	var guard fence.Guard
@@ -56,7 +57,7 @@ func failover(t *testing.T, client string, wait bool) {
 			l0 = l
 			break
 		}
-		// WithReplicas refuses claims until the replica acknowledges.
+		// option.Replicas refuses claims until the replica acknowledges.
 		if !errors.Is(err, single.ErrReplicas) || ctx.Err() != nil {
 			t.Fatalf("first claim: %v", err)
 		}
@@ -125,7 +126,7 @@ func failover(t *testing.T, client string, wait bool) {
 	require.NoError(t, b.Release(ctx), "B's release")
 }
 
-// TestReplicasHandoffWaits: under WithReplicas, a lock a release hands to
+// TestReplicasHandoffWaits: under option.Replicas, a lock a release hands to
 // a waiter is returned only once a replica has it, as a claimed one is.
 // The release that writes the handoff is not waited on, so the waiter
 // claims the lock again (finding it its own) and waits for that. B queues
@@ -140,7 +141,7 @@ func TestReplicasHandoffWaits(t *testing.T) {
 			master := redistest.Start(t)
 			replica := redistest.Start(t, redistest.WithReplicaOf(master))
 			require.NoError(t, replica.WaitSynced(ctx))
-			opts := []single.Option{single.WithTTL(5 * time.Second), single.WithReplicas(1, 100*time.Millisecond)}
+			opts := []option.Option{option.TTL(5 * time.Second), option.Replicas(1, 100*time.Millisecond)}
 			lkA := newLocker(t, redistest.NodeFor(t, client, master.Addr()), opts...)
 			lkB := newLocker(t, redistest.NodeFor(t, client, master.Addr()), opts...)
 			var a *lease.Lease

@@ -10,6 +10,7 @@ import (
 	"github.com/dlockgo/dlock/internal/acquire"
 	"github.com/dlockgo/dlock/lease"
 	"github.com/dlockgo/dlock/observe"
+	"github.com/dlockgo/dlock/option"
 )
 
 // ForceRelease is an operator's break: it ends whatever lease holds the
@@ -61,12 +62,13 @@ func (lk *Locker) forceRelease(ctx context.Context, key string) (lease.Broken, e
 // owner still holds the lock with the handle's token, and
 // returns a lease that extends and releases it as the one written out
 // did, valid for what the server says it has left (less the drift
-// margin). opts may set WithAutoRenew (off by default) and WithTTL, the
-// TTL renewals ask for (by default the handle's). A handle that is not
+// margin). opts may set option.AutoRenew (off by default) and option.TTL,
+// the TTL renewals ask for (by default the handle's). A handle that is not
 // one, cut short or edited, is an *lease.ArgError naming handle; one of
-// another strategy or server is refused with an error matching lease.ErrForeignHandle; one
-// whose lease has ended, with an error matching lease.ErrNotHeld.
-func (lk *Locker) Resume(ctx context.Context, handle string, opts ...lease.Option) (*lease.Lease, error) {
+// another strategy or server is refused with an error matching
+// lease.ErrForeignHandle; one whose lease has ended, with an error
+// matching lease.ErrNotHeld.
+func (lk *Locker) Resume(ctx context.Context, handle string, opts ...option.Option) (*lease.Lease, error) {
 	if err := acquire.CheckContext(ctx); err != nil {
 		return nil, err
 	}
@@ -77,7 +79,7 @@ func (lk *Locker) Resume(ctx context.Context, handle string, opts ...lease.Optio
 	if err := h.For(strategy, lk.n.String()); err != nil {
 		return nil, err
 	}
-	o, err := lk.options(ctx, h.Key, append([]lease.Option{lease.WithTTL(h.TTL)}, opts...))
+	o, err := lk.options(ctx, h.Key, h.TTL, opts)
 	if err != nil {
 		return nil, err
 	}

@@ -18,11 +18,12 @@ import (
 	"github.com/dlockgo/dlock/node"
 	"github.com/dlockgo/dlock/node/goredis"
 	"github.com/dlockgo/dlock/observe"
+	"github.com/dlockgo/dlock/option"
 	"github.com/dlockgo/dlock/single"
 )
 
 // resume takes up text, a handle's text form, on lk.
-func resume(t *testing.T, lk *single.Locker, text string, opts ...lease.Option) (*lease.Lease, error) {
+func resume(t *testing.T, lk *single.Locker, text string, opts ...option.Option) (*lease.Lease, error) {
 	t.Helper()
 	h, err := lease.ParseHandle(text)
 	if err != nil {
@@ -37,14 +38,14 @@ func TestHandleAcrossLockers(t *testing.T) {
 			forEachClient(t, func(t *testing.T, srv *redistest.Server, n node.Node) {
 				ctx := t.Context()
 				// Two Lockers on clients of their own, as two processes have.
-				var idle []single.Option
+				var idle []option.Option
 				if form == "hash" {
-					idle = append(idle, single.WithIdleTTL(-1)) // kept for ever: the hash
+					idle = append(idle, option.IdleTTL(-1)) // kept for ever: the hash
 				}
 				a := newLocker(t, n, idle...)
 				b := newLocker(t, redistest.NodeFor(t, redistest.Clients[1], srv.Addr()))
 				key := "handle-" + form
-				l, err := a.TryAcquire(ctx, key, lease.WithTTL(5*time.Second), lease.WithMetadata("job=7"))
+				l, err := a.TryAcquire(ctx, key, option.TTL(5*time.Second), option.Metadata("job=7"))
 				require.NoError(t, err)
 				want := map[string]string{"lean": "string", "hash": "hash"}[form]
 				if typ, _ := srv.Do("TYPE", "dlock:{"+key+"}"); typ != want {
@@ -138,11 +139,11 @@ func TestHandleAutoRenew(t *testing.T) {
 	forEachClient(t, func(t *testing.T, srv *redistest.Server, n node.Node) {
 		ctx := t.Context()
 		a, b := newLocker(t, n), newLocker(t, n)
-		l, err := a.TryAcquire(ctx, "renew", lease.WithTTL(5*time.Second))
+		l, err := a.TryAcquire(ctx, "renew", option.TTL(5*time.Second))
 		require.NoError(t, err)
 		h, err := l.Handle()
 		require.NoError(t, err)
-		r, err := resume(t, b, h.String(), lease.WithAutoRenew(), lease.WithTTL(300*time.Millisecond))
+		r, err := resume(t, b, h.String(), option.AutoRenew(true), option.TTL(300*time.Millisecond))
 		require.NoError(t, err)
 		// Renewals at 100ms ask for 300ms: the server's lease soon
 		// falls from 5s to under a second.
@@ -165,13 +166,13 @@ func TestForceRelease(t *testing.T) {
 				key := "break-" + form
 				holder := newLocker(t, n)
 				rec := &events.Recorder{}
-				op := newLocker(t, redistest.NodeFor(t, redistest.Clients[1], srv.Addr()), single.WithObserver(rec))
+				op := newLocker(t, redistest.NodeFor(t, redistest.Clients[1], srv.Addr()), option.Observer(rec))
 				waiter := newLocker(t, n)
 				store := fence.NewStore(n)
 				var guard fence.Guard
 
 				// A live holder: renewed every 100ms.
-				l, err := holder.Acquire(ctx, key, lease.WithTTL(300*time.Millisecond), lease.WithAutoRenew(), lease.WithMetadata("host=a"))
+				l, err := holder.Acquire(ctx, key, option.TTL(300*time.Millisecond), option.AutoRenew(true), option.Metadata("host=a"))
 				require.NoError(t, err)
 				require.NoError(t, guard.Admit(key, l.Token()))
 				require.NoError(t, store.Put(ctx, "data:"+key, "old", l.Token()))
@@ -184,7 +185,7 @@ func TestForceRelease(t *testing.T) {
 				if form == "hash" {
 					// A waiter queued: the lock becomes the hash.
 					go func() {
-						w, err := waiter.Acquire(ctx, key, lease.WithRetry(lease.Retry{Min: 10 * time.Second, Max: 10 * time.Second}))
+						w, err := waiter.Acquire(ctx, key, option.Retry(10*time.Second, 10*time.Second))
 						got <- res{w, err}
 					}()
 					waitSubscribed(t, srv, "dlock:{"+key+"}:released")
@@ -302,7 +303,7 @@ func TestResumeUnreachable(t *testing.T) {
 func resumeUnreachable(t *testing.T, srv *redistest.Server, n node.Node) {
 	ctx := t.Context()
 	a := newLocker(t, n)
-	l, err := a.TryAcquire(ctx, "away", lease.WithTTL(10*time.Second))
+	l, err := a.TryAcquire(ctx, "away", option.TTL(10*time.Second))
 	require.NoError(t, err)
 	h, err := l.Handle()
 	require.NoError(t, err)

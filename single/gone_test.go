@@ -9,6 +9,7 @@ import (
 
 	"github.com/dlockgo/dlock/internal/testkit/redistest"
 	"github.com/dlockgo/dlock/node"
+	"github.com/dlockgo/dlock/option"
 	"github.com/dlockgo/dlock/single"
 )
 
@@ -22,7 +23,7 @@ import (
 func TestLateClaimRefused(t *testing.T) {
 	forEachClient(t, func(t *testing.T, srv *redistest.Server, n node.Node) {
 		ctx := t.Context()
-		lk := newLocker(t, n, single.WithTTL(time.Second), single.WithIdleTTL(100*time.Millisecond))
+		lk := newLocker(t, n, option.TTL(time.Second), option.IdleTTL(100*time.Millisecond))
 		for _, key := range []string{"late-used", "late-new"} {
 			h := single.HashKey(key)
 			if key == "late-used" {

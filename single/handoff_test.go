@@ -12,6 +12,7 @@ import (
 	"github.com/dlockgo/dlock/internal/testkit/redistest"
 	"github.com/dlockgo/dlock/lease"
 	"github.com/dlockgo/dlock/node"
+	"github.com/dlockgo/dlock/option"
 	"github.com/dlockgo/dlock/single"
 )
 
@@ -63,15 +64,15 @@ func TestHandoffOneHop(t *testing.T) {
 		ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
 		defer cancel()
 		const key = "hop"
-		holder, err := newLocker(t, n).TryAcquire(ctx, key, lease.WithTTL(time.Minute))
+		holder, err := newLocker(t, n).TryAcquire(ctx, key, option.TTL(time.Minute))
 		require.NoError(t, err)
 		cn := &claimCounter{Node: n}
-		lk := newLocker(t, cn, single.WithTTL(time.Minute))
+		lk := newLocker(t, cn, option.TTL(time.Minute))
 		got := make(chan *lease.Lease, 1)
 		go func() {
 			// A retry delay of a minute, and a holder with a minute left:
 			// only a message wakes this waiter.
-			l, err := lk.Acquire(ctx, key, lease.WithRetry(lease.Retry{Min: time.Minute, Max: time.Minute}))
+			l, err := lk.Acquire(ctx, key, option.Retry(time.Minute, time.Minute))
 			if err != nil {
 				t.Errorf("Acquire: %v", err)
 			}

@@ -5,16 +5,17 @@ import (
 	"testing"
 	"time"
 
-	"github.com/dlockgo/dlock/fence"
-	"github.com/dlockgo/dlock/internal/testkit/redistest"
-	"github.com/dlockgo/dlock/single"
 	"github.com/stretchr/testify/require"
+
+	"github.com/dlockgo/dlock/fence"
+	"github.com/dlockgo/dlock/internal/settings"
+	"github.com/dlockgo/dlock/internal/testkit/redistest"
 )
 
 // TestClockStepBackIdleLife shows what the default idle life buys and what
 // a step back of the server's clock costs with it. While a key keeps its
-// counter (its lease, and DefaultIdleTTL after its release) the next token
-// is counter + 1 whatever the clock did, and a fence admits it. Once the
+// counter (its lease, and the default idle TTL after its release) the next
+// token is counter + 1 whatever the clock did, and a fence admits it. Once the
 // counter has expired, the next token is drawn from the server's clock
 // alone: after a step back larger than the time since the last grant, it
 // is below the last one, and the fence refuses its writes until the
@@ -47,7 +48,7 @@ func TestClockStepBackIdleLife(t *testing.T) {
 	// The idle life runs out (the clock moves on past it, and the server
 	// expires the released key), then the clock steps back 90 s: a minute
 	// behind the last grant.
-	clock.Jump(single.DefaultIdleTTL + time.Second)
+	clock.Jump(settings.DefaultIdleTTL + time.Second)
 	for srv.MustDo(t, "EXISTS", "dlock:{stepped}") != "0" {
 		time.Sleep(time.Millisecond)
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/dlockgo/dlock/internal/testkit/redistest"
 	"github.com/dlockgo/dlock/lease"
+	"github.com/dlockgo/dlock/option"
 	"github.com/dlockgo/dlock/single"
 )
 
@@ -29,7 +30,7 @@ func TestInspect(t *testing.T) {
 				t.Errorf("never locked: got %+v; want not held, token 0", info)
 			}
 
-			l, err := lk.TryAcquire(ctx, key, lease.WithTTL(5*time.Second))
+			l, err := lk.TryAcquire(ctx, key, option.TTL(5*time.Second))
 			require.NoError(t, err)
 			info, err = lk.Inspect(ctx, key)
 			if err != nil {

@@ -10,6 +10,7 @@ import (
 	"github.com/dlockgo/dlock/internal/testkit/redistest"
 	"github.com/dlockgo/dlock/lease"
 	"github.com/dlockgo/dlock/node"
+	"github.com/dlockgo/dlock/option"
 	"github.com/dlockgo/dlock/single"
 )
 
@@ -64,8 +65,8 @@ func TestLateReleaseOfLateGrant(t *testing.T) {
 			const ttl = 400 * time.Millisecond
 			late := &lateNode{Node: redistest.NodeFor(t, client, srv.Addr()), claimDelay: ttl,
 				release: make(chan struct{}), done: make(chan struct{})}
-			lk := newLocker(t, late, single.WithTTL(ttl))
-			other := newLocker(t, redistest.NodeFor(t, client, srv.Addr()), single.WithTTL(ttl))
+			lk := newLocker(t, late, option.TTL(ttl))
+			other := newLocker(t, redistest.NodeFor(t, client, srv.Addr()), option.TTL(ttl))
 			ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 			defer cancel()
 

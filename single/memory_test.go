@@ -11,10 +11,12 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
+	"github.com/dlockgo/dlock/internal/settings"
 	"github.com/dlockgo/dlock/internal/testkit/redistest"
 	"github.com/dlockgo/dlock/lease"
 	"github.com/dlockgo/dlock/node"
 	"github.com/dlockgo/dlock/node/goredis"
+	"github.com/dlockgo/dlock/option"
 	"github.com/dlockgo/dlock/single"
 )
 
@@ -81,7 +83,7 @@ func TestMemoryOneKey(t *testing.T) {
 		require.NoError(t, err)
 		// Claims move the hash's expiry only when it would fall short:
 		// to 1.5 × (TTL + idle TTL) ahead.
-		if ms, _ := strconv.ParseInt(pttl, 10, 64); ms <= single.DefaultIdleTTL.Milliseconds() || ms > 3*(single.DefaultTTL+single.DefaultIdleTTL).Milliseconds()/2 {
+		if ms, _ := strconv.ParseInt(pttl, 10, 64); ms <= settings.DefaultIdleTTL.Milliseconds() || ms > 3*(settings.DefaultTTL+settings.DefaultIdleTTL).Milliseconds()/2 {
 			t.Errorf("the hash's PTTL = %s; want it past the idle TTL, within 1.5 × (TTL + idle TTL)", pttl)
 		}
 		t.Logf("after %d lock+unlock of one key: %v", workers*rounds, keys)
@@ -93,7 +95,7 @@ func TestMemoryOneKey(t *testing.T) {
 func TestMemoryDistinctKeys(t *testing.T) {
 	forEachClient(t, func(t *testing.T, srv *redistest.Server, n node.Node) {
 		const idle = 2 * time.Second
-		lk := newLocker(t, n, single.WithTTL(time.Second), single.WithIdleTTL(idle))
+		lk := newLocker(t, n, option.TTL(time.Second), option.IdleTTL(idle))
 		before, err := srv.UsedMemory()
 		require.NoError(t, err)
 		const keys = 5000
@@ -139,7 +141,7 @@ func TestMemoryGoneAndDeadWaiters(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
 	const key = "lossy"
-	lk := newLocker(t, ln, single.WithTTL(time.Second))
+	lk := newLocker(t, ln, option.TTL(time.Second))
 	for range 2 { // load the scripts: claim, release, abandon
 		if l, err := lk.TryAcquire(ctx, key); err == nil {
 			_ = l.Release(ctx)
@@ -163,7 +165,7 @@ func TestMemoryGoneAndDeadWaiters(t *testing.T) {
 	}
 
 	// A waiter that dies: its link cut while it waits, it cannot leave.
-	holder, err := newLocker(t, redistest.NodeFor(t, "go-redis", srv.Addr())).TryAcquire(ctx, key, lease.WithTTL(10*time.Second))
+	holder, err := newLocker(t, redistest.NodeFor(t, "go-redis", srv.Addr())).TryAcquire(ctx, key, option.TTL(10*time.Second))
 	require.NoError(t, err)
 	wctx, wcancel := context.WithTimeout(ctx, 300*time.Millisecond)
 	waiter := newLocker(t, cn)
@@ -171,7 +173,7 @@ func TestMemoryGoneAndDeadWaiters(t *testing.T) {
 		time.Sleep(100 * time.Millisecond)
 		proxy.Cut()
 	}()
-	_, err = waiter.Acquire(wctx, key, lease.WithRetry(lease.Retry{Min: 10 * time.Millisecond, Max: 20 * time.Millisecond}))
+	_, err = waiter.Acquire(wctx, key, option.Retry(10*time.Millisecond, 20*time.Millisecond))
 	wcancel()
 	if err == nil {
 		t.Fatal("waiter granted a held lock")

@@ -14,8 +14,10 @@ import (
 	"github.com/dlockgo/dlock/internal/acquire"
 	"github.com/dlockgo/dlock/internal/claimcore"
 	"github.com/dlockgo/dlock/internal/leasing"
+	"github.com/dlockgo/dlock/internal/settings"
 	"github.com/dlockgo/dlock/lease"
 	"github.com/dlockgo/dlock/node"
+	"github.com/dlockgo/dlock/option"
 )
 
 // MaxKeys is the most keys AcquireAll and TryAcquireAll take at once.
@@ -34,12 +36,12 @@ const MaxKeys = 64
 // an *lease.ArgError for no keys, more than MaxKeys, a repeat or a bad key
 // or option. As for TryAcquire, a claim whose outcome is unknown is given
 // up before it returns.
-func (lk *Locker) TryAcquireAll(ctx context.Context, keys []string, opts ...lease.Option) (*lease.Lease, error) {
+func (lk *Locker) TryAcquireAll(ctx context.Context, keys []string, opts ...option.Option) (*lease.Lease, error) {
 	ob := acquire.Start(lk.cfg.Observer, strategy, firstKey(keys))
 	return ob.End(lk.tryAcquireAll(ctx, keys, opts))
 }
 
-func (lk *Locker) tryAcquireAll(ctx context.Context, keys []string, opts []lease.Option) (*lease.Lease, error) {
+func (lk *Locker) tryAcquireAll(ctx context.Context, keys []string, opts []option.Option) (*lease.Lease, error) {
 	c, err := lk.newSetClaim(ctx, keys, opts)
 	if err != nil {
 		return nil, err
@@ -60,12 +62,12 @@ func (lk *Locker) tryAcquireAll(ctx context.Context, keys []string, opts []lease
 // the cost of a set is that a free key may wait for a busy one. When ctx
 // ends first, the error matches ctx.Err(), and no lock or place in a queue
 // of this call is left on the server.
-func (lk *Locker) AcquireAll(ctx context.Context, keys []string, opts ...lease.Option) (*lease.Lease, error) {
+func (lk *Locker) AcquireAll(ctx context.Context, keys []string, opts ...option.Option) (*lease.Lease, error) {
 	ob := acquire.Start(lk.cfg.Observer, strategy, firstKey(keys))
 	return ob.End(lk.acquireAll(ctx, keys, opts))
 }
 
-func (lk *Locker) acquireAll(ctx context.Context, keys []string, opts []lease.Option) (*lease.Lease, error) {
+func (lk *Locker) acquireAll(ctx context.Context, keys []string, opts []option.Option) (*lease.Lease, error) {
 	c, err := lk.newSetClaim(ctx, keys, opts)
 	if err != nil {
 		return nil, err
@@ -114,7 +116,7 @@ type setClaim struct {
 	lk     *Locker
 	keys   []string // as the caller gave them
 	hashes []string // each key's hash, in the same order
-	o      lease.Options
+	o      settings.Call
 	ttl    time.Duration // o.TTL in whole milliseconds
 	// The claim script's arguments: owner, TTL ms, the hashes' lifetime
 	// ms, and for AcquireAll the tickets' lifetime ms.
@@ -129,7 +131,7 @@ type setClaim struct {
 	ordered bool
 }
 
-func (lk *Locker) newSetClaim(ctx context.Context, keys []string, opts []lease.Option) (*setClaim, error) {
+func (lk *Locker) newSetClaim(ctx context.Context, keys []string, opts []option.Option) (*setClaim, error) {
 	if err := acquire.CheckContext(ctx); err != nil {
 		return nil, err
 	}
@@ -153,7 +155,7 @@ func (lk *Locker) newSetClaim(ctx context.Context, keys []string, opts []lease.O
 		}
 		seen[k] = i
 	}
-	o, err := lk.options(ctx, keys[0], opts)
+	o, err := lk.options(ctx, keys[0], lk.cfg.TTL, opts)
 	if err != nil {
 		return nil, err
 	}

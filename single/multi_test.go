@@ -17,6 +17,7 @@ import (
 	"github.com/dlockgo/dlock/internal/testkit/safety"
 	"github.com/dlockgo/dlock/lease"
 	"github.com/dlockgo/dlock/node"
+	"github.com/dlockgo/dlock/option"
 	"github.com/dlockgo/dlock/single"
 )
 
@@ -30,17 +31,17 @@ func TestAcquireAllArgs(t *testing.T) {
 	for _, tt := range []struct {
 		name string
 		keys []string
-		opts []lease.Option
+		opts []option.Option
 		arg  string
 	}{
 		{"no keys", nil, nil, "keys"},
 		{"too many", many, nil, "keys"},
 		{"a repeat", []string{"a", "b", "a"}, nil, "keys[2]"},
 		{"an empty key", []string{"a", ""}, nil, "keys[1]"},
-		{"a bad TTL", []string{"a"}, []lease.Option{lease.WithTTL(-time.Second)}, "ttl"},
+		{"a bad TTL", []string{"a"}, []option.Option{option.TTL(-time.Second)}, "TTL"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			for _, f := range []func(context.Context, []string, ...lease.Option) (*lease.Lease, error){lk.TryAcquireAll, lk.AcquireAll} {
+			for _, f := range []func(context.Context, []string, ...option.Option) (*lease.Lease, error){lk.TryAcquireAll, lk.AcquireAll} {
 				_, err := f(t.Context(), tt.keys, tt.opts...)
 				var ae *lease.ArgError
 				if !errors.As(err, &ae) || ae.Arg != tt.arg || !errors.Is(err, lease.ErrInvalid) {
@@ -50,7 +51,7 @@ func TestAcquireAllArgs(t *testing.T) {
 		})
 	}
 	var nilCtx context.Context // the bad argument under test
-	for _, f := range []func(context.Context, []string, ...lease.Option) (*lease.Lease, error){lk.TryAcquireAll, lk.AcquireAll} {
+	for _, f := range []func(context.Context, []string, ...option.Option) (*lease.Lease, error){lk.TryAcquireAll, lk.AcquireAll} {
 		if _, err := f(nilCtx, []string{"a"}); !errors.Is(err, lease.ErrInvalid) {
 			t.Fatalf("nil ctx: %v; want ErrInvalid", err)
 		}
@@ -67,7 +68,7 @@ func TestAcquireAllArgs(t *testing.T) {
 // and ends as a whole.
 func TestAcquireAll(t *testing.T) {
 	forEachClient(t, func(t *testing.T, srv *redistest.Server, n node.Node) {
-		lk := newLocker(t, n, single.WithTTL(time.Second))
+		lk := newLocker(t, n, option.TTL(time.Second))
 		ctx := t.Context()
 		before, err := lk.TryAcquire(ctx, "b")
 		require.NoError(t, err)
@@ -113,7 +114,7 @@ func TestAcquireAll(t *testing.T) {
 		}
 		require.NoError(t, after.Release(ctx))
 
-		renewed, err := lk.TryAcquireAll(ctx, []string{"x", "y"}, lease.WithTTL(300*time.Millisecond), lease.WithAutoRenew())
+		renewed, err := lk.TryAcquireAll(ctx, []string{"x", "y"}, option.TTL(300*time.Millisecond), option.AutoRenew(true))
 		require.NoError(t, err)
 		time.Sleep(time.Second)
 		if renewed.Err() != nil {
@@ -124,7 +125,7 @@ func TestAcquireAll(t *testing.T) {
 		}
 		require.NoError(t, renewed.Release(ctx))
 
-		lapsed, err := lk.TryAcquireAll(ctx, []string{"p", "q"}, lease.WithTTL(100*time.Millisecond))
+		lapsed, err := lk.TryAcquireAll(ctx, []string{"p", "q"}, option.TTL(100*time.Millisecond))
 		require.NoError(t, err)
 		<-lapsed.Done()
 		if !errors.Is(lapsed.Err(), lease.ErrExpired) {
@@ -144,7 +145,7 @@ func TestAcquireAllStale(t *testing.T) {
 	forEachClient(t, func(t *testing.T, srv *redistest.Server, n node.Node) {
 		lk := newLocker(t, n)
 		ctx := t.Context()
-		set, err := lk.TryAcquireAll(ctx, []string{"s1", "s2"}, lease.WithTTL(5*time.Second))
+		set, err := lk.TryAcquireAll(ctx, []string{"s1", "s2"}, option.TTL(5*time.Second))
 		require.NoError(t, err)
 		_, err = srv.Do("HSET", "dlock:{s2}", "until", "1")
 		require.NoError(t, err)
@@ -169,7 +170,7 @@ func TestAcquireAllStale(t *testing.T) {
 // expires.
 func TestAcquireAllWaits(t *testing.T) {
 	forEachClient(t, func(t *testing.T, srv *redistest.Server, n node.Node) {
-		lk := newLocker(t, n, single.WithTTL(2*time.Second))
+		lk := newLocker(t, n, option.TTL(2*time.Second))
 		ctx, cancel := context.WithTimeout(t.Context(), 90*time.Second)
 		defer cancel()
 		keys := []string{"k1", "k2", "k3"}

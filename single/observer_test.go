@@ -12,7 +12,7 @@ import (
 	"github.com/dlockgo/dlock/lease"
 	"github.com/dlockgo/dlock/node"
 	"github.com/dlockgo/dlock/observe"
-	"github.com/dlockgo/dlock/single"
+	"github.com/dlockgo/dlock/option"
 )
 
 func sameKinds(got []observe.Event, want ...observe.EventKind) bool {
@@ -32,7 +32,7 @@ func TestObserver(t *testing.T) {
 	forEachClient(t, func(t *testing.T, srv *redistest.Server, n node.Node) {
 		ctx := t.Context()
 		rec := &events.Recorder{}
-		lk := newLocker(t, n, single.WithObserver(rec))
+		lk := newLocker(t, n, option.Observer(rec))
 
 		// A grant, then a refusal while it is held.
 		l, err := lk.TryAcquire(ctx, "obs")
@@ -65,7 +65,7 @@ func TestObserver(t *testing.T) {
 			defer close(released)
 			_ = l.Release(ctx)
 		})
-		l2, err := lk.Acquire(ctx, "obs", lease.WithTTL(300*time.Millisecond), lease.WithAutoRenew())
+		l2, err := lk.Acquire(ctx, "obs", option.TTL(300*time.Millisecond), option.AutoRenew(true))
 		require.NoError(t, err)
 		<-released
 		// The new lease renews every 100 ms from its grant, which on a

@@ -11,9 +11,11 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/dlockgo/dlock/internal/acquire"
 	"github.com/dlockgo/dlock/internal/testkit/redistest"
 	"github.com/dlockgo/dlock/lease"
 	"github.com/dlockgo/dlock/node"
+	"github.com/dlockgo/dlock/option"
 )
 
 // serverMs reads the server's clock in milliseconds.
@@ -208,11 +210,11 @@ func TestCancelledWaiterLeaves(t *testing.T) {
 		held, err := lk.TryAcquire(t.Context(), key)
 		require.NoError(t, err)
 		defer held.Release(t.Context())
-		for _, retry := range []lease.Retry{{}, {Min: time.Second, Max: time.Second}} {
+		for _, retry := range []acquire.Retry{{}, {Min: time.Second, Max: time.Second}} {
 			ctx, cancel := context.WithCancel(t.Context())
 			got := make(chan error, 1)
 			go func() {
-				_, err := lk.Acquire(ctx, key, lease.WithRetry(retry))
+				_, err := lk.Acquire(ctx, key, option.Retry(retry.Min, retry.Max))
 				got <- err
 			}()
 			waitQueued(t, srv, key, 1)

@@ -13,7 +13,7 @@ import (
 	"github.com/dlockgo/dlock/lease"
 	"github.com/dlockgo/dlock/node"
 	"github.com/dlockgo/dlock/node/goredis"
-	"github.com/dlockgo/dlock/single"
+	"github.com/dlockgo/dlock/option"
 )
 
 type acquired struct {
@@ -30,11 +30,11 @@ func TestAcquireRetriesThroughRestart(t *testing.T) {
 		defer cancel()
 		a, b := newLocker(t, n), newLocker(t, n)
 		const key = "restart"
-		_, err := a.TryAcquire(ctx, key, lease.WithTTL(time.Second))
+		_, err := a.TryAcquire(ctx, key, option.TTL(time.Second))
 		require.NoError(t, err)
 		got := make(chan acquired, 1)
 		go func() {
-			l, err := b.Acquire(ctx, key, lease.WithRetry(lease.Retry{Min: 20 * time.Millisecond, Max: 50 * time.Millisecond}))
+			l, err := b.Acquire(ctx, key, option.Retry(20*time.Millisecond, 50*time.Millisecond))
 			got <- acquired{l, err}
 		}()
 		waitQueued(t, srv, key, 1)
@@ -81,7 +81,7 @@ func TestAcquireRetriesLostReply(t *testing.T) {
 	// EVAL for: an acquire whose WAIT is refused abandons its claim.
 	_, err = srv.Do("ACL", "SETUSER", "nowait", "on", ">pw", "~*", "&*", "+@all", "-wait")
 	require.NoError(t, err)
-	nowait := newLocker(t, nodeAs(t, "go-redis", srv.Addr(), "nowait", "pw"), single.WithReplicas(1, time.Millisecond))
+	nowait := newLocker(t, nodeAs(t, "go-redis", srv.Addr(), "nowait", "pw"), option.Replicas(1, time.Millisecond))
 	if _, err := nowait.TryAcquire(ctx, "warm"); err == nil {
 		t.Fatal("TryAcquire with WAIT denied: granted")
 	}
@@ -99,7 +99,7 @@ func TestAcquireRetriesLostReply(t *testing.T) {
 	proxy.SetLatency(750 * time.Millisecond)
 	got := make(chan acquired, 1)
 	go func() {
-		l, err := lk.Acquire(ctx, key, lease.WithRetry(lease.Retry{Min: 20 * time.Millisecond, Max: 50 * time.Millisecond}))
+		l, err := lk.Acquire(ctx, key, option.Retry(20*time.Millisecond, 50*time.Millisecond))
 		got <- acquired{l, err}
 	}()
 	// A liveness wait, generous for a loaded machine: the first lost

@@ -14,10 +14,12 @@ import (
 
 	"github.com/dlockgo/dlock/fence"
 	"github.com/dlockgo/dlock/internal/acquire"
+	"github.com/dlockgo/dlock/internal/settings"
 	"github.com/dlockgo/dlock/internal/testkit/examplemain"
 	"github.com/dlockgo/dlock/internal/testkit/redistest"
 	"github.com/dlockgo/dlock/lease"
 	"github.com/dlockgo/dlock/node"
+	"github.com/dlockgo/dlock/option"
 	"github.com/dlockgo/dlock/single"
 )
 
@@ -34,7 +36,7 @@ func forEachClient(t *testing.T, f func(t *testing.T, srv *redistest.Server, n n
 	}
 }
 
-func newLocker(t testing.TB, n node.Node, opts ...single.Option) *single.Locker {
+func newLocker(t testing.TB, n node.Node, opts ...option.Option) *single.Locker {
 	t.Helper()
 	lk, err := single.New(n, opts...)
 	require.NoError(t, err, "New")
@@ -121,7 +123,7 @@ func TestTokensIncrease(t *testing.T) {
 			if i%7 == 0 || i%11 == 0 {
 				ttl = 20 * time.Millisecond
 			}
-			l, err := lk.Acquire(ctx, "seq", lease.WithTTL(ttl))
+			l, err := lk.Acquire(ctx, "seq", option.TTL(ttl))
 			require.NoError(t, err, "acquisition %d", i)
 			if l.Token() <= last {
 				t.Fatalf("acquisition %d: token %d after %d; want strictly increasing", i, l.Token(), last)
@@ -158,7 +160,7 @@ func TestTokensIncrease(t *testing.T) {
 func takeOver(t *testing.T, a, b *single.Locker, key string) (old, cur *lease.Lease) {
 	t.Helper()
 	ctx := t.Context()
-	old, err := a.Acquire(ctx, key, lease.WithTTL(30*time.Millisecond))
+	old, err := a.Acquire(ctx, key, option.TTL(30*time.Millisecond))
 	require.NoError(t, err, "first TryAcquire")
 	cur, err = b.Acquire(ctx, key)
 	require.NoError(t, err, "second Acquire")
@@ -252,7 +254,7 @@ func TestExtendAfterExpiry(t *testing.T) {
 		// Expired by the local clock: refused without asking the server,
 		// which is made to still hold the lease for this owner so that it
 		// would have accepted the extension.
-		l, err := lk.Acquire(ctx, "exp", lease.WithTTL(20*time.Millisecond))
+		l, err := lk.Acquire(ctx, "exp", option.TTL(20*time.Millisecond))
 		require.NoError(t, err, "Acquire with a 20ms TTL")
 		<-l.Done()
 		const later = "99999999999999" // ms: the server's lease runs for centuries
@@ -340,7 +342,7 @@ func TestPausedHolderFenced(t *testing.T) {
 		store := fence.NewStore(n)
 		var guard fence.Guard
 
-		old, err := a.Acquire(ctx, "res", lease.WithTTL(50*time.Millisecond))
+		old, err := a.Acquire(ctx, "res", option.TTL(50*time.Millisecond))
 		require.NoError(t, err)
 		time.Sleep(80 * time.Millisecond) // the pause
 		cur, err := b.TryAcquire(ctx, "res")
@@ -371,7 +373,7 @@ func TestReplicas(t *testing.T) {
 	t.Logf("replica acknowledging writes %v after WaitSynced", time.Since(start))
 	for _, c := range redistest.Nodes(t, master.Addr()) {
 		t.Run(c.Name, func(t *testing.T) {
-			lk := newLocker(t, c.Node, single.WithReplicas(1, 200*time.Millisecond))
+			lk := newLocker(t, c.Node, option.Replicas(1, 200*time.Millisecond))
 			l, err := lk.TryAcquire(ctx, "rep")
 			if err != nil {
 				mi, _ := master.Do("INFO", "replication")
@@ -413,7 +415,7 @@ func TestAcquireWakesOnRelease(t *testing.T) {
 		got := make(chan res, 1)
 		go func() {
 			// A slow retry, so only the published release can wake it soon.
-			l, err := b.Acquire(ctx, "wake", lease.WithRetry(lease.Retry{Min: 10 * time.Second, Max: 10 * time.Second}))
+			l, err := b.Acquire(ctx, "wake", option.Retry(10*time.Second, 10*time.Second))
 			got <- res{l, time.Now(), err}
 		}()
 		waitSubscribed(t, srv, "dlock:{wake}:released")
@@ -506,7 +508,7 @@ func TestAutoRenewAndLoss(t *testing.T) {
 	forEachClient(t, func(t *testing.T, srv *redistest.Server, n node.Node) {
 		ctx := t.Context()
 		lk := newLocker(t, n)
-		l, err := lk.Acquire(ctx, "renew", lease.WithTTL(150*time.Millisecond), lease.WithAutoRenew())
+		l, err := lk.Acquire(ctx, "renew", option.TTL(150*time.Millisecond), option.AutoRenew(true))
 		require.NoError(t, err)
 		lctx := l.Context(ctx)
 		time.Sleep(400 * time.Millisecond)
@@ -533,7 +535,7 @@ func TestAutoRenewAndLoss(t *testing.T) {
 		}
 
 		// Release stops the renewal and ends the lease with ErrReleased.
-		l, err = lk.Acquire(ctx, "renew2", lease.WithTTL(150*time.Millisecond), lease.WithAutoRenew())
+		l, err = lk.Acquire(ctx, "renew2", option.TTL(150*time.Millisecond), option.AutoRenew(true))
 		require.NoError(t, err)
 		time.Sleep(100 * time.Millisecond)
 		if err := l.Release(ctx); err != nil {
@@ -551,9 +553,9 @@ func TestAutoRenewAndLoss(t *testing.T) {
 func TestLocalValidity(t *testing.T) {
 	forEachClient(t, func(t *testing.T, srv *redistest.Server, n node.Node) {
 		ctx := t.Context()
-		lk := newLocker(t, n, single.WithDriftFactor(0.1))
+		lk := newLocker(t, n, option.DriftFactor(0.1))
 		before := time.Now()
-		l, err := lk.TryAcquire(ctx, "valid", lease.WithTTL(time.Second))
+		l, err := lk.TryAcquire(ctx, "valid", option.TTL(time.Second))
 		after := time.Now()
 		require.NoError(t, err)
 		defer l.Release(ctx)
@@ -579,8 +581,8 @@ func TestLocalValidity(t *testing.T) {
 		}
 		// Released, the counter stays for the idle TTL.
 		require.NoError(t, l.Release(ctx))
-		if ms := pttl(); ms <= single.DefaultIdleTTL.Milliseconds()-1000 || ms > single.DefaultIdleTTL.Milliseconds() {
-			t.Fatalf("PTTL of the released key = %d ms; want about the idle TTL, %v", ms, single.DefaultIdleTTL)
+		if ms := pttl(); ms <= settings.DefaultIdleTTL.Milliseconds()-1000 || ms > settings.DefaultIdleTTL.Milliseconds() {
+			t.Fatalf("PTTL of the released key = %d ms; want about the idle TTL, %v", ms, settings.DefaultIdleTTL)
 		}
 
 		// In the hash (a waiter once queued), the hash, with its counter,
@@ -588,15 +590,15 @@ func TestLocalValidity(t *testing.T) {
 		// a half times the lease's TTL and the idle TTL (see keep in
 		// internal/engine/lua/core.lua).
 		require.NoError(t, srv.LockHash("dlock:{valid}"))
-		l2, err := lk.TryAcquire(ctx, "valid", lease.WithTTL(time.Second))
+		l2, err := lk.TryAcquire(ctx, "valid", option.TTL(time.Second))
 		require.NoError(t, err)
 		defer l2.Release(ctx)
 		if until := field(t, srv, "valid", "until"); until == "" {
 			t.Fatal("no until in the hash")
 		}
-		if ms := pttl(); ms <= (time.Second+single.DefaultIdleTTL).Milliseconds() ||
-			ms > 3*(time.Second+single.DefaultIdleTTL).Milliseconds()/2 {
-			t.Fatalf("PTTL of the hash = %d; want past the lease's TTL and the idle TTL (%v), within 1.5 times that", ms, single.DefaultIdleTTL)
+		if ms := pttl(); ms <= (time.Second+settings.DefaultIdleTTL).Milliseconds() ||
+			ms > 3*(time.Second+settings.DefaultIdleTTL).Milliseconds()/2 {
+			t.Fatalf("PTTL of the hash = %d; want past the lease's TTL and the idle TTL (%v), within 1.5 times that", ms, settings.DefaultIdleTTL)
 		}
 	})
 }
@@ -607,16 +609,15 @@ func TestBadInput(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		n    node.Node
-		opts []single.Option
+		opts []option.Option
 		arg  string
 	}{
 		{"nil node", nil, nil, "node"},
-		{"zero ttl", n, []single.Option{single.WithTTL(0)}, "ttl"},
-		{"tiny ttl", n, []single.Option{single.WithTTL(3 * time.Millisecond)}, "ttl"},
-		{"drift", n, []single.Option{single.WithDriftFactor(0.5)}, "drift factor"},
-		{"replicas", n, []single.Option{single.WithReplicas(-1, time.Second)}, "replicas"},
-		{"replica timeout", n, []single.Option{single.WithReplicas(1, 0)}, "replica timeout"},
-		{"retry", n, []single.Option{single.WithRetry(lease.Retry{Min: 2 * time.Second, Max: time.Second})}, "retry"},
+		{"tiny ttl", n, []option.Option{option.TTL(3 * time.Millisecond)}, "TTL"},
+		{"drift", n, []option.Option{option.DriftFactor(0.5)}, "DriftFactor"},
+		{"replicas", n, []option.Option{option.Replicas(-1, time.Second)}, "Replicas"},
+		{"replica timeout", n, []option.Option{option.Replicas(1, 0)}, "ReplicaTimeout"},
+		{"retry", n, []option.Option{option.Retry(2*time.Second, time.Second)}, "Retry"},
 	} {
 		_, err := single.New(tc.n, tc.opts...)
 		var ae *lease.ArgError
@@ -625,20 +626,26 @@ func TestBadInput(t *testing.T) {
 		}
 	}
 
-	lk := newLocker(t, n)
+	// A zero TTL is the default, as every setting's zero is.
+	lk := newLocker(t, n, option.TTL(0))
 	ctx := t.Context()
+	if l, err := lk.TryAcquire(ctx, "zero-ttl"); err != nil || l.TTL() <= settings.DefaultTTL-time.Second || l.TTL() > settings.DefaultTTL {
+		t.Errorf("TryAcquire on New(TTL 0) = %v, %v; want a lease of the default TTL", l, err)
+	} else {
+		require.NoError(t, l.Release(ctx))
+	}
 	for _, tc := range []struct {
 		name string
 		key  string
-		opts []lease.Option
+		opts []option.Option
 		arg  string
 	}{
 		{"empty key", "", nil, "key"},
-		{"negative ttl", "k", []lease.Option{lease.WithTTL(-time.Second)}, "ttl"},
-		{"tiny ttl", "k", []lease.Option{lease.WithTTL(time.Millisecond)}, "ttl"},
-		{"retry", "k", []lease.Option{lease.WithRetry(lease.Retry{Min: time.Second, Max: time.Millisecond})}, "retry"},
+		{"negative ttl", "k", []option.Option{option.TTL(-time.Second)}, "TTL"},
+		{"tiny ttl", "k", []option.Option{option.TTL(time.Millisecond)}, "TTL"},
+		{"retry", "k", []option.Option{option.Retry(time.Second, time.Millisecond)}, "Retry"},
 	} {
-		for name, call := range map[string]func(context.Context, string, ...lease.Option) (*lease.Lease, error){
+		for name, call := range map[string]func(context.Context, string, ...option.Option) (*lease.Lease, error){
 			"Acquire": lk.Acquire, "TryAcquire": lk.TryAcquire,
 		} {
 			_, err := call(ctx, tc.key, tc.opts...)
@@ -672,7 +679,7 @@ func BenchmarkHandoff(b *testing.B) {
 				got := make(chan time.Time, 1)
 				var next *lease.Lease
 				go func() {
-					next, _ = lk.Acquire(ctx, "handoff", lease.WithRetry(lease.Retry{Min: time.Second, Max: time.Second}))
+					next, _ = lk.Acquire(ctx, "handoff", option.Retry(time.Second, time.Second))
 					got <- time.Now()
 				}()
 				waitSubscribed(b, srv, "dlock:{handoff}:released")

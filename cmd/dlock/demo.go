@@ -15,6 +15,7 @@ import (
 	"github.com/dlockgo/dlock/fence"
 	"github.com/dlockgo/dlock/lease"
 	"github.com/dlockgo/dlock/node"
+	"github.com/dlockgo/dlock/option"
 	"github.com/dlockgo/dlock/quorum"
 	"github.com/dlockgo/dlock/single"
 )
@@ -205,7 +206,7 @@ func (d *demo) singleLease() error {
 	}
 	d.printf("[1] single: one lease on one server (%s), fenced by its attempts counter", srv.Port())
 	const ttl = time.Second
-	a, err := lk.TryAcquire(d.ctx, "report", lease.WithTTL(ttl))
+	a, err := lk.TryAcquire(d.ctx, "report", option.TTL(ttl))
 	if err != nil {
 		return err
 	}
@@ -215,7 +216,7 @@ func (d *demo) singleLease() error {
 	if err := d.sleep(ttl + ttl/2); err != nil {
 		return err
 	}
-	b, err := lk.TryAcquire(d.ctx, "report", lease.WithTTL(10*time.Second))
+	b, err := lk.TryAcquire(d.ctx, "report", option.TTL(10*time.Second))
 	if err != nil {
 		return err
 	}
@@ -274,11 +275,11 @@ func (d *demo) failover() error {
 	d.step("the replica stalls (CLIENT PAUSE 10000 WRITE)", "it applies no writes for now")
 
 	nodes := d.nodes(master)
-	waiting, err := single.New(nodes[0], single.WithReplicas(1, 100*time.Millisecond))
+	waiting, err := single.New(nodes[0], option.Replicas(1, 100*time.Millisecond))
 	if err != nil {
 		return err
 	}
-	if _, err := waiting.TryAcquire(d.ctx, "job-acked", lease.WithTTL(10*time.Second)); err != nil {
+	if _, err := waiting.TryAcquire(d.ctx, "job-acked", option.TTL(10*time.Second)); err != nil {
 		d.step("with WAIT to 1 replica: A acquires", "refused: %v", err)
 	} else {
 		d.step("with WAIT to 1 replica: A acquires", "granted (unexpected)")
@@ -287,7 +288,7 @@ func (d *demo) failover() error {
 	if err != nil {
 		return err
 	}
-	a, err := lk.TryAcquire(d.ctx, "job", lease.WithTTL(10*time.Second))
+	a, err := lk.TryAcquire(d.ctx, "job", option.TTL(10*time.Second))
 	if err != nil {
 		return err
 	}
@@ -306,7 +307,7 @@ func (d *demo) failover() error {
 	if err != nil {
 		return err
 	}
-	b, err := lk2.TryAcquire(d.ctx, "job", lease.WithTTL(10*time.Second))
+	b, err := lk2.TryAcquire(d.ctx, "job", option.TTL(10*time.Second))
 	if err != nil {
 		d.step(`B acquires "job" on the new master`, "refused: %v (unexpected)", err)
 		return nil
@@ -324,7 +325,7 @@ func (d *demo) failover() error {
 	}
 	d.printf("  => failover: TWO HOLDERS at once (the claim died with the master); B's token, floored at the server's clock,")
 	d.printf("     is larger, so the fence refused A's write (resource holds %q, token %v).", v, t)
-	d.printf("     WAIT to replicas (single.WithReplicas) refused the unreplicated claim: no second holder at all.")
+	d.printf("     WAIT to replicas (option.Replicas) refused the unreplicated claim: no second holder at all.")
 	_ = b.Release(d.ctx)
 	return nil
 }
@@ -350,16 +351,16 @@ func (d *demo) waitSynced(master, replica *server) error {
 // quorumOf starts five servers and a quorum Locker over them. Embedded
 // servers are declared durable: they never restart, and have no process
 // identity (INFO's run_id) for the lost-data guard to tell a restart by.
-func (d *demo) quorumOf(opts ...quorum.Option) (*quorum.Locker, []*server, error) {
+func (d *demo) quorumOf(opts ...option.Option) (*quorum.Locker, []*server, error) {
 	ss, err := d.servers(5)
 	if err != nil {
 		return nil, nil, err
 	}
 	if !d.f.real {
-		opts = append(opts, quorum.WithDurableNodes())
+		opts = append(opts, option.DurableNodes(true))
 	}
-	lk, err := quorum.New(d.nodes(ss...), append([]quorum.Option{
-		quorum.WithTTL(time.Second), quorum.WithNodeTimeout(200 * time.Millisecond),
+	lk, err := quorum.New(d.nodes(ss...), append([]option.Option{
+		option.TTL(time.Second), option.NodeTimeout(200 * time.Millisecond),
 	}, opts...)...)
 	if err != nil {
 		return nil, nil, err
@@ -510,7 +511,7 @@ func quorumSummary(err error) string {
 // [4] a paused holder: plain Redlock cannot fence it, the quorum token can.
 func (d *demo) pause() error {
 	d.printf("[4] a paused holder, quorum of 5, ttl 1s")
-	plain, _, err := d.quorumOf(quorum.WithoutTokens())
+	plain, _, err := d.quorumOf(option.Tokens(false))
 	if err != nil {
 		return err
 	}
@@ -529,7 +530,7 @@ func (d *demo) pause() error {
 		d.step(fmt.Sprintf("%s writes %q (plain SET)", who, value), "written")
 	}
 
-	d.printf("  plain Redlock (quorum.WithoutTokens): leases carry no token")
+	d.printf("  plain Redlock (option.Tokens(false)): leases carry no token")
 	a, took, err := d.acquireFresh(plain, "invoice")
 	if err != nil {
 		return err

@@ -12,6 +12,7 @@ import (
 
 	"github.com/dlockgo/dlock"
 	"github.com/dlockgo/dlock/lease"
+	"github.com/dlockgo/dlock/option"
 )
 
 const acquireUsage = `Usage: dlock acquire [flags] --key KEY
@@ -176,7 +177,7 @@ func acquireMain(args []string, stdout, stderr io.Writer) int {
 		return code
 	}
 	defer locker.Close()
-	opts := []lease.Option{lease.WithTTL(*ttl), lease.WithMetadata(*meta)}
+	opts := []option.Option{option.TTL(*ttl), option.Metadata(*meta)}
 	var (
 		l   *lease.Lease
 		err error
@@ -223,7 +224,7 @@ func extendMain(args []string, stdout, stderr io.Writer) int {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
 	defer cancel()
-	l, done, code := c.resume(ctx, h, *ttl, lease.WithTTL(*ttl))
+	l, done, code := c.resume(ctx, h, *ttl, option.TTL(*ttl))
 	if l == nil {
 		return code
 	}
@@ -277,7 +278,7 @@ func releaseMain(args []string, stdout, stderr io.Writer) int {
 // resume opens the servers, with ttl as the lease TTL, and takes up the
 // lease h names there; done closes what it opened. When it fails, the
 // lease is nil and code says why.
-func (c *handleCmd) resume(ctx context.Context, h lease.Handle, ttl time.Duration, opts ...lease.Option) (l *lease.Lease, done func(), code int) {
+func (c *handleCmd) resume(ctx context.Context, h lease.Handle, ttl time.Duration, opts ...option.Option) (l *lease.Lease, done func(), code int) {
 	locker, code := c.open(ctx, &ttl, false)
 	if locker == nil {
 		return nil, nil, code

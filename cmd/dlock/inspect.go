@@ -20,7 +20,7 @@ const inspectUsage = `Usage: dlock inspect [flags] KEY
 
 Shows who holds the lock on KEY: the owner (its first 8 characters: the
 whole value would let anyone release the lock), the metadata the holder
-stored (dlock run --metadata, lease.WithMetadata), the fencing token, and
+stored (dlock run --metadata, option.Metadata), the fencing token, and
 the time left, by the servers' clocks. With the quorum strategy, one line
 per node too, saying whether the node votes or sits out after a restart,
 a flush or its first use, and until when: judged by the max TTL the URL
@@ -174,7 +174,7 @@ func printQuorum(w io.Writer, info lease.Info) int {
 	return code
 }
 
-// printMetadata prints what the holder stored with lease.WithMetadata.
+// printMetadata prints what the holder stored with option.Metadata.
 func printMetadata(w io.Writer, metadata string) {
 	if metadata != "" {
 		q := strconv.QuoteToGraphic(metadata) // no control characters on a terminal

@@ -12,6 +12,7 @@ import (
 	"github.com/dlockgo/dlock"
 	"github.com/dlockgo/dlock/fence"
 	"github.com/dlockgo/dlock/lease"
+	"github.com/dlockgo/dlock/option"
 	"github.com/dlockgo/dlock/ratelimit"
 )
 
@@ -59,9 +60,9 @@ func (admission) Release(context.Context) error { return nil }
 // admit waits, for --wait, until the rate limit on r.key admits one run.
 func (r *runner) admit(ctx context.Context, locker *dlock.Client, cfg dlock.Config) (holding, *dlock.Client, int) {
 	nodes := locker.Nodes()
-	var opts []ratelimit.Option
+	var opts []option.Option
 	if len(nodes) > 1 && cfg.NodeTimeout > 0 {
-		opts = append(opts, ratelimit.WithNodeTimeout(cfg.NodeTimeout))
+		opts = append(opts, option.NodeTimeout(cfg.NodeTimeout))
 	}
 	lim, err := ratelimit.New(nodes, *r.rate, opts...)
 	if err != nil {

@@ -21,6 +21,7 @@ import (
 	"github.com/dlockgo/dlock/election"
 	"github.com/dlockgo/dlock/fence"
 	"github.com/dlockgo/dlock/lease"
+	"github.com/dlockgo/dlock/option"
 	"github.com/dlockgo/dlock/permits"
 	"github.com/dlockgo/dlock/ratelimit"
 	"github.com/dlockgo/dlock/rwlock"
@@ -333,22 +334,22 @@ func (r *runner) acquire(ctx context.Context, cfg dlock.Config) (holding, *dlock
 	if r.rate != nil {
 		return r.admit(ctx, locker, cfg)
 	}
-	opts := []lease.Option{lease.WithTTL(r.ttl), lease.WithAutoRenew(), lease.WithMetadata(r.metadata)}
+	opts := []option.Option{option.TTL(r.ttl), option.AutoRenew(true), option.Metadata(r.metadata)}
 	try, wait := locker.TryAcquire, locker.Acquire
 	if r.permits > 0 {
-		sem, err := permits.New(locker.Nodes()[0], permits.WithTTL(r.ttl))
+		sem, err := permits.New(locker.Nodes()[0], option.TTL(r.ttl))
 		if err != nil {
 			return nil, locker, r.failed(ctx, "open", err)
 		}
-		try = func(ctx context.Context, key string, opts ...lease.Option) (*lease.Lease, error) {
+		try = func(ctx context.Context, key string, opts ...option.Option) (*lease.Lease, error) {
 			return sem.TryAcquire(ctx, key, r.permits, opts...)
 		}
-		wait = func(ctx context.Context, key string, opts ...lease.Option) (*lease.Lease, error) {
+		wait = func(ctx context.Context, key string, opts ...option.Option) (*lease.Lease, error) {
 			return sem.Acquire(ctx, key, r.permits, opts...)
 		}
 	}
 	if r.rw != rwNone {
-		rl, err := rwlock.New(locker.Nodes()[0], rwlock.WithTTL(r.ttl))
+		rl, err := rwlock.New(locker.Nodes()[0], option.TTL(r.ttl))
 		if err != nil {
 			return nil, locker, r.failed(ctx, "open", err)
 		}
@@ -358,10 +359,10 @@ func (r *runner) acquire(ctx context.Context, cfg dlock.Config) (holding, *dlock
 		}
 	}
 	if r.keys != nil {
-		try = func(ctx context.Context, _ string, opts ...lease.Option) (*lease.Lease, error) {
+		try = func(ctx context.Context, _ string, opts ...option.Option) (*lease.Lease, error) {
 			return locker.TryAcquireAll(ctx, r.keys, opts...)
 		}
-		wait = func(ctx context.Context, _ string, opts ...lease.Option) (*lease.Lease, error) {
+		wait = func(ctx context.Context, _ string, opts ...option.Option) (*lease.Lease, error) {
 			return locker.AcquireAll(ctx, r.keys, opts...)
 		}
 	}
@@ -381,7 +382,7 @@ func (r *runner) acquire(ctx context.Context, cfg dlock.Config) (holding, *dlock
 
 // campaign waits to be elected to r.office, for --wait when it is set.
 func (r *runner) campaign(ctx context.Context, locker *dlock.Client) (holding, *dlock.Client, int) {
-	e, err := election.New(locker, r.office, election.WithTTL(r.ttl))
+	e, err := election.New(locker, r.office, option.TTL(r.ttl))
 	if err != nil {
 		return nil, locker, r.failed(ctx, "campaign", err)
 	}

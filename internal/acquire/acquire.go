@@ -9,7 +9,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"fmt"
 	"time"
 
 	"github.com/dlockgo/dlock/internal/argerr"
@@ -62,16 +61,6 @@ func Metadata(value string) string {
 	return ""
 }
 
-// CheckMetadata returns an *ArgError when metadata is longer than
-// lease.MaxMetadata.
-func CheckMetadata(metadata string) error {
-	if len(metadata) > lease.MaxMetadata {
-		return &argerr.Error{Arg: "metadata", Value: fmt.Sprintf("%d bytes", len(metadata)),
-			Rule: fmt.Sprintf("must be at most %d bytes (lease.MaxMetadata)", lease.MaxMetadata)}
-	}
-	return nil
-}
-
 // CheckContext returns an *ArgError when ctx is nil.
 func CheckContext(ctx context.Context) error { return argerr.CheckContext(ctx) }
 
@@ -81,39 +70,4 @@ func CheckKey(key string) error {
 		return &argerr.Error{Arg: "key", Value: key, Rule: "must not be empty"}
 	}
 	return nil
-}
-
-// Options checks ctx and key and returns base with opts applied in order,
-// a zero TTL keeping base's. A strategy's New has checked base; when opts
-// change it (changed is true), Options checks the retry policy and the
-// metadata, and the caller checks the TTL by its own rules. Without opts,
-// base stays on the caller's stack.
-func Options(ctx context.Context, key string, base lease.Options, opts []lease.Option) (o lease.Options, changed bool, err error) {
-	if err := CheckContext(ctx); err != nil {
-		return base, false, err
-	}
-	if err := CheckKey(key); err != nil {
-		return base, false, err
-	}
-	if len(opts) == 0 {
-		return base, false, nil
-	}
-	o = Apply(base, opts...)
-	if o.TTL == 0 {
-		o.TTL = base.TTL
-	}
-	if err := o.Retry.Check(); err != nil {
-		return o, true, err
-	}
-	return o, true, CheckMetadata(o.Metadata)
-}
-
-// Apply returns base with opts applied in order.
-func Apply(base lease.Options, opts ...lease.Option) lease.Options {
-	for _, opt := range opts {
-		if opt != nil {
-			opt(&base)
-		}
-	}
-	return base
 }

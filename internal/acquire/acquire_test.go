@@ -54,12 +54,6 @@ func TestChecks(t *testing.T) {
 		{"ttl zero", acquire.CheckTTL(0, 0.01), "ttl"},
 		{"ttl all drift", acquire.CheckTTL(4*time.Millisecond, 0.01), "ttl"},
 		{"ttl ok", acquire.CheckTTL(10*time.Millisecond, 0.01), ""},
-		{"drift negative", acquire.CheckDriftFactor(-0.1), "drift factor"},
-		{"drift half", acquire.CheckDriftFactor(0.5), "drift factor"},
-		{"drift ok", acquire.CheckDriftFactor(0), ""},
-		{"retry zero", lease.Retry{}.Check(), ""},
-		{"retry inverted", lease.Retry{Min: 2, Max: 1}.Check(), "retry"},
-		{"retry no min", lease.Retry{Max: 1}.Check(), "retry"},
 	} {
 		var ae *lease.ArgError
 		switch {
@@ -72,7 +66,7 @@ func TestChecks(t *testing.T) {
 }
 
 func TestWait(t *testing.T) {
-	slow := lease.Retry{Min: time.Minute, Max: time.Minute}
+	slow := acquire.Retry{Min: time.Minute, Max: time.Minute}
 	taken := func(context.Context) (*lease.Lease, acquire.Turn, error) { return nil, acquire.Turn{}, lease.ErrTaken }
 
 	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Millisecond)
@@ -129,7 +123,7 @@ func TestWait(t *testing.T) {
 
 	// An attempt that the deadline cuts short is not the reason the wait
 	// ran out: the whole attempt before it is.
-	quick := lease.Retry{Min: time.Millisecond, Max: time.Millisecond}
+	quick := acquire.Retry{Min: time.Millisecond, Max: time.Millisecond}
 	short := acquire.Retryable(errors.New("2 of 5 nodes timed out"))
 	dctx, dcancel := context.WithTimeout(t.Context(), 30*time.Millisecond)
 	defer dcancel()
@@ -162,7 +156,7 @@ func TestWaitLetsSignalsPass(t *testing.T) {
 	for range 3 {
 		wake <- ""
 	}
-	slow := lease.Retry{Min: time.Minute, Max: time.Minute}
+	slow := acquire.Retry{Min: time.Minute, Max: time.Minute}
 	want := acquire.NewLease(nopBackend{}, leasing.Grant{Key: "k", Owner: acquire.NewOwner(), Token: 7, TTL: time.Minute, Until: time.Now().Add(time.Minute)})
 	defer want.Release(t.Context())
 	var calls atomic.Int32
@@ -191,10 +185,14 @@ func TestNewOwner(t *testing.T) {
 	}
 }
 
-func TestApply(t *testing.T) {
-	o := acquire.Apply(lease.Options{TTL: time.Second}, lease.WithTTL(time.Minute), nil, lease.WithAutoRenew(),
-		lease.WithRetry(lease.Retry{Min: 1, Max: 2}))
-	if o.TTL != time.Minute || !o.AutoRenew || o.Retry != (lease.Retry{Min: 1, Max: 2}) {
-		t.Fatalf("Apply = %+v", o)
+func TestRetryDelay(t *testing.T) {
+	r := acquire.Retry{Min: 4 * time.Millisecond, Max: 100 * time.Millisecond}
+	for n := range 40 {
+		b := min(r.Max, r.Min<<min(n, 30))
+		for range 50 {
+			if d := r.Delay(n); d < b/2 || d > b {
+				t.Fatalf("Delay(%d) = %v; want in [%v, %v]", n, d, b/2, b)
+			}
+		}
 	}
 }

@@ -7,12 +7,7 @@ import (
 	"time"
 
 	"github.com/dlockgo/dlock/internal/argerr"
-	"github.com/dlockgo/dlock/lease"
 )
-
-// DefaultDriftFactor is the share of the TTL set aside for clock drift
-// between the client and the servers.
-const DefaultDriftFactor = 0.01
 
 // DriftFloor is added to every drift margin: the granularity of the
 // servers' expiry, which a very short TTL could not otherwise absorb.
@@ -33,6 +28,7 @@ func Validity(ttl, elapsed, drift time.Duration) time.Duration {
 
 // CheckTTL returns an *ArgError unless ttl leaves room after the drift
 // margin: a lease whose whole TTL goes to drift could never be valid.
+// Config's check uses it; the options' rules are package settings'.
 func CheckTTL(ttl time.Duration, factor float64) error {
 	if ttl <= 0 {
 		return &argerr.Error{Arg: "ttl", Value: ttl, Rule: "must be > 0"}
@@ -44,27 +40,6 @@ func CheckTTL(ttl time.Duration, factor float64) error {
 			Rule: fmt.Sprintf("must exceed twice the drift margin (%v)", d)}
 	}
 	return nil
-}
-
-// CheckDriftFactor returns an *ArgError unless 0 <= f < 0.5.
-func CheckDriftFactor(f float64) error {
-	if !(f >= 0 && f < 0.5) {
-		return &argerr.Error{Arg: "drift factor", Value: f, Rule: "must be in [0, 0.5)"}
-	}
-	return nil
-}
-
-// CheckLease checks the lease settings a Locker on one server takes from
-// its options (single, permits, rwlock): the drift factor, the TTL with
-// it, and the retry policy, returning the first *lease.ArgError.
-func CheckLease(ttl time.Duration, drift float64, r lease.Retry) error {
-	if err := CheckDriftFactor(drift); err != nil {
-		return err
-	}
-	if err := CheckTTL(ttl, drift); err != nil {
-		return err
-	}
-	return r.Check()
 }
 
 // KeepMs returns how long, in ms, a key's hash is kept after a grant or an

@@ -41,7 +41,7 @@ type Turn struct {
 // errors.Is, and also the last whole attempt's error: an attempt that ctx
 // cut short (one that failed, without ErrTaken, after ctx ended) says less
 // about the lock than the one before it, so the one before is reported.
-func Wait(ctx context.Context, r lease.Retry, attempt Attempt) (*lease.Lease, error) {
+func Wait(ctx context.Context, r Retry, attempt Attempt) (*lease.Lease, error) {
 	var (
 		timer *time.Timer
 		prev  error
@@ -127,10 +127,7 @@ const maxTicketLife = 10 * 365 * 24 * time.Hour
 //
 // It is at most maxTicketLife, which keeps its ms exact in the scripts'
 // doubles.
-func TicketLife(r lease.Retry) time.Duration {
-	if r == (lease.Retry{}) {
-		r = lease.DefaultRetry
-	}
+func TicketLife(r Retry) time.Duration {
 	if r.Max > maxTicketLife/3 {
 		// 3 × Max past the largest Duration wrapped: a waiter lost its
 		// place after the floor, or after any time at all.

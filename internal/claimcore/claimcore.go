@@ -1,6 +1,6 @@
 // Package claimcore is the claim engine of the single-server primitives
 // (single, permits, rwlock and claims), written once: their shared
-// configuration (Base, applied and checked by Configure), the exchange of a claim with the server and the
+// configuration (Base, resolved by Configure), the exchange of a claim with the server and the
 // retry rule of a blocking acquire (Run, Granted, Again), the refusals and
 // their errors (Refusal, ErrLate, Refused), the cleanup a claim owes the
 // server after its caller gave up or its exchange failed (Abandon, Leave,
@@ -23,15 +23,11 @@ import (
 	"time"
 
 	"github.com/dlockgo/dlock/internal/acquire"
-	"github.com/dlockgo/dlock/internal/leasing"
+	"github.com/dlockgo/dlock/internal/settings"
 	"github.com/dlockgo/dlock/lease"
 	"github.com/dlockgo/dlock/node"
-	"github.com/dlockgo/dlock/observe"
+	"github.com/dlockgo/dlock/option"
 )
-
-// DefaultIdleTTL is how long a key's hash, with its fencing counter,
-// outlives the last lease on it when the configuration does not say.
-const DefaultIdleTTL = time.Minute
 
 // AbandonKeep is how long an abandoned owner is remembered, at least
 // (twice the TTL when that is longer): a claim that reaches the server
@@ -40,42 +36,17 @@ const DefaultIdleTTL = time.Minute
 // one TTL of the key, never a second holder.
 const AbandonKeep = 10 * time.Second
 
-// Base is the configuration every single-server primitive takes, behind
-// the same With… options in each: the TTL of leases whose acquire sets
-// none, how long a key's hash outlives its last lease (Idle; < 0: for
-// ever), how a blocking acquire paces its attempts, the share of the TTL
-// set aside for clock drift, and the Observer of acquisitions and leases.
-type Base struct {
-	TTL      time.Duration
-	Idle     time.Duration
-	Retry    lease.Retry
-	Drift    float64
-	Observer observe.Observer
-	// Reporter tells Observer of the leases' renewals, loss and release;
-	// Check sets it.
-	Reporter leasing.Reporter
-}
-
-// NewBase returns the defaults with ttl as the TTL: the default idle life,
-// retry policy and drift factor, and no Observer.
-func NewBase(ttl time.Duration) Base {
-	return Base{TTL: ttl, Drift: acquire.DefaultDriftFactor}
-}
-
-// Check settles the defaults the options left open (a zero Idle is
-// DefaultIdleTTL) and returns an *lease.ArgError naming the first value out
-// of range: the TTL, the drift factor or the retry policy.
-func (b *Base) Check() error {
-	if b.Idle == 0 {
-		b.Idle = DefaultIdleTTL
-	}
-	b.Reporter = acquire.Reporter(b.Observer)
-	return acquire.CheckLease(b.TTL, b.Drift, b.Retry)
-}
+// Base is the configuration every single-server primitive takes, resolved
+// by package settings from the options given to its New: the TTL of
+// leases whose acquire sets none, how long a key's hash outlives its last
+// lease (IdleTTL; < 0: for ever), how a blocking acquire paces its
+// attempts, the share of the TTL set aside for clock drift, and the
+// Observer of acquisitions and leases, with the Reporter built from it.
+type Base struct{ settings.Locker }
 
 // KeepMs is the lifetime, in ms as the scripts take it, that a lease of
 // ttl gives its key's hash ("0": for ever).
-func (b *Base) KeepMs(ttl time.Duration) string { return acquire.KeepMs(ttl, b.Idle) }
+func (b *Base) KeepMs(ttl time.Duration) string { return acquire.KeepMs(ttl, b.IdleTTL) }
 
 // Until is when a lease of ttl whose claim was sent at t1 ends by the
 // local clock: ttl less the drift margin, counted from before the send.
@@ -116,19 +87,14 @@ func Again[T any](v T, hint time.Duration, err error) (T, time.Duration, error) 
 }
 
 // Configure is how New of every primitive starts: it returns an
-// *lease.ArgError when n is nil, applies opts to *cfg (a nil option does
-// nothing), then checks b, the Base within *cfg, settling its defaults
-// (see Check). The primitive checks its own options after.
-func Configure[C any, O ~func(*C)](n node.Node, cfg *C, b *Base, opts []O) error {
+// *lease.ArgError when n is nil, then resolves opts for the primitive's
+// scope (see settings.New).
+func Configure(n node.Node, scope settings.Scope, opts []option.Option) (Base, error) {
 	if n == nil {
-		return &lease.ArgError{Arg: "node", Value: n, Rule: "must not be nil"}
+		return Base{}, &lease.ArgError{Arg: "node", Value: n, Rule: "must not be nil"}
 	}
-	for _, o := range opts {
-		if o != nil {
-			o(cfg)
-		}
-	}
-	return b.Check()
+	l, err := settings.New(scope, opts)
+	return Base{l}, err
 }
 
 // Kit is what a primitive's Locker gives each of its claims: its name (in
@@ -147,7 +113,7 @@ type Kit struct {
 	// The configured TTL's arguments, formatted once (see LeaseArgs).
 	ttlMs, keepMs string
 	// IdleMs is how long a released key keeps its counter, in ms as the
-	// scripts take it ("0": for ever; see Base.Idle).
+	// scripts take it ("0": for ever; see IdleTTL).
 	IdleMs string
 }
 
@@ -159,7 +125,7 @@ type Scripts struct{ Extend, Release, Abandon, Leave *node.Script }
 func NewKit(name string, n node.Node, b *Base, s Scripts) Kit {
 	return Kit{Name: name, Node: n, Base: b,
 		ExtendScript: s.Extend, ReleaseScript: s.Release, AbandonScript: s.Abandon, LeaveScript: s.Leave,
-		ttlMs: strconv.FormatInt(b.TTL.Milliseconds(), 10), keepMs: b.KeepMs(b.TTL), IdleMs: idleMs(b.Idle)}
+		ttlMs: strconv.FormatInt(b.TTL.Milliseconds(), 10), keepMs: b.KeepMs(b.TTL), IdleMs: idleMs(b.IdleTTL)}
 }
 
 // idleMs is idle in ms as the scripts take it: at least 1, or "0" (for
@@ -344,7 +310,7 @@ type Waiter struct {
 // ends, paced by r and woken early by channel. The channel is subscribed
 // after the first attempt that finds the key taken, and one more attempt
 // made at once: a release between the two would wake nobody otherwise.
-func (k *Kit) Wait(ctx context.Context, r lease.Retry, life time.Duration, channel string, w Waiter) (*lease.Lease, error) {
+func (k *Kit) Wait(ctx context.Context, r acquire.Retry, life time.Duration, channel string, w Waiter) (*lease.Lease, error) {
 	var (
 		wake       <-chan string
 		stop       = func() {}

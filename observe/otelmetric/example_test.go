@@ -14,6 +14,7 @@ import (
 
 	"github.com/dlockgo/dlock/node/goredis"
 	"github.com/dlockgo/dlock/observe/otelmetric"
+	"github.com/dlockgo/dlock/option"
 	"github.com/dlockgo/dlock/single"
 )
 
@@ -34,7 +35,7 @@ func Example() {
 	defer client.Close()
 	n := goredis.New(client)
 	defer n.Close()
-	lk, err := single.New(n, single.WithObserver(obs))
+	lk, err := single.New(n, option.Observer(obs))
 	if err != nil {
 		log.Fatal(err)
 	}

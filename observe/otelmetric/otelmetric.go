@@ -1,6 +1,6 @@
 // Package otelmetric records lease events as OpenTelemetry metrics. New
-// returns a observe.Observer to hand to single.WithObserver or
-// quorum.WithObserver (combine it with others through observe.Multi).
+// returns an observe.Observer to hand to a Locker with option.Observer
+// (combine it with others through observe.Multi).
 //
 // Instruments, under the meter named by ScopeName:
 //

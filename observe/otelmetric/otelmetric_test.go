@@ -19,6 +19,7 @@ import (
 	"github.com/dlockgo/dlock/node"
 	"github.com/dlockgo/dlock/observe"
 	"github.com/dlockgo/dlock/observe/otelmetric"
+	"github.com/dlockgo/dlock/option"
 	"github.com/dlockgo/dlock/permits"
 	"github.com/dlockgo/dlock/quorum"
 	"github.com/dlockgo/dlock/ratelimit"
@@ -125,8 +126,8 @@ var (
 
 // locker is what scenario needs of either strategy.
 type locker interface {
-	Acquire(ctx context.Context, key string, opts ...lease.Option) (*lease.Lease, error)
-	TryAcquire(ctx context.Context, key string, opts ...lease.Option) (*lease.Lease, error)
+	Acquire(ctx context.Context, key string, opts ...option.Option) (*lease.Lease, error)
+	TryAcquire(ctx context.Context, key string, opts ...option.Option) (*lease.Lease, error)
 }
 
 // scenario runs the same story on either strategy: acquired, taken,
@@ -152,7 +153,7 @@ func scenario(t *testing.T, m *metrics, lk locker, strategy string, ttl time.Dur
 		t.Fatalf("second Release: %v; want ErrNotHeld", err)
 	}
 
-	b, err := lk.TryAcquire(ctx, "k", lease.WithTTL(ttl))
+	b, err := lk.TryAcquire(ctx, "k", option.TTL(ttl))
 	require.NoError(t, err)
 	<-b.Done()
 	time.Sleep(50 * time.Millisecond) // past the servers' end of the lease too
@@ -160,7 +161,7 @@ func scenario(t *testing.T, m *metrics, lk locker, strategy string, ttl time.Dur
 		t.Fatalf("Release of an expired lease: %v; want ErrNotHeld", err)
 	}
 
-	c, err := lk.Acquire(ctx, "k2", lease.WithTTL(ttl), lease.WithAutoRenew())
+	c, err := lk.Acquire(ctx, "k2", option.TTL(ttl), option.AutoRenew(true))
 	require.NoError(t, err)
 	takeAway("k2")
 	select {
@@ -201,7 +202,7 @@ func TestSingle(t *testing.T) {
 		t.Run(client, func(t *testing.T) {
 			srv := redistest.Start(t)
 			m, obs := newMetrics(t)
-			lk, err := single.New(redistest.NodeFor(t, client, srv.Addr()), single.WithObserver(obs))
+			lk, err := single.New(redistest.NodeFor(t, client, srv.Addr()), option.Observer(obs))
 			require.NoError(t, err)
 			scenario(t, m, lk, "single", 300*time.Millisecond, func(key string) {
 				_, err := srv.Do(redistest.FreeArgs("dlock:{" + key + "}")...)
@@ -228,7 +229,7 @@ func TestQuorum(t *testing.T) {
 			}
 			m, obs := newMetrics(t)
 			// Durable nodes: fresh servers vote at once, no sit-out.
-			lk, err := quorum.New(nodes, quorum.WithDurableNodes(), quorum.WithObserver(obs))
+			lk, err := quorum.New(nodes, option.DurableNodes(true), option.Observer(obs))
 			require.NoError(t, err)
 			defer lk.Close()
 			scenario(t, m, lk, "quorum", time.Second, func(key string) {
@@ -259,7 +260,7 @@ func TestQuorum(t *testing.T) {
 }
 
 // TestPrimitives: permits, the read-write lock and the work queue report
-// to an Observer (their WithObserver), and their events reach the metrics
+// to an Observer (option.Observer), and their events reach the metrics
 // under their own dlock.strategy, beside the locks': a grant, a refusal
 // (a full semaphore, a held write lock, an empty queue) and a release each.
 func TestPrimitives(t *testing.T) {
@@ -268,7 +269,7 @@ func TestPrimitives(t *testing.T) {
 	m, obs := newMetrics(t)
 	ctx := t.Context()
 
-	sem, err := permits.New(n, permits.WithObserver(obs))
+	sem, err := permits.New(n, option.Observer(obs))
 	require.NoError(t, err)
 	p, err := sem.TryAcquire(ctx, "pool", 1)
 	require.NoError(t, err)
@@ -276,7 +277,7 @@ func TestPrimitives(t *testing.T) {
 	require.ErrorIs(t, err, lease.ErrTaken)
 	require.NoError(t, p.Release(ctx))
 
-	rw, err := rwlock.New(n, rwlock.WithObserver(obs))
+	rw, err := rwlock.New(n, option.Observer(obs))
 	require.NoError(t, err)
 	w, err := rw.TryAcquire(ctx, "doc")
 	require.NoError(t, err)
@@ -284,7 +285,7 @@ func TestPrimitives(t *testing.T) {
 	require.ErrorIs(t, err, lease.ErrTaken)
 	require.NoError(t, w.Release(ctx))
 
-	q, err := claims.New(n, "jobs", claims.WithObserver(obs))
+	q, err := claims.New(n, "jobs", option.Observer(obs))
 	require.NoError(t, err)
 	require.NoError(t, q.Add(ctx, "job-1"))
 	c, err := q.Claim(ctx)
@@ -293,10 +294,10 @@ func TestPrimitives(t *testing.T) {
 	require.ErrorIs(t, err, claims.ErrEmpty)
 	require.NoError(t, c.Complete(ctx))
 
-	lk, err := single.New(n, single.WithTTL(300*time.Millisecond))
+	lk, err := single.New(n, option.TTL(300*time.Millisecond))
 	require.NoError(t, err)
 	defer lk.Close()
-	el, err := election.New(lk, "office", election.WithObserver(obs))
+	el, err := election.New(lk, "office", option.Observer(obs))
 	require.NoError(t, err)
 	term, err := el.Campaign(ctx, "a")
 	require.NoError(t, err)
@@ -388,9 +389,9 @@ func TestBreaks(t *testing.T) {
 	for i, s := range srvs {
 		nodes[i] = redistest.NodeFor(t, redistest.Clients[i%2], s.Addr())
 	}
-	sl, err := single.New(nodes[0], single.WithObserver(obs))
+	sl, err := single.New(nodes[0], option.Observer(obs))
 	require.NoError(t, err)
-	ql, err := quorum.New(nodes, quorum.WithDurableNodes(), quorum.WithObserver(obs))
+	ql, err := quorum.New(nodes, option.DurableNodes(true), option.Observer(obs))
 	require.NoError(t, err)
 	defer ql.Close()
 	for _, lk := range []interface {
@@ -418,7 +419,7 @@ func TestRateDecisions(t *testing.T) {
 	m, obs := newMetrics(t)
 	srv := redistest.Start(t)
 	n := redistest.NodeFor(t, "go-redis", srv.Addr())
-	lim, err := ratelimit.New([]node.Node{n}, ratelimit.Limit{Rate: 20, Per: time.Second, Burst: 1}, ratelimit.WithObserver(obs))
+	lim, err := ratelimit.New([]node.Node{n}, ratelimit.Limit{Rate: 20, Per: time.Second, Burst: 1}, option.Observer(obs))
 	require.NoError(t, err)
 	defer lim.Close()
 	for range 2 {

@@ -747,7 +747,7 @@ func TestDocsCheckCatches(t *testing.T) {
 	// A Go block that shows an example's lines, and the same with one
 	// edited.
 	example := []string{"`migrate_example_test.go`:", "", "```go",
-		"\tl, err := locker.TryAcquire(ctx, \"report\", lease.WithTTL(10*time.Second), lease.WithMetadata(\"host=web-4\"))",
+		"\tl, err := locker.TryAcquire(ctx, \"report\", option.TTL(10*time.Second), option.Metadata(\"host=web-4\"))",
 		"\tif err != nil {", "```"}
 	if errs, n := examples(doc{"docs/planted.md", example}); n != 1 || len(errs) > 0 {
 		t.Errorf("an example's own lines: %d blocks, reports %q; want 1 and none", n, errs)

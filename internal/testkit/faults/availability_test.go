@@ -6,8 +6,7 @@ import (
 	"time"
 
 	"github.com/dlockgo/dlock/internal/testkit/redistest"
-	"github.com/dlockgo/dlock/quorum"
-	"github.com/dlockgo/dlock/single"
+	"github.com/dlockgo/dlock/option"
 )
 
 // tries is how many acquisitions each availability measurement makes.
@@ -29,7 +28,7 @@ func TestNodeLoss(t *testing.T) {
 			record(t, minority)
 			record(t, majority)
 			srvs := redistest.StartN(t, 5)
-			lk := newQuorum(t, nodesOn(t, client, addrs(srvs)...), quorum.WithDurableNodes(), quorum.WithTTL(time.Second))
+			lk := newQuorum(t, nodesOn(t, client, addrs(srvs)...), option.DurableNodes(true), option.TTL(time.Second))
 			redistest.Warm(t, lk)
 
 			srvs[0].Kill()
@@ -68,7 +67,7 @@ func TestNodeLoss(t *testing.T) {
 				Expected: "every acquisition refused, fast"}
 			record(t, row)
 			srv := redistest.Start(t)
-			lk := newSingle(t, redistest.NodeFor(t, client, srv.Addr()), single.WithTTL(time.Second))
+			lk := newSingle(t, redistest.NodeFor(t, client, srv.Addr()), option.TTL(time.Second))
 			redistest.Warm(t, lk)
 			srv.Kill()
 			res := newResource()

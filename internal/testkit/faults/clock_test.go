@@ -10,8 +10,7 @@ import (
 
 	"github.com/dlockgo/dlock/internal/testkit/redistest"
 	"github.com/dlockgo/dlock/lease"
-	"github.com/dlockgo/dlock/quorum"
-	"github.com/dlockgo/dlock/single"
+	"github.com/dlockgo/dlock/option"
 )
 
 // TestClockJump moves the wall clock of one server forward (a step of the
@@ -66,11 +65,11 @@ func clockJump(t *testing.T, strategy, variant, client string) {
 	skewed := 0
 	var lk locker
 	if strategy == "single" {
-		lk = newSingle(t, redistest.NodeFor(t, client, srvs[0].Addr()), single.WithTTL(ttl))
+		lk = newSingle(t, redistest.NodeFor(t, client, srvs[0].Addr()), option.TTL(ttl))
 	} else {
-		opts := []quorum.Option{quorum.WithDurableNodes(), quorum.WithTTL(ttl)}
+		opts := []option.Option{option.DurableNodes(true), option.TTL(ttl)}
 		if strategy == "quorum-notokens" {
-			opts = append(opts, quorum.WithoutTokens())
+			opts = append(opts, option.Tokens(false))
 		}
 		lk = newQuorum(t, nodesOn(t, client, addrs(srvs)...), opts...)
 		skewed = 2

@@ -11,25 +11,26 @@ import (
 
 	"github.com/dlockgo/dlock/fence"
 	"github.com/dlockgo/dlock/internal/testkit/redistest"
+	"github.com/dlockgo/dlock/option"
 	"github.com/dlockgo/dlock/single"
 )
 
 // TestFailoverRace is the seed's opening: A claims on a master whose write
 // never reaches its replica; the master dies; the replica is promoted; B
-// claims on it. Without WithReplicas both hold the lock: the double grant
+// claims on it. Without option.Replicas both hold the lock: the double grant
 // is not prevented. The promoted replica never saw A's increment of the
 // attempts counter, but the token is floored at the server's clock in µs,
 // so B's token, taken later, is LARGER than A's and the fence refuses A's
 // stale write. That order holds while the promoted replica's clock is not
 // behind the old master's by more than the time between the two claims
-// (here both run on one host's clock). With WithReplicas(1, 100ms), A's
+// (here both run on one host's clock). With option.Replicas(1, 100ms), A's
 // claim is refused (WAIT counts 0 replicas). The quorum strategy has no
 // replication to fail over: not applicable.
 func TestFailoverRace(t *testing.T) {
 	for _, replicas := range []bool{false, true} {
 		variant := "async replica, no WAIT"
 		if replicas {
-			variant = "WithReplicas(1, 100ms)"
+			variant = "option.Replicas(1, 100ms)"
 		}
 		t.Run(fmt.Sprintf("replicas=%v", replicas), func(t *testing.T) {
 			t.Parallel()
@@ -62,12 +63,12 @@ func failoverRace(t *testing.T, client string, replicas bool, variant string) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	var opts []single.Option
+	var opts []option.Option
 	if replicas {
-		opts = append(opts, single.WithReplicas(1, 100*time.Millisecond))
+		opts = append(opts, option.Replicas(1, 100*time.Millisecond))
 	}
-	lkA := newSingle(t, redistest.NodeFor(t, client, master.Addr()), append(opts, single.WithTTL(ttl))...)
-	lkB := newSingle(t, redistest.NodeFor(t, client, replica.Addr()), single.WithTTL(ttl))
+	lkA := newSingle(t, redistest.NodeFor(t, client, master.Addr()), append(opts, option.TTL(ttl))...)
+	lkB := newSingle(t, redistest.NodeFor(t, client, replica.Addr()), option.TTL(ttl))
 	res := newResource()
 
 	// A history that did replicate: the replica holds the key's counter,

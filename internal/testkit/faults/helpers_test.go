@@ -15,6 +15,7 @@ import (
 	"github.com/dlockgo/dlock/internal/testkit/safety"
 	"github.com/dlockgo/dlock/lease"
 	"github.com/dlockgo/dlock/node"
+	"github.com/dlockgo/dlock/option"
 	"github.com/dlockgo/dlock/quorum"
 	"github.com/dlockgo/dlock/single"
 )
@@ -56,7 +57,7 @@ func addrs(srvs []*redistest.Server) []string {
 	return out
 }
 
-func newSingle(t *testing.T, n node.Node, opts ...single.Option) *single.Locker {
+func newSingle(t *testing.T, n node.Node, opts ...option.Option) *single.Locker {
 	t.Helper()
 	lk, err := single.New(n, opts...)
 	require.NoError(t, err, "single.New")
@@ -64,9 +65,9 @@ func newSingle(t *testing.T, n node.Node, opts ...single.Option) *single.Locker 
 	return lk
 }
 
-func newQuorum(t *testing.T, nodes []node.Node, opts ...quorum.Option) *quorum.Locker {
+func newQuorum(t *testing.T, nodes []node.Node, opts ...option.Option) *quorum.Locker {
 	t.Helper()
-	lk, err := quorum.New(nodes, append([]quorum.Option{quorum.WithNodeTimeout(nodeTimeout)}, opts...)...)
+	lk, err := quorum.New(nodes, append([]option.Option{option.NodeTimeout(nodeTimeout)}, opts...)...)
 	require.NoError(t, err, "quorum.New")
 	t.Cleanup(func() { _ = lk.Close() })
 	return lk
@@ -74,7 +75,7 @@ func newQuorum(t *testing.T, nodes []node.Node, opts ...quorum.Option) *quorum.L
 
 // locker is what the scenarios need of either strategy.
 type locker interface {
-	TryAcquire(ctx context.Context, key string, opts ...lease.Option) (*lease.Lease, error)
+	TryAcquire(ctx context.Context, key string, opts ...option.Option) (*lease.Lease, error)
 }
 
 func do(t *testing.T, s *redistest.Server, args ...string) string {

@@ -14,8 +14,7 @@ import (
 
 	"github.com/dlockgo/dlock/internal/testkit/redistest"
 	"github.com/dlockgo/dlock/lease"
-	"github.com/dlockgo/dlock/quorum"
-	"github.com/dlockgo/dlock/single"
+	"github.com/dlockgo/dlock/option"
 )
 
 // TestHungNode stops a server with SIGSTOP: connections stay open and
@@ -85,7 +84,7 @@ func hungSingle(t *testing.T, client string) {
 		Expected: "claim fails; no lock left after SIGCONT; next claim granted at once"}
 	record(t, row)
 	srv := redistest.Start(t)
-	lk := newSingle(t, redistest.NodeFor(t, client, srv.Addr()), single.WithTTL(ttl))
+	lk := newSingle(t, redistest.NodeFor(t, client, srv.Addr()), option.TTL(ttl))
 	redistest.Warm(t, lk)
 	res := newResource()
 
@@ -151,7 +150,7 @@ func hungQuorum(t *testing.T, client string) {
 		Expected: "granted by 4; the ghost vote runs after SIGCONT and leaves no lock (A's owner recorded as gone)"}
 	record(t, row)
 	srvs := redistest.StartN(t, 5)
-	lk := newQuorum(t, nodesOn(t, client, addrs(srvs)...), quorum.WithDurableNodes(), quorum.WithTTL(ttl))
+	lk := newQuorum(t, nodesOn(t, client, addrs(srvs)...), option.DurableNodes(true), option.TTL(ttl))
 	redistest.Warm(t, lk)
 	res := newResource()
 	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)

@@ -12,8 +12,8 @@ import (
 	"github.com/dlockgo/dlock/internal/testkit/redistest"
 	"github.com/dlockgo/dlock/lease"
 	"github.com/dlockgo/dlock/node"
+	"github.com/dlockgo/dlock/option"
 	"github.com/dlockgo/dlock/quorum"
-	"github.com/dlockgo/dlock/single"
 )
 
 // latencyTries is the number of acquisitions per latency step.
@@ -55,10 +55,10 @@ func delay(t *testing.T, strategy, client string, ttl time.Duration, steps []tim
 	}
 	var lk locker
 	if strategy == "single" {
-		lk = newSingle(t, nodes[0], single.WithTTL(ttl), single.WithDriftFactor(drift))
+		lk = newSingle(t, nodes[0], option.TTL(ttl), option.DriftFactor(drift))
 	} else {
-		lk = newQuorum(t, nodes, quorum.WithDurableNodes(), quorum.WithTTL(ttl), quorum.WithDriftFactor(drift),
-			quorum.WithNodeTimeout(450*time.Millisecond))
+		lk = newQuorum(t, nodes, option.DurableNodes(true), option.TTL(ttl), option.DriftFactor(drift),
+			option.NodeTimeout(450*time.Millisecond))
 	}
 	redistest.Warm(t, lk)
 	margin := ttl - acquire.Drift(ttl, drift)

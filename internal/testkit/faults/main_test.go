@@ -125,7 +125,7 @@ const mdTail = `
    write**. That order rests on the promoted replica's clock not being
    behind the old master's by more than the time between the two claims
    (here one host's clock serves both). Anything A does that is not fenced
-   still overlaps with B. ` + "`single.WithReplicas(1, 100ms)`" + ` refuses A's claim
+   still overlaps with B. ` + "`option.Replicas(1, 100ms)`" + ` refuses A's claim
    instead (WAIT acknowledges 0 replicas), so there is one holder and
    nothing to fence. The fence limits the damage of the failover race; WAIT
    prevents the race itself. The quorum strategy has no replication to fail
@@ -148,7 +148,7 @@ const mdTail = `
    deadline here, up to ` + "`lease.ReleaseTimeout`" + `, 5 s).
 4. **Holder pause.** With either strategy, a holder that stalls past its
    TTL writes after the next holder was granted: the unfenced resource takes
-   it, the fenced one refuses it. Plain Redlock (WithoutTokens) has no token
+   it, the fenced one refuses it. Plain Redlock (option.Tokens(false)) has no token
    to fence with.
 5. **Clock jump.** One of the three nodes that granted A jumps past the TTL
    (or runs 20× fast); B wins a majority while A is still valid by its own

@@ -9,15 +9,14 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/dlockgo/dlock/internal/testkit/redistest"
-	"github.com/dlockgo/dlock/quorum"
-	"github.com/dlockgo/dlock/single"
+	"github.com/dlockgo/dlock/option"
 )
 
 // TestHolderPause is the pause every lock shares: A holds, stalls past its
 // TTL (GC, a stopped VM), B acquires, then A writes as if it still held.
 // A resource that knows nothing of tokens takes A's write (an unfenced
 // double write); a fenced one refuses it, for both strategies. Plain
-// Redlock (WithoutTokens) hands out no token, so nothing can fence it.
+// Redlock (option.Tokens(false)) hands out no token, so nothing can fence it.
 func TestHolderPause(t *testing.T) {
 	const ttl = 600 * time.Millisecond
 	for _, strategy := range []string{"single", "quorum", "quorum-notokens"} {
@@ -30,11 +29,11 @@ func TestHolderPause(t *testing.T) {
 				switch strategy {
 				case "single":
 					srv := redistest.Start(t)
-					lk = newSingle(t, redistest.NodeFor(t, client, srv.Addr()), single.WithTTL(ttl))
+					lk = newSingle(t, redistest.NodeFor(t, client, srv.Addr()), option.TTL(ttl))
 				default:
-					opts := []quorum.Option{quorum.WithDurableNodes(), quorum.WithTTL(ttl)}
+					opts := []option.Option{option.DurableNodes(true), option.TTL(ttl)}
 					if strategy == "quorum-notokens" {
-						opts = append(opts, quorum.WithoutTokens())
+						opts = append(opts, option.Tokens(false))
 						row.Expected = "no overlap; A's late write accepted (1): no token to fence with"
 					}
 					lk = newQuorum(t, nodesOn(t, client, addrs(redistest.StartN(t, 5))...), opts...)

@@ -13,8 +13,8 @@ import (
 	"github.com/dlockgo/dlock/fence"
 	"github.com/dlockgo/dlock/internal/testkit/redistest"
 	"github.com/dlockgo/dlock/lease"
+	"github.com/dlockgo/dlock/option"
 	"github.com/dlockgo/dlock/quorum"
-	"github.com/dlockgo/dlock/single"
 )
 
 // TestRestartWithoutPersistence kills servers while A holds the lock and
@@ -43,14 +43,14 @@ func TestRestartWithoutPersistence(t *testing.T) {
 func restartQuorum(t *testing.T, client string, guard bool) {
 	const ttl = time.Second
 	row := &Row{Scenario: "6 restart without persistence", Strategy: "quorum", Client: client}
-	opts := []quorum.Option{quorum.WithTTL(ttl)}
+	opts := []option.Option{option.TTL(ttl)}
 	if guard {
 		row.Variant = "3 of 5 restarted empty, lost-data guard on"
 		row.Expected = "B refused until one max TTL after the restart; no overlap"
 	} else {
-		row.Variant = "3 of 5 restarted empty, guard off (WithDurableNodes)"
+		row.Variant = "3 of 5 restarted empty, guard off (option.DurableNodes)"
 		row.Expected = "double grant (overlap 1); fence refuses A (B read A's counter on the 2 intact nodes)"
-		opts = append(opts, quorum.WithDurableNodes())
+		opts = append(opts, option.DurableNodes(true))
 	}
 	record(t, row)
 	srvs := redistest.StartN(t, 5)
@@ -72,11 +72,11 @@ func restartQuorum(t *testing.T, client string, guard bool) {
 		}
 	}
 	res := newResource()
-	var aOpts []lease.Option
+	var aOpts []option.Option
 	if !guard {
 		// A must outlast three restarts and B's first dials on a loaded
 		// machine, or there is no double grant to show.
-		aOpts = append(aOpts, lease.WithTTL(4*ttl))
+		aOpts = append(aOpts, option.TTL(4*ttl))
 	}
 	// A's grant returns once a majority voted; its other votes may still
 	// be on their way. Restart only once A holds every node, or a vote
@@ -184,7 +184,7 @@ func restartSingle(t *testing.T, client string, aof bool) {
 	}
 	record(t, row)
 	srv := redistest.Start(t, opts...)
-	lk := newSingle(t, redistest.NodeFor(t, client, srv.Addr()), single.WithTTL(ttl))
+	lk := newSingle(t, redistest.NodeFor(t, client, srv.Addr()), option.TTL(ttl))
 	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 	defer cancel()
 	res := newResource()

@@ -10,14 +10,14 @@ import (
 	"github.com/dlockgo/dlock/claims"
 	"github.com/dlockgo/dlock/fence"
 	"github.com/dlockgo/dlock/internal/testkit/safety"
-	"github.com/dlockgo/dlock/lease"
+	"github.com/dlockgo/dlock/option"
 )
 
 // queueName is the work queue of the single strategy's workers. Each
 // claimItem adds one of queueIDs ids, drawn at random: an id is completed
 // and added again many times in a run, and its tokens must go on rising
 // across each Complete and Add, whatever the clock does (the token floor
-// a Complete leaves; see claims.WithIdleTTL).
+// a Complete leaves; see option.IdleTTL).
 const queueName = "jobs"
 
 // queueIDs is how many item ids the workers share. MEM bounds the queue by
@@ -75,7 +75,7 @@ func (wl *workload) claimItem(ctx context.Context, wk *worker) {
 		return // the server is away; the claim would fail the same way
 	}
 	start := time.Now()
-	c, err := wk.queue.Claim(octx, lease.WithAutoRenew())
+	c, err := wk.queue.Claim(octx, option.AutoRenew(true))
 	if err != nil {
 		if !errors.Is(err, claims.ErrEmpty) && ctx.Err() == nil {
 			wl.acqErrs.Add(1)

@@ -22,7 +22,7 @@
 // token without looking at the lease's context first (the fence is what is
 // under test), read, give it up. Quorum workers use quorum.New with
 // tokens and the lost-data guard on; single workers alternate between
-// single.New and single.New with WithReplicas(1, 100ms) on the same keys.
+// single.New and single.New with option.Replicas(1, 100ms) on the same keys.
 // One call in six, a worker holds two
 // of the lock keys at once (AcquireAll, the pair in a random order) and
 // uses each as a lock's holder does, with that key's token: each key's
@@ -228,7 +228,7 @@
 // workers' limits admit a quarter of the rate the checks hold them to.
 //
 // TestNemesisCatches shows the nemesis can fail: with the lost-data guard
-// off (WithDurableNodes on servers that are not durable) and a schedule
+// off (option.DurableNodes on servers that are not durable) and a schedule
 // that kills and empties 3 of 5 nodes every 2-2.5 s, it finds ME broken;
 // with resources that do not check tokens and a holder pause about every
 // second, it finds FENCE broken; with the single claim script changed to

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/dlockgo/dlock/election"
+	"github.com/dlockgo/dlock/option"
 )
 
 // term is a term of office as the safety checker sees a lease: its holder
@@ -32,7 +33,7 @@ func (wl *workload) campaign(ctx context.Context, wk *worker, key, office string
 	defer cancel()
 	wl.dos.Add(1)
 	start := time.Now()
-	e, err := election.New(wk.lk, office, election.WithTTL(wl.p.TTL))
+	e, err := election.New(wk.lk, office, option.TTL(wl.p.TTL))
 	if err != nil {
 		wl.harness(fmt.Errorf("worker %d: election.New: %w", wk.n, err))
 		return

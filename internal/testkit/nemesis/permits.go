@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/dlockgo/dlock/lease"
+	"github.com/dlockgo/dlock/option"
 	"github.com/dlockgo/dlock/permits"
 )
 
@@ -21,7 +21,7 @@ func (wl *workload) permit(ctx context.Context, wk *worker) {
 	defer cancel()
 	wl.dos.Add(1)
 	start := time.Now()
-	l, err := wk.sem.Acquire(octx, wl.p.Permits, wl.p.PermitsN, lease.WithAutoRenew())
+	l, err := wk.sem.Acquire(octx, wl.p.Permits, wl.p.PermitsN, option.AutoRenew(true))
 	if err != nil {
 		// Which slot it would have had is unknown: counted, not recorded.
 		if ctx.Err() == nil {

@@ -148,7 +148,7 @@ const (
 const (
 	QuorumLocker   = "quorum"          // quorum.New, tokens and the lost-data guard on
 	SingleLocker   = "single"          // single.New
-	ReplicasLocker = "single-replicas" // single.New with WithReplicas(1, ReplicaTimeout)
+	ReplicasLocker = "single-replicas" // single.New with option.Replicas(1, ReplicaTimeout)
 )
 
 // Bias steers a schedule toward the faults one violation needs, for the
@@ -203,7 +203,7 @@ type Plan struct {
 	AOF            []bool
 	TTL            time.Duration // every lease's, and the quorum's max TTL
 	NodeTimeout    time.Duration // quorum
-	ReplicaTimeout time.Duration // single WithReplicas
+	ReplicaTimeout time.Duration // single option.Replicas
 	Keys           []string
 	// Permits names a semaphore of PermitsN permits that the workers
 	// of the single strategy also take (see permit); empty on a quorum.

@@ -17,6 +17,7 @@ import (
 	"github.com/dlockgo/dlock/node"
 	"github.com/dlockgo/dlock/node/goredis"
 	"github.com/dlockgo/dlock/node/valkeygo"
+	"github.com/dlockgo/dlock/option"
 	"github.com/dlockgo/dlock/ratelimit"
 )
 
@@ -184,7 +185,7 @@ func newRateLoad(p *Plan, cfg Config, addrs []string) (*rateLoad, error) {
 			}
 			var lims []*ratelimit.Limiter
 			for _, v := range views {
-				lim, err := ratelimit.New(v, limit, ratelimit.WithNodeTimeout(p.NodeTimeout))
+				lim, err := ratelimit.New(v, limit, option.NodeTimeout(p.NodeTimeout))
 				if err != nil {
 					c.lims = append(c.lims, lims)
 					c.closeAll()

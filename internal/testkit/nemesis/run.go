@@ -18,6 +18,7 @@ import (
 	"github.com/dlockgo/dlock/claims"
 	"github.com/dlockgo/dlock/internal/acquire"
 	"github.com/dlockgo/dlock/internal/keyname"
+	"github.com/dlockgo/dlock/internal/settings"
 	"github.com/dlockgo/dlock/internal/testkit/redistest"
 	"github.com/dlockgo/dlock/internal/testkit/safety"
 	"github.com/dlockgo/dlock/permits"
@@ -31,7 +32,7 @@ type Config struct {
 	Seed     int64
 	Duration time.Duration // of the fault phase
 	Bias     Bias
-	// GuardOff builds the quorum's Lockers WithDurableNodes on servers
+	// GuardOff builds the quorum's Lockers option.DurableNodes on servers
 	// that are not durable: the lost-data guard off, a misconfiguration.
 	GuardOff bool
 	// Unfenced makes the protected resources accept every write.
@@ -73,7 +74,7 @@ func LiveBound(p *Plan) time.Duration {
 	if p.Strategy == Single {
 		return 2*p.TTL + 3*time.Second
 	}
-	return p.TTL + p.NodeTimeout + acquire.Drift(p.TTL, acquire.DefaultDriftFactor) + 2*p.TTL + 3*time.Second
+	return p.TTL + p.NodeTimeout + acquire.Drift(p.TTL, settings.DefaultDriftFactor) + 2*p.TTL + 3*time.Second
 }
 
 // Finding is a violation of a promise, with where to look for its cause.

@@ -12,6 +12,7 @@ import (
 	"github.com/dlockgo/dlock/internal/testkit/safety"
 	"github.com/dlockgo/dlock/lease"
 	"github.com/dlockgo/dlock/node"
+	"github.com/dlockgo/dlock/option"
 	"github.com/dlockgo/dlock/rwlock"
 )
 
@@ -44,7 +45,7 @@ func newRWLock(p *Plan, n node.Node) (*rwlock.Locker, error) {
 		}
 		n = plant.Swapping(n, unraised)
 	}
-	return rwlock.New(n, rwlock.WithTTL(p.TTL))
+	return rwlock.New(n, option.TTL(p.TTL))
 }
 
 // rwKey names the writers' resource of the read-write lock name, and its
@@ -92,9 +93,9 @@ func (wl *workload) rwTake(ctx context.Context, wk *worker, writer bool, u use) 
 		err error
 	)
 	if writer {
-		l, err = wk.rw.Acquire(octx, name, lease.WithAutoRenew())
+		l, err = wk.rw.Acquire(octx, name, option.AutoRenew(true))
 	} else {
-		l, err = wk.rw.AcquireShared(octx, name, lease.WithAutoRenew())
+		l, err = wk.rw.AcquireShared(octx, name, option.AutoRenew(true))
 	}
 	key := rwKey(name)
 	if !writer {

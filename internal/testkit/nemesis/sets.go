@@ -7,7 +7,7 @@ import (
 
 	"github.com/dlockgo/dlock/election"
 	"github.com/dlockgo/dlock/internal/testkit/safety"
-	"github.com/dlockgo/dlock/lease"
+	"github.com/dlockgo/dlock/option"
 )
 
 // setKeys draws two distinct lock keys (never the election's office), in
@@ -45,7 +45,7 @@ func (wl *workload) lockSet(ctx context.Context, wk *worker, m strategyLocker) {
 	defer cancel()
 	start := time.Now()
 	wl.dos.Add(1)
-	l, err := m.AcquireAll(octx, keys, lease.WithAutoRenew())
+	l, err := m.AcquireAll(octx, keys, option.AutoRenew(true))
 	var at time.Time
 	if err == nil {
 		at = time.Now()

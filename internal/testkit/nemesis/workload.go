@@ -26,6 +26,7 @@ import (
 	"github.com/dlockgo/dlock/node"
 	"github.com/dlockgo/dlock/node/goredis"
 	"github.com/dlockgo/dlock/node/valkeygo"
+	"github.com/dlockgo/dlock/option"
 	"github.com/dlockgo/dlock/permits"
 	"github.com/dlockgo/dlock/quorum"
 	"github.com/dlockgo/dlock/rwlock"
@@ -88,8 +89,8 @@ type workload struct {
 type strategyLocker interface {
 	dlock.Locker
 	election.Locker
-	AcquireAll(ctx context.Context, keys []string, opts ...lease.Option) (*lease.Lease, error)
-	Resume(ctx context.Context, handle string, opts ...lease.Option) (*lease.Lease, error)
+	AcquireAll(ctx context.Context, keys []string, opts ...option.Option) (*lease.Lease, error)
+	Resume(ctx context.Context, handle string, opts ...option.Option) (*lease.Lease, error)
 	ForceRelease(ctx context.Context, key string) (lease.Broken, error)
 }
 
@@ -150,17 +151,17 @@ func newLocker(p *Plan, cfg Config, w Worker, addrs []string) (strategyLocker, n
 	}
 	switch w.Locker {
 	case QuorumLocker:
-		opts := []quorum.Option{quorum.WithTTL(p.TTL), quorum.WithNodeTimeout(p.NodeTimeout)}
+		opts := []option.Option{option.TTL(p.TTL), option.NodeTimeout(p.NodeTimeout)}
 		if cfg.GuardOff {
 			// The misconfiguration this switch models: nodes declared
 			// durable that are not (RDB, or AOF everysec).
-			opts = append(opts, quorum.WithDurableNodes())
+			opts = append(opts, option.DurableNodes(true))
 		}
 		lk, err = quorum.New(nodes, opts...)
 	case SingleLocker:
-		lk, err = single.New(nodes[0], single.WithTTL(p.TTL))
+		lk, err = single.New(nodes[0], option.TTL(p.TTL))
 	case ReplicasLocker:
-		lk, err = single.New(nodes[0], single.WithTTL(p.TTL), single.WithReplicas(1, p.ReplicaTimeout))
+		lk, err = single.New(nodes[0], option.TTL(p.TTL), option.Replicas(1, p.ReplicaTimeout))
 	}
 	if err != nil {
 		closeAll()
@@ -202,9 +203,9 @@ func newWorkload(t *testing.T, p *Plan, cfg Config, addrs []string) *workload {
 		}
 		wk := &worker{n: i, plan: w, lk: lk, close: closeFn}
 		if one != nil && p.Permits != "" {
-			wk.sem, err = permits.New(one, permits.WithTTL(p.TTL))
+			wk.sem, err = permits.New(one, option.TTL(p.TTL))
 			if err == nil {
-				wk.queue, err = claims.New(one, queueName, claims.WithTTL(p.TTL), claims.WithKeepDone(keepDone))
+				wk.queue, err = claims.New(one, queueName, option.TTL(p.TTL), option.KeepDone(keepDone))
 			}
 			if err == nil && p.RWLock != "" {
 				wk.rw, err = newRWLock(p, one)
@@ -314,7 +315,7 @@ type recorder struct {
 	at  time.Time
 }
 
-func (r *recorder) Acquire(ctx context.Context, key string, opts ...lease.Option) (*lease.Lease, error) {
+func (r *recorder) Acquire(ctx context.Context, key string, opts ...option.Option) (*lease.Lease, error) {
 	l, err := r.Locker.Acquire(ctx, key, opts...)
 	if err == nil {
 		r.at = time.Now()

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/dlockgo/dlock/lease"
+	"github.com/dlockgo/dlock/option"
 )
 
 // OneWinner has n goroutines call try at once and fails t unless exactly
@@ -54,7 +55,7 @@ func OneWinner(t testing.TB, n int, try func() (*lease.Lease, error)) *lease.Lea
 // subscription on the server, it releases held, and returns the lease the
 // waiter got, whose token must be above held's. It fails t when the
 // waiter fails.
-func WokenByRelease(t testing.TB, held *lease.Lease, acquire func(ctx context.Context, opts ...lease.Option) (*lease.Lease, error), subscribed func()) *lease.Lease {
+func WokenByRelease(t testing.TB, held *lease.Lease, acquire func(ctx context.Context, opts ...option.Option) (*lease.Lease, error), subscribed func()) *lease.Lease {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -64,7 +65,7 @@ func WokenByRelease(t testing.TB, held *lease.Lease, acquire func(ctx context.Co
 	}
 	got := make(chan result, 1)
 	go func() {
-		l, err := acquire(ctx, lease.WithRetry(lease.Retry{Min: time.Minute, Max: time.Minute}))
+		l, err := acquire(ctx, option.Retry(time.Minute, time.Minute))
 		got <- result{l, err}
 	}()
 	subscribed()

@@ -18,6 +18,7 @@ import (
 	redigonode "github.com/dlockgo/dlock/node/redigo"
 	rueidisnode "github.com/dlockgo/dlock/node/rueidis"
 	"github.com/dlockgo/dlock/node/valkeygo"
+	"github.com/dlockgo/dlock/option"
 )
 
 // WarmRounds is how many calls a test makes through a client before it
@@ -143,7 +144,7 @@ func RedigoPool(addr string, opts ...redigoredis.DialOption) *redigoredis.Pool {
 
 // Acquirer is what Warm needs of a Locker of either strategy.
 type Acquirer interface {
-	TryAcquire(ctx context.Context, key string, opts ...lease.Option) (*lease.Lease, error)
+	TryAcquire(ctx context.Context, key string, opts ...option.Option) (*lease.Lease, error)
 }
 
 // Warm makes WarmRounds lock and unlock rounds through lk, each on a key of
@@ -186,7 +187,7 @@ func WarmKey(i int) string { return "warm-" + strconv.Itoa(i) }
 
 // Locker is what LockOnce needs of either strategy.
 type Locker interface {
-	Acquire(ctx context.Context, key string, opts ...lease.Option) (*lease.Lease, error)
+	Acquire(ctx context.Context, key string, opts ...option.Option) (*lease.Lease, error)
 }
 
 // LockOnce locks and releases each of n keys, name(0) to name(n-1), once
