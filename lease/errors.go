@@ -25,8 +25,6 @@ var (
 	ErrInvalid = argerr.ErrInvalid
 )
 
-// ArgError reports an argument that breaks a rule, at the call that got it:
-// Arg is the argument's name as the caller wrote it, Value the value given,
-// Rule what the value must be. It matches ErrInvalid with errors.Is.
-// (Package fence, below this one, returns it too: hence the alias.)
+// ArgError reports an argument that breaks a rule: Arg names it, Value is
+// what was given, Rule what it must be. It matches ErrInvalid.
 type ArgError = argerr.Error

@@ -13,13 +13,10 @@ import (
 	"github.com/dlockgo/dlock/fence"
 )
 
-// Handle is a lease written out, for another process to take up and extend
-// or release (Resume): what the servers know the lease by (key,
-// owner, token), and what says which Locker may take it up (strategy and
-// servers). Its text form (String, ParseHandle) carries a checksum, so a
-// handle cut short or edited by hand is refused before any server is
-// asked. It holds the owner, which releases the lock: keep it as secret as
-// the lease itself.
+// Handle is a lease written out, for another process to take up (Resume):
+// the key, owner and token the servers know it by, and the Locker that may
+// take it up. Its text form (String, ParseHandle) carries a checksum. It
+// holds the owner, which releases the lock: keep it as secret as the lease.
 type Handle struct {
 	Strategy string // "single" or "quorum"
 	// Servers names the servers of the Locker that granted the lease, as
@@ -37,9 +34,8 @@ type Handle struct {
 	Waiter string
 }
 
-// ErrForeignHandle means a handle was written by a Locker of another
-// strategy or on other servers than the one asked to take it up. The
-// error also matches ErrInvalid.
+// ErrForeignHandle: a handle another strategy's or other servers' Locker
+// wrote. It also matches ErrInvalid.
 var ErrForeignHandle = errors.New("dlock: handle of another Locker")
 
 // handler is a backend whose leases can be written out as a Handle (see
@@ -49,10 +45,9 @@ type handler interface {
 }
 
 // Handle returns the lease written out, for another process to take up
-// with Resume. It fails with an error matching ErrNotHeld once the
-// lease has ended, and with an *ArgError for a lease its strategy cannot
-// write out: one on several keys, or one of the primitives built on the
-// single strategy (permits, rwlock, claims).
+// with Resume: an error matching ErrNotHeld once the lease has ended, an
+// *ArgError for a lease on several keys or a primitive's (permits,
+// rwlock, claims).
 func (l *Lease) Handle() (Handle, error) {
 	hb, ok := l.b.(handler)
 	if !ok {
@@ -94,9 +89,8 @@ func handleSum(body string) string {
 }
 
 // ParseHandle reads a handle's text form (Handle.String). A text that is
-// not one, was cut short or edited (its checksum does not match), or names
-// no key, owner or TTL is an *ArgError naming handle; the error never
-// quotes the text, which holds the owner.
+// not one, cut short or edited, is an *ArgError naming handle, which does
+// not quote the text.
 func ParseHandle(s string) (Handle, error) {
 	bad := func(rule string) (Handle, error) {
 		return Handle{}, &ArgError{Arg: "handle", Value: fmt.Sprintf("(%d bytes)", len(s)), Rule: rule}
@@ -129,15 +123,4 @@ func ParseHandle(s string) (Handle, error) {
 	}
 	return Handle{Strategy: j.S, Servers: j.N, Key: j.K, Owner: j.O, Token: fence.Token(j.T),
 		TTL: time.Duration(j.L) * time.Millisecond, Waiter: j.W}, nil
-}
-
-// For returns nil when h was written by a Locker of strategy on servers
-// (named as Handle.Servers names them), and otherwise an error matching
-// ErrForeignHandle and ErrInvalid that says whose it is.
-func (h Handle) For(strategy, servers string) error {
-	if h.Strategy == strategy && h.Servers == servers {
-		return nil
-	}
-	return fmt.Errorf("%w: %w", ErrForeignHandle, &ArgError{Arg: "handle", Value: h.Strategy + " on " + h.Servers,
-		Rule: "must come from a Locker of the same strategy on the same servers (this one: " + strategy + " on " + servers + ")"})
 }

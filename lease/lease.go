@@ -44,8 +44,8 @@ type Held struct {
 	Token fence.Token
 }
 
-// ReleaseTimeout bounds the cleanup a lease does on a context of its own:
-// a Release whose caller's context has already ended, and a renewal.
+// ReleaseTimeout bounds a Release whose caller's context has ended, and a
+// renewal: what a lease does on a context of its own.
 const ReleaseTimeout = 5 * time.Second
 
 // Lease is a held lock. Its methods are safe for concurrent use.
@@ -108,9 +108,8 @@ func (l *Lease) Keys() []Held {
 }
 
 // TokenOf returns the fencing token the lease holds key with, and whether
-// it holds key at all: a lease on several keys has one token per key,
-// each ordered with every other lease's on that key, and a write to the
-// resource of key must carry key's.
+// it holds key: a lease on several keys has a token per key, and a write
+// to key's resource carries key's.
 func (l *Lease) TokenOf(key string) (fence.Token, bool) {
 	if l.g.Set == nil {
 		return l.g.Token, key == l.g.Key
@@ -267,13 +266,11 @@ func (l *Lease) Extend(ctx context.Context, ttl time.Duration) error {
 	return nil
 }
 
-// Release gives the lock up on the servers and ends the lease with
-// ErrReleased. It stops the renewal goroutine first and waits for it. When
-// ctx has already ended, the release still runs, on a context of its own
-// bounded by ReleaseTimeout. It returns an error matching ErrNotHeld when no
-// server still held the lock (it had expired or been taken over), or when
-// an earlier Release of l succeeded; only a Release that failed is worth
-// calling again, and it then asks the servers again.
+// Release stops the renewal, gives the lock up on the servers (on a
+// context of its own, bounded by ReleaseTimeout, when ctx has ended) and
+// ends the lease with ErrReleased. It returns an error matching ErrNotHeld
+// when no server held the lock any more, or an earlier Release succeeded;
+// a Release that failed otherwise may be called again.
 func (l *Lease) Release(ctx context.Context) error {
 	if err := argerr.CheckContext(ctx); err != nil {
 		return err

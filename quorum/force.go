@@ -177,7 +177,7 @@ func (lk *Locker) Resume(ctx context.Context, handle string, opts ...option.Opti
 	if err != nil {
 		return nil, err
 	}
-	if err := h.For(strategy, lk.servers()); err != nil {
+	if err := acquire.HandleFor(h, strategy, lk.servers()); err != nil {
 		return nil, err
 	}
 	o, err := lk.options(ctx, h.Key, h.TTL, opts)

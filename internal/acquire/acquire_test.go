@@ -196,3 +196,16 @@ func TestRetryDelay(t *testing.T) {
 		}
 	}
 }
+
+func TestHandleFor(t *testing.T) {
+	h := lease.Handle{Strategy: "single", Servers: "a:1", Key: "k", Owner: "o", TTL: time.Second}
+	if err := acquire.HandleFor(h, "single", "a:1"); err != nil {
+		t.Fatalf("HandleFor its own Locker: %v", err)
+	}
+	for _, other := range [][2]string{{"quorum", "a:1"}, {"single", "b:1"}, {"single", "a:1,b:2"}} {
+		err := acquire.HandleFor(h, other[0], other[1])
+		if !errors.Is(err, lease.ErrForeignHandle) || !errors.Is(err, lease.ErrInvalid) || !strings.Contains(err.Error(), other[1]) {
+			t.Errorf("HandleFor(%q, %q) = %v; want ErrForeignHandle and ErrInvalid, naming this Locker", other[0], other[1], err)
+		}
+	}
+}

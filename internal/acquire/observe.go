@@ -1,6 +1,7 @@
 package acquire
 
 import (
+	"fmt"
 	"time"
 
 	"github.com/dlockgo/dlock/internal/leasing"
@@ -64,4 +65,16 @@ var leaseEvents = [...]observe.EventKind{leasing.Renewed: observe.Renewed, leasi
 
 func (r reporter) Report(e leasing.Event, strategy, key string, err error) {
 	r.o.Observe(observe.Event{Kind: leaseEvents[e], Strategy: strategy, Key: key, Err: err})
+}
+
+// HandleFor returns nil when h was written by a Locker of strategy on
+// servers (named as lease.Handle.Servers names them), and otherwise an
+// error matching lease.ErrForeignHandle and lease.ErrInvalid that says
+// whose it is.
+func HandleFor(h lease.Handle, strategy, servers string) error {
+	if h.Strategy == strategy && h.Servers == servers {
+		return nil
+	}
+	return fmt.Errorf("%w: %w", lease.ErrForeignHandle, &lease.ArgError{Arg: "handle", Value: h.Strategy + " on " + h.Servers,
+		Rule: "must come from a Locker of the same strategy on the same servers (this one: " + strategy + " on " + servers + ")"})
 }
