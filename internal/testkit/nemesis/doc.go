@@ -189,7 +189,10 @@
 //     its handle is never resumed again nor the first lease extended; and
 //     an ME violation that names a resumed lease's owner is HANDLE's too.
 //     Its windows are ME's: where two holders may be valid at once, a
-//     lease the servers lost may be found held again.
+//     lease the servers lost may be found held again; on the single
+//     strategy a clock forward's reaches its jump further, since a lock
+//     taken while the server's clock was ahead outlives its lease by the
+//     jump once the clock is put back.
 //   - LIVE: after healing, every key is acquired, by a fresh Locker of each
 //     client library, within LiveBound: quorum max TTL + node timeout +
 //     drift + 2×TTL + 3 s; single 2×TTL + 3 s.

@@ -504,7 +504,7 @@ func evaluate(p *Plan, wl *workload, events []*Event, t0 time.Time, res *Result)
 	for _, kv := range wl.rate.violations(p, events, t0, res) {
 		classify(kv.key, kv.vs, nil) // the bound counts the faults
 	}
-	hws := handleWindows(ws)
+	hws := handleWindows(p, events, ws)
 	res.Judged[string(safety.Handle)] = Judged(hws, safety.Handle, t0, end)
 	for _, kv := range wl.hand.violations(keyVs) {
 		classify(kv.key, kv.vs, hws)

@@ -83,7 +83,9 @@ func (r *Resource) Broke(ctx context.Context, b Break) error {
 }
 
 // endBroken ends, at its break's Sent, each lease of byHolder that a
-// break in bs ended (see Break).
+// break in bs ended (see Break). A lease whose grant reached its holder
+// after the break was sent (the servers granted it, the break took it,
+// and the grant's reply came last) ends as it begins: it held nothing.
 func endBroken(bs []Break, byHolder map[string]*interval) {
 	for _, b := range bs {
 		for holder, iv := range byHolder {

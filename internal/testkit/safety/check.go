@@ -98,6 +98,12 @@ func Check(h History) Report {
 			if !b.from.Before(a.to) {
 				break // sorted by start: no later lease overlaps a either
 			}
+			if !b.to.After(b.from) {
+				// Ended no later than it began: a lease broken before
+				// its grant reached its holder (see endBroken), or
+				// released so, held nothing beside a.
+				continue
+			}
 			rep.Overlaps++
 			note := fmt.Sprintf("overlap: %s valid until %s, %s granted at %s",
 				a.holder, Stamp(a.to), b.holder, Stamp(b.from))
