@@ -90,27 +90,20 @@ testbin_build "$racebin/list" -race
 testbin_run "$racebin/list" 2 || { echo "test.sh: the race run failed (above)" >&2; exit 1; }
 
 # Fuzz targets, each for a fixed count of runs (about a second each on a
-# quiet 2-core machine; halved when the suite neared 15 minutes; their
-# seed corpora already ran above as plain tests):
-# go test fuzzes one target per call, so two calls run at once, one per
-# core, and a failure fails the suite once its pair has ended. A count,
-# not a duration: with a duration, go1.26's fuzz coordinator can fail a
-# target with a bare "context deadline exceeded" at the end.
+# quiet 2-core machine; their seed corpora already ran above as plain
+# tests). One instrumented test binary per package (go test -c -fuzz),
+# built two at a time like the race binaries, then each target run from
+# it: go test -fuzz would link a package's binary again for every target.
+# A count, not a duration: with a duration, go1.26's fuzz coordinator can
+# fail a target with a bare "context deadline exceeded" at the end. Every
+# Fuzz function in the tree must have its line below, and every line its
+# function: a target renamed or added is not silently left unfuzzed.
 phase "fuzz targets"
-fuzzed=0 fuzzpids=()
-fuzzwait() {
-  for p in "${fuzzpids[@]}"; do wait "$p" || fuzzed=1; done
-  fuzzpids=()
-}
-while read -r pkg target runs; do
-  go test -run '^$' -fuzz "^$target\$" -fuzztime "$runs" -parallel 1 "$pkg" </dev/null &
-  fuzzpids+=($!)
-  [ ${#fuzzpids[@]} -lt 2 ] || fuzzwait
-done <<'TARGETS'
+targets=$(cat <<'TARGETS'
 ./connect FuzzParseURL 750x
 ./internal/keyname FuzzNames 4500x
-./internal/acquire FuzzCheckLease 12000x
-./internal/acquire FuzzOptions 15000x
+./internal/settings FuzzLocker 12000x
+./internal/settings FuzzCall 15000x
 ./internal/acquire FuzzStaleCounter 15000x
 ./internal/testkit/fuzzreply FuzzDecode 12000x
 ./single FuzzReadClaim 1500x
@@ -128,8 +121,32 @@ done <<'TARGETS'
 ./cmd/dlock FuzzRunArgs 750x
 ./cmd/dlock FuzzConfigFile 500x
 TARGETS
-fuzzwait
-[ "$fuzzed" -eq 0 ] || { echo "test.sh: a fuzz target failed (above)" >&2; exit 1; }
+)
+found=$(grep -rE --include='*_test.go' '^func Fuzz[A-Za-z0-9_]*\(' --exclude-dir=bench . |
+  sed -E 's|^(.*)/[^/]*_test\.go:func (Fuzz[A-Za-z0-9_]*)\(.*|\1 \2|' | sort -u)
+listed=$(awk '{ print $1, $2 }' <<<"$targets" | sort -u)
+if [ "$found" != "$listed" ]; then
+  echo "test.sh: the fuzz targets in the tree and the list in scripts/test.sh differ (< in the tree, > listed):" >&2
+  diff <(echo "$found") <(echo "$listed") >&2 || true
+  exit 1
+fi
+fuzzbin=$(mktemp -d)
+trap 'rm -rf "$racebin" "$fuzzbin"' EXIT
+awk '{ print $1 }' <<<"$targets" | uniq | xargs go list -f '{{.ImportPath}} {{.Dir}}' |
+  awk -v p="$fuzzbin/" '{ print $1, $2, p NR ".test" }' >"$fuzzbin/list"
+testbin_build "$fuzzbin/list" -fuzz=.
+fuzzcache="$(go env GOCACHE)/fuzz"
+# shellcheck disable=SC2016
+if ! while read -r pkg target runs; do
+  imp=$(go list "$pkg")
+  read -r _ dir bin < <(awk -v i="$imp" '$1 == i' "$fuzzbin/list")
+  echo "$dir $bin $target $runs $fuzzcache/$imp"
+done <<<"$targets" | xargs -P 2 -L 1 sh -c '
+  cd "$1" && "$2" -test.run="^\$" -test.fuzz="^$3\$" -test.fuzztime="$4" -test.parallel=1 -test.fuzzcachedir="$5" >"$2.$3.log" 2>&1 </dev/null ||
+    { cat "$2.$3.log"; echo "FAIL	fuzz $3 in $1"; exit 1; }' _; then
+  echo "test.sh: a fuzz target failed (above)" >&2
+  exit 1
+fi
 
 # The server-dependent packages again, on Valkey 8.0 and 7.2 (see
 # scripts/test-valkey.sh). After the Redis run rather than beside it: the
