@@ -6,15 +6,16 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 
+	"github.com/dlockgo/dlock/internal/settings"
 	"github.com/dlockgo/dlock/lease"
 )
 
 // FuzzParseURL checks that any string either parses into a Config that
-// Open accepts, or is refused with an *lease.ArgError for the url, whose
-// message hides the password; and that a parsed Config written back as a
-// URL (formatURL) parses into the same Config.
+// Open accepts, or is refused with an *lease.ArgError for the url or for
+// one of the settings, whose message hides the passwords; and that a
+// parsed Config written back as a URL (formatURL) parses into the same
+// Config.
 func FuzzParseURL(f *testing.F) {
 	for _, s := range []string{
 		"redis://127.0.0.1:6380", "redis://localhost", "redis://[::1]:7000/2", "redis://[::1]",
@@ -40,15 +41,15 @@ func FuzzParseURL(f *testing.F) {
 		cfg, err := ParseURL(raw)
 		if err != nil {
 			var ae *lease.ArgError
-			if !errors.As(err, &ae) || ae.Arg != "url" || !errors.Is(err, lease.ErrInvalid) {
-				t.Fatalf("ParseURL(%q) = %v; want an *ArgError for url", raw, err)
+			if !errors.As(err, &ae) || ae.Arg != "url" && settings.Named(ae.Arg) == nil || !errors.Is(err, lease.ErrInvalid) {
+				t.Fatalf("ParseURL(%q) = %v; want an *ArgError for url or a setting", raw, err)
 			}
 			if pw := password(raw); len(pw) >= 8 && strings.Contains(err.Error(), pw) {
 				t.Fatalf("ParseURL(%q) = %v: shows the password", raw, err)
 			}
 			return
 		}
-		if err := cfg.check(); err != nil {
+		if err := cfg.Check(); err != nil {
 			t.Fatalf("ParseURL(%q) = %+v, which Open refuses: %v", raw, cfg, err)
 		}
 		if cfg.TLS != nil {
@@ -103,35 +104,12 @@ func formatURL(cfg Config) string {
 		b.WriteString("/" + strconv.Itoa(cfg.DB))
 	}
 	var q []string
-	dur := func(k string, d time.Duration) {
-		if d != 0 {
-			q = append(q, k+"="+d.String())
+	for i := range settings.Table {
+		st := &settings.Table[i]
+		if st.Layers&settings.InURL != 0 && !st.Field(&cfg).IsZero() {
+			q = append(q, st.Param+"="+escape(st.Format(st.Get(&cfg))))
 		}
 	}
-	str := func(k, v string) {
-		if v != "" {
-			q = append(q, k+"="+escape(v))
-		}
-	}
-	dur("ttl", cfg.TTL)
-	if cfg.IdleTTL < 0 {
-		q = append(q, "idle_ttl=forever")
-	} else {
-		dur("idle_ttl", cfg.IdleTTL)
-	}
-	str("client", cfg.Client)
-	dur("dial_timeout", cfg.DialTimeout)
-	if cfg.DurableNodes {
-		q = append(q, "durable=true")
-	}
-	dur("node_timeout", cfg.NodeTimeout)
-	dur("max_ttl", cfg.MaxTTL)
-	if cfg.Replicas != 0 {
-		q = append(q, "replicas="+strconv.Itoa(cfg.Replicas))
-	}
-	dur("replica_timeout", cfg.ReplicaTimeout)
-	str("sentinel_username", cfg.SentinelUsername)
-	str("sentinel_password", cfg.SentinelPassword)
 	if len(q) > 0 {
 		b.WriteString("?" + strings.Join(q, "&"))
 	}

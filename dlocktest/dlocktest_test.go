@@ -286,8 +286,8 @@ func TestFails(t *testing.T) {
 		{"unknown client", false, []dlocktest.Option{dlocktest.WithClient("redigo")}, `WithClient("redigo")`},
 		{"bad address", false, []dlocktest.Option{dlocktest.WithAddr("localhost")}, "host:port"},
 		{"two addresses, single", false, []dlocktest.Option{dlocktest.WithAddr("127.0.0.1:1", "127.0.0.1:2")}, "exactly one"},
-		{"short TTL", false, []dlocktest.Option{dlocktest.WithTTL(time.Millisecond)}, "Config.TTL"},
-		{"short quorum TTL", false, []dlocktest.Option{dlocktest.WithQuorum(3), dlocktest.WithTTL(time.Millisecond)}, "Config.TTL"},
+		{"short TTL", false, []dlocktest.Option{dlocktest.WithTTL(time.Millisecond)}, "invalid TTL 1ms"},
+		{"short quorum TTL", false, []dlocktest.Option{dlocktest.WithQuorum(3), dlocktest.WithTTL(time.Millisecond)}, "invalid TTL 1ms"},
 		{"no server", false, []dlocktest.Option{dlocktest.WithAddr(closed.Addr())}, "does not answer"},
 		{"Node of a quorum", true, []dlocktest.Option{dlocktest.WithQuorum(3)}, "one server"},
 	} {
