@@ -2,6 +2,7 @@ package connect
 
 import (
 	"errors"
+	"net/url"
 	"reflect"
 	"strconv"
 	"strings"
@@ -44,8 +45,19 @@ func FuzzParseURL(f *testing.F) {
 			if !errors.As(err, &ae) || ae.Arg != "url" && settings.Named(ae.Arg) == nil || !errors.Is(err, lease.ErrInvalid) {
 				t.Fatalf("ParseURL(%q) = %v; want an *ArgError for url or a setting", raw, err)
 			}
-			if pw := password(raw); len(pw) >= 8 && strings.Contains(err.Error(), pw) {
-				t.Fatalf("ParseURL(%q) = %v: shows the password", raw, err)
+			// The same text may be written elsewhere in the URL (a host
+			// of the same digits): what must not show it is that the
+			// error is the one the URL gets with its password replaced.
+			if pw, hide := password(raw); pw != "" {
+				// A bad escape is refused as one: keep it one.
+				other := "xxxxx"
+				if _, err := url.PathUnescape(pw); err != nil {
+					other = "%zz"
+				}
+				_, herr := ParseURL(hide(other))
+				if herr == nil || herr.Error() != err.Error() {
+					t.Fatalf("ParseURL(%q) = %v, but %v with the password replaced: shows it", raw, err, herr)
+				}
 			}
 			return
 		}
@@ -67,17 +79,23 @@ func FuzzParseURL(f *testing.F) {
 }
 
 // password returns the password of raw's user part, as written, found
-// as ParseURL finds it: before the query, then before the path.
-func password(raw string) string {
-	_, rest, _ := strings.Cut(raw, "://")
-	rest, _, _ = strings.Cut(rest, "?")
-	hosts, _, _ := strings.Cut(rest, "/")
-	i := strings.LastIndex(hosts, "@")
-	if i < 0 {
-		return ""
+// as ParseURL finds it: before the query, then before the path; and hide,
+// which returns raw with other in its place.
+func password(raw string) (pw string, hide func(other string) string) {
+	scheme, rest, ok := strings.Cut(raw, "://")
+	hosts := rest
+	if i := strings.IndexByte(hosts, '?'); i >= 0 {
+		hosts = hosts[:i]
 	}
-	_, pw, _ := strings.Cut(hosts[:i], ":")
-	return pw
+	if i := strings.IndexByte(hosts, '/'); i >= 0 {
+		hosts = hosts[:i]
+	}
+	at := strings.LastIndex(hosts, "@")
+	colon := strings.IndexByte(hosts[:max(at, 0)], ':')
+	if !ok || at < 0 || colon < 0 {
+		return "", nil
+	}
+	return hosts[colon+1 : at], func(other string) string { return scheme + "://" + rest[:colon+1] + other + rest[at:] }
 }
 
 // formatURL writes cfg, a Config without TLS, as a URL.
