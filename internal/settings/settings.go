@@ -7,6 +7,8 @@
 // constructor, Locker.Call for a call. Package option is how users name
 // them in code; connect.Config, connect.ParseURL and cmd/dlock read and
 // check them through Setting's methods, by a loop over Table.
+// TestSettingsEveryLayer, in cmd/dlock (which alone sees the command's
+// flags), holds every layer to Table.
 package settings
 
 import (
