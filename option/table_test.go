@@ -316,7 +316,9 @@ func short(d time.Duration) string {
 	return s
 }
 
-// TestPackageDoc: the table in package option's doc is the table's.
+// TestPackageDoc: the table in package option's doc is the table's,
+// with each setting's URL parameter (and config file key; the flag is it
+// with '-' for '_').
 func TestPackageDoc(t *testing.T) {
 	var b strings.Builder
 	w := tabwriter.NewWriter(&b, 0, 8, 2, ' ', 0)
@@ -324,7 +326,7 @@ func TestPackageDoc(t *testing.T) {
 	for _, sc := range scopes {
 		fmt.Fprint(w, sc.name, "\t")
 	}
-	fmt.Fprintln(w, "Default")
+	fmt.Fprintln(w, "Param\tDefault")
 	for _, s := range settings.Table {
 		if s.Scopes == 0 {
 			continue
@@ -336,7 +338,7 @@ func TestPackageDoc(t *testing.T) {
 			}
 			fmt.Fprint(w, "\t")
 		}
-		fmt.Fprintln(w, s.Default)
+		fmt.Fprintln(w, s.Param+"\t"+s.Default)
 	}
 	w.Flush()
 	var want strings.Builder
