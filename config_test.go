@@ -14,6 +14,7 @@ import (
 
 	"github.com/dlockgo/dlock"
 	"github.com/dlockgo/dlock/connect"
+	"github.com/dlockgo/dlock/internal/settings"
 	"github.com/dlockgo/dlock/internal/testkit/events"
 	"github.com/dlockgo/dlock/internal/testkit/redistest"
 	"github.com/dlockgo/dlock/lease"
@@ -41,6 +42,10 @@ func TestParseURL(t *testing.T) {
 			TTL: 10 * time.Second, MaxTTL: time.Minute}},
 		{"redis://h:1?idle_ttl=1h", dlock.Config{Strategy: "single", Addrs: []string{"h:1"}, IdleTTL: time.Hour}},
 		{"quorum://a:1,b:2,c:3?idle_ttl=forever", dlock.Config{Strategy: "quorum", Addrs: []string{"a:1", "b:2", "c:3"}, IdleTTL: -1}},
+		// As Config and option.IdleTTL take it: any negative idle TTL is
+		// for ever.
+		{"redis://h:1?idle_ttl=-1h", dlock.Config{Strategy: "single", Addrs: []string{"h:1"}, IdleTTL: -1}},
+		{"redis://h:1?drift_factor=0.05", dlock.Config{Strategy: "single", Addrs: []string{"h:1"}, DriftFactor: 0.05}},
 		// The quorum's schemes before it took the strategy's name.
 		{"redlock://a:1,b:2,c", dlock.Config{Strategy: "quorum", Addrs: []string{"a:1", "b:2", "c:6379"}}},
 		{"redlocks://a:1,b:2,c", dlock.Config{Strategy: "quorum", Addrs: []string{"a:1", "b:2", "c:6379"}, TLS: &tls.Config{MinVersion: tls.VersionTLS12}}},
@@ -73,27 +78,16 @@ func TestParseURLErrors(t *testing.T) {
 		"http://h:1",
 		"redis+tls://h:1",
 		"redis://",
-		"redis://h:1/x",
-		"redis://h:1/-1",
-		"redis://h:1?ttl=forever",
-		"redis://h:1?dial_timeout=1",
-		"redis://h:1?idle_ttl=-1h",
-		"redis://h:1?idle_ttl=never",
 		"redis://h:1?color=red",
 		"quorum://a:1,,b:2",
 		"redis://u:%zz@h:1",
-		"redis://h:1?durable=true",
-		"redis://h:1?node_timeout=10ms",
-		"redis://h:1?max_ttl=1m",
-		"quorum://a:1,b:2?durable=sometimes",
-		"quorum://a:1,b:2?node_timeout=fast",
-		"quorum://a:1,b:2?max_ttl=1",
 		"redis://h:notaport",
 		"redis://h:99999",
 		"redis://h:0",
 		"redis://h:",
 		"redis://h:-1",
 		"quorum://a:1,b:70000,c:3",
+		"quorum://a:1,a:1,b:2",
 		"redis://h:1?tls_ca=/etc/ca.pem",
 		"quorum://a:1,b:2?tls_server_name=x",
 		"rediss://h:1?tls_ca=/nonexistent/ca.pem",
@@ -102,17 +96,48 @@ func TestParseURLErrors(t *testing.T) {
 		"redis+sentinel://s1",
 		"redis+sentinel://s1/",
 		"redis+sentinel://s1/m/",
-		"redis+sentinel://s1/m/x",
-		"redis://h:1?sentinel_password=x",
 		"redis+cluster://n1/1",
-		"quorum://a:1,b:2?replicas=1",
-		"redis://h:1?replicas=-1",
-		"redis://h:1?replica_timeout=soon",
 	} {
 		_, err := connect.ParseURL(raw)
 		var ae *lease.ArgError
 		if !errors.As(err, &ae) || ae.Arg != "url" || !errors.Is(err, dlock.ErrInvalid) {
 			t.Errorf("ParseURL(%q) = %v; want *ArgError for url", raw, err)
+		}
+	}
+	// A setting's bad value, or one the URL's strategy does not take: the
+	// setting's own ArgError, as Config.Check, the command's flag and the
+	// option give it.
+	for _, tc := range []struct{ raw, arg string }{
+		{"redis://h:1/x", "DB"},
+		{"redis://h:1/-1", "DB"},
+		{"redis+sentinel://s1/m/x", "DB"},
+		{"redis://h:1?ttl=forever", "TTL"},
+		{"redis://h:1?dial_timeout=1", "DialTimeout"},
+		{"redis://h:1?idle_ttl=never", "IdleTTL"},
+		{"redis://h:1?durable=true", "DurableNodes"},
+		{"redis://h:1?node_timeout=10ms", "NodeTimeout"},
+		{"redis://h:1?max_ttl=1m", "MaxTTL"},
+		{"redis://h:1?drift_factor=0.5", "DriftFactor"},
+		{"quorum://a:1,b:2?durable=sometimes", "DurableNodes"},
+		{"quorum://a:1,b:2?node_timeout=fast", "NodeTimeout"},
+		{"quorum://a:1,b:2?max_ttl=1", "MaxTTL"},
+		{"redis://h:1?sentinel_password=x", "SentinelPassword"},
+		{"redis://h:1?sentinel_username=x", "SentinelUsername"},
+		{"quorum://a:1,b:2?replicas=1", "Replicas"},
+		{"redis://h:1?replicas=-1", "Replicas"},
+		{"redis://h:1?replicas=1", "ReplicaTimeout"},
+		{"redis://h:1?replica_timeout=soon", "ReplicaTimeout"},
+		{"redis://h:1?client=jedis", "Client"},
+		// Well formed, but the quorum's default node timeout (50ms) is
+		// not below half of it: Open would refuse it.
+		{"quorum://a:1,b:2,c:3?ttl=100ms", "TTL"},
+	} {
+		_, err := connect.ParseURL(tc.raw)
+		var ae *lease.ArgError
+		s := settings.Named(tc.arg)
+		if !errors.As(err, &ae) || ae.Arg != tc.arg || ae.Rule != s.Rule && ae.Rule != s.Syntax() &&
+			ae.Rule != "applies to "+s.Scopes.String() || !errors.Is(err, dlock.ErrInvalid) {
+			t.Errorf("ParseURL(%q) = %v; want the *ArgError of %s", tc.raw, err, tc.arg)
 		}
 	}
 	for _, raw := range []string{
@@ -133,36 +158,39 @@ func TestOpenBadConfig(t *testing.T) {
 		cfg  dlock.Config
 		arg  string
 	}{
-		{"unknown strategy", dlock.Config{Strategy: "paxos", Addrs: []string{"h:1"}}, "Config.Strategy"},
-		{"no addrs", dlock.Config{}, "Config.Addrs"},
-		{"no addrs quorum", dlock.Config{Strategy: "quorum"}, "Config.Addrs"},
-		{"single with two", dlock.Config{Addrs: []string{"a:1", "b:2"}}, "Config.Addrs"},
-		{"no port", dlock.Config{Addrs: []string{"h"}}, "Config.Addrs"},
-		{"port not a number", dlock.Config{Addrs: []string{"h:notaport"}}, "Config.Addrs"},
-		{"port out of range", dlock.Config{Strategy: "quorum", Addrs: []string{"a:1", "b:99999", "c:3"}}, "Config.Addrs"},
-		{"repeated", dlock.Config{Strategy: "quorum", Addrs: []string{"a:1", "a:1", "b:1"}}, "Config.Addrs"},
-		{"client", dlock.Config{Addrs: []string{"h:1"}, Client: "jedis"}, "Config.Client"},
-		{"ttl", dlock.Config{Addrs: []string{"h:1"}, TTL: -time.Second}, "Config.TTL"},
-		{"tiny ttl", dlock.Config{Addrs: []string{"h:1"}, TTL: time.Millisecond}, "Config.TTL"},
-		{"db", dlock.Config{Addrs: []string{"h:1"}, DB: -1}, "Config.DB"},
-		{"dial timeout", dlock.Config{Addrs: []string{"h:1"}, DialTimeout: -1}, "Config.DialTimeout"},
-		{"durable single", dlock.Config{Addrs: []string{"h:1"}, DurableNodes: true}, "Config.DurableNodes"},
-		{"node timeout single", dlock.Config{Addrs: []string{"h:1"}, NodeTimeout: time.Millisecond}, "Config.NodeTimeout"},
-		{"max TTL single", dlock.Config{Addrs: []string{"h:1"}, MaxTTL: time.Minute}, "Config.MaxTTL"},
-		{"negative node timeout", dlock.Config{Strategy: "quorum", Addrs: []string{"a:1"}, NodeTimeout: -1}, "Config.NodeTimeout"},
-		{"node timeout vs TTL", dlock.Config{Strategy: "quorum", Addrs: []string{"a:1"}, TTL: time.Second, NodeTimeout: 500 * time.Millisecond}, "Config.NodeTimeout"},
-		{"node timeout vs default TTL", dlock.Config{Strategy: "quorum", Addrs: []string{"a:1"}, NodeTimeout: 15 * time.Second}, "Config.NodeTimeout"},
-		{"negative max TTL", dlock.Config{Strategy: "quorum", Addrs: []string{"a:1"}, MaxTTL: -1}, "Config.MaxTTL"},
-		{"max TTL below TTL", dlock.Config{Strategy: "quorum", Addrs: []string{"a:1"}, TTL: 2 * time.Second, MaxTTL: time.Second}, "Config.MaxTTL"},
-		{"cluster quorum", dlock.Config{Strategy: "quorum", Addrs: []string{"a:1"}, Cluster: true}, "Config.Cluster"},
-		{"sentinel quorum", dlock.Config{Strategy: "quorum", Addrs: []string{"a:1"}, SentinelMaster: "m"}, "Config.SentinelMaster"},
-		{"cluster and sentinel", dlock.Config{Addrs: []string{"a:1"}, Cluster: true, SentinelMaster: "m"}, "Config.Cluster"},
-		{"cluster db", dlock.Config{Addrs: []string{"a:1"}, Cluster: true, DB: 1}, "Config.DB"},
-		{"sentinel password alone", dlock.Config{Addrs: []string{"a:1"}, SentinelPassword: "x"}, "Config.SentinelPassword"},
-		{"replicas quorum", dlock.Config{Strategy: "quorum", Addrs: []string{"a:1"}, Replicas: 1, ReplicaTimeout: time.Second}, "Config.Replicas"},
-		{"negative replicas", dlock.Config{Addrs: []string{"a:1"}, Replicas: -1}, "Config.Replicas"},
-		{"replicas without timeout", dlock.Config{Addrs: []string{"a:1"}, Replicas: 1}, "Config.ReplicaTimeout"},
-		{"replica timeout alone", dlock.Config{Addrs: []string{"a:1"}, ReplicaTimeout: time.Second}, "Config.ReplicaTimeout"},
+		{"unknown strategy", dlock.Config{Strategy: "paxos", Addrs: []string{"h:1"}}, "Strategy"},
+		{"no addrs", dlock.Config{}, "Addrs"},
+		{"no addrs quorum", dlock.Config{Strategy: "quorum"}, "Addrs"},
+		{"single with two", dlock.Config{Addrs: []string{"a:1", "b:2"}}, "Addrs"},
+		{"no port", dlock.Config{Addrs: []string{"h"}}, "Addrs"},
+		{"port not a number", dlock.Config{Addrs: []string{"h:notaport"}}, "Addrs"},
+		{"port out of range", dlock.Config{Strategy: "quorum", Addrs: []string{"a:1", "b:99999", "c:3"}}, "Addrs"},
+		{"repeated", dlock.Config{Strategy: "quorum", Addrs: []string{"a:1", "a:1", "b:1"}}, "Addrs"},
+		{"client", dlock.Config{Addrs: []string{"h:1"}, Client: "jedis"}, "Client"},
+		{"ttl", dlock.Config{Addrs: []string{"h:1"}, TTL: -time.Second}, "TTL"},
+		{"tiny ttl", dlock.Config{Addrs: []string{"h:1"}, TTL: time.Millisecond}, "TTL"},
+		{"db", dlock.Config{Addrs: []string{"h:1"}, DB: -1}, "DB"},
+		{"dial timeout", dlock.Config{Addrs: []string{"h:1"}, DialTimeout: -1}, "DialTimeout"},
+		{"durable single", dlock.Config{Addrs: []string{"h:1"}, DurableNodes: true}, "DurableNodes"},
+		{"node timeout single", dlock.Config{Addrs: []string{"h:1"}, NodeTimeout: time.Millisecond}, "NodeTimeout"},
+		{"max TTL single", dlock.Config{Addrs: []string{"h:1"}, MaxTTL: time.Minute}, "MaxTTL"},
+		{"negative node timeout", dlock.Config{Strategy: "quorum", Addrs: []string{"a:1"}, NodeTimeout: -1}, "NodeTimeout"},
+		{"node timeout vs TTL", dlock.Config{Strategy: "quorum", Addrs: []string{"a:1"}, TTL: time.Second, NodeTimeout: 500 * time.Millisecond}, "NodeTimeout"},
+		{"node timeout vs default TTL", dlock.Config{Strategy: "quorum", Addrs: []string{"a:1"}, NodeTimeout: 15 * time.Second}, "NodeTimeout"},
+		{"negative max TTL", dlock.Config{Strategy: "quorum", Addrs: []string{"a:1"}, MaxTTL: -1}, "MaxTTL"},
+		{"max TTL below TTL", dlock.Config{Strategy: "quorum", Addrs: []string{"a:1"}, TTL: 2 * time.Second, MaxTTL: time.Second}, "MaxTTL"},
+		{"cluster quorum", dlock.Config{Strategy: "quorum", Addrs: []string{"a:1"}, Cluster: true}, "Cluster"},
+		{"sentinel quorum", dlock.Config{Strategy: "quorum", Addrs: []string{"a:1"}, SentinelMaster: "m"}, "SentinelMaster"},
+		{"cluster and sentinel", dlock.Config{Addrs: []string{"a:1"}, Cluster: true, SentinelMaster: "m"}, "Cluster"},
+		{"cluster db", dlock.Config{Addrs: []string{"a:1"}, Cluster: true, DB: 1}, "DB"},
+		{"sentinel password alone", dlock.Config{Addrs: []string{"a:1"}, SentinelPassword: "x"}, "SentinelPassword"},
+		{"sentinel username alone", dlock.Config{Addrs: []string{"a:1"}, SentinelUsername: "x"}, "SentinelUsername"},
+		{"drift factor", dlock.Config{Addrs: []string{"h:1"}, DriftFactor: 0.5}, "DriftFactor"},
+		{"TTL within the default node timeout", dlock.Config{Strategy: "quorum", Addrs: []string{"a:1"}, TTL: 100 * time.Millisecond}, "TTL"},
+		{"replicas quorum", dlock.Config{Strategy: "quorum", Addrs: []string{"a:1"}, Replicas: 1, ReplicaTimeout: time.Second}, "Replicas"},
+		{"negative replicas", dlock.Config{Addrs: []string{"a:1"}, Replicas: -1}, "Replicas"},
+		{"replicas without timeout", dlock.Config{Addrs: []string{"a:1"}, Replicas: 1}, "ReplicaTimeout"},
+		{"replica timeout alone", dlock.Config{Addrs: []string{"a:1"}, ReplicaTimeout: time.Second}, "ReplicaTimeout"},
 	} {
 		lk, err := dlock.Open(ctx, tc.cfg)
 		var ae *lease.ArgError
@@ -383,7 +411,7 @@ func TestOpenNoClientRetries(t *testing.T) {
 // TestOpenBadConfigSaysDurations: a bad duration reads back as written.
 func TestOpenBadConfigSaysDurations(t *testing.T) {
 	_, err := dlock.Open(t.Context(), dlock.Config{Strategy: "quorum", Addrs: []string{"a:1"}, TTL: time.Second, NodeTimeout: 600 * time.Millisecond})
-	if err == nil || !strings.Contains(err.Error(), "Config.NodeTimeout 600ms:") || !strings.Contains(err.Error(), "(1s)") {
-		t.Errorf("Open = %v; want the node timeout as 600ms and the TTL as 1s", err)
+	if err == nil || !strings.Contains(err.Error(), "invalid NodeTimeout 600ms:") {
+		t.Errorf("Open = %v; want the node timeout as 600ms", err)
 	}
 }

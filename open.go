@@ -7,6 +7,7 @@ import (
 
 	"github.com/dlockgo/dlock/connect"
 	"github.com/dlockgo/dlock/internal/argerr"
+	"github.com/dlockgo/dlock/internal/settings"
 	"github.com/dlockgo/dlock/lease"
 	"github.com/dlockgo/dlock/node"
 	"github.com/dlockgo/dlock/option"
@@ -20,51 +21,22 @@ import (
 type Config = connect.Config
 
 // Open returns a Client of cfg's strategy over cfg's servers (see
-// connect.Dial, which builds and checks them). A bad Config is an
-// *lease.ArgError naming the field.
+// connect.Dial, which builds and checks them), with cfg's settings as
+// the options of the same name. A bad Config is the *lease.ArgError
+// cfg.Check returns, naming the field.
 func Open(ctx context.Context, cfg Config) (*Client, error) {
 	srv, err := connect.Dial(ctx, cfg)
 	if err != nil {
 		return nil, err
 	}
 	c := &Client{servers: srv, strategy: cfg.Strategy}
+	// Every setting cfg holds, as the options of the same name.
+	opts := settings.Options(&cfg)
 	switch cfg.Strategy {
 	case "", connect.StrategySingle:
 		c.strategy = connect.StrategySingle
-		var opts []option.Option
-		if cfg.TTL != 0 {
-			opts = append(opts, option.TTL(cfg.TTL))
-		}
-		if cfg.IdleTTL != 0 {
-			opts = append(opts, option.IdleTTL(cfg.IdleTTL))
-		}
-		if cfg.Replicas != 0 {
-			opts = append(opts, option.Replicas(cfg.Replicas, cfg.ReplicaTimeout))
-		}
-		if cfg.Observer != nil {
-			opts = append(opts, option.Observer(cfg.Observer))
-		}
 		c.lk, err = single.New(srv.Nodes[0], opts...)
 	case connect.StrategyQuorum:
-		var opts []option.Option
-		if cfg.TTL != 0 {
-			opts = append(opts, option.TTL(cfg.TTL))
-		}
-		if cfg.IdleTTL != 0 {
-			opts = append(opts, option.IdleTTL(cfg.IdleTTL))
-		}
-		if cfg.DurableNodes {
-			opts = append(opts, option.DurableNodes(true))
-		}
-		if cfg.NodeTimeout != 0 {
-			opts = append(opts, option.NodeTimeout(cfg.NodeTimeout))
-		}
-		if cfg.MaxTTL != 0 {
-			opts = append(opts, option.MaxTTL(cfg.MaxTTL))
-		}
-		if cfg.Observer != nil {
-			opts = append(opts, option.Observer(cfg.Observer))
-		}
 		c.lk, err = quorum.New(srv.Nodes, opts...)
 	}
 	if err != nil {

@@ -304,15 +304,15 @@ func TestOpenNodesChecked(t *testing.T) {
 		cfg  dlock.Config
 		arg  string
 	}{
-		{"addrs and nodes", dlock.Config{Addrs: []string{srv.Addr()}, Nodes: []node.Node{a}}, "Config.Addrs and Config.Nodes"},
-		{"two for single", dlock.Config{Nodes: []node.Node{a, b}}, "Config.Nodes"},
-		{"nil", dlock.Config{Strategy: connect.StrategyQuorum, Nodes: []node.Node{a, nil}}, "Config.Nodes"},
-		{"repeated", dlock.Config{Strategy: connect.StrategyQuorum, Nodes: []node.Node{a, b, a}}, "Config.Nodes"},
-		{"client", dlock.Config{Nodes: []node.Node{a}, Client: connect.ClientValkeyGo}, "Config.Client"},
-		{"password", dlock.Config{Nodes: []node.Node{a}, Password: "s3cret"}, "Config.Password"},
-		{"db", dlock.Config{Nodes: []node.Node{a}, DB: 2}, "Config.DB"},
-		{"dial timeout", dlock.Config{Nodes: []node.Node{a}, DialTimeout: time.Second}, "Config.DialTimeout"},
-		{"ttl", dlock.Config{Nodes: []node.Node{a}, TTL: time.Millisecond}, "Config.TTL"},
+		{"addrs and nodes", dlock.Config{Addrs: []string{srv.Addr()}, Nodes: []node.Node{a}}, "Addrs and Nodes"},
+		{"two for single", dlock.Config{Nodes: []node.Node{a, b}}, "Nodes"},
+		{"nil", dlock.Config{Strategy: connect.StrategyQuorum, Nodes: []node.Node{a, nil}}, "Nodes"},
+		{"repeated", dlock.Config{Strategy: connect.StrategyQuorum, Nodes: []node.Node{a, b, a}}, "Nodes"},
+		{"client", dlock.Config{Nodes: []node.Node{a}, Client: connect.ClientValkeyGo}, "Client"},
+		{"password", dlock.Config{Nodes: []node.Node{a}, Password: "s3cret"}, "Password"},
+		{"db", dlock.Config{Nodes: []node.Node{a}, DB: 2}, "DB"},
+		{"dial timeout", dlock.Config{Nodes: []node.Node{a}, DialTimeout: time.Second}, "DialTimeout"},
+		{"ttl", dlock.Config{Nodes: []node.Node{a}, TTL: time.Millisecond}, "TTL"},
 	} {
 		lk, err := dlock.Open(ctx, tc.cfg)
 		var ae *lease.ArgError

@@ -39,7 +39,7 @@ func Dial(ctx context.Context, cfg Config) (*Servers, error) {
 	if err := argerr.CheckContext(ctx); err != nil {
 		return nil, err
 	}
-	if err := cfg.check(); err != nil {
+	if err := cfg.Check(); err != nil {
 		return nil, err
 	}
 	s := &Servers{}

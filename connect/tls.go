@@ -10,11 +10,9 @@ import (
 	"net"
 	"syscall"
 	"time"
-)
 
-// defaultDialTimeout is both clients' own default, kept when
-// Config.DialTimeout is 0.
-const defaultDialTimeout = 5 * time.Second
+	"github.com/dlockgo/dlock/internal/settings"
+)
 
 // dialer makes the connections of the clients Open builds: TCP, then TLS
 // when the Config asks for it. What it adds to the clients' own dialling is
@@ -31,7 +29,7 @@ type dialer struct {
 func (cfg *Config) dialer() *dialer {
 	d := &dialer{tls: cfg.TLS, timeout: cfg.DialTimeout, scheme: cfg.tlsScheme()}
 	if d.timeout == 0 {
-		d.timeout = defaultDialTimeout
+		d.timeout = settings.DefaultDialTimeout
 	}
 	return d
 }

@@ -3,13 +3,14 @@ package connect
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"net"
 	"net/url"
 	"slices"
 	"strconv"
 	"strings"
-	"time"
 
+	"github.com/dlockgo/dlock/internal/settings"
 	"github.com/dlockgo/dlock/internal/tlsfiles"
 	"github.com/dlockgo/dlock/lease"
 )
@@ -57,19 +58,23 @@ const schemeList = "redis, rediss, quorum, quorums, redis+sentinel, rediss+senti
 // schemes before it took the strategy's name, are read as quorum:// and
 // quorums://.
 //
-// Parameters, for every scheme: ttl, idle_ttl, client and dial_timeout set
-// Config.TTL, IdleTTL, Client and DialTimeout (idle_ttl=forever keeps
-// per-key state for ever). For quorum:// only: durable, node_timeout and
-// max_ttl set DurableNodes, NodeTimeout and MaxTTL. For the single
-// strategy's schemes: replicas and replica_timeout set Replicas and
-// ReplicaTimeout. For redis+sentinel:// only: sentinel_username and
-// sentinel_password authenticate to the Sentinels. For the TLS schemes
-// only: tls_ca (a PEM file of the certificates to trust instead of the
+// The parameters are those of the settings in the package doc's table
+// with a URL parameter: ttl, idle_ttl (forever, or any negative duration,
+// keeps per-key state for ever), drift_factor, replicas and
+// replica_timeout (the single strategy's schemes), durable, node_timeout
+// and max_ttl (quorum:// only), client, dial_timeout, and
+// sentinel_username and sentinel_password (redis+sentinel:// only, which
+// authenticate to the Sentinels). They set the Config's field of the same
+// setting, and a bad value, or one the scheme's strategy does not take,
+// is the *lease.ArgError Check returns for that field: its Arg is the
+// setting's name, its rule the setting's. The TLS schemes also take
+// tls_ca (a PEM file of the certificates to trust instead of the
 // system's), tls_cert and tls_key (the client's certificate and key, PEM
 // files, both or neither) and tls_server_name (the name the servers'
-// certificates carry, when it is not the host dialled). ParseURL reads
-// those files. A malformed URL, an unknown parameter or an unreadable file
-// is reported as an *lease.ArgError.
+// certificates carry, when it is not the host dialled); ParseURL reads
+// those files. A malformed URL, an unknown parameter or an unreadable
+// file is an *lease.ArgError whose Arg is "url". A Config ParseURL
+// returns passes Check: a URL that parses opens, servers willing.
 func ParseURL(rawURL string) (Config, error) {
 	bad := func(rule string) (Config, error) {
 		return Config{}, &lease.ArgError{Arg: "url", Value: redactURL(rawURL), Rule: rule}
@@ -134,100 +139,52 @@ func ParseURL(rawURL string) (Config, error) {
 		return bad("a cluster has only database 0: no /db path")
 	}
 	if path != "" {
-		db, err := strconv.Atoi(path)
-		if err != nil || db < 0 {
-			return bad("path must be a database number")
+		db := settings.Of(settings.DB)
+		v, err := db.Parse(path)
+		if err != nil {
+			return Config{}, err
 		}
-		cfg.DB = db
+		db.Set(&cfg, v)
 	}
 	q, err := url.ParseQuery(query)
 	if err != nil {
 		return bad("query: " + err.Error())
 	}
-	// Which parameters a scheme takes, and the schemes to name when one
-	// is given to another.
-	groups := []struct {
-		params []string
-		ok     bool
-		where  string
-	}{
-		{[]string{"ttl", "idle_ttl", "client", "dial_timeout"}, true, ""},
-		{[]string{"durable", "node_timeout", "max_ttl"}, cfg.Strategy == StrategyQuorum, "quorum:// and quorums:// URLs"},
-		{[]string{"replicas", "replica_timeout"}, cfg.Strategy == StrategySingle, "the single strategy's URLs, not quorum://"},
-		{[]string{"sentinel_username", "sentinel_password"}, sc.sentinel, "redis+sentinel:// and rediss+sentinel:// URLs"},
-		{[]string{"tls_ca", "tls_cert", "tls_key", "tls_server_name"}, sc.tls, "the TLS schemes (rediss://, quorums://, rediss+sentinel://, rediss+cluster://)"},
-	}
-	var known []string
-	for _, g := range groups {
-		if g.ok {
-			known = append(known, g.params...)
-		}
-	}
 	var files tlsfiles.Files
-	for k, vs := range q {
-		v := vs[len(vs)-1]
-		for _, g := range groups {
-			if !g.ok && slices.Contains(g.params, k) {
-				return bad("parameter " + strconv.Quote(k) + " is for " + g.where + " only")
+	tlsParams := []struct {
+		name string
+		file *string
+	}{{"tls_ca", &files.CA}, {"tls_cert", &files.Cert}, {"tls_key", &files.Key}, {"tls_server_name", &files.ServerName}}
+	// In order, so that of two bad parameters the same one is reported.
+	for _, k := range slices.Sorted(maps.Keys(q)) {
+		v := q[k][len(q[k])-1]
+		if i := slices.IndexFunc(tlsParams, func(p struct {
+			name string
+			file *string
+		}) bool {
+			return p.name == k
+		}); i >= 0 {
+			if !sc.tls {
+				return bad("parameter " + strconv.Quote(k) + " is for the TLS schemes (rediss://, quorums://, rediss+sentinel://, rediss+cluster://) only")
 			}
+			*tlsParams[i].file = v
+			continue
 		}
-		switch k {
-		case "idle_ttl":
-			if v == "forever" {
-				cfg.IdleTTL = -1
-				break
+		s := param(k)
+		if s == nil {
+			known := params()
+			if sc.tls {
+				for _, p := range tlsParams {
+					known = append(known, p.name)
+				}
 			}
-			d, err := time.ParseDuration(v)
-			if err != nil || d < 0 {
-				return bad("idle_ttl must be a duration such as 24h, or forever")
-			}
-			cfg.IdleTTL = d
-		case "ttl", "dial_timeout", "node_timeout", "max_ttl", "replica_timeout":
-			d, err := time.ParseDuration(v)
-			if err != nil {
-				return bad(k + " must be a duration such as 30s")
-			}
-			switch k {
-			case "ttl":
-				cfg.TTL = d
-			case "dial_timeout":
-				cfg.DialTimeout = d
-			case "node_timeout":
-				cfg.NodeTimeout = d
-			case "replica_timeout":
-				cfg.ReplicaTimeout = d
-			default:
-				cfg.MaxTTL = d
-			}
-		case "durable":
-			b, err := strconv.ParseBool(v)
-			if err != nil {
-				return bad("durable must be true or false")
-			}
-			cfg.DurableNodes = b
-		case "replicas":
-			n, err := strconv.Atoi(v)
-			if err != nil || n < 0 {
-				return bad("replicas must be a number >= 0")
-			}
-			cfg.Replicas = n
-		case "client":
-			cfg.Client = v
-		case "sentinel_username":
-			cfg.SentinelUsername = v
-		case "sentinel_password":
-			cfg.SentinelPassword = v
-		case "tls_ca":
-			files.CA = v
-		case "tls_cert":
-			files.Cert = v
-		case "tls_key":
-			files.Key = v
-		case "tls_server_name":
-			files.ServerName = v
-		default:
 			return bad("unknown parameter " + strconv.Quote(k) + " (known: " + strings.Join(known, ", ") + ")")
 		}
+		val, err := s.Parse(v)
+		if err != nil {
+			return Config{}, err
+		}
+		s.Set(&cfg, val)
 	}
 	if sc.tls {
 		if cfg.TLS, err = files.Config(); err != nil {
@@ -235,34 +192,38 @@ func ParseURL(rawURL string) (Config, error) {
 		}
 	}
 	// Each part may be well formed and the whole still not a Config that
-	// Open takes (ttl=1ns, replicas without replica_timeout, a repeated
-	// host): say so here, in the URL's words, not at Open in the
-	// Config's.
-	if err := cfg.check(); err != nil {
+	// Open takes (ttl=1ns, replicas on a quorum, a repeated host): say so
+	// here, not at Open.
+	if err := cfg.Check(); err != nil {
 		var ae *lease.ArgError
-		if !errors.As(err, &ae) {
-			return Config{}, err
+		if errors.As(err, &ae) && ae.Arg == "Addrs" {
+			return bad(fmt.Sprintf("hosts %v %s", ae.Value, ae.Rule))
 		}
-		rule := paramNames.Replace(ae.Arg) + " " + paramNames.Replace(ae.Rule)
-		if ae.Arg == "Config.Addrs" {
-			rule = fmt.Sprintf("hosts %v %s", ae.Value, ae.Rule)
-		}
-		return bad(rule)
+		return Config{}, err
 	}
 	return cfg, nil
 }
 
-// paramNames names the Config fields a URL sets by the URL's parameters,
-// for the errors of Config.check on a Config that ParseURL built.
-var paramNames = strings.NewReplacer(
-	"Config.TTL", "ttl", "Config.IdleTTL", "idle_ttl", "Config.Client", "client",
-	"Config.DialTimeout", "dial_timeout", "Config.DurableNodes", "durable",
-	"Config.NodeTimeout", "node_timeout", "Config.MaxTTL", "max_ttl",
-	"Config.ReplicaTimeout", "replica_timeout", "Config.Replicas", "replicas",
-	"Config.SentinelMaster", "the Sentinels' master", "Config.SentinelPassword", "sentinel_password",
-	"Config.Addrs", "hosts", "Config.DB", "the /db path", "Config.Cluster", "the cluster scheme",
-	"Config.Strategy", "the scheme",
-)
+// param returns the setting whose URL parameter is name, or nil.
+func param(name string) *settings.Setting {
+	for i := range settings.Table {
+		if s := &settings.Table[i]; s.Layers&settings.InURL != 0 && s.Param == name {
+			return s
+		}
+	}
+	return nil
+}
+
+// params returns the URL parameters of the settings, in the table's order.
+func params() []string {
+	var names []string
+	for _, s := range settings.Table {
+		if s.Layers&settings.InURL != 0 {
+			names = append(names, s.Param)
+		}
+	}
+	return names
+}
 
 // redactURL hides the passwords, in the user part and in
 // sentinel_password, before the URL goes into an error.

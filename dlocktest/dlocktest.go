@@ -85,6 +85,7 @@ import (
 
 	"github.com/dlockgo/dlock"
 	"github.com/dlockgo/dlock/connect"
+	"github.com/dlockgo/dlock/internal/settings"
 	"github.com/dlockgo/dlock/node"
 	"github.com/dlockgo/dlock/node/goredis"
 	"github.com/dlockgo/dlock/node/valkeygo"
@@ -146,9 +147,10 @@ func WithTTL(ttl time.Duration) Option { return func(c *config) { c.ttl = ttl } 
 // bad option, a server that does not answer.
 func New(t testing.TB, opts ...Option) *dlock.Client {
 	t.Helper()
-	var c config
-	for _, o := range opts {
-		o(&c)
+	c := configOf(opts)
+	if err := settings.Of(settings.Client).Check(c.client); err != nil {
+		t.Fatalf("dlocktest: WithClient(%q): %v", c.client, err)
+		return nil
 	}
 	cfg := dlock.Config{TTL: c.ttl}
 	if c.isQuorum {
@@ -207,10 +209,7 @@ func New(t testing.TB, opts ...Option) *dlock.Client {
 // Node fails t (t.Fatal) as New does, and with WithQuorum.
 func Node(t testing.TB, opts ...Option) node.Node {
 	t.Helper()
-	var c config
-	for _, o := range opts {
-		o(&c)
-	}
+	c := configOf(opts)
 	if c.isQuorum {
 		t.Fatalf("dlocktest: Node with WithQuorum(%d): permits, claims and rwlock live on one server", c.quorum)
 		return nil
@@ -220,6 +219,18 @@ func Node(t testing.TB, opts ...Option) node.Node {
 		return nil
 	}
 	return l.Nodes()[0]
+}
+
+// configOf applies opts, skipping a nil Option as the constructors of
+// dlock's packages skip the zero option.Option.
+func configOf(opts []Option) config {
+	var c config
+	for _, o := range opts {
+		if o != nil {
+			o(&c)
+		}
+	}
+	return c
 }
 
 // dial makes a Node for each address on a client of the library named,
@@ -264,7 +275,7 @@ func dial(addrs []string, client string) (nodes []node.Node, closeAll func(), er
 			closers = append(closers, func() { _ = n.Close(); c.Close() })
 		default:
 			closeAll()
-			return nil, nil, fmt.Errorf("dlocktest: WithClient(%q): want %q or %q", client, connect.ClientGoRedis, connect.ClientValkeyGo)
+			return nil, nil, settings.Of(settings.Client).Refuse(client)
 		}
 	}
 	return nodes, closeAll, nil

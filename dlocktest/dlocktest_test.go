@@ -267,6 +267,19 @@ func (f *fatalT) Fatalf(format string, args ...any) {
 	runtime.Goexit()
 }
 
+// TestNilOption: New and Node skip a nil Option, as the constructors of
+// dlock's packages skip the zero option.Option.
+func TestNilOption(t *testing.T) {
+	l := dlocktest.New(t, nil, dlocktest.WithTTL(time.Minute), nil)
+	ls, err := l.TryAcquire(t.Context(), "nil-option")
+	require.NoError(t, err)
+	// WithTTL beside the nil Options applied: more left than the
+	// default 30s.
+	require.Greater(t, ls.TTL(), 45*time.Second)
+	require.NoError(t, ls.Release(t.Context()))
+	require.NotNil(t, dlocktest.Node(t, nil))
+}
+
 // TestFails: what New and Node cannot make fails the test, with a
 // message that says why.
 func TestFails(t *testing.T) {
@@ -284,10 +297,12 @@ func TestFails(t *testing.T) {
 		{"negative quorum", false, []dlocktest.Option{dlocktest.WithQuorum(-1)}, "WithQuorum(-1)"},
 		{"empty quorum", false, []dlocktest.Option{dlocktest.WithQuorum(0)}, "WithQuorum(0)"},
 		{"unknown client", false, []dlocktest.Option{dlocktest.WithClient("redigo")}, `WithClient("redigo")`},
+		// The client's rule is the table's, as Config, URL and flag say it.
+		{"unknown client's rule", false, []dlocktest.Option{dlocktest.WithClient("redigo")}, `invalid Client "redigo": must be "go-redis" or "valkey-go"`},
 		{"bad address", false, []dlocktest.Option{dlocktest.WithAddr("localhost")}, "host:port"},
 		{"two addresses, single", false, []dlocktest.Option{dlocktest.WithAddr("127.0.0.1:1", "127.0.0.1:2")}, "exactly one"},
-		{"short TTL", false, []dlocktest.Option{dlocktest.WithTTL(time.Millisecond)}, "Config.TTL"},
-		{"short quorum TTL", false, []dlocktest.Option{dlocktest.WithQuorum(3), dlocktest.WithTTL(time.Millisecond)}, "Config.TTL"},
+		{"short TTL", false, []dlocktest.Option{dlocktest.WithTTL(time.Millisecond)}, "invalid TTL 1ms"},
+		{"short quorum TTL", false, []dlocktest.Option{dlocktest.WithQuorum(3), dlocktest.WithTTL(time.Millisecond)}, "invalid TTL 1ms"},
 		{"no server", false, []dlocktest.Option{dlocktest.WithAddr(closed.Addr())}, "does not answer"},
 		{"Node of a quorum", true, []dlocktest.Option{dlocktest.WithQuorum(3)}, "one server"},
 	} {

@@ -20,23 +20,28 @@
 // constructor or call returns an *lease.ArgError whose Arg is the
 // setting's name and whose Rule says where it applies. A value out of
 // range is refused the same way, with its setting's rule. Where each
-// setting applies (calls: the acquiring calls), and its default:
+// setting applies (calls: the acquiring calls), its default and, for a
+// setting with a text form, its Param: the parameter of a URL
+// (connect.ParseURL) and the key of the dlock command's --config file that
+// set it, and, with '-' for '_', the command's flag (--node-timeout).
+// dlock.Config (connect.Config) has a field named after each setting with
+// a Param, and Observer, with the same default and rule:
 //
-//	Setting         single  quorum  permits  claims  rwlock  ratelimit  election  calls  Default
-//	TTL             x       x       x        x       x                  x         x      30s
-//	IdleTTL         x       x       x        x       x                                   1m
-//	Retry           x       x       x        x       x                  x         x      5ms..200ms
-//	DriftFactor     x       x       x        x       x                                   0.01
-//	Observer        x       x       x        x       x       x          x                none
-//	AutoRenew                                                                     x      off
-//	Metadata                                                                      x      none
-//	Replicas        x                                                                    0
-//	ReplicaTimeout  x                                                                    0
-//	DurableNodes            x                                                            off
-//	NodeTimeout             x                                x                           max(50ms, TTL/50) on a quorum; 100ms for a rate limit on several nodes, none on one
-//	MaxTTL                  x                                                            the TTL
-//	Tokens                  x                                                            on
-//	KeepDone                                 x                                           1m
+//	Setting         single  quorum  permits  claims  rwlock  ratelimit  election  calls  Param            Default
+//	TTL             x       x       x        x       x                  x         x      ttl              30s
+//	IdleTTL         x       x       x        x       x                                   idle_ttl         1m
+//	Retry           x       x       x        x       x                  x         x                       5ms..200ms
+//	DriftFactor     x       x       x        x       x                                   drift_factor     0.01
+//	Observer        x       x       x        x       x       x          x                                 none
+//	AutoRenew                                                                     x                       off
+//	Metadata                                                                      x                       none
+//	Replicas        x                                                                    replicas         0
+//	ReplicaTimeout  x                                                                    replica_timeout  0
+//	DurableNodes            x                                                            durable          off
+//	NodeTimeout             x                                x                           node_timeout     max(50ms, TTL/50) on a quorum; 100ms for a rate limit on several nodes, none on one
+//	MaxTTL                  x                                                            max_ttl          the TTL
+//	Tokens                  x                                                                             on
+//	KeepDone                                 x                                                            1m
 package option
 
 import (

@@ -6,7 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"strconv"
+	"slices"
 	"strings"
 
 	"github.com/redis/go-redis/v9"
@@ -14,7 +14,9 @@ import (
 
 	"github.com/dlockgo/dlock"
 	"github.com/dlockgo/dlock/connect"
+	"github.com/dlockgo/dlock/internal/settings"
 	"github.com/dlockgo/dlock/internal/tlsfiles"
+	"github.com/dlockgo/dlock/lease"
 	"github.com/dlockgo/dlock/node"
 	"github.com/dlockgo/dlock/node/goredis"
 	"github.com/dlockgo/dlock/node/valkeygo"
@@ -24,12 +26,18 @@ import (
 // servers, as redis-cli does.
 const defaultURL = "redis://127.0.0.1:6379"
 
-// connFlags are the flags that say where the locks live.
+// connFlags are the flags that say where the locks live, and with which
+// settings.
 type connFlags struct {
-	url, strategy, addrs, client, file string
+	url, strategy, addrs, file string
 
 	tls      bool
 	tlsFiles tlsfiles.Files
+
+	// settings are the flags of the table's settings (settings.InFlag),
+	// in its order: each given replaces the setting of the servers'
+	// source.
+	settings []*settingFlag
 }
 
 func (c *connFlags) register(fs *flag.FlagSet) {
@@ -37,13 +45,78 @@ func (c *connFlags) register(fs *flag.FlagSet) {
 		"redis+sentinel://s1,s2,s3/master, redis+cluster://n1,n2; rediss://, quorums://, rediss+sentinel://, rediss+cluster:// for TLS")
 	fs.StringVar(&c.addrs, "addrs", "", "servers as host:port,host:port,... (with --strategy)")
 	fs.StringVar(&c.strategy, "strategy", "", `"single" (one server, the default) or "quorum" (Redlock across --addrs)`)
-	fs.StringVar(&c.client, "client", "", `client library: "go-redis" (default) or "valkey-go"`)
-	fs.StringVar(&c.file, "config", "", "read url, addrs, strategy, client, username, password, db from FILE (key=value lines)")
+	fs.StringVar(&c.file, "config", "", "read the servers and settings from FILE, key=value lines: url, or addrs and strategy; "+
+		strings.Join(fileKeys(), ", "))
 	fs.BoolVar(&c.tls, "tls", false, "connect with TLS (a URL says it by its scheme: rediss://, quorums://, ...)")
 	fs.StringVar(&c.tlsFiles.CA, "tls-ca", "", "with TLS, trust the CA certificates in this PEM `file` instead of the system's (implies --tls)")
 	fs.StringVar(&c.tlsFiles.Cert, "tls-cert", "", "with TLS, present the client certificate in this PEM `file`, with --tls-key (implies --tls)")
 	fs.StringVar(&c.tlsFiles.Key, "tls-key", "", "the client certificate's key, a PEM `file` (implies --tls)")
 	fs.StringVar(&c.tlsFiles.ServerName, "tls-server-name", "", "with TLS, the `name` the servers' certificates carry, when not the host dialled (implies --tls)")
+	for i := range settings.Table {
+		if s := &settings.Table[i]; s.Layers&settings.InFlag != 0 {
+			f := &settingFlag{s: s}
+			fs.Var(f, s.Flag(), s.Doc)
+			c.settings = append(c.settings, f)
+		}
+	}
+}
+
+// describeFlag gives id's flag, registered on fs, the usage and the default
+// text of a subcommand where it means more than the table's Doc says.
+func describeFlag(fs *flag.FlagSet, id settings.ID, usage, def string) {
+	f := fs.Lookup(settings.Of(id).Flag())
+	f.Usage, f.DefValue = usage, def
+}
+
+// given returns the value of id's flag, and whether the command line gave
+// it.
+func (c *connFlags) given(id settings.ID) (any, bool) {
+	for _, f := range c.settings {
+		if f.s.ID == id {
+			return f.v, f.v != nil
+		}
+	}
+	return nil, false
+}
+
+// settingFlag is the flag of a setting of the table: it reads its text as
+// the URL's parameter is read, with the same *lease.ArgError for a bad
+// value, and prints the table's default.
+type settingFlag struct {
+	s *settings.Setting
+	v any // the value given; nil when the flag was not
+}
+
+func (f *settingFlag) String() string {
+	switch {
+	case f.s == nil:
+		return "" // the zero flag, which flag.PrintDefaults compares with
+	case f.v == nil:
+		return f.s.Default
+	}
+	return f.s.Format(f.v)
+}
+
+func (f *settingFlag) Set(text string) error {
+	v, err := f.s.Parse(text)
+	if err == nil {
+		f.v = v
+	}
+	return err
+}
+
+// IsBoolFlag lets a bool setting's flag stand alone: --durable.
+func (f *settingFlag) IsBoolFlag() bool { return f.s != nil && f.s.Kind == settings.KindBool }
+
+// fileKeys are the config file's keys for settings, in the table's order.
+func fileKeys() []string {
+	var keys []string
+	for _, s := range settings.Table {
+		if s.Layers&settings.InFile != 0 {
+			keys = append(keys, s.Param)
+		}
+	}
+	return keys
 }
 
 // usageError is a mistake of the caller's: flags, arguments, configuration.
@@ -56,10 +129,10 @@ func usagef(format string, args ...any) error {
 }
 
 // resolve returns the Config the flags, the environment and the config file
-// describe, and where it came from. The command line wins over the
-// environment: --url, --addrs or --config FILE (one of them: two are a
-// usage error), then $DLOCK_URL, then defaultURL; --client applies to
-// whichever wins.
+// describe, checked, and where it came from. The command line wins over
+// the environment: --url, --addrs or --config FILE (one of them: two are
+// a usage error), then $DLOCK_URL, then defaultURL; the settings' flags
+// given (--ttl, --client, ...) replace those of whichever wins.
 func (c *connFlags) resolve(getenv func(string) string) (dlock.Config, string, error) {
 	var (
 		cfg    dlock.Config
@@ -94,8 +167,10 @@ func (c *connFlags) resolve(getenv func(string) string) (dlock.Config, string, e
 	if err != nil {
 		return cfg, "", &usageError{msg: fmt.Sprintf("%s: %v", source, err)}
 	}
-	if c.client != "" {
-		cfg.Client = c.client
+	for _, f := range c.settings {
+		if f.v != nil {
+			f.s.Set(&cfg, f.v)
+		}
 	}
 	if c.tls || c.tlsFiles != (tlsfiles.Files{}) {
 		// The flags' TLS settings replace those of the URL or file.
@@ -103,19 +178,17 @@ func (c *connFlags) resolve(getenv func(string) string) (dlock.Config, string, e
 			return cfg, "", usagef("--tls: %v", err)
 		}
 	}
-	switch cfg.Client {
-	case "", connect.ClientGoRedis, connect.ClientValkeyGo:
-	default:
-		return cfg, "", usagef("--client %q: want go-redis or valkey-go", cfg.Client)
-	}
-	switch cfg.Strategy {
-	case "", connect.StrategySingle:
-		if len(cfg.Addrs) != 1 && !cfg.Cluster && cfg.SentinelMaster == "" {
-			return cfg, "", usagef("%s: strategy single takes exactly one server, got %d", source, len(cfg.Addrs))
+	if err := cfg.Check(); err != nil {
+		// Blame the flag when one gave the setting, else the source.
+		var ae *lease.ArgError
+		if errors.As(err, &ae) {
+			if s := settings.Named(ae.Arg); s != nil {
+				if _, ok := c.given(s.ID); ok {
+					source = "--" + s.Flag()
+				}
+			}
 		}
-	case connect.StrategyQuorum:
-	default:
-		return cfg, "", usagef("%s: strategy %q: want single or quorum", source, cfg.Strategy)
+		return cfg, "", usagef("%s: %v", source, err)
 	}
 	return cfg, source, nil
 }
@@ -162,7 +235,8 @@ func splitList(s string) []string {
 }
 
 // readConfigFile reads key=value lines; blank lines and lines starting with
-// # are skipped. A url line and addrs/strategy lines are exclusive.
+// # are skipped. A url line and addrs/strategy lines are exclusive; a
+// setting's key (fileKeys) given replaces that setting of the url.
 func readConfigFile(path string) (dlock.Config, error) {
 	var cfg dlock.Config
 	f, err := os.Open(path)
@@ -170,7 +244,14 @@ func readConfigFile(path string) (dlock.Config, error) {
 		return cfg, err
 	}
 	defer f.Close()
-	var url string
+	type given struct {
+		s *settings.Setting
+		v any
+	}
+	var (
+		url string
+		set []given
+	)
 	sc := bufio.NewScanner(f)
 	for n := 1; sc.Scan(); n++ {
 		line := strings.TrimSpace(sc.Text())
@@ -185,48 +266,42 @@ func readConfigFile(path string) (dlock.Config, error) {
 		switch k {
 		case "url":
 			url = v
+			continue
 		case "addrs":
 			cfg.Addrs = splitList(v)
+			continue
 		case "strategy":
 			cfg.Strategy = v
-		case "client":
-			cfg.Client = v
-		case "username":
-			cfg.Username = v
-		case "password":
-			cfg.Password = v
-		case "db":
-			if cfg.DB, err = strconv.Atoi(v); err != nil || cfg.DB < 0 {
-				return cfg, fmt.Errorf("line %d: db must be a number >= 0", n)
-			}
-		default:
-			return cfg, fmt.Errorf("line %d: unknown key %q (known: url, addrs, strategy, client, username, password, db)", n, k)
+			continue
 		}
+		i := slices.IndexFunc(settings.Table, func(s settings.Setting) bool { return s.Layers&settings.InFile != 0 && s.Param == k })
+		if i < 0 {
+			return cfg, fmt.Errorf("line %d: unknown key %q (known: url, addrs, strategy, %s)", n, k, strings.Join(fileKeys(), ", "))
+		}
+		s := &settings.Table[i]
+		val, err := s.Parse(v)
+		if err != nil {
+			return cfg, fmt.Errorf("line %d: %w", n, err)
+		}
+		set = append(set, given{s, val})
 	}
 	if err := sc.Err(); err != nil {
 		return cfg, err
 	}
-	if url == "" {
-		if len(cfg.Addrs) == 0 {
-			return cfg, errors.New("names no servers: set url, or addrs")
-		}
-		return cfg, nil
-	}
-	if len(cfg.Addrs) > 0 || cfg.Strategy != "" {
+	switch {
+	case url == "" && len(cfg.Addrs) == 0:
+		return cfg, errors.New("names no servers: set url, or addrs")
+	case url != "" && (len(cfg.Addrs) > 0 || cfg.Strategy != ""):
 		return cfg, errors.New("url and addrs/strategy name servers twice: give one")
+	case url != "":
+		if cfg, err = connect.ParseURL(url); err != nil {
+			return cfg, err
+		}
 	}
-	u, err := connect.ParseURL(url)
-	if err != nil {
-		return cfg, err
+	for _, g := range set {
+		g.s.Set(&cfg, g.v)
 	}
-	u.Client = cfg.Client
-	if cfg.Username != "" || cfg.Password != "" {
-		u.Username, u.Password = cfg.Username, cfg.Password
-	}
-	if cfg.DB != 0 {
-		u.DB = cfg.DB
-	}
-	return u, nil
+	return cfg, nil
 }
 
 // dialNodes builds one Node per plain host:port of addrs, on the client

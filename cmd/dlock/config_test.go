@@ -39,6 +39,14 @@ func TestRunConfigMistakes(t *testing.T) {
 		{"config and url", []string{"--config", file, "--url", "redis://127.0.0.1:1"}, "--config"},
 		{"config and addrs", []string{"--config", file, "--addrs", "127.0.0.1:1"}, "--config"},
 		{"durations", []string{"--url", "quorum://127.0.0.1:1,127.0.0.1:2,127.0.0.1:3?ttl=1s&node_timeout=600ms"}, "600ms"},
+		// A setting's flag reads and checks its value as the URL's
+		// parameter does, and a rule it breaks blames the flag.
+		{"ttl flag", []string{"--ttl", "-1s", "--addrs", "127.0.0.1:1"}, "invalid TTL -1s"},
+		{"node timeout flag", []string{"--url", "quorum://127.0.0.1:1,127.0.0.1:2,127.0.0.1:3?ttl=1s", "--node-timeout", "600ms"},
+			"--node-timeout: dlock: invalid NodeTimeout 600ms"},
+		{"replicas flag on a quorum", []string{"--url", "quorum://127.0.0.1:1,127.0.0.1:2,127.0.0.1:3", "--replicas", "1", "--replica-timeout", "1s"},
+			"--replicas: dlock: invalid Replicas"},
+		{"bad key in the file", []string{"--config", writeConfig(t, "url = redis://127.0.0.1:1\nidle_ttl = soon\n")}, "line 2: dlock: invalid IdleTTL"},
 	} {
 		args := append(append([]string{"run"}, tc.args...), "--key", "k", "--", "true")
 		r := runBin(t, nil, args...)

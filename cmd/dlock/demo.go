@@ -13,6 +13,7 @@ import (
 
 	"github.com/dlockgo/dlock/connect"
 	"github.com/dlockgo/dlock/fence"
+	"github.com/dlockgo/dlock/internal/settings"
 	"github.com/dlockgo/dlock/lease"
 	"github.com/dlockgo/dlock/node"
 	"github.com/dlockgo/dlock/option"
@@ -48,7 +49,8 @@ Flags:
 func demoMain(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("dlock demo", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	client := fs.String("client", connect.ClientGoRedis, `client library: "go-redis" or "valkey-go"`)
+	client := &settingFlag{s: settings.Of(settings.Client)}
+	fs.Var(client, client.s.Flag(), client.s.Doc)
 	embedded := fs.Bool("embedded", false, "use embedded in-process servers even when redis-server is on PATH")
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), demoUsage)
@@ -57,7 +59,7 @@ func demoMain(args []string, stdout, stderr io.Writer) int {
 	if code, ok := parseFlags(fs, args, stdout); !ok {
 		return code
 	}
-	if fs.NArg() != 0 || (*client != connect.ClientGoRedis && *client != connect.ClientValkeyGo) {
+	if fs.NArg() != 0 {
 		fs.Usage()
 		return exitUsage
 	}
@@ -69,7 +71,10 @@ func demoMain(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "dlock demo: %v\n", err)
 		return exitSoftware
 	}
-	d := &demo{ctx: ctx, out: stdout, f: f, client: *client}
+	d := &demo{ctx: ctx, out: stdout, f: f, client: connect.ClientGoRedis}
+	if v, ok := client.v.(string); ok && v != "" {
+		d.client = v
+	}
 	err = d.run()
 	d.close()
 	switch {

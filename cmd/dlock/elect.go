@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"flag"
 	"fmt"
 	"io"
@@ -8,6 +9,7 @@ import (
 	"time"
 
 	"github.com/dlockgo/dlock/election"
+	"github.com/dlockgo/dlock/internal/settings"
 	"github.com/dlockgo/dlock/lease"
 )
 
@@ -44,12 +46,12 @@ func electMain(args []string, stdout, stderr io.Writer) int {
 		conn    connFlags
 		name    = fs.String("name", "", "the office (required)")
 		value   = fs.String("value", defaultMetadata(), "who this candidate is, shown to observers and by dlock inspect (at most 512 bytes)")
-		ttl     = fs.Duration("ttl", 30*time.Second, "term lease TTL, renewed at a third of it: how long a leader that died holds the office; when --ttl is not given, the URL's ?ttl= if it has one")
 		wait    = fs.Duration("wait", 0, "how long to campaign; 0: until elected")
 		grace   = fs.Duration("grace", 10*time.Second, "after lost leadership, time between SIGTERM and SIGKILL to CMD")
 		verbose = fs.Bool("v", false, "report election and resignation on stderr")
 	)
 	conn.register(fs)
+	describeFlag(fs, settings.TTL, "the term's lease TTL, renewed at a third of it: how long a leader that died holds the office", "the ttl of the URL or --config file, else 30s")
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), electUsage)
 		fs.PrintDefaults()
@@ -69,8 +71,8 @@ func electMain(args []string, stdout, stderr io.Writer) int {
 	case *value == "" || len(*value) > lease.MaxMetadata:
 		fmt.Fprintf(stderr, "dlock elect: --value must be 1 to %d bytes\n", lease.MaxMetadata)
 		return exitUsage
-	case *ttl <= 0 || *grace < 0 || *wait < 0:
-		fmt.Fprintln(stderr, "dlock elect: --ttl must be > 0, --wait and --grace >= 0")
+	case *grace < 0 || *wait < 0:
+		fmt.Fprintln(stderr, "dlock elect: --wait and --grace must be >= 0")
 		return exitUsage
 	}
 	cfg, source, err := conn.resolve(os.Getenv)
@@ -78,9 +80,8 @@ func electMain(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "dlock elect: %v\n", err)
 		return exitUsage
 	}
-	agreeTTL(fs, &cfg, ttl)
 	r := &runner{
-		key: election.KeyPrefix + *name, ttl: *ttl, wait: *wait, grace: *grace, argv: argv,
+		key: election.KeyPrefix + *name, ttl: cmp.Or(cfg.TTL, settings.DefaultTTL), wait: *wait, grace: *grace, argv: argv,
 		verbose: *verbose, stderr: stderr, office: *name, value: *value,
 		origin: origin(source, os.Getenv), name: "elect",
 	}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"flag"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	"github.com/dlockgo/dlock"
+	"github.com/dlockgo/dlock/internal/settings"
 	"github.com/dlockgo/dlock/lease"
 	"github.com/dlockgo/dlock/option"
 )
@@ -101,26 +103,21 @@ func (c *handleCmd) logf(format string, args ...any) {
 	fmt.Fprintf(c.stderr, "dlock "+c.name+": "+format+"\n", args...)
 }
 
-// open resolves the servers and opens the Locker. For acquire (agree),
-// the lease's TTL and the Config's agree as for run (see agreeTTL);
-// otherwise the Config's TTL is raised to ttl, the one a lease taken up
-// is extended with, which a quorum's lost-data guard must allow.
-func (c *handleCmd) open(ctx context.Context, ttl *time.Duration, agree bool) (*dlock.Client, int) {
+// open resolves the servers and opens the Locker, with the Config's TTL
+// raised to at least ttl: that of a lease taken up and extended, which a
+// quorum's lost-data guard must allow. It returns the Config too.
+func (c *handleCmd) open(ctx context.Context, ttl time.Duration) (*dlock.Client, dlock.Config, int) {
 	cfg, _, err := c.conn.resolve(os.Getenv)
 	if err != nil {
 		c.logf("%v", err)
-		return nil, exitUsage
+		return nil, cfg, exitUsage
 	}
-	if agree {
-		agreeTTL(c.fs, &cfg, ttl)
-	} else {
-		cfg.TTL = max(cfg.TTL, *ttl)
-	}
+	cfg.TTL = max(cfg.TTL, ttl)
 	l, err := dlock.Open(ctx, cfg)
 	if err != nil {
-		return nil, c.failed("open", err)
+		return nil, cfg, c.failed("open", err)
 	}
-	return l, exitOK
+	return l, cfg, exitOK
 }
 
 // failed reports err and returns its exit code: that of an acquisition,
@@ -155,10 +152,10 @@ func (c *handleCmd) handle(flagValue string) (lease.Handle, int) {
 func acquireMain(args []string, stdout, stderr io.Writer) int {
 	c := newHandleCmd("acquire", acquireUsage, stdout, stderr)
 	key := c.fs.String("key", "", "the lock's key (required)")
-	ttl := c.fs.Duration("ttl", 30*time.Second, "lease TTL: the lease lives this long unless extended; when --ttl is not given, the URL's ?ttl= if it has one")
 	wait := c.fs.Duration("wait", time.Minute, "how long to wait for the lock; 0: one attempt")
 	meta := c.fs.String("metadata", defaultMetadata(), "stored with the lock for dlock inspect to show; empty for none (at most 512 bytes)")
 	verbose := c.fs.Bool("v", false, "report the key, token and TTL on stderr")
+	describeFlag(c.fs, settings.TTL, "lease TTL: the lease lives this long unless extended", "the ttl of the URL or --config file, else 30s")
 	if code, ok := parseFlags(c.fs, args, stdout); !ok {
 		return code
 	}
@@ -166,18 +163,19 @@ func acquireMain(args []string, stdout, stderr io.Writer) int {
 	case *key == "" || c.fs.NArg() > 0:
 		c.logf("want --key KEY and no arguments (dlock acquire --help)")
 		return exitUsage
-	case *ttl <= 0 || *wait < 0:
-		c.logf("--ttl must be > 0, --wait >= 0")
+	case *wait < 0:
+		c.logf("--wait must be >= 0")
 		return exitUsage
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), *wait+10*time.Second)
 	defer cancel()
-	locker, code := c.open(ctx, ttl, true)
+	// The lease lives the Locker's TTL, the Config's.
+	locker, cfg, code := c.open(ctx, 0)
 	if locker == nil {
 		return code
 	}
 	defer locker.Close()
-	opts := []option.Option{option.TTL(*ttl), option.Metadata(*meta)}
+	opts := []option.Option{option.Metadata(*meta)}
 	var (
 		l   *lease.Lease
 		err error
@@ -198,7 +196,7 @@ func acquireMain(args []string, stdout, stderr io.Writer) int {
 	}
 	fmt.Fprintln(stdout, h.String())
 	if *verbose {
-		c.logf("holding %q, token %v, ttl %v; nothing renews it", *key, l.Token(), *ttl)
+		c.logf("holding %q, token %v, ttl %v; nothing renews it", *key, l.Token(), cmp.Or(cfg.TTL, settings.DefaultTTL))
 	}
 	return exitOK
 }
@@ -206,30 +204,33 @@ func acquireMain(args []string, stdout, stderr io.Writer) int {
 func extendMain(args []string, stdout, stderr io.Writer) int {
 	c := newHandleCmd("extend", extendUsage, stdout, stderr)
 	text := c.fs.String("handle", "", "the lease's handle, as dlock acquire printed it; default $DLOCK_HANDLE")
-	ttl := c.fs.Duration("ttl", 0, "extend to this long from now; default the TTL the lease was acquired with")
 	timeout := c.fs.Duration("timeout", 10*time.Second, "give up after this long")
+	describeFlag(c.fs, settings.TTL, "extend to this long from now", "the TTL the lease was acquired with")
 	if code, ok := parseFlags(c.fs, args, stdout); !ok {
 		return code
 	}
-	if c.fs.NArg() > 0 || *ttl < 0 {
-		c.logf("want no arguments, and --ttl > 0 when given (dlock extend --help)")
+	if c.fs.NArg() > 0 {
+		c.logf("want no arguments (dlock extend --help)")
 		return exitUsage
 	}
 	h, code := c.handle(*text)
 	if code != exitOK {
 		return code
 	}
-	if *ttl == 0 {
-		*ttl = h.TTL
+	// --ttl, the table's flag, is the extension's; without it (or 0,
+	// the default), a resumed lease's own.
+	ttl := h.TTL
+	if v, ok := c.conn.given(settings.TTL); ok && v.(time.Duration) > 0 {
+		ttl = v.(time.Duration)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
 	defer cancel()
-	l, done, code := c.resume(ctx, h, *ttl, option.TTL(*ttl))
+	l, done, code := c.resume(ctx, h, ttl, option.TTL(ttl))
 	if l == nil {
 		return code
 	}
 	defer done()
-	if err := l.Extend(ctx, *ttl); err != nil {
+	if err := l.Extend(ctx, ttl); err != nil {
 		return c.failed(fmt.Sprintf("%q", h.Key), err)
 	}
 	return exitOK
@@ -279,7 +280,7 @@ func releaseMain(args []string, stdout, stderr io.Writer) int {
 // lease h names there; done closes what it opened. When it fails, the
 // lease is nil and code says why.
 func (c *handleCmd) resume(ctx context.Context, h lease.Handle, ttl time.Duration, opts ...option.Option) (l *lease.Lease, done func(), code int) {
-	locker, code := c.open(ctx, &ttl, false)
+	locker, _, code := c.open(ctx, ttl)
 	if locker == nil {
 		return nil, nil, code
 	}
@@ -293,8 +294,7 @@ func (c *handleCmd) resume(ctx context.Context, h lease.Handle, ttl time.Duratio
 
 // forceRelease breaks the lock on key and prints what it found.
 func (c *handleCmd) forceRelease(ctx context.Context, key string) int {
-	var ttl time.Duration
-	locker, code := c.open(ctx, &ttl, false)
+	locker, _, code := c.open(ctx, 0)
 	if locker == nil {
 		return code
 	}

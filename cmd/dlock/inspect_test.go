@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"errors"
+	"flag"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -99,6 +100,17 @@ func TestInspectMetadataSitOut(t *testing.T) {
 	}
 }
 
+// withFlags returns c with the command line args parsed into its
+// settings' flags.
+func withFlags(c connFlags, args ...string) connFlags {
+	var parsed connFlags
+	fs := flag.NewFlagSet("dlock", flag.PanicOnError)
+	parsed.register(fs)
+	_ = fs.Parse(args)
+	c.settings = parsed.settings
+	return c
+}
+
 func TestResolve(t *testing.T) {
 	dir := t.TempDir()
 	files := 0
@@ -124,6 +136,7 @@ func TestResolve(t *testing.T) {
 		addrs    string
 		client   string
 		source   string
+		ttl      time.Duration
 		bad      bool
 	}{
 		{name: "default", strategy: "single", addrs: "127.0.0.1:6379", source: "default"},
@@ -132,10 +145,18 @@ func TestResolve(t *testing.T) {
 		{name: "addrs quorum", flags: connFlags{addrs: "a:1, b:2,c:3", strategy: "quorum"}, strategy: "quorum", addrs: "a:1 b:2 c:3", source: "--addrs"},
 		{name: "env", env: "quorum://a,b,c", strategy: "quorum", addrs: "a:6379 b:6379 c:6379", source: "$DLOCK_URL"},
 		{name: "file wins over env", flags: connFlags{file: file("addrs=f:1\n")}, env: "redis://e:1", strategy: "single", addrs: "f:1"},
-		{name: "client flag", flags: connFlags{url: "redis://h:1", client: "valkey-go"}, strategy: "single", addrs: "h:1", client: "valkey-go", source: "--url"},
+		{name: "client flag", flags: withFlags(connFlags{url: "redis://h:1"}, "--client", "valkey-go"), strategy: "single", addrs: "h:1", client: "valkey-go", source: "--url"},
+		{name: "client flag over url", flags: withFlags(connFlags{url: "redis://h:1?client=valkey-go"}, "--client", "go-redis"), strategy: "single", addrs: "h:1", client: "go-redis", source: "--url"},
+		{name: "ttl flag over url", flags: withFlags(connFlags{url: "redis://h:1?ttl=1m"}, "--ttl", "2m"), strategy: "single", addrs: "h:1", ttl: 2 * time.Minute, source: "--url"},
+		{name: "url's ttl", flags: withFlags(connFlags{url: "redis://h:1?ttl=1m"}), strategy: "single", addrs: "h:1", ttl: time.Minute, source: "--url"},
+		{name: "file's ttl over its url's", flags: connFlags{file: file("url = redis://h:1?ttl=1m\nttl = 3m\n")}, strategy: "single", addrs: "h:1", ttl: 3 * time.Minute},
+		{name: "flag over file", flags: withFlags(connFlags{file: file("addrs = h:1\nttl = 3m\n")}, "--ttl", "4m"), addrs: "h:1", ttl: 4 * time.Minute},
 		{name: "file url", flags: connFlags{file: file("# locks\nurl = quorum://a:1,b:2,c:3\nclient=valkey-go\npassword=s3cret\n")},
 			strategy: "quorum", addrs: "a:1 b:2 c:3", client: "valkey-go"},
 		{name: "file addrs", flags: connFlags{file: file("addrs=a:1\n")}, addrs: "a:1"},
+		// A file's url keeps its client when the file names none.
+		{name: "file url's client", flags: connFlags{file: file("url = redis://h:1?client=valkey-go\npassword = s3cret\n")},
+			strategy: "single", addrs: "h:1", client: "valkey-go"},
 		{name: "file unknown key", flags: connFlags{file: file("colour=blue\n")}, bad: true},
 		{name: "file both", flags: connFlags{file: file("url=redis://a:1\naddrs=b:1\n")}, bad: true},
 		{name: "file missing", flags: connFlags{file: "/nonexistent"}, bad: true},
@@ -144,7 +165,10 @@ func TestResolve(t *testing.T) {
 		{name: "strategy alone", flags: connFlags{strategy: "quorum"}, bad: true},
 		{name: "single with 2", flags: connFlags{addrs: "a:1,b:1"}, bad: true},
 		{name: "bad strategy", flags: connFlags{addrs: "a:1", strategy: "paxos"}, bad: true},
-		{name: "bad client", flags: connFlags{addrs: "a:1", client: "jedis"}, bad: true},
+		{name: "bad client", flags: connFlags{url: "redis://a:1?client=jedis"}, bad: true},
+		{name: "bad client in a file", flags: connFlags{file: file("addrs=a:1\nclient=jedis\n")}, bad: true},
+		{name: "bad ttl in a file", flags: connFlags{file: file("addrs=a:1\nttl=soon\n")}, bad: true},
+		{name: "node timeout flag on a single server", flags: withFlags(connFlags{url: "redis://a:1"}, "--node-timeout", "1s"), bad: true},
 		{name: "bad url", flags: connFlags{url: "http://h"}, bad: true},
 		{name: "cluster url", flags: connFlags{url: "redis+cluster://a:1,b:2"}, addrs: "a:1 b:2"},
 		{name: "sentinel url", flags: connFlags{url: "redis+sentinel://a,b/m"}, addrs: "a:26379 b:26379"},
@@ -169,6 +193,9 @@ func TestResolve(t *testing.T) {
 			}
 			if tc.strategy != "" && strategy != tc.strategy || strings.Join(cfg.Addrs, " ") != tc.addrs || cfg.Client != tc.client {
 				t.Errorf("got %s %v %q; want %s %s %q", strategy, cfg.Addrs, cfg.Client, tc.strategy, tc.addrs, tc.client)
+			}
+			if tc.ttl != 0 && cfg.TTL != tc.ttl {
+				t.Errorf("TTL = %v; want %v", cfg.TTL, tc.ttl)
 			}
 			if tc.source != "" && source != tc.source {
 				t.Errorf("source = %q; want %q", source, tc.source)

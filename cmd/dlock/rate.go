@@ -11,8 +11,8 @@ import (
 
 	"github.com/dlockgo/dlock"
 	"github.com/dlockgo/dlock/fence"
+	"github.com/dlockgo/dlock/internal/settings"
 	"github.com/dlockgo/dlock/lease"
-	"github.com/dlockgo/dlock/option"
 	"github.com/dlockgo/dlock/ratelimit"
 )
 
@@ -59,12 +59,7 @@ func (admission) Release(context.Context) error { return nil }
 
 // admit waits, for --wait, until the rate limit on r.key admits one run.
 func (r *runner) admit(ctx context.Context, locker *dlock.Client, cfg dlock.Config) (holding, *dlock.Client, int) {
-	nodes := locker.Nodes()
-	var opts []option.Option
-	if len(nodes) > 1 && cfg.NodeTimeout > 0 {
-		opts = append(opts, option.NodeTimeout(cfg.NodeTimeout))
-	}
-	lim, err := ratelimit.New(nodes, *r.rate, opts...)
+	lim, err := ratelimit.New(locker.Nodes(), *r.rate, settings.OptionsFor(&cfg, settings.RateLimit)...)
 	if err != nil {
 		return nil, locker, r.failed(ctx, "rate limit", err)
 	}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"flag"
@@ -20,6 +21,7 @@ import (
 	"github.com/dlockgo/dlock/connect"
 	"github.com/dlockgo/dlock/election"
 	"github.com/dlockgo/dlock/fence"
+	"github.com/dlockgo/dlock/internal/settings"
 	"github.com/dlockgo/dlock/lease"
 	"github.com/dlockgo/dlock/option"
 	"github.com/dlockgo/dlock/permits"
@@ -111,7 +113,6 @@ func parseRun(args []string, getenv func(string) string, stdout, stderr io.Write
 		conn    connFlags
 		key     = fs.String("key", "", "the lock's key (this or --keys is required)")
 		keyList = fs.String("keys", "", "comma-separated keys whose locks to hold all at once, all or none, instead of --key")
-		ttl     = fs.Duration("ttl", 30*time.Second, "lease TTL, renewed at a third of it; when --ttl is not given, the URL's ?ttl= if it has one")
 		wait    = fs.Duration("wait", time.Minute, "how long to wait for the lock; 0: one attempt")
 		grace   = fs.Duration("grace", 10*time.Second, "after a lost lease, time between SIGTERM and SIGKILL to CMD")
 		verbose = fs.Bool("v", false, "report acquisition and release on stderr")
@@ -123,6 +124,7 @@ func parseRun(args []string, getenv func(string) string, stdout, stderr io.Write
 		burst   = fs.Int("burst", 0, "with --rate, how many runs may start at once; 0: N")
 	)
 	conn.register(fs)
+	describeFlag(fs, settings.TTL, "lease TTL, renewed at a third of it while CMD runs", "the ttl of the URL or --config file, else 30s")
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), runUsage)
 		fs.PrintDefaults()
@@ -149,8 +151,8 @@ func parseRun(args []string, getenv func(string) string, stdout, stderr io.Write
 	case len(argv) == 0:
 		fmt.Fprintln(stderr, "dlock run: no command given: dlock run --key KEY -- CMD [ARGS...]")
 		return nil, cfg, exitUsage, false
-	case *ttl <= 0 || *wait < 0 || *grace < 0:
-		fmt.Fprintln(stderr, "dlock run: --ttl must be > 0, --wait and --grace >= 0")
+	case *wait < 0 || *grace < 0:
+		fmt.Fprintln(stderr, "dlock run: --wait and --grace must be >= 0")
 		return nil, cfg, exitUsage, false
 	case *nperm < 0 || *nperm > permits.MaxPermits:
 		fmt.Fprintf(stderr, "dlock run: --permits must be from 1 to %d (0: the lock itself)\n", permits.MaxPermits)
@@ -194,33 +196,20 @@ func parseRun(args []string, getenv func(string) string, stdout, stderr io.Write
 	case *excl:
 		rw = rwWrite
 	}
-	agreeTTL(fs, &cfg, ttl)
 	if keys != nil {
 		*key = *keyList
 	}
 	r = &runner{
-		key: *key, keys: keys, ttl: *ttl, wait: *wait, grace: *grace, argv: argv,
+		key: *key, keys: keys, ttl: cmp.Or(cfg.TTL, settings.DefaultTTL), wait: *wait, grace: *grace, argv: argv,
 		verbose: *verbose, stderr: stderr, metadata: *meta, permits: *nperm, rw: rw,
 		rate: limit, origin: origin(source, getenv),
 	}
 	return r, cfg, exitOK, true
 }
 
-// agreeTTL makes the lease TTL and the Config's one: --ttl when given
-// (or when the servers' URL sets none), else the URL's. The quorum
-// strategy refuses leases longer than its lost-data sit-out, which is the
-// Config's TTL, so the two must agree.
-func agreeTTL(fs *flag.FlagSet, cfg *dlock.Config, ttl *time.Duration) {
-	if flagSet(fs, "ttl") || cfg.TTL == 0 {
-		cfg.TTL = *ttl
-	} else {
-		*ttl = cfg.TTL
-	}
-}
-
 type runner struct {
 	key              string
-	ttl, wait, grace time.Duration
+	ttl, wait, grace time.Duration // ttl: the Config's, for messages
 	argv             []string
 	verbose          bool
 	stderr           io.Writer
@@ -329,15 +318,17 @@ func (r *runner) acquire(ctx context.Context, cfg dlock.Config) (holding, *dlock
 		return nil, nil, r.failed(ctx, "open", err)
 	}
 	if r.office != "" {
-		return r.campaign(ctx, locker)
+		return r.campaign(ctx, locker, cfg)
 	}
 	if r.rate != nil {
 		return r.admit(ctx, locker, cfg)
 	}
-	opts := []option.Option{option.TTL(r.ttl), option.AutoRenew(true), option.Metadata(r.metadata)}
+	// The lease's TTL is the Locker's, the Config's; the primitives take
+	// the Config's settings that apply to them.
+	opts := []option.Option{option.AutoRenew(true), option.Metadata(r.metadata)}
 	try, wait := locker.TryAcquire, locker.Acquire
 	if r.permits > 0 {
-		sem, err := permits.New(locker.Nodes()[0], option.TTL(r.ttl))
+		sem, err := permits.New(locker.Nodes()[0], settings.OptionsFor(&cfg, settings.Permits)...)
 		if err != nil {
 			return nil, locker, r.failed(ctx, "open", err)
 		}
@@ -349,7 +340,7 @@ func (r *runner) acquire(ctx context.Context, cfg dlock.Config) (holding, *dlock
 		}
 	}
 	if r.rw != rwNone {
-		rl, err := rwlock.New(locker.Nodes()[0], option.TTL(r.ttl))
+		rl, err := rwlock.New(locker.Nodes()[0], settings.OptionsFor(&cfg, settings.RWLock)...)
 		if err != nil {
 			return nil, locker, r.failed(ctx, "open", err)
 		}
@@ -381,8 +372,8 @@ func (r *runner) acquire(ctx context.Context, cfg dlock.Config) (holding, *dlock
 }
 
 // campaign waits to be elected to r.office, for --wait when it is set.
-func (r *runner) campaign(ctx context.Context, locker *dlock.Client) (holding, *dlock.Client, int) {
-	e, err := election.New(locker, r.office, option.TTL(r.ttl))
+func (r *runner) campaign(ctx context.Context, locker *dlock.Client, cfg dlock.Config) (holding, *dlock.Client, int) {
+	e, err := election.New(locker, r.office, settings.OptionsFor(&cfg, settings.Election)...)
 	if err != nil {
 		return nil, locker, r.failed(ctx, "campaign", err)
 	}

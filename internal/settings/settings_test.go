@@ -4,6 +4,7 @@ import (
 	"errors"
 	"math"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -177,5 +178,63 @@ func TestCallFrom(t *testing.T) {
 	}
 	if _, err := l.CallFrom(2*time.Second, nil); !errors.Is(err, lease.ErrInvalid) {
 		t.Errorf("CallFrom(2s) above the max TTL = %v; want ErrInvalid", err)
+	}
+}
+
+// TestText: every setting with a text form reads back what Format writes,
+// and refuses a text that is not of its Kind with its Syntax rule,
+// naming it; a value its own rule refuses is refused with its Rule. An
+// idle TTL reads "forever" and every negative duration as for ever, and
+// writes it as "forever".
+func TestText(t *testing.T) {
+	samples := map[settings.Kind]any{
+		settings.KindDuration: 1500 * time.Millisecond, settings.KindInt: 2, settings.KindFloat: 0.25,
+		settings.KindBool: true, settings.KindString: "valkey-go", settings.KindSecret: "s3cret",
+	}
+	for i := range settings.Table {
+		s := &settings.Table[i]
+		if s.Param == "" {
+			continue
+		}
+		v := samples[s.Kind]
+		if got, err := s.Parse(s.Format(v)); err != nil || got != v {
+			t.Errorf("%s: Parse(Format(%v)) = %v, %v; want %v", s.Name, v, got, err, v)
+		}
+		if s.Kind == settings.KindString || s.Kind == settings.KindSecret {
+			continue // every text is one
+		}
+		_, err := s.Parse("x!")
+		var ae *lease.ArgError
+		if !errors.As(err, &ae) || ae.Arg != s.Name || ae.Value != "x!" || ae.Rule != s.Syntax() {
+			t.Errorf("%s: Parse(%q) = %v; want an ArgError naming %s: %s", s.Name, "x!", err, s.Name, s.Syntax())
+		}
+	}
+	idle := settings.Of(settings.IdleTTL)
+	for _, text := range []string{"forever", "-1ns", "-24h"} {
+		if v, err := idle.Parse(text); err != nil || v != time.Duration(-1) {
+			t.Errorf("IdleTTL: Parse(%q) = %v, %v; want -1ns, for ever", text, v, err)
+		}
+	}
+	if got := idle.Format(-time.Hour); got != "forever" {
+		t.Errorf("IdleTTL: Format(-1h) = %q; want forever", got)
+	}
+	for _, tc := range []struct {
+		id   settings.ID
+		text string
+		want any
+	}{
+		{settings.TTL, "-1s", -time.Second}, {settings.DriftFactor, "0.5", 0.5}, {settings.DriftFactor, "NaN", nil},
+		{settings.Replicas, "-1", -1}, {settings.NodeTimeout, "-1ms", -time.Millisecond}, {settings.MaxTTL, "-1m", -time.Minute},
+		{settings.Client, "jedis", "jedis"}, {settings.DB, "-1", -1}, {settings.DialTimeout, "-1s", -time.Second},
+	} {
+		s := settings.Of(tc.id)
+		_, err := s.Parse(tc.text)
+		var ae *lease.ArgError
+		if !errors.As(err, &ae) || ae.Arg != s.Name || ae.Rule != s.Rule || tc.want != nil && ae.Value != tc.want {
+			t.Errorf("%s: Parse(%q) = %v; want an ArgError naming %s, %v: %s", s.Name, tc.text, err, s.Name, tc.want, s.Rule)
+		}
+	}
+	if err := settings.Of(settings.Password).Refuse("s3cret"); strings.Contains(err.Error(), "s3cret") {
+		t.Errorf("Password: Refuse = %v; shows the password", err)
 	}
 }

@@ -63,7 +63,9 @@ import (
 func New(c redis.UniversalClient, opts ...Option) node.Node {
 	n := &goRedis{c: c, hub: hub.New(), batched: true}
 	for _, o := range opts {
-		o(n)
+		if o != nil {
+			o(n)
+		}
 	}
 	if n.batched {
 		if rc, ok := c.(*redis.Client); ok {

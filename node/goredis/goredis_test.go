@@ -41,3 +41,20 @@ func TestCloseRacesFirstSubscribe(t *testing.T) {
 		}
 	}
 }
+
+// TestNilOption: New skips a nil Option, as the constructors of dlock's
+// packages skip the zero option.Option, and makes a Node that works,
+// with or without the options beside it.
+func TestNilOption(t *testing.T) {
+	srv := redistest.Start(t)
+	c := redis.NewClient(&redis.Options{Addr: srv.Addr(), DisableIdentity: true})
+	defer c.Close()
+	for _, opts := range [][]goredis.Option{{nil}, {nil, goredis.WithoutBatching(), nil}} {
+		n := goredis.New(c, opts...)
+		_, err := n.Eval(t.Context(), echo, []string{"nil-option"}, "x")
+		n.Close()
+		if err != nil {
+			t.Fatalf("New(c, %d options, nil among them): Eval: %v", len(opts), err)
+		}
+	}
+}
