@@ -24,7 +24,7 @@ var LeaveScript = leaveScript
 var HashClaimScript = hashClaimScript()
 
 func hashClaimScript() *node.Script {
-	src, err := engine.Source(engine.Spec{FS: luaFS, Prelude: true, Body: []string{"claim.lua"}})
+	src, err := engine.Source(engine.Spec{FS: luaFS, Body: []string{"claim.lua"}})
 	if err != nil {
 		panic(err)
 	}

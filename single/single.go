@@ -92,8 +92,8 @@ func WithTTL(ttl time.Duration) Option { return func(c *config) { c.TTL = ttl } 
 // counter between leases, outlives the last lease on it: d after the end
 // of the lease granted or extended last, and at most 1.5 × (TTL + d)
 // after it, the hash expires (claims move its expiry only when it falls
-// short, not each time: see keep in internal/engine/lua/core.lua). A key locked
-// again later starts its counter afresh from the server's clock in µs
+// short, not each time: see keep in internal/engine/lua/keep.lua). A key
+// locked again later starts its counter afresh from the server's clock in µs
 // (the floor every token has), so its tokens still rise as long as that
 // clock does not step back past the tokens issued before. Zero selects
 // DefaultIdleTTL (a minute: a step back of the server's clock shorter

@@ -1,6 +1,6 @@
 -- claim: hand the next pending item to an owner, under a lease.
 --
--- KEYS[1]  the queue's items hash (see queue.lua)
+-- KEYS[1]  the queue's items hash (see items.lua)
 -- ARGV[1]  owner
 -- ARGV[2]  TTL, ms
 --
@@ -29,7 +29,7 @@
 -- entry and deletes it). The floor at the clock in µs keeps it rising
 -- across a loss of the server's latest writes, or once the floor record
 -- lapsed, as long as the clock has not stepped back past the tokens
--- handed out before (draw, in internal/claimcore/lua/core.lua). A counter
+-- handed out before (draw, in internal/engine/lua/token.lua). A counter
 -- near 2^53, which only a hand edit makes, is refused with DLTOKEN, the
 -- item left pending where it was.
 local pending, active, owners = KEYS[1] .. ':pending', KEYS[1] .. ':active', KEYS[1] .. ':owners'

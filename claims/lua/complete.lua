@@ -1,6 +1,6 @@
 -- complete: remove a claimed item for good.
 --
--- KEYS[1]  the queue's items hash (see queue.lua)
+-- KEYS[1]  the queue's items hash (see items.lua)
 -- ARGV[1]  id
 -- ARGV[2]  owner
 -- ARGV[3]  token

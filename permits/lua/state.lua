@@ -22,7 +22,7 @@
 -- by the next script that prunes, and the three keys expire together
 -- between one and one and a half TTL after the latest grant or extension,
 -- so holders that all died leave nothing behind. Tokens are drawn from
--- attempts (draw in internal/claimcore/lua/core.lua, which comes first);
+-- attempts (draw, in internal/engine/lua/token.lua, which comes first);
 -- a counter near 2^53 (only a hand edit makes one) is refused before
 -- anything is written.
 local P = KEYS[1]

@@ -30,7 +30,7 @@
 -- extension of a reader. Tickets whose deadline passed are dropped by
 -- every script that reads the queue, and the queue's keys expire with
 -- their latest ticket's deadline. Tokens are drawn from attempts (draw in
--- internal/claimcore/lua/core.lua, which comes first); a counter near
+-- internal/engine/lua/token.lua, which comes first); a counter near
 -- 2^53 (only a hand edit makes one) is refused before anything is
 -- written.
 local P = KEYS[1]

@@ -5,7 +5,7 @@
 -- ARGV[2]  token (the attempts it was granted)
 -- ARGV[3]  how long a released key keeps its counter, ms (fast_release.lua)
 -- ARGV[4]  TTL, ms
--- ARGV[5]  the hash's lifetime, ms ('0': for ever; see keep in core.lua)
+-- ARGV[5]  the hash's lifetime, ms ('0': for ever; see keep.lua)
 --
 -- Replies 1, or the error DLSTALE <attempts> unless owner and token match
 -- and the lease is still running: an expired lease is never revived.

@@ -3,7 +3,7 @@
 -- KEYS     the locks' hashes
 -- ARGV[1]  owner
 -- ARGV[2]  TTL, ms
--- ARGV[3]  each hash's lifetime, ms ('0': for ever; see keep in core.lua)
+-- ARGV[3]  each hash's lifetime, ms ('0': for ever; see keep.lua)
 -- ARGV[4…] each key's token, in KEYS' order
 --
 -- Replies 1, or the error DLSTALE <attempts> of the first key whose owner

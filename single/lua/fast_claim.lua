@@ -1,4 +1,4 @@
--- fast_claim: the head of claim.lua, run before the core prelude: the
+-- fast_claim: the head of claim.lua, run before the clock is read: the
 -- claim of a key in the lean form, which reads the server's clock only to
 -- draw a token.
 --
@@ -7,7 +7,7 @@
 -- expiring with the lease (PX: the server ends it, no until to judge),
 -- and 'token' once released, expiring after the idle life (release.lua).
 -- A free lock is taken with one SET; its token is draw's, max(counter + 1,
--- server µs) (see core.lua). A claim by the owner that holds it is its own
+-- server µs) (see token.lua). A claim by the owner that holds it is its own
 -- run again: the lease runs a TTL from now and the reply is its token. A
 -- plain claim on a lock held by another is told the ms left. Anything
 -- else goes on to claim.lua: a hash (the GET's error reply), a lifetime of

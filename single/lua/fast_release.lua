@@ -1,4 +1,4 @@
--- fast_release: the head of release.lua, run before the core prelude: the
+-- fast_release: the head of release.lua, run before the clock is read: the
 -- release of a lock in the lean form (see fast_claim.lua), which reads no
 -- clock.
 --

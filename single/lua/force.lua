@@ -10,7 +10,7 @@
 --
 -- Replies {the old owner (empty when none), the old attempts ('0' for
 -- none), the break's token, ms the old lease had left (<= 0: nobody held
--- the lock)}. The break's token is draw(attempts) (see core.lua), as a
+-- the lock)}. The break's token is draw(attempts) (see token.lua), as a
 -- claim's: max(attempts + 1, server µs), above every token handed out for
 -- the key. A key nobody holds, or that does not exist, gets one all the
 -- same. The lock is then free, as after a release: a lean key becomes

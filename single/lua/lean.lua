@@ -1,7 +1,7 @@
 -- lean: the step from the lean form of a lock (see fast_claim.lua) to the
--- hash of claim.lua, after core.lua in the scripts that need the hash: a
--- waiter that queues, an abandon that records a gone owner, and the
--- scripts of a set of keys.
+-- hash of claim.lua, in the scripts that need the hash: a waiter that
+-- queues, an abandon that records a gone owner, and the scripts of a set
+-- of keys.
 
 -- enrich(life, v): K as the hash. A string ('token owner', held, or
 -- 'token', free) becomes the hash of the same attempts, owner and until

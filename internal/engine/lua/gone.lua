@@ -1,5 +1,5 @@
--- gone: the records of owners given up, after core.lua in the scripts
--- that call bury or buried (see internal/claimcore).
+-- gone: the records of owners given up, so that a claim of theirs that
+-- lands late is refused.
 
 -- bury(owner, ms, g, alone): remember owner as given up for ms, so that its
 -- claim, should it land later (held up in a network path or behind a

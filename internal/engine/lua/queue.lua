@@ -1,10 +1,8 @@
--- queue: the ticket queue, after core.lua in the scripts that call
--- enqueue, ticket or head (see internal/claimcore).
-
--- The ticket queue of a key's blocking waiters, first come first served:
--- a sorted set q of the waiting owners scored by arrival, and beside it
--- each owner's ticket, which says until when (server ms) the owner keeps
--- its place: a waiter that died or gave up holds the queue up no longer.
+-- queue: the ticket queue of a key's blocking waiters, first come first
+-- served: a sorted set q of the waiting owners scored by arrival, and
+-- beside it each owner's ticket, which says until when (server ms) the
+-- owner keeps its place: a waiter that died or gave up holds the queue up
+-- no longer.
 
 -- enqueue(q, owner): owner's place in q, at its tail when it had none;
 -- the second result is true when owner was added.
