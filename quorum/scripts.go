@@ -80,7 +80,7 @@ var (
 		[2]string{"reply_set.lua", "reply_set_token.lua"}, true)
 
 	// lockLib: the functions a lock's vote and break call.
-	lockLib = []string{"head.lua", "gone.lua", "epoch.lua"}
+	lockLib = []string{"head.lua", "epoch.lua"}
 	// lockReplies: their replies, without and with tokens.
 	lockReplies = [2]string{"reply.lua", "reply_token.lua"}
 )

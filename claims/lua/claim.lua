@@ -33,8 +33,7 @@
 -- near 2^53, which only a hand edit makes, is refused with DLTOKEN, the
 -- item left pending where it was.
 local pending, active, owners = KEYS[1] .. ':pending', KEYS[1] .. ':active', KEYS[1] .. ':owners'
-local g = redis.call('ZSCORE', KEYS[1] .. ':gone', ARGV[1])
-if g and tonumber(g) > now then return -2 end
+if gone(KEYS[1] .. ':gone', ARGV[1], now) then return -2 end
 local ends = now + tonumber(ARGV[2])
 local back -- the next order score at the back of :pending, once needed
 local function requeue(id)

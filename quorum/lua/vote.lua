@@ -1,5 +1,5 @@
 -- vote: phase 1 of an acquisition on one node. It follows head.lua,
--- gone.lua, epoch.lua, one epoch_*.lua (vote_epoch) and one reply*.lua.
+-- epoch.lua, one epoch_*.lua (vote_epoch) and one reply*.lua.
 --
 -- KEYS[1..5]  lock, gone, queue, queue deadlines, epoch record; with tokens
 --             also fence counter, floor, high-water mark, repair mark
@@ -33,7 +33,7 @@ if p == -2 then
   local h = head(ms)
   if h and h ~= ARGV[3] then
     st = 2
-  elseif gone(ARGV[1], ms) then
+  elseif gone(KEYS[2], ARGV[1], ms) then
     return {3, 0, now, e}
   else
     redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
@@ -43,7 +43,7 @@ elseif redis.call('GET', KEYS[1]) == ARGV[1] then
   p, st = 0, 1
 end
 if st ~= 1 and ARGV[3] ~= '' then
-  if gone(ARGV[1], ms) then return {3, 0, now, e} end
+  if gone(KEYS[2], ARGV[1], ms) then return {3, 0, now, e} end
   redis.call('ZADD', KEYS[3], 'NX', ARGV[4], ARGV[3])
   redis.call('HSET', KEYS[4], ARGV[3], ms + tonumber(ARGV[5]))
   if redis.call('PTTL', KEYS[3]) < tonumber(ARGV[5]) then

@@ -38,8 +38,7 @@ local function head_of(j, ms)
 end
 local function gone_any(k, id, ms)
   for j = 1, k do
-    local u = redis.call('ZSCORE', key(j, 1), id)
-    if u and tonumber(u) > ms then return true end
+    if gone(key(j, 1), id, ms) then return true end
   end
   return false
 end
