@@ -20,7 +20,7 @@ import (
 // inspectScript: KEYS lock, fence counter, floor, epoch record, repair
 // mark. Replies {owner, pttl, counter, floor, now µs, stamp µs, repaired}
 // (lua/inspect.lua).
-var inspectScript = engine.Script(engine.Spec{Name: "quorum/inspect", FS: luaFS, Body: []string{"epoch.lua", "inspect.lua"}})
+var inspectScript = engine.Script(engine.Spec{Name: "quorum/inspect", FS: luaFS, Lib: lib, Body: []string{"inspect.lua"}})
 
 // Inspect reports who holds the lock on key on each node, with its fence
 // counter, metadata and time left there, whether the node sits out, and

@@ -17,10 +17,15 @@ const (
 )
 
 // The scripts, in lua/, each with its keys, arguments, replies and
-// reasons.
+// reasons, with the functions of the engine's library and of lib that it
+// calls.
 //
 //go:embed lua
 var luaFS embed.FS
+
+// lib is the package's functions a script holds when it calls them: the
+// lost-data guard's judge and epoch (epoch.lua).
+var lib = []string{"epoch.lua"}
 
 // variants is one phase 1 script, built for every kind of Locker: by
 // whether tokens are on, then whether the lost-data guard is.
@@ -36,22 +41,22 @@ func on(b bool) int {
 	return 0
 }
 
-// phase1 builds the variants of a phase 1 script named name: the
-// functions body calls (lib), an epoch step, a reply, then body. The
+// phase1 builds the variants of a phase 1 script named name: the files
+// of functions body calls (fns), an epoch step, a reply, then body. The
 // epoch step is epoch_off.lua, or with the guard epoch_check.lua; the
 // reply replies[0], or with tokens replies[1]. With trusted, a server
 // process runs a guarded one's trusting form (epoch_trust.lua) only after
 // its checking one (node.NewScriptAfter); without, the guarded one checks
 // the epoch against INFO at every run. Their names add "+token", and
 // "+check" or "+trust".
-func phase1(name string, lib []string, body string, replies [2]string, trusted bool) (v variants) {
+func phase1(name string, fns []string, body string, replies [2]string, trusted bool) (v variants) {
 	for tokens, reply := range replies {
 		n := name
 		if tokens == 1 {
 			n += "+token"
 		}
 		spec := func(suffix, step string) engine.Spec {
-			return engine.Spec{Name: n + suffix, FS: luaFS, Body: slices.Concat(lib, []string{step, reply, body})}
+			return engine.Spec{Name: n + suffix, FS: luaFS, Lib: lib, Body: slices.Concat(fns, []string{step, reply, body})}
 		}
 		v[tokens][0] = engine.Script(spec("", "epoch_off.lua"))
 		v[tokens][1] = engine.Script(spec("+check", "epoch_check.lua"))
@@ -76,11 +81,11 @@ var (
 	// voteSetScripts: the vote of a lease on several locks. KEYS:
 	// lockSet.vote; ARGV: those of a lock's vote, then the number of
 	// locks.
-	voteSetScripts = phase1("quorum/vote_set", []string{"epoch.lua"}, "vote_set.lua",
+	voteSetScripts = phase1("quorum/vote_set", nil, "vote_set.lua",
 		[2]string{"reply_set.lua", "reply_set_token.lua"}, true)
 
 	// lockLib: the functions a lock's vote and break call.
-	lockLib = []string{"head.lua", "epoch.lua"}
+	lockLib = []string{"head.lua"}
 	// lockReplies: their replies, without and with tokens.
 	lockReplies = [2]string{"reply.lua", "reply_token.lua"}
 )

@@ -22,19 +22,16 @@
 -- life; the queue's keys expire with their latest ticket. A vote of an
 -- owner given up is refused, with four values in both modes, and does not
 -- queue its waiter.
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
-local e = vote_epoch(now)
+local e = vote_epoch()
 if type(e) == 'table' then return e end
-local ms = math.floor(now / 1000)
 local st, p = 0, redis.call('PTTL', KEYS[1])
 if p == -2 then
   p = 0
-  local h = head(ms)
+  local h = head(now)
   if h and h ~= ARGV[3] then
     st = 2
-  elseif gone(KEYS[2], ARGV[1], ms) then
-    return {3, 0, now, e}
+  elseif gone(KEYS[2], ARGV[1], now) then
+    return {3, 0, us, e}
   else
     redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
     st = 1
@@ -43,12 +40,12 @@ elseif redis.call('GET', KEYS[1]) == ARGV[1] then
   p, st = 0, 1
 end
 if st ~= 1 and ARGV[3] ~= '' then
-  if gone(KEYS[2], ARGV[1], ms) then return {3, 0, now, e} end
+  if gone(KEYS[2], ARGV[1], now) then return {3, 0, us, e} end
   redis.call('ZADD', KEYS[3], 'NX', ARGV[4], ARGV[3])
-  redis.call('HSET', KEYS[4], ARGV[3], ms + tonumber(ARGV[5]))
+  redis.call('HSET', KEYS[4], ARGV[3], now + tonumber(ARGV[5]))
   if redis.call('PTTL', KEYS[3]) < tonumber(ARGV[5]) then
     redis.call('PEXPIRE', KEYS[3], ARGV[5])
     redis.call('PEXPIRE', KEYS[4], ARGV[5])
   end
 end
-return reply(st, p, now, e)
+return reply(st, p, e)

@@ -42,18 +42,15 @@ local function gone_any(k, id, ms)
   end
   return false
 end
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
-local e = vote_epoch(now)
+local e = vote_epoch()
 if type(e) == 'table' then return e end
-local ms = math.floor(now / 1000)
 local k = tonumber(ARGV[6])
 local st, p, mine = 1, 0, 0
 for j = 1, k do
   local l = key(j, 0)
   local pt = redis.call('PTTL', l)
   if pt == -2 then
-    local h = head_of(j, ms)
+    local h = head_of(j, now)
     if h and h ~= ARGV[3] and st == 1 then st = 2 end
   elseif redis.call('GET', l) == ARGV[1] then
     mine = mine + 1
@@ -63,22 +60,22 @@ for j = 1, k do
   end
 end
 if st == 1 and mine < k then
-  if gone_any(k, ARGV[1], ms) then return {3, 0, now, e} end
+  if gone_any(k, ARGV[1], now) then return {3, 0, us, e} end
   for j = 1, k do
     local l = key(j, 0)
     if redis.call('EXISTS', l) == 0 then redis.call('SET', l, ARGV[1], 'PX', ARGV[2]) end
   end
 end
 if st ~= 1 and ARGV[3] ~= '' then
-  if gone_any(k, ARGV[1], ms) then return {3, 0, now, e} end
+  if gone_any(k, ARGV[1], now) then return {3, 0, us, e} end
   for j = 1, k do
     local q, d = key(j, 2), key(j, 3)
     redis.call('ZADD', q, 'NX', ARGV[4], ARGV[3])
-    redis.call('HSET', d, ARGV[3], ms + tonumber(ARGV[5]))
+    redis.call('HSET', d, ARGV[3], now + tonumber(ARGV[5]))
     if redis.call('PTTL', q) < tonumber(ARGV[5]) then
       redis.call('PEXPIRE', q, ARGV[5])
       redis.call('PEXPIRE', d, ARGV[5])
     end
   end
 end
-return set_reply(st, p, now, e, k)
+return set_reply(st, p, e, k)
