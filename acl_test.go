@@ -555,7 +555,6 @@ var aclUntried = map[string]string{
 	"dlock-single +persist":  persistWhy,
 	"dlock-permits +persist": persistWhy,
 	"dlock-rwlock +persist":  persistWhy,
-	"dlock-claims +persist":  persistWhy,
 
 	"dlock-single +zremrangebyscore":  goneWhy,
 	"dlock-permits +zremrangebyscore": goneWhy,
@@ -564,7 +563,7 @@ var aclUntried = map[string]string{
 	"dlock-claims +pexpire":           goneWhy,
 	"dlock-claims +pttl":              goneWhy,
 
-	"dlock-rwlock +hget":   "drops a lapsed ticket at the head of the queue (a waiter that died waiting)",
+	"dlock-quorum +hget":   "looks at the ticket of a head of the queue other than the caller's own (a waiter ahead of it, or one that died waiting)",
 	"dlock-claims +del":    "an item completed, its done record lapsed, and added again",
 	"dlock-claims +exists": "a claim that finds items returned to the queue while it ran",
 	"dlock-claims +get":    "a claim's extend or finish refused after its lease lapsed and a later claim completed the item",

@@ -2,7 +2,6 @@ package quorum
 
 import (
 	"embed"
-	"slices"
 
 	"github.com/dlockgo/dlock/internal/engine"
 	"github.com/dlockgo/dlock/node"
@@ -41,22 +40,22 @@ func on(b bool) int {
 	return 0
 }
 
-// phase1 builds the variants of a phase 1 script named name: the files
-// of functions body calls (fns), an epoch step, a reply, then body. The
+// phase1 builds the variants of a phase 1 script named name: an epoch
+// step, a reply, then body. The
 // epoch step is epoch_off.lua, or with the guard epoch_check.lua; the
 // reply replies[0], or with tokens replies[1]. With trusted, a server
 // process runs a guarded one's trusting form (epoch_trust.lua) only after
 // its checking one (node.NewScriptAfter); without, the guarded one checks
 // the epoch against INFO at every run. Their names add "+token", and
 // "+check" or "+trust".
-func phase1(name string, fns []string, body string, replies [2]string, trusted bool) (v variants) {
+func phase1(name, body string, replies [2]string, trusted bool) (v variants) {
 	for tokens, reply := range replies {
 		n := name
 		if tokens == 1 {
 			n += "+token"
 		}
 		spec := func(suffix, step string) engine.Spec {
-			return engine.Spec{Name: n + suffix, FS: luaFS, Lib: lib, Body: slices.Concat(fns, []string{step, reply, body})}
+			return engine.Spec{Name: n + suffix, FS: luaFS, Lib: lib, Body: []string{step, reply, body}}
 		}
 		v[tokens][0] = engine.Script(spec("", "epoch_off.lua"))
 		v[tokens][1] = engine.Script(spec("+check", "epoch_check.lua"))
@@ -73,19 +72,17 @@ func phase1(name string, fns []string, body string, replies [2]string, trusted b
 var (
 	// voteScripts: a lock's vote. KEYS: keySet.acquire; ARGV: owner, TTL
 	// ms, waiter, its score, its ticket life ms.
-	voteScripts = phase1("quorum/vote", lockLib, "vote.lua", lockReplies, true)
+	voteScripts = phase1("quorum/vote", "vote.lua", lockReplies, true)
 	// forceScripts: an operator's break (ForceRelease), the vote with
 	// force.lua for vote.lua. A break is rare: with the guard, each
 	// checks the epoch against INFO.
-	forceScripts = phase1("quorum/force", lockLib, "force.lua", lockReplies, false)
+	forceScripts = phase1("quorum/force", "force.lua", lockReplies, false)
 	// voteSetScripts: the vote of a lease on several locks. KEYS:
 	// lockSet.vote; ARGV: those of a lock's vote, then the number of
 	// locks.
-	voteSetScripts = phase1("quorum/vote_set", nil, "vote_set.lua",
+	voteSetScripts = phase1("quorum/vote_set", "vote_set.lua",
 		[2]string{"reply_set.lua", "reply_set_token.lua"}, true)
 
-	// lockLib: the functions a lock's vote and break call.
-	lockLib = []string{"head.lua"}
 	// lockReplies: their replies, without and with tokens.
 	lockReplies = [2]string{"reply.lua", "reply_token.lua"}
 )

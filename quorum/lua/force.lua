@@ -1,6 +1,6 @@
 -- force: an operator's break on one node, phase 1 of a forced claim. It
--- follows head.lua, epoch.lua, one epoch_*.lua (vote_epoch) and one
--- reply*.lua, as vote.lua does.
+-- follows one epoch_*.lua (vote_epoch) and one reply*.lua, as vote.lua
+-- does.
 --
 -- KEYS[1..5]  as vote.lua's: lock, gone, queue, queue deadlines, epoch
 --             record; with tokens also fence counter, floor, high-water

@@ -1,5 +1,7 @@
--- vote: phase 1 of an acquisition on one node. It follows head.lua,
--- epoch.lua, one epoch_*.lua (vote_epoch) and one reply*.lua.
+-- vote: phase 1 of an acquisition on one node. It follows one
+-- epoch_*.lua (vote_epoch) and one reply*.lua, and calls the guard's
+-- functions (epoch.lua) and the engine's library (the clock, gone, the
+-- queue's join, ticket and head).
 --
 -- KEYS[1..5]  lock, gone, queue, queue deadlines, epoch record; with tokens
 --             also fence counter, floor, high-water mark, repair mark
@@ -12,7 +14,9 @@
 -- Status: 0 held by another owner, 1 set for this owner, 2 free but
 -- promised to an earlier waiter, 3 this owner was given up (a late vote,
 -- refused). It grants the lock to the owner when it is free, the owner was
--- not given up, and the queue is empty or its head is this waiter. A vote
+-- not given up, and the queue is empty or its head is this waiter (the
+-- heads ahead of it whose ticket lapsed dropped, its own ticket counting
+-- whatever its deadline: see head). A vote
 -- run again by the owner that made it (a client that re-sent it after its
 -- reply was lost) finds the lock its own, and is the vote it made. A waiter
 -- granted keeps its ticket, at the head, until its lease is released:
@@ -27,7 +31,7 @@ if type(e) == 'table' then return e end
 local st, p = 0, redis.call('PTTL', KEYS[1])
 if p == -2 then
   p = 0
-  local h = head(now)
+  local h = head(KEYS[3], KEYS[4], ARGV[3])
   if h and h ~= ARGV[3] then
     st = 2
   elseif gone(KEYS[2], ARGV[1], now) then
@@ -41,11 +45,7 @@ elseif redis.call('GET', KEYS[1]) == ARGV[1] then
 end
 if st ~= 1 and ARGV[3] ~= '' then
   if gone(KEYS[2], ARGV[1], now) then return {3, 0, us, e} end
-  redis.call('ZADD', KEYS[3], 'NX', ARGV[4], ARGV[3])
-  redis.call('HSET', KEYS[4], ARGV[3], now + tonumber(ARGV[5]))
-  if redis.call('PTTL', KEYS[3]) < tonumber(ARGV[5]) then
-    redis.call('PEXPIRE', KEYS[3], ARGV[5])
-    redis.call('PEXPIRE', KEYS[4], ARGV[5])
-  end
+  join(KEYS[3], ARGV[3], ARGV[4])
+  ticket(KEYS[3], KEYS[4], ARGV[3], tonumber(ARGV[5]))
 end
 return reply(st, p, e)

@@ -1,6 +1,7 @@
 -- vote_set: phase 1 of an acquisition of several locks at once on one
--- node: it grants all of them to the owner, or none. It follows epoch.lua,
--- one epoch_*.lua (vote_epoch) and one reply_set*.lua (set_reply, more).
+-- node: it grants all of them to the owner, or none. It follows one
+-- epoch_*.lua (vote_epoch) and one reply_set*.lua (set_reply, more), as
+-- vote.lua follows its own.
 --
 -- KEYS[1..5]  the first lock's lock, gone, queue, queue deadlines, then
 --             the epoch record; with tokens also its fence counter, the
@@ -26,16 +27,6 @@ local function key(j, o)
   if j == 1 then return KEYS[o + 1] end
   return KEYS[more + 5 * (j - 2) + o]
 end
-local function head_of(j, ms)
-  local q, d = key(j, 2), key(j, 3)
-  while true do
-    local h = redis.call('ZRANGE', q, 0, 0)[1]
-    if not h then return false end
-    if tonumber(redis.call('HGET', d, h) or '0') > ms then return h end
-    redis.call('ZREM', q, h)
-    redis.call('HDEL', d, h)
-  end
-end
 local function gone_any(k, id, ms)
   for j = 1, k do
     if gone(key(j, 1), id, ms) then return true end
@@ -50,7 +41,7 @@ for j = 1, k do
   local l = key(j, 0)
   local pt = redis.call('PTTL', l)
   if pt == -2 then
-    local h = head_of(j, now)
+    local h = head(key(j, 2), key(j, 3), ARGV[3])
     if h and h ~= ARGV[3] and st == 1 then st = 2 end
   elseif redis.call('GET', l) == ARGV[1] then
     mine = mine + 1
@@ -69,13 +60,8 @@ end
 if st ~= 1 and ARGV[3] ~= '' then
   if gone_any(k, ARGV[1], now) then return {3, 0, us, e} end
   for j = 1, k do
-    local q, d = key(j, 2), key(j, 3)
-    redis.call('ZADD', q, 'NX', ARGV[4], ARGV[3])
-    redis.call('HSET', d, ARGV[3], now + tonumber(ARGV[5]))
-    if redis.call('PTTL', q) < tonumber(ARGV[5]) then
-      redis.call('PEXPIRE', q, ARGV[5])
-      redis.call('PEXPIRE', d, ARGV[5])
-    end
+    join(key(j, 2), ARGV[3], ARGV[4])
+    ticket(key(j, 2), key(j, 3), ARGV[3], tonumber(ARGV[5]))
   end
 end
 return set_reply(st, p, e, k)
