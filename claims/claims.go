@@ -121,7 +121,7 @@ type Queue struct {
 	cfg    config
 	kit    claimcore.Kit
 	keepMs string // how long a completed item's record stays, in ms
-	idleMs string // -1: for ever
+	idleMs string // "0": for ever
 }
 
 // New returns the queue called name on n. Queues of the same name on the
@@ -140,7 +140,7 @@ func New(n node.Node, name string, opts ...Option) (*Queue, error) {
 	}
 	q := &Queue{n: n, name: name, cfg: cfg,
 		keepMs: strconv.FormatInt(cfg.keepDone.Milliseconds(), 10),
-		idleMs: "-1"}
+		idleMs: "0"}
 	if cfg.Idle > 0 {
 		q.idleMs = strconv.FormatInt(max(cfg.Idle.Milliseconds(), 1), 10)
 	}

@@ -29,7 +29,7 @@ var (
 	// ms until the next lease ends (-1: none; -2: the owner was abandoned).
 	claimScript = engine.Script(engine.Spec{Name: "claims/claim", FS: luaFS, Lib: lib, Body: []string{"claim.lua"}})
 	// completeScript: ARGV id, owner, token, done record ms, token floor
-	// ms (-1: for ever). Replies 1, or the error DLSTALE <token>.
+	// ms ("0": for ever). Replies 1, or the error DLSTALE <token>.
 	completeScript = engine.Script(engine.Spec{Name: "claims/complete", FS: luaFS, Lib: lib, Body: []string{"complete.lua"}})
 	// retryScript: ARGV id, owner, token. Replies 1, or the error DLSTALE
 	// <token>.

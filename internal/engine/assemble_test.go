@@ -24,7 +24,12 @@ func TestSourceChunks(t *testing.T) {
 	}{
 		{"return 1\n", nil},
 		{"return fmt(1)\n", []string{"fmt"}},
-		{"local a, bad = draw(nil, 'x')\n", []string{"clock", "now", "us", "draw"}},
+		{"local a, bad = draw(nil, 'x')\n", []string{"clock", "now", "us", "draw_at", "draw"}},
+		{"local a, bad = draw_at(nil, 'x', 1)\n", []string{"draw_at"}},
+		{"return stale(fmt(1))\n", []string{"fmt", "stale"}},
+		{"setpx(KEYS[1], 'v', '0')\n", []string{"setpx"}},
+		{"stretch(10, KEYS[1], KEYS[2])\n", []string{"stretch"}},
+		{"return first_left(KEYS[1])\n", []string{"clock", "now", "us", "first_left"}},
 		{"return now\n", []string{"clock", "now", "us"}},
 		{"if buried(ARGV[1], nil) then return 0 end\n", []string{"clock", "now", "us", "K", "gone", "buried"}},
 		{"bury(ARGV[1], 10, nil)\n", []string{"clock", "now", "us", "K", "fmt", "remember", "bury"}},

@@ -43,7 +43,7 @@ local function judge(e, info, rk)
   elseif e and rk and redis.call('GET', rk) == e then
     return '0 ' .. run, true, true
   end
-  return string.format('%.0f', stamp) .. ' ' .. run, true
+  return fmt(stamp) .. ' ' .. run, true
 end
 local function epoch(rk)
   local ok, info = pcall(redis.call, 'INFO', 'server')

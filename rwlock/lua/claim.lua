@@ -58,13 +58,13 @@ else
   local u = redis.call('ZSCORE', R, owner)
   if u and tonumber(u) > now then
     redis.call('ZADD', R, fmt(now + ttl), owner)
-    hold(ttl)
+    stretch(ttl, R)
     exp = kept(exp, ARGV[4])
     return attempts
   end
 end
 if buried(owner, st[5]) then return {hint(), 0} end
-local pruned = prune()
+local pruned = drop_lapsed()
 local place = redis.call('ZSCORE', Q, owner)
 local ok = false
 if not writer then
@@ -91,7 +91,7 @@ if ok then
       redis.call('HSET', P, 'attempts', fmt(attempts), 'rtoken', fmt(attempts), 'rrun', run)
     end
     redis.call('ZADD', R, fmt(now + ttl), owner)
-    hold(ttl)
+    stretch(ttl, R)
   end
   exp = kept(exp, ARGV[4])
   -- A ticket that lapsed may have held up the waiters behind it.

@@ -11,7 +11,7 @@
 -- and the lease is still running: an expired lease is never revived.
 local r = redis.call('HMGET', KEYS[1], 'owner', 'attempts', 'until', 'exp')
 if r[1] ~= ARGV[1] or r[2] ~= ARGV[2] or not r[3] or tonumber(r[3]) <= now then
-  return redis.error_reply('DLSTALE ' .. (r[2] or '0'))
+  return stale(r[2] or '0')
 end
 local exp, ms = keep(r[4], ARGV[5])
 if exp then

@@ -9,5 +9,5 @@ if type(v) ~= 'table' then
     redis.call('PEXPIRE', KEYS[1], ARGV[4])
     return 1
   end
-  return redis.error_reply('DLSTALE ' .. (v and string.match(v, '^%d+') or '0'))
+  return stale(v and string.match(v, '^%d+') or '0')
 end

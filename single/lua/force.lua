@@ -24,18 +24,14 @@ local v = redis.pcall('GET', K)
 if type(v) ~= 'table' then
   local a, own
   if v then
-    a, own = string.match(v, '^(%d+) (.+)$')
+    a, own = lean(v)
     if not a then a = v end
   end
   local left = 0
   if own then left = redis.call('PTTL', K) end
   local n, bad = draw(a, 'attempts')
   if not n then return bad end
-  if ARGV[1] == '0' then
-    redis.call('SET', K, fmt(n))
-  else
-    redis.call('SET', K, fmt(n), 'PX', ARGV[1])
-  end
+  setpx(K, fmt(n), ARGV[1])
   if own then redis.call('PUBLISH', K .. ':released', '') end
   return {own or '', a or '0', fmt(n), left}
 end

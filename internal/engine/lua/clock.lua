@@ -10,3 +10,12 @@ end
 
 -- now, us: the server's clock at the script's start, in ms and in µs.
 local now, us = clock()
+
+-- first_left(z): ms from now until the lowest score of the sorted set z
+-- (server ms: the end of the first lease of those it holds), at least 0;
+-- 0 when z is empty.
+local function first_left(z)
+  local first = redis.call('ZRANGE', z, 0, 0, 'WITHSCORES')
+  if not first[2] then return 0 end
+  return math.max(0, tonumber(first[2]) - now)
+end

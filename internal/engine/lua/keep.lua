@@ -1,4 +1,4 @@
--- keep: the idle expiry of a key's hash, K.
+-- keep: the idle expiry of a key's hash, K, and of the keys beside it.
 
 -- keep(exp, life): keep K for at least life ms from now (a string; '0':
 -- for ever), moving its expiry only when it must. exp is the hash's exp
@@ -40,4 +40,17 @@ local function kept(exp, life)
   redis.call('HSET', K, 'exp', e)
   expire(e, ms)
   return e
+end
+
+-- stretch(ms, ...): the keys given last at least ms more: when the first
+-- of them expires sooner, each is set to expire in 1.5 × ms, so that the
+-- next grants and extensions for a while set none.
+local function stretch(ms, ...)
+  local keys = {...}
+  if redis.call('PTTL', keys[1]) < ms then
+    ms = ms + math.floor(ms / 2)
+    for i = 1, #keys do
+      redis.call('PEXPIRE', keys[i], ms)
+    end
+  end
 end
