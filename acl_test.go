@@ -19,7 +19,7 @@ import (
 	"github.com/dlockgo/dlock/connect"
 	"github.com/dlockgo/dlock/election"
 	"github.com/dlockgo/dlock/fence"
-	"github.com/dlockgo/dlock/internal/engine"
+	"github.com/dlockgo/dlock/internal/engine/lua"
 	"github.com/dlockgo/dlock/internal/testkit/redistest"
 	"github.com/dlockgo/dlock/lease"
 	"github.com/dlockgo/dlock/node"
@@ -38,7 +38,7 @@ const aclPassword = "CHANGE-ME"
 
 // aclUsers are the users the doc gives a line for, each with what it is
 // for: the exercise that must pass under exactly that line, and the
-// scripts (registered by engine.Script, by name prefix) its line must
+// scripts (registered by lua.Script, by name prefix) its line must
 // allow every command of.
 var aclUsers = []struct {
 	name    string
@@ -616,7 +616,7 @@ func TestACLCoversScripts(t *testing.T) {
 	for _, u := range aclUsers {
 		want := map[string]bool{}
 		for _, prefix := range u.scripts {
-			scripts := engine.Scripts(prefix)
+			scripts := lua.Scripts(prefix)
 			require.NotEmpty(t, scripts, prefix)
 			for _, s := range scripts {
 				srcs := []string{s.Script.Source()}

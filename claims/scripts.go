@@ -3,7 +3,7 @@ package claims
 import (
 	"embed"
 
-	"github.com/dlockgo/dlock/internal/engine"
+	"github.com/dlockgo/dlock/internal/engine/lua"
 )
 
 // The scripts, one per transition, each in lua/ with its keys, arguments,
@@ -24,22 +24,22 @@ var lib = []string{"items.lua"}
 
 var (
 	// addScript: ARGV the ids. Replies how many were added.
-	addScript = engine.Script(engine.Spec{Name: "claims/add", FS: luaFS, Lib: lib, Body: []string{"add.lua"}})
+	addScript = lua.Script(lua.Spec{Name: "claims/add", FS: luaFS, Lib: lib, Body: []string{"add.lua"}})
 	// claimScript: ARGV owner, TTL ms. Replies {id, token, count}, or the
 	// ms until the next lease ends (-1: none; -2: the owner was abandoned).
-	claimScript = engine.Script(engine.Spec{Name: "claims/claim", FS: luaFS, Lib: lib, Body: []string{"claim.lua"}})
+	claimScript = lua.Script(lua.Spec{Name: "claims/claim", FS: luaFS, Lib: lib, Body: []string{"claim.lua"}})
 	// completeScript: ARGV id, owner, token, done record ms, token floor
 	// ms ("0": for ever). Replies 1, or the error DLSTALE <token>.
-	completeScript = engine.Script(engine.Spec{Name: "claims/complete", FS: luaFS, Lib: lib, Body: []string{"complete.lua"}})
+	completeScript = lua.Script(lua.Spec{Name: "claims/complete", FS: luaFS, Lib: lib, Body: []string{"complete.lua"}})
 	// retryScript: ARGV id, owner, token. Replies 1, or the error DLSTALE
 	// <token>.
-	retryScript = engine.Script(engine.Spec{Name: "claims/retry", FS: luaFS, Lib: lib, Body: []string{"retry.lua"}})
+	retryScript = lua.Script(lua.Spec{Name: "claims/retry", FS: luaFS, Lib: lib, Body: []string{"retry.lua"}})
 	// extendScript: ARGV id, owner, token, TTL ms. Replies 1, or the error
 	// DLSTALE <token>.
-	extendScript = engine.Script(engine.Spec{Name: "claims/extend", FS: luaFS, Lib: lib, Body: []string{"extend.lua"}})
+	extendScript = lua.Script(lua.Spec{Name: "claims/extend", FS: luaFS, Lib: lib, Body: []string{"extend.lua"}})
 	// abandonScript: ARGV owner, ms to remember it (see claimcore.AbandonKeep).
 	// Replies 1 when it returned an item to the queue.
-	abandonScript = engine.Script(engine.Spec{Name: "claims/abandon", FS: luaFS, Lib: lib, Body: []string{"abandon.lua"}})
+	abandonScript = lua.Script(lua.Spec{Name: "claims/abandon", FS: luaFS, Lib: lib, Body: []string{"abandon.lua"}})
 	// statsScript: no ARGV. Replies {pending, claimed, expired}.
-	statsScript = engine.Script(engine.Spec{Name: "claims/stats", FS: luaFS, Lib: lib, Body: []string{"stats.lua"}})
+	statsScript = lua.Script(lua.Spec{Name: "claims/stats", FS: luaFS, Lib: lib, Body: []string{"stats.lua"}})
 )

@@ -5,7 +5,7 @@ import (
 	"strconv"
 
 	"github.com/dlockgo/dlock/internal/acquire"
-	"github.com/dlockgo/dlock/internal/engine"
+	"github.com/dlockgo/dlock/internal/engine/lua"
 	"github.com/dlockgo/dlock/node"
 )
 
@@ -21,7 +21,7 @@ var ErrNotRepaired = errNotRepaired
 // would let it run unchecked.
 func Scripts() []*node.Script {
 	var out []*node.Script
-	for _, s := range engine.Scripts("quorum/") {
+	for _, s := range lua.Scripts("quorum/") {
 		if s.Script.First() == nil {
 			out = append(out, s.Script)
 		}

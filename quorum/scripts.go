@@ -3,7 +3,7 @@ package quorum
 import (
 	"embed"
 
-	"github.com/dlockgo/dlock/internal/engine"
+	"github.com/dlockgo/dlock/internal/engine/lua"
 	"github.com/dlockgo/dlock/node"
 )
 
@@ -54,15 +54,15 @@ func phase1(name, body string, replies [2]string, trusted bool) (v variants) {
 		if tokens == 1 {
 			n += "+token"
 		}
-		spec := func(suffix, step string) engine.Spec {
-			return engine.Spec{Name: n + suffix, FS: luaFS, Lib: lib, Body: []string{step, reply, body}}
+		spec := func(suffix, step string) lua.Spec {
+			return lua.Spec{Name: n + suffix, FS: luaFS, Lib: lib, Body: []string{step, reply, body}}
 		}
-		v[tokens][0] = engine.Script(spec("", "epoch_off.lua"))
-		v[tokens][1] = engine.Script(spec("+check", "epoch_check.lua"))
+		v[tokens][0] = lua.Script(spec("", "epoch_off.lua"))
+		v[tokens][1] = lua.Script(spec("+check", "epoch_check.lua"))
 		if trusted {
 			trust := spec("+trust", "epoch_trust.lua")
 			trust.After = v[tokens][1]
-			v[tokens][1] = engine.Script(trust)
+			v[tokens][1] = lua.Script(trust)
 		}
 	}
 	return v
@@ -91,35 +91,35 @@ var (
 	// commitScript: KEYS keySet.commit; ARGV owner, token, the counter's
 	// lifetime ms (Locker.keep). Replies 1, 0 (not the owner) or -1 (the
 	// counter is not lower).
-	commitScript = engine.Script(engine.Spec{Name: "quorum/commit", FS: luaFS, Body: []string{"commit.lua"}})
+	commitScript = lua.Script(lua.Spec{Name: "quorum/commit", FS: luaFS, Body: []string{"commit.lua"}})
 	// repairScript: KEYS repairKeys; ARGV the epoch record, the floor.
 	// Replies 1, or 0 when the record changed.
-	repairScript = engine.Script(engine.Spec{Name: "quorum/repair", FS: luaFS, Body: []string{"repair.lua"}})
+	repairScript = lua.Script(lua.Spec{Name: "quorum/repair", FS: luaFS, Body: []string{"repair.lua"}})
 	// extendScript: KEYS keySet.extend; ARGV owner, TTL ms, the counter's
 	// lifetime ms. Replies 1 or 0.
-	extendScript = engine.Script(engine.Spec{Name: "quorum/extend", FS: luaFS, Body: []string{"extend.lua"}})
+	extendScript = lua.Script(lua.Spec{Name: "quorum/extend", FS: luaFS, Body: []string{"extend.lua"}})
 	// releaseScript: KEYS keySet.release; ARGV owner, channel, ms to
 	// remember the owner ('0' not to), waiter, token. Replies 1 (deleted),
 	// 2 (gone, the counter still at the token) or 0.
-	releaseScript = engine.Script(engine.Spec{Name: "quorum/release", FS: luaFS, Body: []string{"release.lua"}})
+	releaseScript = lua.Script(lua.Spec{Name: "quorum/release", FS: luaFS, Body: []string{"release.lua"}})
 	// leaveScript: KEYS the first four of keySet.release; ARGV waiter,
 	// channel. Replies 1.
-	leaveScript = engine.Script(engine.Spec{Name: "quorum/leave", FS: luaFS, Body: []string{"leave.lua"}})
+	leaveScript = lua.Script(lua.Spec{Name: "quorum/leave", FS: luaFS, Body: []string{"leave.lua"}})
 )
 
 var (
 	// commitSetScript: KEYS lockSet.commit; ARGV owner, the counters'
 	// lifetime ms, each lock's token. Replies as commitScript, for the
 	// whole set.
-	commitSetScript = engine.Script(engine.Spec{Name: "quorum/commit_set", FS: luaFS, Body: []string{"commit_set.lua"}})
+	commitSetScript = lua.Script(lua.Spec{Name: "quorum/commit_set", FS: luaFS, Body: []string{"commit_set.lua"}})
 	// extendSetScript: KEYS lockSet.extend; ARGV owner, TTL ms, the
 	// counters' lifetime ms, keys per lock. Replies 1 or 0.
-	extendSetScript = engine.Script(engine.Spec{Name: "quorum/extend_set", FS: luaFS, Body: []string{"extend_set.lua"}})
+	extendSetScript = lua.Script(lua.Spec{Name: "quorum/extend_set", FS: luaFS, Body: []string{"extend_set.lua"}})
 	// releaseSetScript: KEYS lockSet.release; ARGV owner, '1' to publish,
 	// ms to remember the owner, waiter, then each lock's channel and
 	// token. Replies 1 or 0.
-	releaseSetScript = engine.Script(engine.Spec{Name: "quorum/release_set", FS: luaFS, Body: []string{"release_set.lua"}})
+	releaseSetScript = lua.Script(lua.Spec{Name: "quorum/release_set", FS: luaFS, Body: []string{"release_set.lua"}})
 	// leaveSetScript: KEYS lockSet.leave; ARGV waiter, each lock's
 	// channel. Replies 1.
-	leaveSetScript = engine.Script(engine.Spec{Name: "quorum/leave_set", FS: luaFS, Body: []string{"leave_set.lua"}})
+	leaveSetScript = lua.Script(lua.Spec{Name: "quorum/leave_set", FS: luaFS, Body: []string{"leave_set.lua"}})
 )

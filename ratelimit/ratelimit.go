@@ -116,7 +116,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/dlockgo/dlock/internal/engine"
+	"github.com/dlockgo/dlock/internal/engine/lua"
 	"github.com/dlockgo/dlock/internal/keyname"
 	"github.com/dlockgo/dlock/lease"
 	"github.com/dlockgo/dlock/node"
@@ -131,13 +131,13 @@ var (
 	// the tolerance µs, n, how long to keep the admission refundable µs
 	// (0: no log). Replies {admitted 1/0, left, µs until retry, µs until
 	// full, and when admitted its id}.
-	gcraScript = engine.Script(engine.Spec{Name: "ratelimit/gcra", FS: luaFS, Lib: lib, Body: []string{"gcra.lua"}})
+	gcraScript = lua.Script(lua.Spec{Name: "ratelimit/gcra", FS: luaFS, Lib: lib, Body: []string{"gcra.lua"}})
 	// refundScript: KEYS the limit's keys; ARGV the admission's id, the
 	// keep µs. Replies 1 when it undid the admission.
-	refundScript = engine.Script(engine.Spec{Name: "ratelimit/refund", FS: luaFS, Lib: lib, Body: []string{"refund.lua"}})
+	refundScript = lua.Script(lua.Spec{Name: "ratelimit/refund", FS: luaFS, Lib: lib, Body: []string{"refund.lua"}})
 	// chargeScript: KEYS the limit's keys; ARGV n × the interval µs, the
 	// tolerance µs, the keep µs. Replies 1.
-	chargeScript = engine.Script(engine.Spec{Name: "ratelimit/charge", FS: luaFS, Lib: lib, Body: []string{"charge.lua"}})
+	chargeScript = lua.Script(lua.Spec{Name: "ratelimit/charge", FS: luaFS, Lib: lib, Body: []string{"charge.lua"}})
 )
 
 //go:embed lua

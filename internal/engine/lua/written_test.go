@@ -1,4 +1,4 @@
-package engine_test
+package lua_test
 
 import (
 	"fmt"
@@ -11,7 +11,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/dlockgo/dlock/internal/engine"
+	"github.com/dlockgo/dlock/internal/engine/lua"
 )
 
 // libDir is where the engine's library lives, from the module's root.
@@ -35,11 +35,11 @@ var alternatives = map[string][]string{
 // and each of the library's values before its first use (the library's
 // chunks come out in the order of their dependencies).
 func TestLuaWrittenOnce(t *testing.T) {
-	files := luaFiles(t, filepath.Join("..", ".."))
+	files := luaFiles(t, filepath.Join("..", "..", ".."))
 	if len(files) == 0 || files[libDir+"clock.lua"] == "" {
-		t.Fatalf("read %d Lua files, not the library's clock.lua: not run from internal/engine?", len(files))
+		t.Fatalf("read %d Lua files, not the library's clock.lua: not run from internal/engine/lua?", len(files))
 	}
-	lib, err := engine.Names()
+	lib, err := lua.Names()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -47,7 +47,7 @@ func TestLuaWrittenOnce(t *testing.T) {
 	errs = append(errs, writtenTwice(files, alternatives)...)
 	errs = append(errs, shadowing(files, lib)...)
 	values := libValues(files)
-	scripts := engine.Scripts("")
+	scripts := lua.Scripts("")
 	if len(scripts) == 0 {
 		t.Fatal("no script registered")
 	}
@@ -174,7 +174,7 @@ func writtenTwice(files map[string]string, alts map[string][]string) []string {
 	where := map[string][]string{}
 	for path, text := range files {
 		seen := map[string]bool{}
-		for l := range strings.SplitSeq(engine.Code(text), "\n") {
+		for l := range strings.SplitSeq(lua.Code(text), "\n") {
 			if m := functionDef.FindStringSubmatch(l); m != nil && !seen[m[1]] {
 				seen[m[1]] = true
 				where[m[1]] = append(where[m[1]], path)
@@ -205,8 +205,8 @@ func shadowing(files map[string]string, lib []string) []string {
 		if strings.HasPrefix(path, libDir) {
 			continue
 		}
-		names := engine.Declared(text)
-		for l := range strings.SplitSeq(engine.Code(text), "\n") {
+		names := lua.Declared(text)
+		for l := range strings.SplitSeq(lua.Code(text), "\n") {
 			if m := functionDef.FindStringSubmatch(l); m != nil {
 				names = append(names, m[1])
 			}
@@ -229,7 +229,7 @@ func libValues(files map[string]string) []string {
 		if !strings.HasPrefix(path, libDir) {
 			continue
 		}
-		for l := range strings.SplitSeq(engine.Code(text), "\n") {
+		for l := range strings.SplitSeq(lua.Code(text), "\n") {
 			if m := valueDef.FindStringSubmatch(l); m != nil && !strings.HasPrefix(strings.TrimSpace(m[1]), "function") {
 				for n := range strings.SplitSeq(m[1], ",") {
 					out = append(out, strings.TrimSpace(n))
@@ -246,7 +246,7 @@ func libValues(files map[string]string) []string {
 // after the call, and a use of one of values (declared at the left
 // margin) before its declaration.
 func outOfOrder(name, src string, values []string) []string {
-	lines := strings.Split(engine.Code(src), "\n")
+	lines := strings.Split(lua.Code(src), "\n")
 	defs := map[string]int{}
 	var errs []string
 	for i, l := range lines {

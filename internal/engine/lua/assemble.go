@@ -1,4 +1,17 @@
-package engine
+// Package lua is the one Lua library of dlock's scripts (the .lua files
+// beside this one: the server's clock read once, tokens, the idle expiry
+// of a key's hash, gone owners and the ticket queue) and the one way to
+// assemble a script from it: each function in the scripts that call it,
+// and only there (Spec, Source, Script). It also keeps the registry of
+// every script the packages run, by a name that says which package's
+// data model it acts on ("single/claim", "quorum/vote+token+check"), so
+// that one list holds them all for the tests that judge them together:
+// their text (TestScriptsGolden), the Lua written once
+// (TestLuaWrittenOnce), the ACL lines, the scripts a test preloads.
+//
+// It imports node alone, so that every package, fence's store and the
+// engine among them, can build its scripts with it.
+package lua
 
 import (
 	"embed"
@@ -16,7 +29,7 @@ import (
 // The library, in the order its chunks come out in a script, which is
 // the order of their dependencies: a chunk uses only those before it.
 var (
-	//go:embed lua
+	//go:embed *.lua
 	libFS embed.FS
 
 	libFiles = []string{"clock.lua", "key.lua", "num.lua", "token.lua", "keep.lua", "gone.lua", "queue.lua"}
@@ -76,9 +89,9 @@ func lib() (library, error) {
 	engineLibOnce.Do(func() {
 		var files []namedText
 		for _, f := range libFiles {
-			b, err := fs.ReadFile(libFS, path.Join("lua", f))
+			b, err := fs.ReadFile(libFS, f)
 			if err != nil {
-				engineLibErr = fmt.Errorf("engine: %w", err)
+				engineLibErr = fmt.Errorf("lua: %w", err)
 				return
 			}
 			files = append(files, namedText{"internal/engine/lua/" + f, string(b)})
@@ -103,7 +116,7 @@ func build(base library, files []namedText) (library, error) {
 		for _, c := range cs {
 			for _, n := range c.names {
 				if i := l.defining(n); i >= 0 {
-					return nil, fmt.Errorf("engine: %s defines %s, which %s defines", f.name, n, l[i].file)
+					return nil, fmt.Errorf("lua: %s defines %s, which %s defines", f.name, n, l[i].file)
 				}
 			}
 			l = append(l, c)
@@ -115,7 +128,7 @@ func build(base library, files []namedText) (library, error) {
 				continue
 			}
 			if j > i {
-				return nil, fmt.Errorf("engine: %s: %s uses %s before its definition (in %s)", l[i].file, l[i].names[0], l[j].names[0], l[j].file)
+				return nil, fmt.Errorf("lua: %s: %s uses %s before its definition (in %s)", l[i].file, l[i].names[0], l[j].names[0], l[j].file)
 			}
 			l[i].deps = append(l[i].deps, j)
 		}
@@ -182,7 +195,7 @@ func chunks(file, text string) ([]chunk, error) {
 			}
 		case l[0] == ' ' || l[0] == '\t' || l == "end" || strings.HasPrefix(l, "end "):
 			if start < 0 {
-				return nil, fmt.Errorf("engine: %s:%d: a line outside any definition", file, i+1)
+				return nil, fmt.Errorf("lua: %s:%d: a line outside any definition", file, i+1)
 			}
 			comments = -1
 		default:
@@ -195,7 +208,7 @@ func chunks(file, text string) ([]chunk, error) {
 					c.names = append(c.names, strings.TrimSpace(n))
 				}
 			} else {
-				return nil, fmt.Errorf("engine: %s:%d: %q: a chunk file holds only local functions and values", file, i+1, l)
+				return nil, fmt.Errorf("lua: %s:%d: %q: a chunk file holds only local functions and values", file, i+1, l)
 			}
 			from := i
 			if comments >= 0 {
@@ -236,7 +249,7 @@ func Source(s Spec) (string, error) {
 	read := func(name string) (string, error) {
 		b, err := fs.ReadFile(s.FS, path.Join("lua", name))
 		if err != nil {
-			return "", fmt.Errorf("engine: script %s: %w", s.Name, err)
+			return "", fmt.Errorf("lua: script %s: %w", s.Name, err)
 		}
 		return string(b), nil
 	}
@@ -254,7 +267,7 @@ func Source(s Spec) (string, error) {
 			files = append(files, namedText{f, text})
 		}
 		if l, err = build(l, files); err != nil {
-			return "", fmt.Errorf("engine: script %s: %w", s.Name, err)
+			return "", fmt.Errorf("lua: script %s: %w", s.Name, err)
 		}
 	}
 	var head string
@@ -276,11 +289,11 @@ func Source(s Spec) (string, error) {
 	late := l.usedBy(Code(body.String()), own)
 	for i, c := range l {
 		if early[i] && c.value {
-			return "", fmt.Errorf("engine: script %s: its head %s uses %s, which comes after it", s.Name, s.Head, c.names[0])
+			return "", fmt.Errorf("lua: script %s: its head %s uses %s, which comes after it", s.Name, s.Head, c.names[0])
 		}
 		for _, n := range c.names {
 			if (early[i] || late[i]) && slices.Contains(own, n) {
-				return "", fmt.Errorf("engine: script %s declares %s, which a chunk it holds (%s) defines", s.Name, n, c.file)
+				return "", fmt.Errorf("lua: script %s declares %s, which a chunk it holds (%s) defines", s.Name, n, c.file)
 			}
 		}
 	}
@@ -456,7 +469,7 @@ func register(name string, s *node.Script) {
 		registry.byName = map[string]*node.Script{}
 	}
 	if _, ok := registry.byName[name]; ok {
-		panic("engine: script " + name + " registered twice")
+		panic("lua: script " + name + " registered twice")
 	}
 	registry.byName[name] = s
 }
