@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
@@ -20,6 +19,7 @@ import (
 	"github.com/dlockgo/dlock/connect"
 	"github.com/dlockgo/dlock/election"
 	"github.com/dlockgo/dlock/fence"
+	"github.com/dlockgo/dlock/internal/engine/lua"
 	"github.com/dlockgo/dlock/internal/testkit/redistest"
 	"github.com/dlockgo/dlock/lease"
 	"github.com/dlockgo/dlock/node"
@@ -39,21 +39,21 @@ const aclPassword = "CHANGE-ME"
 
 // aclUsers are the users the doc gives a line for, each with what it is
 // for: the exercise that must pass under exactly that line, and the
-// scripts (folders of *.lua, or files) its line must allow every command
-// of.
+// scripts (registered by lua.Script, by name prefix) its line must
+// allow every command of.
 var aclUsers = []struct {
 	name    string
 	scripts []string
 	servers int
 	run     func(ctx context.Context, a aclRun) error
 }{
-	{"dlock-single", []string{"single/lua", "internal/engine/lua", "internal/notice/lua/publish.lua"}, 1, aclSingle},
-	{"dlock-quorum", []string{"quorum/lua", "internal/notice/lua/publish.lua"}, 3, aclQuorum},
-	{"dlock-permits", []string{"permits/lua", "internal/engine/lua"}, 1, aclPermits},
-	{"dlock-rwlock", []string{"rwlock/lua", "internal/engine/lua"}, 1, aclRWLock},
-	{"dlock-claims", []string{"claims/lua", "internal/engine/lua/core.lua", "internal/engine/lua/gone.lua"}, 1, aclClaims},
-	{"dlock-ratelimit", []string{"ratelimit/lua"}, 3, aclRateLimit},
-	{"dlock-fence", []string{"fence/lua"}, 1, aclFence},
+	{"dlock-single", []string{"single/", "notice/"}, 1, aclSingle},
+	{"dlock-quorum", []string{"quorum/", "notice/"}, 3, aclQuorum},
+	{"dlock-permits", []string{"permits/"}, 1, aclPermits},
+	{"dlock-rwlock", []string{"rwlock/"}, 1, aclRWLock},
+	{"dlock-claims", []string{"claims/"}, 1, aclClaims},
+	{"dlock-ratelimit", []string{"ratelimit/"}, 3, aclRateLimit},
+	{"dlock-fence", []string{"fence/"}, 1, aclFence},
 }
 
 // aclGoSide are the commands the node adapters and Open send themselves,
@@ -556,7 +556,6 @@ var aclUntried = map[string]string{
 	"dlock-single +persist":  persistWhy,
 	"dlock-permits +persist": persistWhy,
 	"dlock-rwlock +persist":  persistWhy,
-	"dlock-claims +persist":  persistWhy,
 
 	"dlock-single +zremrangebyscore":  goneWhy,
 	"dlock-permits +zremrangebyscore": goneWhy,
@@ -565,7 +564,7 @@ var aclUntried = map[string]string{
 	"dlock-claims +pexpire":           goneWhy,
 	"dlock-claims +pttl":              goneWhy,
 
-	"dlock-rwlock +hget":   "drops a lapsed ticket at the head of the queue (a waiter that died waiting)",
+	"dlock-quorum +hget":   "looks at the ticket of a head of the queue other than the caller's own (a waiter ahead of it, or one that died waiting)",
 	"dlock-claims +del":    "an item completed, its done record lapsed, and added again",
 	"dlock-claims +exists": "a claim that finds items returned to the queue while it ran",
 	"dlock-claims +get":    "a claim's extend or finish refused after its lease lapsed and a later claim completed the item",
@@ -617,19 +616,18 @@ func TestACLCoversScripts(t *testing.T) {
 	lines := aclLines(t)
 	for _, u := range aclUsers {
 		want := map[string]bool{}
-		for _, s := range u.scripts {
-			files := []string{s}
-			if !strings.HasSuffix(s, ".lua") {
-				var err error
-				files, err = filepath.Glob(filepath.Join(s, "*.lua"))
-				require.NoError(t, err)
-				require.NotEmpty(t, files, s)
-			}
-			for _, f := range files {
-				b, err := os.ReadFile(f)
-				require.NoError(t, err)
-				for _, m := range scriptCall.FindAllStringSubmatch(string(b), -1) {
-					want[strings.ToLower(m[1]+m[2])] = true
+		for _, prefix := range u.scripts {
+			scripts := lua.Scripts(prefix)
+			require.NotEmpty(t, scripts, prefix)
+			for _, s := range scripts {
+				srcs := []string{s.Script.Source()}
+				if first := s.Script.First(); first != nil {
+					srcs = append(srcs, first.Source())
+				}
+				for _, src := range srcs {
+					for _, m := range scriptCall.FindAllStringSubmatch(src, -1) {
+						want[strings.ToLower(m[1]+m[2])] = true
+					}
 				}
 			}
 		}

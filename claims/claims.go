@@ -62,7 +62,7 @@ type Queue struct {
 	cfg    claimcore.Base
 	kit    claimcore.Kit
 	keepMs string // how long a completed item's record stays, in ms
-	idleMs string // -1: for ever
+	idleMs string // "0": for ever
 }
 
 // New returns the queue called name on n, configured by opts:
@@ -92,7 +92,7 @@ func New(n node.Node, name string, opts ...option.Option) (*Queue, error) {
 	}
 	q := &Queue{n: n, name: name, cfg: cfg,
 		keepMs: strconv.FormatInt(cfg.KeepDone.Milliseconds(), 10),
-		idleMs: "-1"}
+		idleMs: "0"}
 	if cfg.IdleTTL > 0 {
 		q.idleMs = strconv.FormatInt(max(cfg.IdleTTL.Milliseconds(), 1), 10)
 	}

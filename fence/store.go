@@ -9,7 +9,7 @@ import (
 	"strings"
 
 	"github.com/dlockgo/dlock/internal/argerr"
-	"github.com/dlockgo/dlock/internal/engine"
+	"github.com/dlockgo/dlock/internal/engine/lua"
 	"github.com/dlockgo/dlock/node"
 )
 
@@ -30,8 +30,8 @@ func NewStore(n node.Node) *Store { return &Store{n: n} }
 // The register's scripts, each in lua/ with its keys, arguments and
 // replies.
 var (
-	putScript = engine.Script(engine.Spec{Name: "fence/put", FS: luaFS, Body: []string{"put.lua"}})
-	getScript = engine.Script(engine.Spec{Name: "fence/get", FS: luaFS, Body: []string{"get.lua"}})
+	putScript = lua.Script(lua.Spec{Name: "fence/put", FS: luaFS, Body: []string{"put.lua"}})
+	getScript = lua.Script(lua.Spec{Name: "fence/get", FS: luaFS, Body: []string{"get.lua"}})
 )
 
 //go:embed lua

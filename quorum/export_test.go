@@ -2,9 +2,10 @@ package quorum
 
 import (
 	"context"
+	"strconv"
 
 	"github.com/dlockgo/dlock/internal/acquire"
-	"github.com/dlockgo/dlock/internal/engine"
+	"github.com/dlockgo/dlock/internal/engine/lua"
 	"github.com/dlockgo/dlock/node"
 )
 
@@ -20,7 +21,7 @@ var ErrNotRepaired = errNotRepaired
 // would let it run unchecked.
 func Scripts() []*node.Script {
 	var out []*node.Script
-	for _, s := range engine.Scripts("quorum/") {
+	for _, s := range lua.Scripts("quorum/") {
 		if s.Script.First() == nil {
 			out = append(out, s.Script)
 		}
@@ -75,3 +76,23 @@ func LateVotes(ctx context.Context, lk *Locker, key string) ([]NodeAnswer, int, 
 	}
 	return answers, tickets, nil
 }
+
+// Vote runs, on n, the vote of owner for waiter (empty for none) with
+// waiter's first attempt at score, on key alone or, with more keys, on
+// the set of key and them, without tokens or the lost-data guard, and
+// returns its status.
+func Vote(ctx context.Context, n node.Node, owner, waiter, score, key string, more ...string) (int64, error) {
+	if len(more) == 0 {
+		r, err := n.Eval(ctx, voteScripts.of(false, false), newKeySet(key).acquire(false), owner, "60000", waiter, score, "2000")
+		return r.Int(0), err
+	}
+	keys := append([]string{key}, more...)
+	r, err := n.Eval(ctx, voteSetScripts.of(false, false), newLockSet(keys, false).vote, owner, "60000", waiter, score, "2000", strconv.Itoa(len(keys)))
+	return r.Int(0), err
+}
+
+// Status of a vote's reply.
+const (
+	StatusSet    = statusSet
+	StatusQueued = statusQueued
+)

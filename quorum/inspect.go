@@ -12,7 +12,7 @@ import (
 
 	"github.com/dlockgo/dlock/fence"
 	"github.com/dlockgo/dlock/internal/acquire"
-	"github.com/dlockgo/dlock/internal/engine"
+	"github.com/dlockgo/dlock/internal/engine/lua"
 	"github.com/dlockgo/dlock/lease"
 	"github.com/dlockgo/dlock/node"
 )
@@ -20,7 +20,7 @@ import (
 // inspectScript: KEYS lock, fence counter, floor, epoch record, repair
 // mark. Replies {owner, pttl, counter, floor, now µs, stamp µs, repaired}
 // (lua/inspect.lua).
-var inspectScript = engine.Script(engine.Spec{Name: "quorum/inspect", FS: luaFS, Body: []string{"epoch.lua", "inspect.lua"}})
+var inspectScript = lua.Script(lua.Spec{Name: "quorum/inspect", FS: luaFS, Lib: lib, Body: []string{"inspect.lua"}})
 
 // Inspect reports who holds the lock on key on each node, with its fence
 // counter, metadata and time left there, whether the node sits out, and

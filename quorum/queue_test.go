@@ -340,3 +340,49 @@ func TestQueueDeadWaiter(t *testing.T) {
 		queueGoneWithin(t, srvs, key, ticketLife+time.Second)
 	})
 }
+
+// TestQueueOwnTicketLapsed: a vote drops the heads of the queue whose
+// ticket lapsed, but for its own waiter's. A waiter that votes is alive,
+// and on a quorum its ticket may have lapsed on some nodes and not on
+// others: dropping it there would have those nodes promise the lock to
+// the waiter behind it, and the others to this one. So the head whose own
+// ticket lapsed is granted, keeping its place, as the single-server
+// queue's head is; any other vote drops it first. The same for a set's
+// vote, on each lock's queue.
+func TestQueueOwnTicketLapsed(t *testing.T) {
+	ctx := t.Context()
+	srv := redistest.Start(t)
+	n := redistest.NodeFor(t, redistest.Clients[0], srv.Addr())
+	for _, keys := range [][]string{{"own"}, {"own-a", "own-b"}} {
+		for _, c := range []struct {
+			owner, waiter, score string
+			status               int64
+			left                 []string // each queue afterwards
+		}{
+			{"o1", "w1", "1", quorum.StatusSet, []string{"w1", "w2"}},
+			{"o2", "w2", "2", quorum.StatusSet, []string{"w2"}},
+			{"o3", "w3", "3", quorum.StatusQueued, []string{"w2", "w3"}},
+			{"o4", "", "0", quorum.StatusQueued, []string{"w2"}},
+		} {
+			// Each lock free, its queue w1 (its ticket lapsed a second
+			// ago) then w2 (live for a minute).
+			for _, k := range keys {
+				q, dl := "dlock:{"+k+"}:queue", "dlock:{"+k+"}:queue:deadlines"
+				ms := serverMs(t, srv)
+				do(t, srv, "DEL", q, dl, "dlock:{"+k+"}:lock")
+				do(t, srv, "ZADD", q, "1", "w1", "2", "w2")
+				do(t, srv, "HSET", dl, "w1", strconv.FormatInt(ms-1000, 10), "w2", strconv.FormatInt(ms+60_000, 10))
+			}
+			st, err := quorum.Vote(ctx, n, c.owner, c.waiter, c.score, keys[0], keys[1:]...)
+			require.NoError(t, err)
+			if st != c.status {
+				t.Errorf("%v: the vote of %s for waiter %q: status %d; want %d", keys, c.owner, c.waiter, st, c.status)
+			}
+			for _, k := range keys {
+				if got := waiters(t, srv, k); !slices.Equal(got, c.left) {
+					t.Errorf("%v: after the vote of %s for waiter %q, %s's queue is %v; want %v", keys, c.owner, c.waiter, k, got, c.left)
+				}
+			}
+		}
+	}
+}

@@ -116,7 +116,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/dlockgo/dlock/internal/engine"
+	"github.com/dlockgo/dlock/internal/engine/lua"
 	"github.com/dlockgo/dlock/internal/keyname"
 	"github.com/dlockgo/dlock/internal/settings"
 	"github.com/dlockgo/dlock/lease"
@@ -126,23 +126,27 @@ import (
 )
 
 // The scripts, in lua/ with their keys, arguments and replies; each
-// begins with log.lua, the state of the limit's keys.
+// holds the functions of log.lua (the state of the limit's keys) and of
+// the engine's library that it calls.
 var (
 	// gcraScript: KEYS the limit's keys (keysOf); ARGV the interval µs,
 	// the tolerance µs, n, how long to keep the admission refundable µs
 	// (0: no log). Replies {admitted 1/0, left, µs until retry, µs until
 	// full, and when admitted its id}.
-	gcraScript = engine.Script(engine.Spec{Name: "ratelimit/gcra", FS: luaFS, Body: []string{"log.lua", "gcra.lua"}})
+	gcraScript = lua.Script(lua.Spec{Name: "ratelimit/gcra", FS: luaFS, Lib: lib, Body: []string{"gcra.lua"}})
 	// refundScript: KEYS the limit's keys; ARGV the admission's id, the
 	// keep µs. Replies 1 when it undid the admission.
-	refundScript = engine.Script(engine.Spec{Name: "ratelimit/refund", FS: luaFS, Body: []string{"log.lua", "refund.lua"}})
+	refundScript = lua.Script(lua.Spec{Name: "ratelimit/refund", FS: luaFS, Lib: lib, Body: []string{"refund.lua"}})
 	// chargeScript: KEYS the limit's keys; ARGV n × the interval µs, the
 	// tolerance µs, the keep µs. Replies 1.
-	chargeScript = engine.Script(engine.Spec{Name: "ratelimit/charge", FS: luaFS, Body: []string{"log.lua", "charge.lua"}})
+	chargeScript = lua.Script(lua.Spec{Name: "ratelimit/charge", FS: luaFS, Lib: lib, Body: []string{"charge.lua"}})
 )
 
 //go:embed lua
 var luaFS embed.FS
+
+// lib is the package's functions a script holds when it calls them.
+var lib = []string{"log.lua"}
 
 // MaxRefill is the longest a limit may take to refill its burst,
 // Burst × Per / Rate.

@@ -1,7 +1,7 @@
 package single
 
 import (
-	"github.com/dlockgo/dlock/internal/engine"
+	"github.com/dlockgo/dlock/internal/engine/lua"
 	"github.com/dlockgo/dlock/node"
 )
 
@@ -24,7 +24,7 @@ var LeaveScript = leaveScript
 var HashClaimScript = hashClaimScript()
 
 func hashClaimScript() *node.Script {
-	src, err := engine.Source(engine.Spec{FS: luaFS, Prelude: true, Body: []string{"claim.lua"}})
+	src, err := lua.Source(lua.Spec{FS: luaFS, Body: []string{"claim.lua"}})
 	if err != nil {
 		panic(err)
 	}

@@ -89,7 +89,7 @@ type Locker struct {
 // IdleTTL: d after the end of the lease granted or extended last, and at
 // most 1.5 × (TTL + d) after it, a key's hash expires (claims move its
 // expiry only when it falls short, not each time: see keep in
-// internal/claimcore/lua/core.lua). The default, a minute, is longer than
+// internal/engine/lua/keep.lua). The default, a minute, is longer than
 // a step back of the server's clock that costs the token order nothing
 // (docs/single-lease.md). A released key in the lean form keeps its
 // counter for d exactly; a lease that runs out unreleased takes its

@@ -588,7 +588,7 @@ func TestLocalValidity(t *testing.T) {
 		// In the hash (a waiter once queued), the hash, with its counter,
 		// outlives the lease by at least the idle TTL, and at most one and
 		// a half times the lease's TTL and the idle TTL (see keep in
-		// internal/engine/lua/core.lua).
+		// internal/engine/lua/keep.lua).
 		require.NoError(t, srv.LockHash("dlock:{valid}"))
 		l2, err := lk.TryAcquire(ctx, "valid", option.TTL(time.Second))
 		require.NoError(t, err)

@@ -2,7 +2,7 @@
 -- be on its way (the caller's context ended, the exchange failed, or the
 -- grant came too late to use).
 --
--- KEYS[1]  the queue's items hash (see queue.lua)
+-- KEYS[1]  the queue's items hash (see items.lua)
 -- ARGV[1]  owner
 -- ARGV[2]  how long to remember the owner as given up, ms
 --

@@ -1,6 +1,6 @@
 -- add: put items in the queue, at its back, in the order given.
 --
--- KEYS[1]  the queue's items hash (see queue.lua)
+-- KEYS[1]  the queue's items hash (see items.lua)
 -- ARGV     the item ids
 --
 -- An id already pending or claimed, or completed less than the done

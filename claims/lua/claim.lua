@@ -1,6 +1,6 @@
 -- claim: hand the next pending item to an owner, under a lease.
 --
--- KEYS[1]  the queue's items hash (see queue.lua)
+-- KEYS[1]  the queue's items hash (see items.lua)
 -- ARGV[1]  owner
 -- ARGV[2]  TTL, ms
 --
@@ -29,12 +29,11 @@
 -- entry and deletes it). The floor at the clock in µs keeps it rising
 -- across a loss of the server's latest writes, or once the floor record
 -- lapsed, as long as the clock has not stepped back past the tokens
--- handed out before (draw, in internal/claimcore/lua/core.lua). A counter
+-- handed out before (draw, in internal/engine/lua/token.lua). A counter
 -- near 2^53, which only a hand edit makes, is refused with DLTOKEN, the
 -- item left pending where it was.
 local pending, active, owners = KEYS[1] .. ':pending', KEYS[1] .. ':active', KEYS[1] .. ':owners'
-local g = redis.call('ZSCORE', KEYS[1] .. ':gone', ARGV[1])
-if g and tonumber(g) > now then return -2 end
+if gone(KEYS[1] .. ':gone', ARGV[1], now) then return -2 end
 local ends = now + tonumber(ARGV[2])
 local back -- the next order score at the back of :pending, once needed
 local function requeue(id)
@@ -50,9 +49,9 @@ for _, id in ipairs(due) do requeue(id) end
 -- The owner is recorded with the item it takes, in one step that also
 -- finds an owner holding one already (HSETNX): only then is it looked up.
 local popped = redis.call('ZPOPMIN', pending)
-local head = popped[1]
-if not head or redis.call('HSETNX', owners, ARGV[1], head) == 0 then
-  if head then redis.call('ZADD', pending, popped[2], head) end -- back where it was
+local id = popped[1]
+if not id or redis.call('HSETNX', owners, ARGV[1], id) == 0 then
+  if id then redis.call('ZADD', pending, popped[2], id) end -- back where it was
   local mine = redis.call('HGET', owners, ARGV[1])
   if mine then
     local u = redis.call('ZSCORE', active, mine)
@@ -63,27 +62,27 @@ if not head or redis.call('HSETNX', owners, ARGV[1], head) == 0 then
     end
     if u then requeue(mine) else redis.call('HDEL', owners, ARGV[1]) end
     popped = redis.call('ZPOPMIN', pending)
-    head = popped[1]
-    if head then redis.call('HSET', owners, ARGV[1], head) end
+    id = popped[1]
+    if id then redis.call('HSET', owners, ARGV[1], id) end
   end
-  if not head then
+  if not id then
     local first = redis.call('ZRANGE', active, 0, 0, 'WITHSCORES')[2]
     if first then return math.max(tonumber(first) - now, 0) end
     return -1
   end
 end
-local tok, n = item(redis.call('HGET', KEYS[1], head))
-local a, bad = draw(tok, 'item ' .. head .. ': token')
+local tok, n = item(redis.call('HGET', KEYS[1], id))
+local a, bad = draw(tok, 'item ' .. id .. ': token')
 if not a then
-  redis.call('ZADD', pending, popped[2], head) -- back where it was
+  redis.call('ZADD', pending, popped[2], id) -- back where it was
   redis.call('HDEL', owners, ARGV[1])
   return bad
 end
 n = (n or 0) + 1
-redis.call('HSET', KEYS[1], head, fmt(a) .. ' ' .. n .. ' ' .. ARGV[1])
-redis.call('ZADD', active, ends, head)
+redis.call('HSET', KEYS[1], id, fmt(a) .. ' ' .. n .. ' ' .. ARGV[1])
+redis.call('ZADD', active, ends, id)
 if back and redis.call('EXISTS', pending) == 1 then
   -- Items this claim returned wait: wake the other claimers.
   redis.call('PUBLISH', KEYS[1] .. ':ready', '')
 end
-return {head, a, n}
+return {id, a, n}

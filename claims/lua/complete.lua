@@ -1,11 +1,11 @@
 -- complete: remove a claimed item for good.
 --
--- KEYS[1]  the queue's items hash (see queue.lua)
+-- KEYS[1]  the queue's items hash (see items.lua)
 -- ARGV[1]  id
 -- ARGV[2]  owner
 -- ARGV[3]  token
 -- ARGV[4]  how long the done record lives, ms
--- ARGV[5]  how long the token floor lives, ms; -1: for ever
+-- ARGV[5]  how long the token floor lives, ms ('0': for ever)
 --
 -- Only the item's latest claim completes it: owner and token must be its
 -- entry's. Whether the lease has run out does not matter: while no newer
@@ -25,11 +25,11 @@ local done = KEYS[1] .. ':done:' .. ARGV[1]
 if not v then
   local d = redis.call('GET', done)
   if d == ARGV[3] then return 1 end
-  return redis.error_reply('DLSTALE ' .. (d or '0'))
+  return stale(d or '0')
 end
 local tok, _, owner = item(v)
 if tok ~= ARGV[3] or owner ~= ARGV[2] then
-  return redis.error_reply('DLSTALE ' .. tok)
+  return stale(tok)
 end
 redis.call('HDEL', KEYS[1], ARGV[1])
 if redis.call('ZREM', KEYS[1] .. ':active', ARGV[1]) == 1 then
@@ -38,9 +38,5 @@ else
   redis.call('ZREM', KEYS[1] .. ':pending', ARGV[1])
 end
 redis.call('SET', done, tok, 'PX', ARGV[4])
-if ARGV[5] == '-1' then
-  redis.call('SET', KEYS[1] .. ':floor:' .. ARGV[1], tok)
-else
-  redis.call('SET', KEYS[1] .. ':floor:' .. ARGV[1], tok, 'PX', ARGV[5])
-end
+setpx(KEYS[1] .. ':floor:' .. ARGV[1], tok, ARGV[5])
 return 1

@@ -1,6 +1,6 @@
 -- retry: return a claimed item to the back of the queue.
 --
--- KEYS[1]  the queue's items hash (see queue.lua)
+-- KEYS[1]  the queue's items hash (see items.lua)
 -- ARGV[1]  id
 -- ARGV[2]  owner
 -- ARGV[3]  token
@@ -14,11 +14,11 @@
 -- Replies 1, or the error DLSTALE <token> as complete.lua does.
 local v = redis.call('HGET', KEYS[1], ARGV[1])
 if not v then
-  return redis.error_reply('DLSTALE ' .. (redis.call('GET', KEYS[1] .. ':done:' .. ARGV[1]) or '0'))
+  return stale(redis.call('GET', KEYS[1] .. ':done:' .. ARGV[1]) or '0')
 end
 local tok, _, owner = item(v)
 if tok ~= ARGV[3] or owner ~= ARGV[2] then
-  return redis.error_reply('DLSTALE ' .. tok)
+  return stale(tok)
 end
 if redis.call('ZREM', KEYS[1] .. ':active', ARGV[1]) == 1 then
   redis.call('HDEL', KEYS[1] .. ':owners', owner)

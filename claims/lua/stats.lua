@@ -1,6 +1,6 @@
 -- stats: count a queue's items.
 --
--- KEYS[1]  the queue's items hash (see queue.lua)
+-- KEYS[1]  the queue's items hash (see items.lua)
 --
 -- Replies {pending, claimed, claimed with their lease run out by the
 -- server's clock and not yet returned (see claim.lua)}. Changes nothing.

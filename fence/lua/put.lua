@@ -12,7 +12,7 @@
 local h = tonumber(redis.call('HGET', KEYS[1], 't') or '0')
 local t = tonumber(ARGV[2])
 if t < h or t == 0 then
-  return redis.error_reply('DLSTALE ' .. string.format('%.0f', h))
+  return stale(fmt(h))
 end
 redis.call('HSET', KEYS[1], 'v', ARGV[1], 't', ARGV[2])
 return 1

@@ -5,9 +5,8 @@
 // their errors (Refusal, ErrLate, Refused), the cleanup a claim owes the
 // server after its caller gave up or its exchange failed (Abandon, Leave,
 // ReleaseDetached), and Extend and Release as the backend of a lease.
-// Their scripts start with the prelude of internal/engine's library
-// (engine.Spec.Prelude): the clock, the token floor, the 2^53 guard and
-// the idle expiry of the key's hash.
+// Their scripts call internal/engine's Lua library: the clock, the token
+// floor, the 2^53 guard and the idle expiry of the key's hash.
 //
 // Each primitive keeps only what is its own: one holder (single), slots
 // (permits), readers and a writer (rwlock), items (claims): the layout of

@@ -9,18 +9,17 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/dlockgo/dlock/internal/engine"
+	"github.com/dlockgo/dlock/internal/engine/lua"
 	"github.com/dlockgo/dlock/internal/testkit/redistest"
 	"github.com/dlockgo/dlock/node"
 )
 
-// run evaluates body after the library's prelude, as engine.Script builds
-// it from a primitive's lua/ (with the parts of the prelude body calls),
-// on KEYS {key}.
+// run evaluates body with the library's chunks it uses, as lua.Script
+// builds it from a primitive's lua/, on KEYS {key}.
 func run(t *testing.T, n node.Node, body, key string, args ...string) (node.Reply, error) {
 	t.Helper()
 	fsys := fstest.MapFS{"lua/body.lua": {Data: []byte(body)}}
-	src, err := engine.Source(engine.Spec{FS: fsys, Prelude: true, Body: []string{"body.lua"}})
+	src, err := lua.Source(lua.Spec{FS: fsys, Body: []string{"body.lua"}})
 	require.NoError(t, err)
 	return n.Eval(t.Context(), node.NewScript(src), []string{key}, args...)
 }

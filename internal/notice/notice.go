@@ -6,13 +6,13 @@ package notice
 import (
 	"embed"
 
-	"github.com/dlockgo/dlock/internal/engine"
+	"github.com/dlockgo/dlock/internal/engine/lua"
 )
 
 // Script publishes ARGV[1] on the notice channel of the lock whose name
 // prefix is KEYS[1], and replies how many subscribers of that server got
 // it. It stores nothing.
-var Script = engine.Script(engine.Spec{Name: "notice/publish", FS: luaFS, Body: []string{"publish.lua"}})
+var Script = lua.Script(lua.Spec{Name: "notice/publish", FS: luaFS, Body: []string{"publish.lua"}})
 
 //go:embed lua
 var luaFS embed.FS

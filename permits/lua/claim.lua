@@ -35,14 +35,14 @@ if v then
   local u = redis.call('ZSCORE', H, owner)
   if u and tonumber(u) > now then
     redis.call('ZADD', H, fmt(now + ttl), owner)
-    hold(ttl)
+    stretch(ttl, H, S, SLOTS)
     exp = kept(exp, ARGV[4])
     local a, slot = string.match(v, '^(%d+) (%d+)$')
     return {tonumber(a), tonumber(slot)}
   end
 end
 prune()
-if buried(owner, st[3]) then return {hint(), 0, 0} end
+if buried(owner, st[3]) then return {first_left(H), 0, 0} end
 local queued = redis.call('EXISTS', Q) == 1
 if not queued and redis.call('ZCARD', H) < cap then
   local a, slot = give(owner, ttl, ARGV[4])
@@ -56,7 +56,7 @@ if not ARGV[5] then
       return {a, slot}
     end
   end
-  return {hint(), 0, 0}
+  return {first_left(H), 0, 0}
 end
 local life = tonumber(ARGV[5])
 enqueue(Q, owner)
@@ -65,4 +65,4 @@ if ARGV[6] then rest = rest .. ' ' .. ARGV[6] end
 ticket(Q, QX, owner, life, rest)
 local mine = serve(owner)
 if mine then return mine end
-return {hint(), redis.call('ZRANK', Q, owner) + 1, 0}
+return {first_left(H), redis.call('ZRANK', Q, owner) + 1, 0}

@@ -13,10 +13,10 @@
 local v = redis.call('HGET', S, ARGV[1])
 local u = redis.call('ZSCORE', H, ARGV[1])
 if v ~= ARGV[2] .. ' ' .. ARGV[3] or not u or tonumber(u) <= now then
-  return stale(ARGV[3])
+  return stale(redis.call('HGET', P, 's' .. ARGV[3]) or '0')
 end
 local ms = tonumber(ARGV[4])
 redis.call('ZADD', H, fmt(now + ms), ARGV[1])
-hold(ms)
+stretch(ms, H, S, SLOTS)
 exp = kept(exp, ARGV[5])
 return 1

@@ -20,7 +20,7 @@
 -- whose reply was lost reach their waiters at their next attempt.
 local v = redis.call('HGET', S, ARGV[1])
 if v ~= ARGV[2] .. ' ' .. ARGV[3] then
-  return stale(ARGV[3])
+  return stale(redis.call('HGET', P, 's' .. ARGV[3]) or '0')
 end
 local u = tonumber(redis.call('ZSCORE', H, ARGV[1]) or '0')
 drop(ARGV[1], v)

@@ -20,11 +20,11 @@
 -- A permit is live while its end is ahead of the server's clock. The holder
 -- keys (h, s, n) always hold the same holders; an expired holder is dropped
 -- by the next script that prunes, and the three keys expire together
--- between one and one and a half TTL after the latest grant or extension,
--- so holders that all died leave nothing behind. Tokens are drawn from
--- attempts (draw in internal/claimcore/lua/core.lua, which comes first);
--- a counter near 2^53 (only a hand edit makes one) is refused before
--- anything is written.
+-- between one and one and a half TTL after the latest grant or extension
+-- (stretch, in the engine's keep.lua), so holders that all died leave
+-- nothing behind. Tokens are drawn from attempts (draw, in
+-- internal/engine/lua/token.lua, which comes first); a counter near 2^53
+-- (only a hand edit makes one) is refused before anything is written.
 local P = KEYS[1]
 local H, S, SLOTS, Q, QX = P .. ':h', P .. ':s', P .. ':n', P .. ':q', P .. ':qx'
 local st = redis.call('HMGET', P, 'attempts', 'exp', 'gone')
@@ -32,16 +32,6 @@ local attempts = tonumber(st[1] or '0')
 local exp = st[2]
 local drawn, bad = draw(st[1], 'attempts')
 if not drawn then return bad end
-
--- hold(ms): the holder keys last at least ms more (see above).
-local function hold(ms)
-  if redis.call('PTTL', H) < ms then
-    ms = ms + math.floor(ms / 2)
-    redis.call('PEXPIRE', H, ms)
-    redis.call('PEXPIRE', S, ms)
-    redis.call('PEXPIRE', SLOTS, ms)
-  end
-end
 
 -- drop(owner, v): remove a holder whose P:s entry is v.
 local function drop(owner, v)
@@ -82,7 +72,7 @@ local function give(owner, ms, life)
   redis.call('ZADD', H, fmt(now + ms), owner)
   redis.call('HSET', S, owner, token .. ' ' .. slot)
   redis.call('ZADD', SLOTS, slot, slot)
-  hold(ms)
+  stretch(ms, H, S, SLOTS)
   redis.call('HSET', P, 'attempts', token, 's' .. slot, token)
   exp = kept(exp, life)
   return a, slot
@@ -137,17 +127,4 @@ local function serve(caller, by)
     end
   end
   return mine
-end
-
--- hint(): ms until the first live permit ends; 0 when none is held.
-local function hint()
-  local first = redis.call('ZRANGE', H, 0, 0, 'WITHSCORES')
-  if not first[2] then return 0 end
-  return math.max(0, tonumber(first[2]) - now)
-end
-
--- stale(slot): the refusal of a holder that no longer holds its permit,
--- with the token last granted for its slot.
-local function stale(slot)
-  return redis.error_reply('DLSTALE ' .. (redis.call('HGET', P, 's' .. slot) or '0'))
 end

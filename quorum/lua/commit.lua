@@ -18,10 +18,6 @@ local c = tonumber(redis.call('GET', KEYS[2]) or '0')
 if c == t then return 1 end
 if c > t then return -1 end
 if tonumber(redis.call('GET', KEYS[3]) or '0') >= t then return -1 end
-if ARGV[3] == '0' then
-  redis.call('SET', KEYS[2], ARGV[2])
-else
-  redis.call('SET', KEYS[2], ARGV[2], 'PX', ARGV[3])
-end
+setpx(KEYS[2], ARGV[2], ARGV[3])
 if t > tonumber(redis.call('GET', KEYS[4]) or '0') then redis.call('SET', KEYS[4], ARGV[2]) end
 return 1

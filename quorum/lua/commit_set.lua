@@ -28,11 +28,7 @@ local hs
 for j = 1, k do
   local t = tonumber(ARGV[j + 2])
   if cs[j] < t then
-    if ARGV[2] == '0' then
-      redis.call('SET', KEYS[2 * j + 2], ARGV[j + 2])
-    else
-      redis.call('SET', KEYS[2 * j + 2], ARGV[j + 2], 'PX', ARGV[2])
-    end
+    setpx(KEYS[2 * j + 2], ARGV[j + 2], ARGV[2])
     if t > h then h, hs = t, ARGV[j + 2] end
   end
 end

@@ -1,5 +1,5 @@
 -- The vote's epoch step with the lost-data guard off: neither read nor
 -- stamped.
-local function vote_epoch(now)
+local function vote_epoch()
   return ''
 end

@@ -5,11 +5,11 @@
 -- a restart, so a restarted process checks at its first vote. That keeps
 -- INFO, some 5-8 µs of server time with its parsing, off every vote but
 -- the first of a process.
-local function vote_epoch(now)
+local function vote_epoch()
   local e = redis.call('GET', KEYS[5])
   local at = e and tonumber(string.match(e, '^(%d+) '))
-  if not at or at > now then
-    return epoch(now, KEYS[9])
+  if not at or at > us then
+    return epoch(KEYS[9])
   end
   return e
 end

@@ -1,6 +1,6 @@
 -- force: an operator's break on one node, phase 1 of a forced claim. It
--- follows head.lua, gone.lua, epoch.lua, one epoch_*.lua (vote_epoch) and
--- one reply*.lua, as vote.lua does.
+-- follows one epoch_*.lua (vote_epoch) and one reply*.lua, as vote.lua
+-- does.
 --
 -- KEYS[1..5]  as vote.lua's: lock, gone, queue, queue deadlines, epoch
 --             record; with tokens also fence counter, floor, high-water
@@ -15,15 +15,13 @@
 -- it replaced (empty for none) and that owner's ms left. The break then
 -- releases its lock as a lease does, waking the waiters. An owner given up
 -- is refused as vote.lua refuses it: a late call of a break that failed.
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
-local e = vote_epoch(now)
+local e = vote_epoch()
 if type(e) == 'table' then return e end
-if gone(ARGV[1], math.floor(now / 1000)) then return {3, 0, now, e} end
+if gone(KEYS[2], ARGV[1], now) then return {3, 0, us, e} end
 local old = redis.call('GET', KEYS[1])
 local p = redis.call('PTTL', KEYS[1])
 redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
-local r = reply(1, 0, now, e)
+local r = reply(1, 0, e)
 r[#r + 1] = old or ''
 r[#r + 1] = math.max(p, 0)
 return r

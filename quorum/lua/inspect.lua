@@ -11,14 +11,12 @@
 -- stamps it) or ahead of the clock; 0 for a record repaired after a step
 -- back. It is -1 when the server refuses INFO to scripts. repaired is 1
 -- when the repair mark matches the record the vote would keep.
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
 local o = redis.call('GET', KEYS[1]) or ''
 local p = redis.call('PTTL', KEYS[1])
 local c = redis.call('GET', KEYS[2]) or '0'
 local f = redis.call('GET', KEYS[3]) or '0'
 local ok, info = pcall(redis.call, 'INFO', 'server')
-local rec, _, mark = judge(now, redis.call('GET', KEYS[4]), ok and info, KEYS[5])
-if not rec then return {o, p, c, f, now, -1, 0} end
+local rec, _, mark = judge(redis.call('GET', KEYS[4]), ok and info, KEYS[5])
+if not rec then return {o, p, c, f, us, -1, 0} end
 local repaired = (mark or redis.call('GET', KEYS[5]) == rec) and 1 or 0
-return {o, p, c, f, now, tonumber(string.match(rec, '^(%d+) ')), repaired}
+return {o, p, c, f, us, tonumber(string.match(rec, '^(%d+) ')), repaired}

@@ -9,23 +9,12 @@
 -- owner holds it and publishes on the channel. Otherwise, where the owner's
 -- vote may still be on its way (its call timed out or broke, and a stopped
 -- server runs it when it resumes: the caller knows, and passes a time to
--- remember), the owner is recorded in the gone set, which vote.lua checks,
--- so the late vote is refused instead of holding the lock for a TTL. The
--- gone set is scored by the time until which each record holds: records
--- that lapsed are dropped whenever one is added, and the key expires with
--- its last. Replies 1 when deleted; 2 when the lock is gone and the
--- counter is still at the lease's token (nobody committed a token here
--- since: this release run again after its reply was lost, or a break
--- whose token this node never got); else 0.
-local function remember(id)
-  local t = redis.call('TIME')
-  local ms = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-  redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', ms)
-  redis.call('ZADD', KEYS[2], ms + tonumber(ARGV[3]), id)
-  if redis.call('PTTL', KEYS[2]) < tonumber(ARGV[3]) then
-    redis.call('PEXPIRE', KEYS[2], ARGV[3])
-  end
-end
+-- remember), the owner is recorded in the gone set (remember, in the
+-- engine's gone.lua), which vote.lua checks, so the late vote is refused
+-- instead of holding the lock for a TTL. Replies 1 when deleted; 2 when
+-- the lock is gone and the counter is still at the lease's token (nobody
+-- committed a token here since: this release run again after its reply
+-- was lost, or a break whose token this node never got); else 0.
 if ARGV[4] ~= '' then
   redis.call('ZREM', KEYS[3], ARGV[4])
   redis.call('HDEL', KEYS[4], ARGV[4])
@@ -36,6 +25,6 @@ if v == ARGV[1] then
   if ARGV[2] ~= '' then redis.call('PUBLISH', ARGV[2], '1') end
   return 1
 end
-if ARGV[3] ~= '0' then remember(ARGV[1]) end
+if ARGV[3] ~= '0' then remember(KEYS[2], ARGV[1], tonumber(ARGV[3]), (clock())) end
 if not v and ARGV[5] ~= '' and redis.call('GET', KEYS[5]) == ARGV[5] then return 2 end
 return 0

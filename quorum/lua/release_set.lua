@@ -11,18 +11,7 @@
 -- as gone where asked. Replies 1 when any lock was deleted, or found gone
 -- with its counter still at the lease's token (this release run again
 -- after its reply was lost); else 0.
-local ms
-local function remember(g, id)
-  if not ms then
-    local t = redis.call('TIME')
-    ms = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-  end
-  redis.call('ZREMRANGEBYSCORE', g, '-inf', ms)
-  redis.call('ZADD', g, ms + tonumber(ARGV[3]), id)
-  if redis.call('PTTL', g) < tonumber(ARGV[3]) then
-    redis.call('PEXPIRE', g, ARGV[3])
-  end
-end
+local ms -- the server's clock, read for the first record written
 local released = 0
 for j = 0, #KEYS / 5 - 1 do
   local b = 5 * j
@@ -36,7 +25,10 @@ for j = 0, #KEYS / 5 - 1 do
     if ARGV[2] ~= '' then redis.call('PUBLISH', ARGV[5 + 2 * j], '1') end
     released = 1
   else
-    if ARGV[3] ~= '0' then remember(KEYS[b + 2], ARGV[1]) end
+    if ARGV[3] ~= '0' then
+      ms = ms or clock()
+      remember(KEYS[b + 2], ARGV[1], tonumber(ARGV[3]), ms)
+    end
     local tk = ARGV[6 + 2 * j]
     if not v and tk ~= '' and redis.call('GET', KEYS[b + 5]) == tk then released = 1 end
   end

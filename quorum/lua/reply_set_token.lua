@@ -7,14 +7,14 @@
 -- same script as the locks and the epoch. The keys of the set's second
 -- lock start at KEYS[more] (see vote_set.lua).
 local more = 10
-local function set_reply(st, p, now, e, k)
+local function set_reply(st, p, e, k)
   local f = tonumber(redis.call('GET', KEYS[7]) or '0')
   local function counter(key)
     local c = tonumber(redis.call('GET', key) or '0')
     if f > c then return f end
     return c
   end
-  local r = {st, p, now, e, counter(KEYS[6]), redis.call('GET', KEYS[8]) or '0', redis.call('GET', KEYS[9]) or ''}
+  local r = {st, p, us, e, counter(KEYS[6]), redis.call('GET', KEYS[8]) or '0', redis.call('GET', KEYS[9]) or ''}
   for j = 2, k do
     r[#r + 1] = counter(KEYS[more + 5 * (j - 2) + 4])
   end

@@ -3,9 +3,9 @@
 -- is max(counter KEYS[6], the node's floor KEYS[7]); its high-water mark is
 -- KEYS[8], the epoch record it was repaired for KEYS[9]: all read in the
 -- same script as the lock and the epoch, so a flush cannot fall between.
-local function reply(st, p, now, e)
+local function reply(st, p, e)
   local c = tonumber(redis.call('GET', KEYS[6]) or '0')
   local f = tonumber(redis.call('GET', KEYS[7]) or '0')
   if f > c then c = f end
-  return {st, p, now, e, c, redis.call('GET', KEYS[8]) or '0', redis.call('GET', KEYS[9]) or ''}
+  return {st, p, us, e, c, redis.call('GET', KEYS[8]) or '0', redis.call('GET', KEYS[9]) or ''}
 end

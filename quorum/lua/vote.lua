@@ -1,5 +1,7 @@
--- vote: phase 1 of an acquisition on one node. It follows head.lua,
--- gone.lua, epoch.lua, one epoch_*.lua (vote_epoch) and one reply*.lua.
+-- vote: phase 1 of an acquisition on one node. It follows one
+-- epoch_*.lua (vote_epoch) and one reply*.lua, and calls the guard's
+-- functions (epoch.lua) and the engine's library (the clock, gone, the
+-- queue's join, ticket and head).
 --
 -- KEYS[1..5]  lock, gone, queue, queue deadlines, epoch record; with tokens
 --             also fence counter, floor, high-water mark, repair mark
@@ -12,7 +14,9 @@
 -- Status: 0 held by another owner, 1 set for this owner, 2 free but
 -- promised to an earlier waiter, 3 this owner was given up (a late vote,
 -- refused). It grants the lock to the owner when it is free, the owner was
--- not given up, and the queue is empty or its head is this waiter. A vote
+-- not given up, and the queue is empty or its head is this waiter (the
+-- heads ahead of it whose ticket lapsed dropped, its own ticket counting
+-- whatever its deadline: see head). A vote
 -- run again by the owner that made it (a client that re-sent it after its
 -- reply was lost) finds the lock its own, and is the vote it made. A waiter
 -- granted keeps its ticket, at the head, until its lease is released:
@@ -22,19 +26,16 @@
 -- life; the queue's keys expire with their latest ticket. A vote of an
 -- owner given up is refused, with four values in both modes, and does not
 -- queue its waiter.
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
-local e = vote_epoch(now)
+local e = vote_epoch()
 if type(e) == 'table' then return e end
-local ms = math.floor(now / 1000)
 local st, p = 0, redis.call('PTTL', KEYS[1])
 if p == -2 then
   p = 0
-  local h = head(ms)
+  local h = head(KEYS[3], KEYS[4], ARGV[3])
   if h and h ~= ARGV[3] then
     st = 2
-  elseif gone(ARGV[1], ms) then
-    return {3, 0, now, e}
+  elseif gone(KEYS[2], ARGV[1], now) then
+    return {3, 0, us, e}
   else
     redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
     st = 1
@@ -43,12 +44,8 @@ elseif redis.call('GET', KEYS[1]) == ARGV[1] then
   p, st = 0, 1
 end
 if st ~= 1 and ARGV[3] ~= '' then
-  if gone(ARGV[1], ms) then return {3, 0, now, e} end
-  redis.call('ZADD', KEYS[3], 'NX', ARGV[4], ARGV[3])
-  redis.call('HSET', KEYS[4], ARGV[3], ms + tonumber(ARGV[5]))
-  if redis.call('PTTL', KEYS[3]) < tonumber(ARGV[5]) then
-    redis.call('PEXPIRE', KEYS[3], ARGV[5])
-    redis.call('PEXPIRE', KEYS[4], ARGV[5])
-  end
+  if gone(KEYS[2], ARGV[1], now) then return {3, 0, us, e} end
+  join(KEYS[3], ARGV[3], ARGV[4])
+  ticket(KEYS[3], KEYS[4], ARGV[3], tonumber(ARGV[5]))
 end
-return reply(st, p, now, e)
+return reply(st, p, e)

@@ -1,6 +1,7 @@
 -- vote_set: phase 1 of an acquisition of several locks at once on one
--- node: it grants all of them to the owner, or none. It follows epoch.lua,
--- one epoch_*.lua (vote_epoch) and one reply_set*.lua (set_reply, more).
+-- node: it grants all of them to the owner, or none. It follows one
+-- epoch_*.lua (vote_epoch) and one reply_set*.lua (set_reply, more), as
+-- vote.lua follows its own.
 --
 -- KEYS[1..5]  the first lock's lock, gone, queue, queue deadlines, then
 --             the epoch record; with tokens also its fence counter, the
@@ -26,35 +27,21 @@ local function key(j, o)
   if j == 1 then return KEYS[o + 1] end
   return KEYS[more + 5 * (j - 2) + o]
 end
-local function head_of(j, ms)
-  local q, d = key(j, 2), key(j, 3)
-  while true do
-    local h = redis.call('ZRANGE', q, 0, 0)[1]
-    if not h then return false end
-    if tonumber(redis.call('HGET', d, h) or '0') > ms then return h end
-    redis.call('ZREM', q, h)
-    redis.call('HDEL', d, h)
-  end
-end
 local function gone_any(k, id, ms)
   for j = 1, k do
-    local u = redis.call('ZSCORE', key(j, 1), id)
-    if u and tonumber(u) > ms then return true end
+    if gone(key(j, 1), id, ms) then return true end
   end
   return false
 end
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
-local e = vote_epoch(now)
+local e = vote_epoch()
 if type(e) == 'table' then return e end
-local ms = math.floor(now / 1000)
 local k = tonumber(ARGV[6])
 local st, p, mine = 1, 0, 0
 for j = 1, k do
   local l = key(j, 0)
   local pt = redis.call('PTTL', l)
   if pt == -2 then
-    local h = head_of(j, ms)
+    local h = head(key(j, 2), key(j, 3), ARGV[3])
     if h and h ~= ARGV[3] and st == 1 then st = 2 end
   elseif redis.call('GET', l) == ARGV[1] then
     mine = mine + 1
@@ -64,22 +51,17 @@ for j = 1, k do
   end
 end
 if st == 1 and mine < k then
-  if gone_any(k, ARGV[1], ms) then return {3, 0, now, e} end
+  if gone_any(k, ARGV[1], now) then return {3, 0, us, e} end
   for j = 1, k do
     local l = key(j, 0)
     if redis.call('EXISTS', l) == 0 then redis.call('SET', l, ARGV[1], 'PX', ARGV[2]) end
   end
 end
 if st ~= 1 and ARGV[3] ~= '' then
-  if gone_any(k, ARGV[1], ms) then return {3, 0, now, e} end
+  if gone_any(k, ARGV[1], now) then return {3, 0, us, e} end
   for j = 1, k do
-    local q, d = key(j, 2), key(j, 3)
-    redis.call('ZADD', q, 'NX', ARGV[4], ARGV[3])
-    redis.call('HSET', d, ARGV[3], ms + tonumber(ARGV[5]))
-    if redis.call('PTTL', q) < tonumber(ARGV[5]) then
-      redis.call('PEXPIRE', q, ARGV[5])
-      redis.call('PEXPIRE', d, ARGV[5])
-    end
+    join(key(j, 2), ARGV[3], ARGV[4])
+    ticket(key(j, 2), key(j, 3), ARGV[3], tonumber(ARGV[5]))
   end
 end
-return set_reply(st, p, now, e, k)
+return set_reply(st, p, e, k)

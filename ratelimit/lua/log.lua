@@ -1,5 +1,5 @@
 -- log: the state of a limit, shared by gcra.lua, refund.lua and charge.lua
--- (prepended to each), in two keys of the same hash tag:
+-- (each holds the functions it calls), in two keys of the same hash tag:
 --   KEYS[1]  TAT, the theoretical arrival time, µs of the server's clock,
 --            one number, as every version of the scripts reads it
 --   KEYS[2]  the log, for the refunds of a quorum: "TAT BASE SEQ" and then
@@ -56,19 +56,20 @@ local function replay(base, es)
 end
 
 -- save writes the state, both keys expiring when TAT passes, or deletes
--- them when TAT has passed. With keep > 0 the log keeps the entries of
--- the last keep µs, at most 32, folding the older ones into BASE; with
--- keep 0 there is no log.
-local function save(keys, tat, base, seq, es, now, keep)
-  if tat <= now then
+-- them when TAT has passed (by us, the server's clock in µs). With
+-- refundable > 0 the log keeps the entries of the last refundable µs, at
+-- most 32, folding the older ones into BASE; with refundable 0 there is
+-- no log.
+local function save(keys, tat, base, seq, es, refundable)
+  if tat <= us then
     redis.call('DEL', keys[1], keys[2])
     return
   end
-  local px = math.ceil((tat - now) / 1000)
-  local written = string.format('%.0f', tat)
+  local px = math.ceil((tat - us) / 1000)
+  local written = fmt(tat)
   redis.call('SET', keys[1], written, 'PX', px)
   local i = 1
-  while i <= #es and (keep <= 0 or es[i][2] < now - keep or #es - i >= 32) do
+  while i <= #es and (refundable <= 0 or es[i][2] < us - refundable or #es - i >= 32) do
     base = step(base, es[i])
     i = i + 1
   end
@@ -76,7 +77,7 @@ local function save(keys, tat, base, seq, es, now, keep)
     redis.call('DEL', keys[2])
     return
   end
-  local parts = {written, string.format('%.0f', base), string.format('%.0f', seq)}
+  local parts = {written, fmt(base), fmt(seq)}
   for j = i, #es do
     local e = es[j]
     parts[#parts + 1] = string.format('%.0f:%.0f:%.0f:%.0f', e[1], e[2], e[3], e[4])

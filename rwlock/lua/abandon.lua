@@ -23,7 +23,7 @@ if redis.call('ZREM', R, ARGV[1]) == 1 then
   changed = changed or readers() == 0
 end
 if dequeue(ARGV[1]) == 1 then changed = true end
-prune()
+drop_lapsed()
 if changed then wake() end
 bury(ARGV[1], tonumber(ARGV[2]), st[5])
 return released

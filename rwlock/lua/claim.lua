@@ -44,9 +44,6 @@
 -- raises too: the writers granted since may have been lost with the old
 -- process, and a counter floored at the clock is above their tokens under
 -- the same clock condition as single's, where the kept one is not.
--- raise: false only in the test hook of scripts.go that restores the rule
--- before readers raised the counter, for the checkers to show the gap.
-local raise = true
 local owner, kind, ttl = ARGV[1], ARGV[2], tonumber(ARGV[3])
 if kind == 'w' then
   if writer == owner then
@@ -58,13 +55,13 @@ else
   local u = redis.call('ZSCORE', R, owner)
   if u and tonumber(u) > now then
     redis.call('ZADD', R, fmt(now + ttl), owner)
-    hold(ttl)
+    stretch(ttl, R)
     exp = kept(exp, ARGV[4])
     return attempts
   end
 end
 if buried(owner, st[5]) then return {hint(), 0} end
-local pruned = prune()
+local pruned = drop_lapsed()
 local place = redis.call('ZSCORE', Q, owner)
 local ok = false
 if not writer then
@@ -86,12 +83,12 @@ if ok then
   else
     readers()
     local run = string.match(redis.call('INFO', 'server'), 'run_id:(%x+)')
-    if attempts == 0 or raise and (st[6] ~= fmt(attempts) or st[7] ~= run) then
+    if attempts == 0 or st[6] ~= fmt(attempts) or st[7] ~= run then
       attempts = drawn
       redis.call('HSET', P, 'attempts', fmt(attempts), 'rtoken', fmt(attempts), 'rrun', run)
     end
     redis.call('ZADD', R, fmt(now + ttl), owner)
-    hold(ttl)
+    stretch(ttl, R)
   end
   exp = kept(exp, ARGV[4])
   -- A ticket that lapsed may have held up the waiters behind it.

@@ -11,15 +11,15 @@
 -- lock, of its kind, with that token, and its lease is still live: an
 -- ended lease is never revived.
 local ms = tonumber(ARGV[4])
-if fmt(attempts) ~= ARGV[3] then return stale() end
+if fmt(attempts) ~= ARGV[3] then return stale(fmt(attempts)) end
 if ARGV[2] == 'w' then
-  if writer ~= ARGV[1] then return stale() end
+  if writer ~= ARGV[1] then return stale(fmt(attempts)) end
   redis.call('HSET', P, 'until', fmt(now + ms))
 else
   local u = redis.call('ZSCORE', R, ARGV[1])
-  if not u or tonumber(u) <= now then return stale() end
+  if not u or tonumber(u) <= now then return stale(fmt(attempts)) end
   redis.call('ZADD', R, fmt(now + ms), ARGV[1])
-  hold(ms)
+  stretch(ms, R)
 end
 exp = kept(exp, ARGV[5])
 return 1

@@ -7,6 +7,6 @@
 -- been holding up those behind it (a writer the readers after it, the
 -- head a writer), so they are woken.
 if dequeue(ARGV[1]) == 0 then return 0 end
-prune()
+drop_lapsed()
 wake()
 return 1

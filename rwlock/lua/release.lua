@@ -18,7 +18,7 @@
 if ARGV[2] == 'w' then
   if st[2] ~= ARGV[1] or fmt(attempts) ~= ARGV[3] then
     if not st[2] and fmt(attempts) == ARGV[3] then return 1 end
-    return stale()
+    return stale(fmt(attempts))
   end
   redis.call('HDEL', P, 'owner', 'until')
   wake()
@@ -26,7 +26,7 @@ if ARGV[2] == 'w' then
   return 1
 end
 local u = redis.call('ZSCORE', R, ARGV[1])
-if not u or fmt(attempts) ~= ARGV[3] then return stale() end
+if not u or fmt(attempts) ~= ARGV[3] then return stale(fmt(attempts)) end
 redis.call('ZREM', R, ARGV[1])
 if readers() == 0 then wake() end
 if tonumber(u) <= now then return 0 end

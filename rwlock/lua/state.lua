@@ -27,12 +27,12 @@
 -- A lease is live while its end is ahead of the server's clock. Readers
 -- whose lease ended are dropped by every script that reads P:r, and P:r
 -- expires between one and one and a half TTL after the latest grant or
--- extension of a reader. Tickets whose deadline passed are dropped by
--- every script that reads the queue, and the queue's keys expire with
--- their latest ticket's deadline. Tokens are drawn from attempts (draw in
--- internal/claimcore/lua/core.lua, which comes first); a counter near
--- 2^53 (only a hand edit makes one) is refused before anything is
--- written.
+-- extension of a reader (stretch, in the engine's keep.lua). Tickets
+-- whose deadline passed are dropped by every script that reads the queue,
+-- and the queue's keys expire with their latest ticket's deadline. Tokens
+-- are drawn from attempts (draw in internal/engine/lua/token.lua, which
+-- comes first); a counter near 2^53 (only a hand edit makes one) is
+-- refused before anything is written.
 local P = KEYS[1]
 local R, Q, QD, QW = P .. ':r', P .. ':q', P .. ':qd', P .. ':qw'
 local st = redis.call('HMGET', P, 'attempts', 'owner', 'until', 'exp', 'gone', 'rtoken', 'rrun')
@@ -45,13 +45,6 @@ if writer and wuntil <= now then writer = nil end
 local drawn, bad = draw(st[1], 'attempts')
 if not drawn then return bad end
 
--- hold(ms): P:r lasts at least ms more (see above).
-local function hold(ms)
-  if redis.call('PTTL', R) < ms then
-    redis.call('PEXPIRE', R, ms + math.floor(ms / 2))
-  end
-end
-
 -- readers(): the number of live readers, once those whose lease ended are
 -- dropped.
 local function readers()
@@ -59,8 +52,8 @@ local function readers()
   return redis.call('ZCARD', R)
 end
 
--- prune(): drop the tickets whose deadline passed; returns how many.
-local function prune()
+-- drop_lapsed(): drop the tickets whose deadline passed; returns how many.
+local function drop_lapsed()
   local dead = redis.call('ZRANGE', QD, '-inf', fmt(now), 'BYSCORE')
   for _, o in ipairs(dead) do
     redis.call('ZREM', Q, o)
@@ -89,13 +82,5 @@ end
 -- the writer's, else the first reader's; 0 when unknown.
 local function hint()
   if writer then return math.max(0, wuntil - now) end
-  local first = redis.call('ZRANGE', R, 0, 0, 'WITHSCORES')
-  if not first[2] then return 0 end
-  return math.max(0, tonumber(first[2]) - now)
-end
-
--- stale(): the refusal of a holder that no longer holds its lease, with
--- the counter's value.
-local function stale()
-  return redis.error_reply('DLSTALE ' .. fmt(attempts))
+  return first_left(R)
 end

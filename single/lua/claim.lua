@@ -4,7 +4,7 @@
 --          waiting (tickets in the queue; absent at 0), gone (when the
 --          latest gone record lapses, server ms; absent when none may
 --          live), exp (the expiry last set on the hash, server ms, or
---          'inf'; see keep in core.lua)
+--          'inf'; see keep in the engine's keep.lua)
 -- ARGV[1]  owner
 -- ARGV[2]  TTL, ms
 -- ARGV[3]  the hash's lifetime, ms: the TTL plus the idle TTL ('0': for ever)
@@ -35,14 +35,14 @@
 -- whether any record may still hold, so that a claim reads :gone only
 -- then: the fast path (a free lock, no waiters, no gone records) makes
 -- three calls, TIME, HMGET and HSET, and a PEXPIRE only when the hash's
--- expiry needs to move (see keep in core.lua). A plain claim on a held
+-- expiry needs to move (see keep.lua). A plain claim on a held
 -- lock is answered before any other key is read, so that a contender for
 -- a held lock whose cluster slot is migrating is told it is taken; every
 -- path reads a key of its own before it writes anything, so a source that
 -- refuses the look at a key it no longer has refuses before anything
 -- changed.
 --
--- The new attempts is draw(attempts) (see core.lua): max(attempts + 1,
+-- The new attempts is draw(attempts) (see token.lua): max(attempts + 1,
 -- server time in µs), a counter near 2^53 refused before anything is
 -- written; fmt writes it back as the decimal integer HINCRBY would have,
 -- so extend and release compare tokens as exact strings.

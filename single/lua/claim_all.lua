@@ -5,7 +5,7 @@
 --          is held against claim.lua's callers too, and the other way round
 -- ARGV[1]  owner
 -- ARGV[2]  TTL, ms
--- ARGV[3]  each hash's lifetime, ms ('0': for ever; see keep in core.lua)
+-- ARGV[3]  each hash's lifetime, ms ('0': for ever; see keep.lua)
 -- ARGV[4]  for a blocking waiter, how long its tickets last, ms (absent for
 --          TryAcquireAll)
 --
@@ -55,7 +55,7 @@ for i = 1, n do
   end
   if buried(ARGV[1], r[5]) then return {-1, left, 0} end
   if not own[i] and l <= 0 and tonumber(r[4] or '0') > 0 then
-    -- Drop the dead heads of the queue (head, in core.lua); the first live
+    -- Drop the dead heads of the queue (head, in queue.lua); the first live
     -- one is the key's next holder.
     local first, dropped = head(k .. ':q', k .. ':qx', ARGV[1])
     local waiting = tonumber(r[4]) - dropped

@@ -5,13 +5,13 @@
 -- ARGV[2]  token (the attempts it was granted)
 -- ARGV[3]  how long a released key keeps its counter, ms (fast_release.lua)
 -- ARGV[4]  TTL, ms
--- ARGV[5]  the hash's lifetime, ms ('0': for ever; see keep in core.lua)
+-- ARGV[5]  the hash's lifetime, ms ('0': for ever; see keep.lua)
 --
 -- Replies 1, or the error DLSTALE <attempts> unless owner and token match
 -- and the lease is still running: an expired lease is never revived.
 local r = redis.call('HMGET', KEYS[1], 'owner', 'attempts', 'until', 'exp')
 if r[1] ~= ARGV[1] or r[2] ~= ARGV[2] or not r[3] or tonumber(r[3]) <= now then
-  return redis.error_reply('DLSTALE ' .. (r[2] or '0'))
+  return stale(r[2] or '0')
 end
 local exp, ms = keep(r[4], ARGV[5])
 if exp then

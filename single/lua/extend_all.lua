@@ -3,7 +3,7 @@
 -- KEYS     the locks' hashes
 -- ARGV[1]  owner
 -- ARGV[2]  TTL, ms
--- ARGV[3]  each hash's lifetime, ms ('0': for ever; see keep in core.lua)
+-- ARGV[3]  each hash's lifetime, ms ('0': for ever; see keep.lua)
 -- ARGV[4…] each key's token, in KEYS' order
 --
 -- Replies 1, or the error DLSTALE <attempts> of the first key whose owner
@@ -18,7 +18,7 @@ local rs = {}
 for i = 1, #KEYS do
   local r = redis.call('HMGET', KEYS[i], 'owner', 'attempts', 'until', 'exp')
   if r[1] ~= ARGV[1] or r[2] ~= ARGV[i + 3] or not r[3] or tonumber(r[3]) <= now then
-    return redis.error_reply('DLSTALE ' .. (r[2] or '0'))
+    return stale(r[2] or '0')
   end
   rs[i] = r
 end

@@ -1,4 +1,4 @@
--- fast_claim: the head of claim.lua, run before the core prelude: the
+-- fast_claim: the head of claim.lua, run before the clock is read: the
 -- claim of a key in the lean form, which reads the server's clock only to
 -- draw a token.
 --
@@ -6,19 +6,19 @@
 -- for ever is a string, not claim.lua's hash: 'token owner' while held,
 -- expiring with the lease (PX: the server ends it, no until to judge),
 -- and 'token' once released, expiring after the idle life (release.lua).
--- A free lock is taken with one SET; its token is draw's, max(counter + 1,
--- server µs) (see core.lua). A claim by the owner that holds it is its own
--- run again: the lease runs a TTL from now and the reply is its token. A
--- plain claim on a lock held by another is told the ms left. Anything
--- else goes on to claim.lua: a hash (the GET's error reply), a lifetime of
--- '0' (kept for ever, which a lease's PX cannot be), and a blocking
--- waiter refused, which must queue (claim.lua turns the string into the
--- hash first: enrich, in lean.lua).
+-- A free lock is taken with one SET; its token is draw_at's, max(counter +
+-- 1, server µs) (see token.lua), the clock read for it alone. A claim by
+-- the owner that holds it is its own run again: the lease runs a TTL from
+-- now and the reply is its token. A plain claim on a lock held by another
+-- is told the ms left. Anything else goes on to claim.lua: a hash (the
+-- GET's error reply), a lifetime of '0' (kept for ever, which a lease's PX
+-- cannot be), and a blocking waiter refused, which must queue (claim.lua
+-- turns the string into the hash first: enrich, in lean.lua).
 local v = redis.pcall('GET', KEYS[1])
 if type(v) ~= 'table' and ARGV[3] ~= '0' then
   local a, own
   if v then
-    a, own = string.match(v, '^(%d+) (.+)$')
+    a, own = lean(v)
     if not a then a = v end
   end
   local left = 0
@@ -30,13 +30,10 @@ if type(v) ~= 'table' and ARGV[3] ~= '0' then
     end
     if not ARGV[4] then return {left, 0} end
   else
-    local n = tonumber(a or '0')
-    if not n or n >= 9007199254740992 - 1048576 then
-      return redis.error_reply('DLTOKEN attempts ' .. (a or '0') .. ' is near 2^53')
-    end
-    local t = redis.call('TIME')
-    n = math.max(n + 1, tonumber(t[1]) * 1000000 + tonumber(t[2]))
-    redis.call('SET', KEYS[1], string.format('%.0f', n) .. ' ' .. ARGV[1], 'PX', ARGV[2])
+    local _, at = clock()
+    local n, bad = draw_at(a, 'attempts', at)
+    if not n then return bad end
+    redis.call('SET', KEYS[1], fmt(n) .. ' ' .. ARGV[1], 'PX', ARGV[2])
     return n
   end
 end

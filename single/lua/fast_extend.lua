@@ -1,4 +1,4 @@
--- fast_extend: the head of extend.lua, run before the core prelude: a
+-- fast_extend: the head of extend.lua, run before the clock is read: a
 -- lease in the lean form (see fast_claim.lua) runs a TTL from now when it
 -- is still the owner's, with its token; else DLSTALE with the key's token
 -- (0 when the lease ran out and the server dropped the key). A hash goes
@@ -9,5 +9,5 @@ if type(v) ~= 'table' then
     redis.call('PEXPIRE', KEYS[1], ARGV[4])
     return 1
   end
-  return redis.error_reply('DLSTALE ' .. (v and string.match(v, '^%d+') or '0'))
+  return stale(v and string.match(v, '^%d+') or '0')
 end

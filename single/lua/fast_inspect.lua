@@ -3,7 +3,7 @@
 local v = redis.pcall('GET', KEYS[1])
 if type(v) ~= 'table' then
   if not v then return {'', '0', 0} end
-  local a, own = string.match(v, '^(%d+) (.+)$')
+  local a, own = lean(v)
   if not a then return {'', v, 0} end
   return {own, a, redis.call('PTTL', KEYS[1])}
 end

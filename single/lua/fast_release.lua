@@ -1,4 +1,4 @@
--- fast_release: the head of release.lua, run before the core prelude: the
+-- fast_release: the head of release.lua, run before the clock is read: the
 -- release of a lock in the lean form (see fast_claim.lua), which reads no
 -- clock.
 --
@@ -13,14 +13,10 @@
 local v = redis.pcall('GET', KEYS[1])
 if type(v) ~= 'table' then
   if v == ARGV[2] .. ' ' .. ARGV[1] then
-    if ARGV[3] == '0' then
-      redis.call('SET', KEYS[1], ARGV[2])
-    else
-      redis.call('SET', KEYS[1], ARGV[2], 'PX', ARGV[3])
-    end
+    setpx(KEYS[1], ARGV[2], ARGV[3])
     return 1
   end
   if v == ARGV[2] then return 1 end
   if not v then return 0 end
-  return redis.error_reply('DLSTALE ' .. (string.match(v, '^%d+') or '0'))
+  return stale(string.match(v, '^%d+') or '0')
 end

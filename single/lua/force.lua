@@ -10,7 +10,7 @@
 --
 -- Replies {the old owner (empty when none), the old attempts ('0' for
 -- none), the break's token, ms the old lease had left (<= 0: nobody held
--- the lock)}. The break's token is draw(attempts) (see core.lua), as a
+-- the lock)}. The break's token is draw(attempts) (see token.lua), as a
 -- claim's: max(attempts + 1, server µs), above every token handed out for
 -- the key. A key nobody holds, or that does not exist, gets one all the
 -- same. The lock is then free, as after a release: a lean key becomes
@@ -24,18 +24,14 @@ local v = redis.pcall('GET', K)
 if type(v) ~= 'table' then
   local a, own
   if v then
-    a, own = string.match(v, '^(%d+) (.+)$')
+    a, own = lean(v)
     if not a then a = v end
   end
   local left = 0
   if own then left = redis.call('PTTL', K) end
   local n, bad = draw(a, 'attempts')
   if not n then return bad end
-  if ARGV[1] == '0' then
-    redis.call('SET', K, fmt(n))
-  else
-    redis.call('SET', K, fmt(n), 'PX', ARGV[1])
-  end
+  setpx(K, fmt(n), ARGV[1])
   if own then redis.call('PUBLISH', K .. ':released', '') end
   return {own or '', a or '0', fmt(n), left}
 end

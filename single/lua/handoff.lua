@@ -1,6 +1,6 @@
 -- free(attempts, exp, waiting): the lock's owner gives the lock in K (see
--- internal/claimcore/lua/core.lua) up, with the hash's attempts, exp and
--- waiting fields as read.
+-- the engine's key.lua) up, with the hash's attempts, exp and waiting
+-- fields as read.
 -- Nobody waiting: the lock is free. Else it goes at once to the first
 -- waiter whose ticket is still live, skipping and dropping the others
 -- (dead or gone waiters), as a claim of that waiter would take it: the

@@ -1,7 +1,11 @@
 -- lean: the step from the lean form of a lock (see fast_claim.lua) to the
--- hash of claim.lua, after core.lua in the scripts that need the hash: a
--- waiter that queues, an abandon that records a gone owner, and the
--- scripts of a set of keys.
+-- hash of claim.lua, in the scripts that need the hash: a waiter that
+-- queues, an abandon that records a gone owner, and the scripts of a set
+-- of keys.
+
+-- lean(v): the token and the owner of v, a lock in the lean form held
+-- ('token owner'); nil for a free one ('token').
+local function lean(v) return string.match(v, '^(%d+) (.+)$') end
 
 -- enrich(life, v): K as the hash. A string ('token owner', held, or
 -- 'token', free) becomes the hash of the same attempts, owner and until
@@ -12,7 +16,7 @@
 local function enrich(life, v)
   if v == nil then v = redis.pcall('GET', K) end
   if type(v) ~= 'string' then return end
-  local a, own = string.match(v, '^(%d+) (.+)$')
+  local a, own = lean(v)
   local p = redis.call('PTTL', K)
   redis.call('DEL', K)
   if own then

@@ -15,7 +15,7 @@
 local r = redis.call('HMGET', KEYS[1], 'owner', 'attempts', 'until', 'waiting', 'exp', 'freed')
 if r[1] ~= ARGV[1] or r[2] ~= ARGV[2] then
   if not r[1] and r[2] == ARGV[2] or r[6] == ARGV[2] then return 1 end
-  return redis.error_reply('DLSTALE ' .. (r[2] or '0'))
+  return stale(r[2] or '0')
 end
 free(r[2], r[5], r[4])
 if tonumber(r[3]) <= now then return 0 end

@@ -14,7 +14,7 @@ for i = 1, #KEYS do
   K = KEYS[i]
   enrich(0)
 end
-local reply, stale = 1, nil
+local reply, high = 1, nil
 for i = 1, #KEYS do
   K = KEYS[i]
   local tok = ARGV[i + 1]
@@ -22,12 +22,12 @@ for i = 1, #KEYS do
   if r[1] ~= ARGV[1] or r[2] ~= tok then
     if not (not r[1] and r[2] == tok or r[6] == tok) then
       local a = tonumber(r[2] or '0')
-      if not stale or a > stale then stale = a end
+      if not high or a > high then high = a end
     end
   else
     free(r[2], r[5], r[4])
     if tonumber(r[3]) <= now then reply = 0 end
   end
 end
-if stale then return redis.error_reply('DLSTALE ' .. fmt(stale)) end
+if high then return stale(fmt(high)) end
 return reply

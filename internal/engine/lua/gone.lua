@@ -1,25 +1,37 @@
--- gone: the records of owners given up, after core.lua in the scripts
--- that call bury or buried (see internal/claimcore).
+-- gone: the records of owners given up, so that a claim or a vote of
+-- theirs that lands late (held up in a network path or behind a paused
+-- server) is refused. A set of them is a sorted set scored by the server
+-- ms until which each record holds.
 
--- bury(owner, ms, g, alone): remember owner as given up for ms, so that its
--- claim, should it land later (held up in a network path or behind a
--- paused server), is refused (see buried). The records are a sorted set,
--- K..':gone', scored by the server ms until which each holds: those that
--- lapsed are dropped whenever one is added, and the key expires with its
--- last. g is the hash's gone field as read (nil or false for none): it
--- tells claims to read :gone, so it must last as long as the record, and
--- so must the hash (one created here, by a claim that never landed,
--- expires with the record); a hash's expiry only ever moves later, and its
--- exp field follows it. alone writes the record alone (a queue of claims
--- reads :gone at every claim).
-local function bury(owner, ms, g, alone)
-  local set = K .. ':gone'
-  local upto = now + ms
-  redis.call('ZREMRANGEBYSCORE', set, '-inf', fmt(now))
-  redis.call('ZADD', set, fmt(upto), owner)
+-- remember(set, owner, ms, at): record owner in set as given up for ms
+-- from at (server ms). The records that lapsed are dropped whenever one
+-- is added, and the key expires with its last.
+local function remember(set, owner, ms, at)
+  redis.call('ZREMRANGEBYSCORE', set, '-inf', fmt(at))
+  redis.call('ZADD', set, fmt(at + ms), owner)
   if redis.call('PTTL', set) < ms then
     redis.call('PEXPIRE', set, ms)
   end
+end
+
+-- gone(set, owner, at): whether set records owner as given up until
+-- after at (server ms).
+local function gone(set, owner, at)
+  local s = redis.call('ZSCORE', set, owner)
+  return s and tonumber(s) > at or false
+end
+
+-- bury(owner, ms, g, alone): remember owner as given up for ms in the
+-- records of K, K..':gone', so that its claim, should it land later, is
+-- refused (see buried). g is the hash's gone field as read (nil or false
+-- for none): it tells claims to read :gone, so it must last as long as
+-- the record, and so must the hash (one created here, by a claim that
+-- never landed, expires with the record); a hash's expiry only ever moves
+-- later, and its exp field follows it. alone writes the record alone (a
+-- queue of claims reads :gone at every claim).
+local function bury(owner, ms, g, alone)
+  local upto = now + ms
+  remember(K .. ':gone', owner, ms, now)
   if alone then return end
   local p = redis.call('PTTL', K)
   if p == -2 or p >= 0 and p < ms then
@@ -39,6 +51,5 @@ local function buried(owner, g)
     redis.call('HDEL', K, 'gone')
     return false
   end
-  local s = redis.call('ZSCORE', K .. ':gone', owner)
-  return s and tonumber(s) > now or false
+  return gone(K .. ':gone', owner, now)
 end

@@ -111,6 +111,14 @@ func (r *rewrite) holds(src string) bool {
 	return true
 }
 
+// The line of rwlock's claim that decides whether a reader raises the
+// counter, and the rule before readers raised it: only a counter never
+// drawn from is.
+const (
+	raised   = "    if attempts == 0 or st[6] ~= fmt(attempts) or st[7] ~= run then\n"
+	unraised = "    if attempts == 0 then\n"
+)
+
 // UnraisedReaders returns a swap that runs package rwlock's claim under
 // the rule before the first reader after a writer raised the counter:
 // readers take the token of the writer before them, so that a late write
@@ -118,5 +126,5 @@ func (r *rewrite) holds(src string) bool {
 // shown their token to. The checkers that must find that gap run a
 // Locker on a Swapping node with it.
 func UnraisedReaders() (func(*node.Script) *node.Script, error) {
-	return Replace(Edit{"rwlock/lua/claim.lua", "local raise = true\n", "local raise = false\n"})
+	return Replace(Edit{"rwlock/lua/claim.lua", raised, unraised})
 }

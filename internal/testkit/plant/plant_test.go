@@ -13,7 +13,7 @@ import (
 // first; any other script runs as it is; a line its file no longer
 // holds once fails the plant.
 func TestReplace(t *testing.T) {
-	const on, off = "local raise = true\n", "local raise = false\n"
+	const on, off = "    if attempts == 0 or st[6] ~= fmt(attempts) or st[7] ~= run then\n", "    if attempts == 0 then\n"
 	swap, err := plant.UnraisedReaders()
 	if err != nil {
 		t.Fatal(err)

@@ -1,4 +1,5 @@
--- Helpers every script of a queue shares; each script starts with them.
+-- items: the queue's items, and the functions its scripts hold when they
+-- call them.
 --
 -- KEYS[1] is the queue's items hash: item id -> 'token count owner', the
 -- item's latest claim: its token (the fencing counter, see claim.lua), how
@@ -22,7 +23,7 @@
 -- Numbers: tokens, µs since 1970, are about 1.7e15, exact in a Lua double
 -- (below 2^53). A number passed to redis.call as a number is written
 -- exactly (as %.17g writes it); one put into a string goes through fmt
--- (internal/claimcore's core.lua), as Lua's own tostring keeps 14 digits.
+-- (internal/engine/lua/num.lua), as Lua's own tostring keeps 14 digits.
 
 -- item splits an items hash entry; nil for none.
 local function item(v)

@@ -1,4 +1,4 @@
-package engine_test
+package lua_test
 
 import (
 	"flag"
@@ -8,7 +8,7 @@ import (
 
 	_ "github.com/dlockgo/dlock/claims"
 	_ "github.com/dlockgo/dlock/fence"
-	"github.com/dlockgo/dlock/internal/engine"
+	"github.com/dlockgo/dlock/internal/engine/lua"
 	_ "github.com/dlockgo/dlock/internal/notice"
 	_ "github.com/dlockgo/dlock/permits"
 	_ "github.com/dlockgo/dlock/quorum"
@@ -29,7 +29,7 @@ const golden = "testdata/scripts.sha"
 // the file as it is. -update rewrites the file.
 func TestScriptsGolden(t *testing.T) {
 	var b strings.Builder
-	for _, s := range engine.Scripts("") {
+	for _, s := range lua.Scripts("") {
 		b.WriteString(s.Name + " " + s.Script.SHA())
 		if first := s.Script.First(); first != nil {
 			b.WriteString(" after " + first.SHA())
