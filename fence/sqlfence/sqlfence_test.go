@@ -19,7 +19,7 @@ import (
 	"github.com/dlockgo/dlock/lease"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(pgtest.Main(m)) }
+func TestMain(m *testing.M) { goleak.VerifyTestMain(pgtest.ForExamples(m)) }
 
 const schema = `
 CREATE TABLE reports (id INT PRIMARY KEY, body TEXT NOT NULL DEFAULT '', token BIGINT NOT NULL DEFAULT 0);

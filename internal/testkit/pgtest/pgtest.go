@@ -331,6 +331,35 @@ func (r stopAfter) Run() int {
 	return code
 }
 
+// URLEnv names the environment variable ForExamples sets: the URL of a
+// database for a package's runnable examples, which read it as a reader
+// running them would set it.
+const URLEnv = "DLOCK_PG_URL"
+
+// ForExamples is Main that first starts the shared server and names a new
+// database on it in URLEnv, for the package's runnable examples; a server
+// that does not start fails the binary.
+func ForExamples(m TestingM) TestingM { return examples{m} }
+
+type examples struct{ m TestingM }
+
+func (r examples) Run() int {
+	shared.once.Do(func() { shared.s, shared.err = Start() })
+	if shared.err != nil {
+		fmt.Fprintln(os.Stderr, shared.err)
+		return 1
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
+	defer cancel()
+	if _, err := shared.s.admin.ExecContext(ctx, "CREATE DATABASE examples"); err != nil {
+		fmt.Fprintln(os.Stderr, "pgtest: the examples' database:", err)
+		_ = shared.s.Stop()
+		return 1
+	}
+	os.Setenv(URLEnv, shared.s.DSN("examples"))
+	return stopAfter(r).Run()
+}
+
 // Shared returns the test binary's server, started by the first call (the
 // others wait for it); the binary's TestMain stops it through Main. It
 // fails t when the server cannot start.
