@@ -26,16 +26,17 @@
 // imports none. Comparison and write are one statement (UPDATE ... WHERE
 // token <= $1, or INSERT ... ON CONFLICT DO UPDATE ... WHERE), and the row
 // lock that statement takes, held until the transaction ends, is what
-// keeps an older token from landing after a newer one: the database must
-// lock a row it updates until commit and check the WHERE clause against the
-// row's newest committed version, which PostgreSQL does at every isolation
-// level. All of them are allowed: READ COMMITTED (PostgreSQL's default, and
-// what READ UNCOMMITTED gives), REPEATABLE READ and SERIALIZABLE. Under
-// the last two, a writer whose snapshot predates a concurrent writer's
-// commit fails with a serialization failure (SQLSTATE 40001), an error of
-// the driver's that is not ErrStale: retry the transaction, as for any
-// serialization failure; the retry sees the newer token and is refused
-// if it is stale.
+// keeps an older token from landing after a newer one. The database must
+// lock a row it writes until commit, and must not write a row whose
+// condition it checked against an older version than the newest
+// committed: PostgreSQL checks it again against the newest under READ
+// COMMITTED (its default, and what READ UNCOMMITTED gives), and fails the
+// statement under REPEATABLE READ and SERIALIZABLE. All three levels are
+// allowed. Under the last two, a writer whose snapshot predates a
+// concurrent writer's commit fails with a serialization failure (SQLSTATE
+// 40001), an error of the driver's that is not ErrStale: retry the
+// transaction, as for any serialization failure; the retry sees the newer
+// token and is refused if it is stale.
 //
 // # What it does not protect
 //
@@ -106,10 +107,9 @@ func (tb Table) Update(ctx context.Context, db *sql.DB, key any, t fence.Token, 
 // It returns nil when the row was written; an error matching
 // fence.ErrStale, the row unchanged, when its token is larger than t (or t
 // is 0); an error matching sql.ErrNoRows when no row has key (and t is
-// not 0). Once it
-// returns, tx holds the row's lock until it ends: a transaction that
-// goes on to write elsewhere under the same lease is ordered with the
-// row's other writers.
+// not 0). When it writes, tx holds the row's lock until it ends: a
+// transaction that goes on to write elsewhere under the same lease is
+// ordered with the row's other writers.
 func (tb Table) UpdateTx(ctx context.Context, tx *sql.Tx, key any, t fence.Token, set Set) error {
 	tok, cols, err := tb.check(t, set)
 	if err != nil {
@@ -147,7 +147,7 @@ func (tb Table) Upsert(ctx context.Context, db *sql.DB, key any, t fence.Token, 
 //
 // It returns nil when the row was written, and an error matching
 // fence.ErrStale, the row unchanged, when its token is larger than t (or t
-// is 0). tx holds the row's lock until it ends, as after UpdateTx.
+// is 0). tx holds the row's lock until it ends, whether it wrote or not.
 func (tb Table) UpsertTx(ctx context.Context, tx *sql.Tx, key any, t fence.Token, set Set) error {
 	tok, cols, err := tb.check(t, set)
 	if err != nil {
