@@ -116,19 +116,32 @@ func (tb Table) UpdateTx(ctx context.Context, tx *sql.Tx, key any, t fence.Token
 		return err
 	}
 	if t != 0 {
-		args := []any{int64(t), key}
-		var assign []string
-		for _, c := range cols {
-			args = append(args, set[c])
-			assign = append(assign, c+" = $"+strconv.Itoa(len(args)))
-		}
-		q := "UPDATE " + tb.Name + " SET " + strings.Join(assign, ", ") + ", " + tok + " = $1" +
-			" WHERE " + tb.Key + " = $2 AND " + tok + " <= $1"
-		if done, err := wrote(tx.ExecContext(ctx, q, args...)); done || err != nil {
+		if done, err := wrote(tx.ExecContext(ctx, tb.updateSQL(tok, cols), args(t, key, set, cols)...)); done || err != nil {
 			return err
 		}
 	}
 	return tb.refuse(ctx, tx, key, t)
+}
+
+// updateSQL is UpdateTx's statement for cols, with the token tok: $1 is
+// the token, $2 the key, $3 on the columns, as args orders them.
+func (tb Table) updateSQL(tok string, cols []string) string {
+	var assign []string
+	for i, c := range cols {
+		assign = append(assign, c+" = $"+strconv.Itoa(i+3))
+	}
+	return "UPDATE " + tb.Name + " SET " + strings.Join(assign, ", ") + ", " + tok + " = $1" +
+		" WHERE " + tb.Key + " = $2 AND " + tok + " <= $1"
+}
+
+// args are the statements' arguments: the token, the key, then the
+// values of cols.
+func args(t fence.Token, key any, set Set, cols []string) []any {
+	a := []any{int64(t), key}
+	for _, c := range cols {
+		a = append(a, set[c])
+	}
+	return a
 }
 
 // Upsert is UpsertTx in a transaction of its own at the database's
@@ -154,24 +167,27 @@ func (tb Table) UpsertTx(ctx context.Context, tx *sql.Tx, key any, t fence.Token
 		return err
 	}
 	if t != 0 {
-		args := []any{int64(t), key}
-		names, params := []string{tb.Key, tok}, []string{"$2", "$1"}
-		assign := []string{}
-		for _, c := range cols {
-			args = append(args, set[c])
-			names = append(names, c)
-			params = append(params, "$"+strconv.Itoa(len(args)))
-			assign = append(assign, c+" = EXCLUDED."+c)
-		}
-		assign = append(assign, tok+" = EXCLUDED."+tok)
-		q := "INSERT INTO " + tb.Name + " (" + strings.Join(names, ", ") + ") VALUES (" + strings.Join(params, ", ") + ")" +
-			" ON CONFLICT (" + tb.Key + ") DO UPDATE SET " + strings.Join(assign, ", ") +
-			" WHERE " + tb.Name + "." + tok + " <= EXCLUDED." + tok
-		if done, err := wrote(tx.ExecContext(ctx, q, args...)); done || err != nil {
+		if done, err := wrote(tx.ExecContext(ctx, tb.upsertSQL(tok, cols), args(t, key, set, cols)...)); done || err != nil {
 			return err
 		}
 	}
 	return tb.refuse(ctx, tx, key, t)
+}
+
+// upsertSQL is UpsertTx's statement for cols, with the token tok, its
+// arguments as updateSQL's.
+func (tb Table) upsertSQL(tok string, cols []string) string {
+	names, params, assign := []string{tb.Key}, []string{"$2"}, []string{}
+	for i, c := range cols {
+		names = append(names, c)
+		params = append(params, "$"+strconv.Itoa(i+3))
+		assign = append(assign, c+" = EXCLUDED."+c)
+	}
+	names, params = append(names, tok), append(params, "$1")
+	assign = append(assign, tok+" = EXCLUDED."+tok)
+	return "INSERT INTO " + tb.Name + " (" + strings.Join(names, ", ") + ") VALUES (" + strings.Join(params, ", ") + ")" +
+		" ON CONFLICT (" + tb.Key + ") DO UPDATE SET " + strings.Join(assign, ", ") +
+		" WHERE " + tb.Name + "." + tok + " <= EXCLUDED." + tok
 }
 
 // check returns the token column's name and set's columns in order, or
@@ -257,10 +273,7 @@ func (f Fences) Raise(ctx context.Context, tx *sql.Tx, resource string, t fence.
 	}
 	table := cmp.Or(f.Table, "fences")
 	if t != 0 {
-		q := "INSERT INTO " + table + " (name, token) VALUES ($1, $2)" +
-			" ON CONFLICT (name) DO UPDATE SET token = EXCLUDED.token" +
-			" WHERE " + table + ".token <= EXCLUDED.token"
-		if done, err := wrote(tx.ExecContext(ctx, q, resource, int64(t))); done || err != nil {
+		if done, err := wrote(tx.ExecContext(ctx, raiseSQL(table), resource, int64(t))); done || err != nil {
 			return err
 		}
 	}
@@ -273,6 +286,14 @@ func (f Fences) Raise(ctx context.Context, tx *sql.Tx, resource string, t fence.
 		return err
 	}
 	return &fence.StaleError{Resource: resource, Token: t, Highest: fence.Token(h)}
+}
+
+// raiseSQL is Raise's statement on table: $1 is the resource, $2 the
+// token.
+func raiseSQL(table string) string {
+	return "INSERT INTO " + table + " (name, token) VALUES ($1, $2)" +
+		" ON CONFLICT (name) DO UPDATE SET token = EXCLUDED.token" +
+		" WHERE " + table + ".token <= EXCLUDED.token"
 }
 
 // wrote reports whether the statement whose result is r wrote one row.

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"os"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -337,4 +339,42 @@ func once(ctx context.Context, db *sql.DB, level sql.IsolationLevel, w int, tok 
 func serialization(err error) bool {
 	var pe *pgconn.PgError
 	return errors.As(err, &pe) && pe.Code == "40001"
+}
+
+// The tables docs/fencing.md creates are the ones the helpers write: its
+// CREATE TABLE statements run, and a write through each helper lands on
+// them and a stale one is refused.
+func TestFencingDocTables(t *testing.T) {
+	b, err := os.ReadFile("../../docs/fencing.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	db := pgtest.DB(t)
+	ctx := context.Background()
+	created := 0
+	for q := range sqlfence.Printed(string(b), false) {
+		if strings.HasPrefix(q, "CREATE TABLE ") {
+			if _, err := db.ExecContext(ctx, q); err != nil {
+				t.Fatalf("%s: %v", q, err)
+			}
+			created++
+		}
+	}
+	if created != 2 {
+		t.Fatalf("%d tables created; want reports and fences", created)
+	}
+	if err := reports.Upsert(ctx, db, 1, 42, sqlfence.Set{"body": "final"}); err != nil {
+		t.Fatal(err)
+	}
+	if got := outcome(reports.Update(ctx, db, 1, 41, sqlfence.Set{"body": "late"})); got != "stale 42" {
+		t.Errorf("a stale update: %s; want stale 42", got)
+	}
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback()
+	if err := (sqlfence.Fences{}).Raise(ctx, tx, "reports", 42); err != nil {
+		t.Fatal(err)
+	}
 }
