@@ -130,7 +130,8 @@ func (tb Table) updateSQL(tok string, cols []string) string {
 	for i, c := range cols {
 		assign = append(assign, c+" = $"+strconv.Itoa(i+3))
 	}
-	return "UPDATE " + tb.Name + " SET " + strings.Join(assign, ", ") + ", " + tok + " = $1" +
+	assign = append(assign, tok+" = $1")
+	return "UPDATE " + tb.Name + " SET " + strings.Join(assign, ", ") +
 		" WHERE " + tb.Key + " = $2 AND " + tok + " <= $1"
 }
 

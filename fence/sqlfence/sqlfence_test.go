@@ -105,6 +105,16 @@ func TestUpdate(t *testing.T) {
 	if body, tok := row(t, db, 1); body != "b again" || tok != 34 {
 		t.Errorf("row 1 = %q, %d; want \"b again\", 34", body, tok)
 	}
+	// No column but the token: the row's fence alone is raised.
+	if err := reports.Update(context.Background(), db, 1, 35, nil); err != nil {
+		t.Errorf("a write of the token alone: %v", err)
+	}
+	if err := reports.Upsert(context.Background(), db, 1, 36, nil); err != nil {
+		t.Errorf("an upsert of the token alone: %v", err)
+	}
+	if body, tok := row(t, db, 1); body != "b again" || tok != 36 {
+		t.Errorf("row 1 = %q, %d; want \"b again\", 36", body, tok)
+	}
 }
 
 func TestUpsert(t *testing.T) {
