@@ -1,10 +1,13 @@
 #!/usr/bin/env bash
 # The whole test suite, as the README promises: installs what the tests need
-# on a fresh Debian machine (redis-server, redis-cli, gcc, staticcheck), then
-# vets, runs staticcheck and runs every test with the race detector against
-# real redis-server processes; then scripts/test-valkey.sh runs the
-# server-dependent packages again on Valkey 8.0 and 7.2, and
-# scripts/test-redis62.sh the floor's test on Redis 6.2.
+# on a fresh Debian machine (redis-server, redis-cli, gcc, Debian's
+# postgresql when no /usr/lib/postgresql/*/bin/initdb is there,
+# staticcheck), then vets, runs staticcheck and runs every test with the
+# race detector against real redis-server processes and, for the SQL
+# fence, a real PostgreSQL (internal/testkit/pgtest); then
+# scripts/test-valkey.sh runs the server-dependent packages again on
+# Valkey 8.0 and 7.2, and scripts/test-redis62.sh the floor's test on
+# Redis 6.2.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -16,6 +19,9 @@ need=()
 command -v redis-server >/dev/null || need+=(redis-server)
 command -v redis-cli >/dev/null || need+=(redis-tools)
 command -v gcc >/dev/null || need+=(gcc libc6-dev)
+# Debian keeps PostgreSQL's programs off PATH, under its release; the
+# package leaves its own cluster down, and the tests run initdb themselves.
+compgen -G '/usr/lib/postgresql/*/bin/initdb' >/dev/null || need+=(postgresql)
 if [ ${#need[@]} -gt 0 ]; then
   echo "installing: ${need[*]}" >&2
   sudo=""; [ "$(id -u)" -eq 0 ] || sudo="sudo"
