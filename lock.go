@@ -21,7 +21,7 @@ import (
 	"fmt"
 
 	"github.com/dlockgo/dlock/fence"
-	"github.com/dlockgo/dlock/internal/acquire"
+	"github.com/dlockgo/dlock/internal/argerr"
 	"github.com/dlockgo/dlock/lease"
 	"github.com/dlockgo/dlock/node"
 	"github.com/dlockgo/dlock/option"
@@ -82,7 +82,7 @@ var (
 // with the release's error if that failed too; if the lease ended before fn
 // returned, the error also matches the lease's end (ErrLost or ErrExpired).
 func Do(ctx context.Context, l Locker, key string, fn func(ctx context.Context, token fence.Token) error, opts ...option.Option) error {
-	if err := acquire.CheckContext(ctx); err != nil {
+	if err := argerr.CheckContext(ctx); err != nil {
 		return err
 	}
 	if l == nil {

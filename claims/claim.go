@@ -11,8 +11,8 @@ import (
 	"time"
 
 	"github.com/dlockgo/dlock/fence"
-	"github.com/dlockgo/dlock/internal/acquire"
-	"github.com/dlockgo/dlock/internal/claimcore"
+	"github.com/dlockgo/dlock/internal/ctxerr"
+	"github.com/dlockgo/dlock/internal/engine"
 	"github.com/dlockgo/dlock/internal/leasing"
 	"github.com/dlockgo/dlock/internal/settings"
 	"github.com/dlockgo/dlock/lease"
@@ -130,7 +130,7 @@ func (q *Queue) Claim(ctx context.Context, opts ...option.Option) (*Claim, error
 // id; an empty queue, an answer rather than a fault, as a lock found
 // taken (nothing free to claim).
 func (q *Queue) observed(ctx context.Context, claim func(context.Context, []option.Option) (*Claim, error), opts []option.Option) (*Claim, error) {
-	ob := acquire.Start(q.cfg.Observer, strategy, q.name)
+	ob := engine.Start(q.cfg.Observer, strategy, q.name)
 	c, err := claim(ctx, opts)
 	switch {
 	case err == nil:
@@ -182,16 +182,16 @@ func (q *Queue) claimWait(ctx context.Context, opts []option.Option) (*Claim, er
 			got = c
 			return 0, nil
 		}
-		if r := (*claimcore.Refusal)(nil); errors.As(err, &r) {
+		if r := (*engine.Refusal)(nil); errors.As(err, &r) {
 			return 0, err
 		}
 		// Nothing pending, a lost exchange (the claim given up), a grant
 		// too late to use: worth another attempt.
-		return hint, acquire.Retryable(err)
+		return hint, engine.Retryable(err)
 	}
-	_, err = acquire.Wait(ctx, o.Retry, func(ctx context.Context) (*lease.Lease, acquire.Turn, error) {
+	_, err = engine.Wait(ctx, o.Retry, func(ctx context.Context) (*lease.Lease, engine.Turn, error) {
 		hint, err := once(ctx)
-		if err != nil && acquire.Again(err) && !subscribed && ctx.Err() == nil {
+		if err != nil && engine.Again(err) && !subscribed && ctx.Err() == nil {
 			subscribed = true
 			// Subscribed, then one more attempt at once: an item added
 			// between the first attempt and the subscription wakes
@@ -202,9 +202,9 @@ func (q *Queue) claimWait(ctx context.Context, opts []option.Option) (*Claim, er
 			hint, err = once(ctx)
 		}
 		if err != nil {
-			return nil, acquire.Turn{Hint: hint, Wake: wake}, err
+			return nil, engine.Turn{Hint: hint, Wake: wake}, err
 		}
-		return got.l, acquire.Turn{}, nil
+		return got.l, engine.Turn{}, nil
 	})
 	stop()
 	if err != nil {
@@ -214,7 +214,7 @@ func (q *Queue) claimWait(ctx context.Context, opts []option.Option) (*Claim, er
 }
 
 // subscribeLife bounds ClaimWait's subscription to the ready channel:
-// half of it, a second (see claimcore.Kit.Subscribe).
+// half of it, a second (see engine.Kit.Subscribe).
 const subscribeLife = 2 * time.Second
 
 // attempt is the claims of one Claim or ClaimWait call: their options and
@@ -230,7 +230,7 @@ type attempt struct {
 func (q *Queue) newAttempt(o settings.Call) *attempt {
 	a := &attempt{q: q, o: o}
 	a.ttl, a.ttlMs, _ = q.kit.LeaseArgs(o.TTL)
-	a.owner = acquire.OwnerValue(acquire.NewOwner(), o.Metadata)
+	a.owner = engine.OwnerValue(engine.NewOwner(), o.Metadata)
 	return a
 }
 
@@ -250,12 +250,12 @@ type claimReply struct {
 // readClaim reads the reply of claim.lua: a grant's {id, token, attempt},
 // or, alone, the ms until the earliest lease ends, -1 for an empty queue
 // or -2 for an owner given up.
-// Any other reply is an error matching acquire.ErrBadReply, and hands
+// Any other reply is an error matching engine.ErrBadReply, and hands
 // out nothing.
 func readClaim(r node.Reply) (claimReply, error) {
 	switch len(r) {
 	case 1:
-		ms, err := acquire.ReplyInt(r, 0, -2, math.MaxInt64)
+		ms, err := engine.ReplyInt(r, 0, -2, math.MaxInt64)
 		switch {
 		case err != nil:
 			return claimReply{}, err
@@ -264,30 +264,30 @@ func readClaim(r node.Reply) (claimReply, error) {
 		case ms == -1:
 			return claimReply{}, nil
 		}
-		left, err := acquire.ReplyMs(r, 0)
+		left, err := engine.ReplyMs(r, 0)
 		return claimReply{left: left}, err
 	case 3:
 		if r[0].Kind != node.Str || r[0].Str == "" || len(r[0].Str) > MaxID {
-			return claimReply{}, fmt.Errorf("%w: value 0 of 3 is not an item id", acquire.ErrBadReply)
+			return claimReply{}, fmt.Errorf("%w: value 0 of 3 is not an item id", engine.ErrBadReply)
 		}
-		token, err := acquire.ReplyToken(r, 1)
+		token, err := engine.ReplyToken(r, 1)
 		if err != nil {
 			return claimReply{}, err
 		}
-		attempt, err := acquire.ReplyInt(r, 2, 1, math.MaxInt32)
+		attempt, err := engine.ReplyInt(r, 2, 1, math.MaxInt32)
 		if err != nil {
 			return claimReply{}, err
 		}
 		return claimReply{granted: true, id: r[0].Str, token: token, attempt: int(attempt)}, nil
 	}
-	return claimReply{}, fmt.Errorf("%w: %d values, want 1 or 3", acquire.ErrBadReply, len(r))
+	return claimReply{}, fmt.Errorf("%w: %d values, want 1 or 3", engine.ErrBadReply, len(r))
 }
 
 // try runs the claim script once. On ErrEmpty, hint is how long until the
 // earliest lease in the queue ends, 0 when unknown.
 func (a *attempt) try(ctx context.Context) (*Claim, time.Duration, error) {
 	if err := ctx.Err(); err != nil {
-		return nil, 0, acquire.CtxErr(ctx, err)
+		return nil, 0, ctxerr.Wrap(ctx, err)
 	}
 	q := a.q
 	t1 := time.Now()
@@ -307,7 +307,7 @@ func (a *attempt) try(ctx context.Context) (*Claim, time.Duration, error) {
 	case cr.gone:
 		// Only an owner this attempt gave up is refused so, and it draws
 		// another: not a reply this call can get.
-		a.owner = acquire.OwnerValue(acquire.NewOwner(), a.o.Metadata)
+		a.owner = engine.OwnerValue(engine.NewOwner(), a.o.Metadata)
 		return nil, 0, fmt.Errorf("claims: claim from %q on %s: unexpected reply %v", q.name, q.n, r)
 	case !cr.granted:
 		return nil, cr.left, fmt.Errorf("claims: claim from %q: %w", q.name, ErrEmpty)
@@ -321,7 +321,7 @@ func (a *attempt) try(ctx context.Context) (*Claim, time.Duration, error) {
 		a.abandon(ctx)
 		return nil, 0, err
 	}
-	c.l = acquire.NewLease((*backend)(c), leasing.Grant{
+	c.l = engine.NewLease((*backend)(c), leasing.Grant{
 		Key: c.id, Owner: a.owner, Token: c.token, TTL: a.o.TTL, Until: until,
 		Strategy: strategy, Reporter: q.cfg.Reporter, AutoRenew: a.o.AutoRenew, Metadata: a.o.Metadata,
 	})
@@ -333,7 +333,7 @@ func (a *attempt) try(ctx context.Context) (*Claim, time.Duration, error) {
 // the abandoned one is refused from then on.
 func (a *attempt) abandon(ctx context.Context) {
 	a.q.kit.Abandon(ctx, a.q.keys[:], a.owner, a.ttl, nil)
-	a.owner = acquire.OwnerValue(acquire.NewOwner(), a.o.Metadata)
+	a.owner = engine.OwnerValue(engine.NewOwner(), a.o.Metadata)
 }
 
 // backend is a Claim's side of its lease: a type of its own, so that the
@@ -377,9 +377,9 @@ func (b *backend) Release(ctx context.Context, l *lease.Lease) error {
 // also fence.ErrStale when the item has been claimed again since this
 // claim; other errors keep their context error recognisable.
 func (c *Claim) refused(ctx context.Context, op string, err error) error {
-	h, ok := acquire.StaleCounter(err)
+	h, ok := engine.StaleCounter(err)
 	if !ok {
-		return fmt.Errorf("claims: %s %q on %s: %w", op, c.id, c.q.n, acquire.CtxErr(ctx, err))
+		return fmt.Errorf("claims: %s %q on %s: %w", op, c.id, c.q.n, ctxerr.Wrap(ctx, err))
 	}
 	switch {
 	case h > c.token:

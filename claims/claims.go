@@ -37,8 +37,9 @@ import (
 	"fmt"
 	"strconv"
 
-	"github.com/dlockgo/dlock/internal/acquire"
-	"github.com/dlockgo/dlock/internal/claimcore"
+	"github.com/dlockgo/dlock/internal/argerr"
+	"github.com/dlockgo/dlock/internal/ctxerr"
+	"github.com/dlockgo/dlock/internal/engine"
 	"github.com/dlockgo/dlock/internal/keyname"
 	"github.com/dlockgo/dlock/internal/settings"
 	"github.com/dlockgo/dlock/lease"
@@ -59,8 +60,8 @@ type Queue struct {
 	n      node.Node
 	name   string
 	keys   [1]string // the items hash, base of every other key
-	cfg    claimcore.Base
-	kit    claimcore.Kit
+	cfg    engine.Base
+	kit    engine.Kit
 	keepMs string // how long a completed item's record stays, in ms
 	idleMs string // "0": for ever
 }
@@ -83,7 +84,7 @@ type Queue struct {
 // does; an id added again later starts afresh from the server's clock in
 // µs. Queues whose ids are never reused can make it short.
 func New(n node.Node, name string, opts ...option.Option) (*Queue, error) {
-	cfg, err := claimcore.Configure(n, settings.Claims, opts)
+	cfg, err := engine.Configure(n, settings.Claims, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -96,7 +97,7 @@ func New(n node.Node, name string, opts ...option.Option) (*Queue, error) {
 	if cfg.IdleTTL > 0 {
 		q.idleMs = strconv.FormatInt(max(cfg.IdleTTL.Milliseconds(), 1), 10)
 	}
-	q.kit = claimcore.NewKit(strategy, n, &q.cfg, claimcore.Scripts{Abandon: abandonScript})
+	q.kit = engine.NewKit(strategy, n, &q.cfg, engine.Scripts{Abandon: abandonScript})
 	q.keys[0] = keyname.Claims(name)
 	return q, nil
 }
@@ -120,7 +121,7 @@ const addBatch = 256
 // having added nothing, when an id is empty or longer than MaxID bytes.
 // A long list is added in batches of a few hundred, each atomic.
 func (q *Queue) Add(ctx context.Context, ids ...string) error {
-	if err := acquire.CheckContext(ctx); err != nil {
+	if err := argerr.CheckContext(ctx); err != nil {
 		return err
 	}
 	for i, id := range ids {
@@ -133,7 +134,7 @@ func (q *Queue) Add(ctx context.Context, ids ...string) error {
 		b := ids[:min(len(ids), addBatch)]
 		ids = ids[len(b):]
 		if _, err := q.n.Eval(ctx, addScript, q.keys[:], b...); err != nil {
-			return fmt.Errorf("claims: add to %q on %s: %w", q.name, q.n, acquire.CtxErr(ctx, err))
+			return fmt.Errorf("claims: add to %q on %s: %w", q.name, q.n, ctxerr.Wrap(ctx, err))
 		}
 	}
 	return nil
@@ -150,12 +151,12 @@ type Stats struct {
 
 // Stats counts the queue's items. It changes nothing.
 func (q *Queue) Stats(ctx context.Context) (Stats, error) {
-	if err := acquire.CheckContext(ctx); err != nil {
+	if err := argerr.CheckContext(ctx); err != nil {
 		return Stats{}, err
 	}
 	r, err := q.n.Eval(ctx, statsScript, q.keys[:])
 	if err != nil {
-		return Stats{}, fmt.Errorf("claims: stats of %q on %s: %w", q.name, q.n, acquire.CtxErr(ctx, err))
+		return Stats{}, fmt.Errorf("claims: stats of %q on %s: %w", q.name, q.n, ctxerr.Wrap(ctx, err))
 	}
 	return Stats{Pending: int(r.Int(0)), Claimed: int(r.Int(1)), Expired: int(r.Int(2))}, nil
 }
@@ -165,7 +166,7 @@ const strategy = "claims"
 
 // options returns the claim's options: the queue's TTL unless opts set one.
 func (q *Queue) options(ctx context.Context, opts []option.Option) (settings.Call, error) {
-	if err := acquire.CheckContext(ctx); err != nil {
+	if err := argerr.CheckContext(ctx); err != nil {
 		return settings.Call{}, err
 	}
 	return q.cfg.Call(opts)

@@ -37,7 +37,7 @@ var (
 	// extendScript: ARGV id, owner, token, TTL ms. Replies 1, or the error
 	// DLSTALE <token>.
 	extendScript = lua.Script(lua.Spec{Name: "claims/extend", FS: luaFS, Lib: lib, Body: []string{"extend.lua"}})
-	// abandonScript: ARGV owner, ms to remember it (see claimcore.AbandonKeep).
+	// abandonScript: ARGV owner, ms to remember it (see engine.AbandonKeep).
 	// Replies 1 when it returned an item to the queue.
 	abandonScript = lua.Script(lua.Spec{Name: "claims/abandon", FS: luaFS, Lib: lib, Body: []string{"abandon.lua"}})
 	// statsScript: no ARGV. Replies {pending, claimed, expired}.

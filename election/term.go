@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"github.com/dlockgo/dlock/fence"
-	"github.com/dlockgo/dlock/internal/acquire"
 	"github.com/dlockgo/dlock/internal/argerr"
+	"github.com/dlockgo/dlock/internal/engine"
 	"github.com/dlockgo/dlock/lease"
 	"github.com/dlockgo/dlock/observe"
 	"github.com/dlockgo/dlock/option"
@@ -62,7 +62,7 @@ type Term struct {
 // term is lost (once it has announced the loss, bounded by
 // lease.ReleaseTimeout): call Resign in either case.
 func (e *Election) Campaign(ctx context.Context, value string) (*Term, error) {
-	ob := acquire.Start(e.obs, strategy, e.key)
+	ob := engine.Start(e.obs, strategy, e.key)
 	t, err := e.campaign(ctx, value)
 	if err != nil {
 		ob.End(nil, err)
@@ -147,7 +147,7 @@ func (t *Term) Resign(ctx context.Context) error {
 	t.observe(observe.Released, nil)
 	if ctx.Err() != nil {
 		var cancel context.CancelFunc
-		ctx, cancel = acquire.Detached(ctx, lease.ReleaseTimeout)
+		ctx, cancel = engine.Detached(ctx, lease.ReleaseTimeout)
 		defer cancel()
 	}
 	t.announce(ctx, msgEnded)

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/dlockgo/dlock/fence"
-	"github.com/dlockgo/dlock/internal/acquire"
+	"github.com/dlockgo/dlock/internal/engine"
 	"github.com/dlockgo/dlock/internal/leasing"
 	"github.com/dlockgo/dlock/lease"
 )
@@ -23,7 +23,7 @@ func (nopBackend) Release(context.Context, *lease.Lease) error { return nil }
 // several reports each key's own token, in the order asked for, Key and
 // Token being the first's, and a copy the caller may change.
 func TestKeys(t *testing.T) {
-	one := acquire.NewLease(nopBackend{}, leasing.Grant{Key: "a", Token: 7, TTL: time.Second, Until: time.Now().Add(time.Second)})
+	one := engine.NewLease(nopBackend{}, leasing.Grant{Key: "a", Token: 7, TTL: time.Second, Until: time.Now().Add(time.Second)})
 	if got := one.Keys(); !slices.Equal(got, []lease.Held{{Key: "a", Token: 7}}) {
 		t.Errorf("Keys of a one-key lease: %v", got)
 	}
@@ -35,7 +35,7 @@ func TestKeys(t *testing.T) {
 	}
 	set := []lease.Held{{Key: "x", Token: 3}, {Key: "y", Token: 9}}
 	granted := []leasing.Held{{Key: "x", Token: 3}, {Key: "y", Token: 9}}
-	many := acquire.NewLease(nopBackend{}, leasing.Grant{Key: "x", Token: 3, Set: granted, TTL: time.Second, Until: time.Now().Add(time.Second)})
+	many := engine.NewLease(nopBackend{}, leasing.Grant{Key: "x", Token: 3, Set: granted, TTL: time.Second, Until: time.Now().Add(time.Second)})
 	got := many.Keys()
 	if !slices.Equal(got, set) || many.Key() != "x" || many.Token() != 3 {
 		t.Errorf("a lease on x, y: Keys %v, Key %q, Token %d", got, many.Key(), many.Token())

@@ -15,7 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
-	"github.com/dlockgo/dlock/internal/acquire"
+	"github.com/dlockgo/dlock/internal/engine"
 	"github.com/dlockgo/dlock/internal/leasing"
 	"github.com/dlockgo/dlock/lease"
 )
@@ -86,12 +86,12 @@ func renewing(g leasing.Grant) leasing.Grant {
 }
 
 func grant(ttl time.Duration) leasing.Grant {
-	return leasing.Grant{Key: "k", Owner: acquire.NewOwner(), Token: 7, TTL: ttl, Until: time.Now().Add(ttl)}
+	return leasing.Grant{Key: "k", Owner: engine.NewOwner(), Token: 7, TTL: ttl, Until: time.Now().Add(ttl)}
 }
 
 func TestReleaseEnds(t *testing.T) {
 	f := &fake{}
-	l := acquire.NewLease(f, grant(time.Minute))
+	l := engine.NewLease(f, grant(time.Minute))
 	ctx := l.Context(t.Context())
 	if l.Err() != nil || l.TTL() <= 0 || l.Key() != "k" || l.Token() != 7 || !l.Fenced() {
 		t.Fatalf("fresh lease: Err %v TTL %v Key %q Token %d", l.Err(), l.TTL(), l.Key(), l.Token())
@@ -126,7 +126,7 @@ func TestReleaseEnds(t *testing.T) {
 // finishing the first); after one that failed, it asks them again.
 func TestReleaseTwice(t *testing.T) {
 	f := &fake{}
-	l := acquire.NewLease(f, grant(time.Minute))
+	l := engine.NewLease(f, grant(time.Minute))
 	require.NoError(t, l.Release(t.Context()), "Release")
 	if err := l.Release(t.Context()); !errors.Is(err, lease.ErrNotHeld) || f.releases.Load() != 1 {
 		t.Fatalf("second Release: %v after %d backend calls; want ErrNotHeld after 1", err, f.releases.Load())
@@ -134,7 +134,7 @@ func TestReleaseTwice(t *testing.T) {
 
 	f = &fake{}
 	f.relFail.Store(1)
-	l = acquire.NewLease(f, grant(time.Minute))
+	l = engine.NewLease(f, grant(time.Minute))
 	if err := l.Release(t.Context()); err == nil || errors.Is(err, lease.ErrNotHeld) {
 		t.Fatalf("failing Release: %v; want the backend's error", err)
 	}
@@ -145,7 +145,7 @@ func TestReleaseTwice(t *testing.T) {
 
 func TestExpiresByLocalValidity(t *testing.T) {
 	f := &fake{}
-	l := acquire.NewLease(f, grant(30*time.Millisecond))
+	l := engine.NewLease(f, grant(30*time.Millisecond))
 	ctx := l.Context(t.Context())
 	select {
 	case <-l.Done():
@@ -161,7 +161,7 @@ func TestExpiresByLocalValidity(t *testing.T) {
 
 	g := grant(time.Minute)
 	g.Until = time.Now().Add(-time.Second)
-	born := acquire.NewLease(f, g)
+	born := engine.NewLease(f, g)
 	<-born.Done()
 	if !errors.Is(born.Err(), lease.ErrExpired) {
 		t.Fatalf("born expired: Err %v; want ErrExpired", born.Err())
@@ -170,7 +170,7 @@ func TestExpiresByLocalValidity(t *testing.T) {
 
 func TestExtendMovesValidity(t *testing.T) {
 	f := &fake{}
-	l := acquire.NewLease(f, grant(40*time.Millisecond))
+	l := engine.NewLease(f, grant(40*time.Millisecond))
 	defer l.Release(t.Context())
 	if err := l.Extend(t.Context(), time.Minute); err != nil {
 		t.Fatal(err)
@@ -192,7 +192,7 @@ func TestExtendMovesValidity(t *testing.T) {
 }
 
 func TestParentCancelled(t *testing.T) {
-	l := acquire.NewLease(&fake{}, grant(time.Minute))
+	l := engine.NewLease(&fake{}, grant(time.Minute))
 	defer l.Release(t.Context())
 	parent, cancel := context.WithCancelCause(t.Context())
 	why := errors.New("shutting down")
@@ -206,7 +206,7 @@ func TestParentCancelled(t *testing.T) {
 
 func TestAutoRenewLost(t *testing.T) {
 	f := &fake{}
-	l := acquire.NewLease(f, renewing(grant(30*time.Millisecond)))
+	l := engine.NewLease(f, renewing(grant(30*time.Millisecond)))
 	ctx := l.Context(t.Context())
 	time.Sleep(100 * time.Millisecond)
 	if l.Err() != nil {
@@ -238,7 +238,7 @@ func TestAutoRenewLost(t *testing.T) {
 func TestAutoRenewSurvivesFailure(t *testing.T) {
 	f := &fake{}
 	f.fail.Store(1)
-	l := acquire.NewLease(f, renewing(grant(60*time.Millisecond)))
+	l := engine.NewLease(f, renewing(grant(60*time.Millisecond)))
 	time.Sleep(150 * time.Millisecond)
 	if l.Err() != nil {
 		t.Fatalf("one failed renewal ended the lease: %v", l.Err())
@@ -249,7 +249,7 @@ func TestAutoRenewSurvivesFailure(t *testing.T) {
 func TestAutoRenewStopsWhenFailuresLast(t *testing.T) {
 	f := &fake{}
 	f.fail.Store(1 << 30)
-	l := acquire.NewLease(f, renewing(grant(30*time.Millisecond)))
+	l := engine.NewLease(f, renewing(grant(30*time.Millisecond)))
 	select {
 	case <-l.Done():
 	case <-time.After(2 * time.Second):
@@ -263,7 +263,7 @@ func TestAutoRenewStopsWhenFailuresLast(t *testing.T) {
 
 func TestReleaseStopsRenewal(t *testing.T) {
 	f := &fake{}
-	l := acquire.NewLease(f, renewing(grant(9*time.Millisecond)))
+	l := engine.NewLease(f, renewing(grant(9*time.Millisecond)))
 	time.Sleep(20 * time.Millisecond)
 	// Release races the renewal goroutine; it must stop it and wait for it.
 	if err := l.Release(t.Context()); err != nil {
@@ -282,7 +282,7 @@ func TestReleaseStopsRenewal(t *testing.T) {
 
 func TestReleaseOnEndedContext(t *testing.T) {
 	f := &fake{relCtx: make(chan relCall, 1)}
-	l := acquire.NewLease(f, grant(time.Minute))
+	l := engine.NewLease(f, grant(time.Minute))
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	if err := l.Release(ctx); err != nil {
@@ -296,7 +296,7 @@ func TestReleaseOnEndedContext(t *testing.T) {
 
 func TestConcurrentUse(t *testing.T) {
 	f := &fake{}
-	l := acquire.NewLease(f, renewing(grant(20*time.Millisecond)))
+	l := engine.NewLease(f, renewing(grant(20*time.Millisecond)))
 	var wg sync.WaitGroup
 	for range 8 {
 		wg.Go(func() {

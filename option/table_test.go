@@ -14,7 +14,6 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/dlockgo/dlock/internal/acquire"
 	"github.com/dlockgo/dlock/internal/settings"
 	"github.com/dlockgo/dlock/lease"
 	"github.com/dlockgo/dlock/observe"
@@ -243,7 +242,7 @@ func TestDefaults(t *testing.T) {
 				}
 				continue
 			case sc.scope == settings.Election && (s.ID == settings.TTL || s.ID == settings.Retry):
-				if l.TTL != 0 || l.Retry != (acquire.Retry{}) {
+				if l.TTL != 0 || l.Retry != (settings.Pace{}) {
 					t.Errorf("option.%s's zero to an election: TTL %v, retry %v; want zero, the Locker's", f.name, l.TTL, l.Retry)
 				}
 				continue

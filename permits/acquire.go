@@ -5,7 +5,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/dlockgo/dlock/internal/acquire"
+	"github.com/dlockgo/dlock/internal/engine"
 	"github.com/dlockgo/dlock/lease"
 	"github.com/dlockgo/dlock/option"
 )
@@ -18,7 +18,7 @@ import (
 // server fails, a claim that may have landed is given up before it
 // returns, on a context of its own bounded by lease.ReleaseTimeout.
 func (s *Semaphore) TryAcquire(ctx context.Context, name string, n int, opts ...option.Option) (*lease.Lease, error) {
-	return acquire.Start(s.cfg.Observer, strategy, name).End(s.tryAcquire(ctx, name, n, opts))
+	return engine.Start(s.cfg.Observer, strategy, name).End(s.tryAcquire(ctx, name, n, opts))
 }
 
 func (s *Semaphore) tryAcquire(ctx context.Context, name string, n int, opts []option.Option) (*lease.Lease, error) {
@@ -49,7 +49,7 @@ func (s *Semaphore) tryAcquire(ctx context.Context, name string, n int, opts []o
 // it reaches the head, for at most its ticket's lifetime: max(2 s, 3 ×
 // its Retry.Max) after its last attempt.
 func (s *Semaphore) Acquire(ctx context.Context, name string, n int, opts ...option.Option) (*lease.Lease, error) {
-	return acquire.Start(s.cfg.Observer, strategy, name).End(s.acquire(ctx, name, n, opts))
+	return engine.Start(s.cfg.Observer, strategy, name).End(s.acquire(ctx, name, n, opts))
 }
 
 func (s *Semaphore) acquire(ctx context.Context, name string, n int, opts []option.Option) (*lease.Lease, error) {
@@ -58,7 +58,7 @@ func (s *Semaphore) acquire(ctx context.Context, name string, n int, opts []opti
 		return nil, err
 	}
 	c := s.newClaim(name, n, o)
-	life := acquire.TicketLife(o.Retry)
+	life := engine.TicketLife(o.Retry)
 	c.life = time.Duration(life.Milliseconds()) * time.Millisecond
 	c.args[4] = strconv.FormatInt(life.Milliseconds(), 10)
 	c.args[5] = s.id
@@ -75,7 +75,7 @@ func (s *Semaphore) acquire(ctx context.Context, name string, n int, opts []opti
 	in := s.route.enterListening(channel, c.args[0])
 	heard := in != nil
 	l, hint, err := c.again(ctx)
-	if err != nil && acquire.Again(err) && ctx.Err() == nil {
+	if err != nil && engine.Again(err) && ctx.Err() == nil {
 		if in == nil {
 			in = s.route.enter(channel, c.args[0])
 		}
@@ -86,12 +86,12 @@ func (s *Semaphore) acquire(ctx context.Context, name string, n int, opts []opti
 	switch {
 	case err == nil:
 		return l, nil
-	case !acquire.Again(err):
+	case !engine.Again(err):
 		c.leave(ctx)
 		return nil, err
 	case ctx.Err() != nil:
 		c.leave(ctx)
-		return nil, acquire.GaveUp(ctx, err)
+		return nil, engine.GaveUp(ctx, err)
 	}
 	subscribed := heard || s.route.listen(ctx, in, life) != nil
 	// Subscribed, every grant to this waiter comes as a message or a
@@ -106,20 +106,20 @@ func (s *Semaphore) acquire(ctx context.Context, name string, n int, opts []opti
 	if subscribed {
 		r.Min = r.Max
 	}
-	l, err = acquire.Wait(ctx, r, func(ctx context.Context) (*lease.Lease, acquire.Turn, error) {
+	l, err = engine.Wait(ctx, r, func(ctx context.Context) (*lease.Lease, engine.Turn, error) {
 		if heard {
 			// The refusal above is this turn's: it was made while listening.
 			heard = false
-			return nil, acquire.Turn{Hint: hint, Wake: wake, Heed: c.heed}, err
+			return nil, engine.Turn{Hint: hint, Wake: wake, Heed: c.heed}, err
 		}
 		if c.handed != 0 {
 			if l := c.takeHanded(); l != nil {
-				return l, acquire.Turn{}, nil
+				return l, engine.Turn{}, nil
 			}
 		}
 		s.route.rename(in, c.args[0]) // before the claim: its grant may come at once
 		l, hint, err := c.again(ctx)
-		return l, acquire.Turn{Hint: hint, Wake: wake, Heed: c.heed}, err
+		return l, engine.Turn{Hint: hint, Wake: wake, Heed: c.heed}, err
 	})
 	if err != nil {
 		c.leave(ctx)

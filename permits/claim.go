@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"github.com/dlockgo/dlock/fence"
-	"github.com/dlockgo/dlock/internal/acquire"
-	"github.com/dlockgo/dlock/internal/claimcore"
+	"github.com/dlockgo/dlock/internal/ctxerr"
+	"github.com/dlockgo/dlock/internal/engine"
 	"github.com/dlockgo/dlock/internal/leasing"
 	"github.com/dlockgo/dlock/internal/settings"
 	"github.com/dlockgo/dlock/lease"
@@ -55,12 +55,12 @@ func (s *Semaphore) newClaim(name string, n int, o settings.Call) *claim {
 // drawOwner gives the claim a new random owner: at first, and after its
 // owner was abandoned, which the claim script refuses from then on.
 func (c *claim) drawOwner() {
-	c.args[0] = acquire.OwnerValue(acquire.NewOwner(), c.o.Metadata)
+	c.args[0] = engine.OwnerValue(engine.NewOwner(), c.o.Metadata)
 }
 
-// again is try for a blocking acquire (see claimcore.Again).
+// again is try for a blocking acquire (see engine.Classify).
 func (c *claim) again(ctx context.Context) (*lease.Lease, time.Duration, error) {
-	return claimcore.Again(c.try(ctx))
+	return engine.Classify(c.try(ctx))
 }
 
 // try runs the claim script once. On lease.ErrTaken, hint is how long
@@ -69,7 +69,7 @@ func (c *claim) again(ctx context.Context) (*lease.Lease, time.Duration, error) 
 // lease.ErrExpired.
 func (c *claim) try(ctx context.Context) (*lease.Lease, time.Duration, error) {
 	if err := ctx.Err(); err != nil {
-		return nil, 0, acquire.CtxErr(ctx, err)
+		return nil, 0, ctxerr.Wrap(ctx, err)
 	}
 	s := c.s
 	t1 := time.Now()
@@ -97,7 +97,7 @@ func (c *claim) try(ctx context.Context) (*lease.Lease, time.Duration, error) {
 	until, err := s.kit.Granted(ctx, t1, c.ttl, "claim", c.name)
 	if err != nil {
 		// Released, and the claim goes on under a new owner (see
-		// claimcore.Kit.ReleaseDetached).
+		// engine.Kit.ReleaseDetached).
 		s.kit.ReleaseDetached(ctx, c.keys[:], c.held[:])
 		c.drawOwner()
 		return nil, 0, err
@@ -118,35 +118,35 @@ type claimReply struct {
 
 // readClaim reads the reply of claim.lua: a grant's {token, slot}, or a
 // refusal's {left ms, place in the queue (0 for none), 0}.
-// Any other reply is an error matching acquire.ErrBadReply, and grants
+// Any other reply is an error matching engine.ErrBadReply, and grants
 // nothing.
 func readClaim(r node.Reply) (claimReply, error) {
 	switch len(r) {
 	case 3:
-		left, err := acquire.ReplyMs(r, 0)
+		left, err := engine.ReplyMs(r, 0)
 		if err != nil {
 			return claimReply{}, err
 		}
-		place, err := acquire.ReplyInt(r, 1, 0, math.MaxInt64)
+		place, err := engine.ReplyInt(r, 1, 0, math.MaxInt64)
 		if err != nil {
 			return claimReply{}, err
 		}
-		if _, err := acquire.ReplyInt(r, 2, 0, 0); err != nil {
+		if _, err := engine.ReplyInt(r, 2, 0, 0); err != nil {
 			return claimReply{}, err
 		}
 		return claimReply{left: left, queued: place > 0}, nil
 	case 2:
-		token, err := acquire.ReplyToken(r, 0)
+		token, err := engine.ReplyToken(r, 0)
 		if err != nil {
 			return claimReply{}, err
 		}
-		slot, err := acquire.ReplyInt(r, 1, 0, math.MaxInt32)
+		slot, err := engine.ReplyInt(r, 1, 0, math.MaxInt32)
 		if err != nil {
 			return claimReply{}, err
 		}
 		return claimReply{granted: true, token: token, slot: int(slot)}, nil
 	}
-	return claimReply{}, fmt.Errorf("%w: %d values, want 2 or 3", acquire.ErrBadReply, len(r))
+	return claimReply{}, fmt.Errorf("%w: %d values, want 2 or 3", engine.ErrBadReply, len(r))
 }
 
 func (c *claim) setHeld(token fence.Token, slot int) {
@@ -155,7 +155,7 @@ func (c *claim) setHeld(token fence.Token, slot int) {
 }
 
 func (c *claim) lease(token fence.Token, until time.Time, short bool) *lease.Lease {
-	return acquire.NewLease(c, leasing.Grant{
+	return engine.NewLease(c, leasing.Grant{
 		Key: c.key, Owner: c.args[0], Token: token, TTL: c.o.TTL, Until: until,
 		Strategy: strategy, Reporter: c.s.cfg.Reporter, AutoRenew: c.o.AutoRenew, Metadata: c.o.Metadata, Short: short,
 	})
@@ -176,7 +176,7 @@ func (c *claim) heed(msg string) bool {
 	if !ok {
 		return true
 	}
-	if owner != c.args[0][:min(len(c.args[0]), acquire.OwnerIDLen)] {
+	if owner != c.args[0][:min(len(c.args[0]), engine.OwnerIDLen)] {
 		return false
 	}
 	token, slot, ok := strings.Cut(rest, " ")
@@ -184,7 +184,7 @@ func (c *claim) heed(msg string) bool {
 	n, err2 := strconv.Atoi(slot)
 	// A token no script grants, or a slot below 0, hands nothing over:
 	// the attempt that follows asks the server.
-	if ok && err1 == nil && err2 == nil && t <= acquire.MaxToken && n >= 0 {
+	if ok && err1 == nil && err2 == nil && t <= engine.MaxToken && n >= 0 {
 		c.handed, c.handedSlot, c.handedWhole = fence.Token(t), n, whole
 	}
 	return true
@@ -248,7 +248,7 @@ func (c *claim) Release(ctx context.Context, l *lease.Lease) error {
 	k := &c.s.kit
 	r, err := k.Node.Eval(ctx, releaseScript, c.keys[:], c.held[0], c.held[1], c.held[2], c.s.id)
 	if err != nil {
-		if _, stale := acquire.StaleCounter(err); stale && l.TTL() > 0 {
+		if _, stale := engine.StaleCounter(err); stale && l.TTL() > 0 {
 			return nil
 		}
 		return k.Refused(ctx, "release", l, err)

@@ -53,8 +53,8 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/dlockgo/dlock/internal/acquire"
-	"github.com/dlockgo/dlock/internal/claimcore"
+	"github.com/dlockgo/dlock/internal/argerr"
+	"github.com/dlockgo/dlock/internal/engine"
 	"github.com/dlockgo/dlock/internal/keyname"
 	"github.com/dlockgo/dlock/internal/settings"
 	"github.com/dlockgo/dlock/lease"
@@ -69,8 +69,8 @@ const MaxPermits = 10000
 // concurrent use.
 type Semaphore struct {
 	n     node.Node
-	cfg   claimcore.Base
-	kit   claimcore.Kit
+	cfg   engine.Base
+	kit   engine.Kit
 	route router
 	// id names the Semaphore in its waiters' tickets, so that its own
 	// releases hand them their grants (see serve() in lua/state.lua).
@@ -86,12 +86,12 @@ type Semaphore struct {
 // not apply or is out of range. The Semaphore does not own n: Close leaves
 // it open.
 func New(n node.Node, opts ...option.Option) (*Semaphore, error) {
-	cfg, err := claimcore.Configure(n, settings.Permits, opts)
+	cfg, err := engine.Configure(n, settings.Permits, opts)
 	if err != nil {
 		return nil, err
 	}
-	s := &Semaphore{n: n, cfg: cfg, id: acquire.NewOwner()[:16]}
-	s.kit = claimcore.NewKit(strategy, n, &s.cfg, scripts)
+	s := &Semaphore{n: n, cfg: cfg, id: engine.NewOwner()[:16]}
+	s.kit = engine.NewKit(strategy, n, &s.cfg, scripts)
 	s.route.s = s
 	return s, nil
 }
@@ -125,7 +125,7 @@ func (s *Semaphore) check(ctx context.Context, name string, n int, opts []option
 		return settings.Call{}, &lease.ArgError{Arg: "n", Value: n,
 			Rule: "must be between 1 and " + strconv.Itoa(MaxPermits) + " (permits.MaxPermits)"}
 	}
-	if err := acquire.CheckContext(ctx); err != nil {
+	if err := argerr.CheckContext(ctx); err != nil {
 		return settings.Call{}, err
 	}
 	return s.cfg.Call(opts)

@@ -6,7 +6,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/dlockgo/dlock/internal/acquire"
+	"github.com/dlockgo/dlock/internal/engine"
 )
 
 // router hands each grant to the one waiter of this Semaphore it is for.
@@ -54,7 +54,7 @@ type inbox struct {
 }
 
 // ownerID is the part of an owner a grant's message names: its random ID.
-func ownerID(owner string) string { return owner[:min(len(owner), acquire.OwnerIDLen)] }
+func ownerID(owner string) string { return owner[:min(len(owner), engine.OwnerIDLen)] }
 
 // enter puts the waiter owner on channel's route, without a call to the
 // server: from then on, the grants of this Semaphore's releases reach it,

@@ -8,7 +8,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/dlockgo/dlock/internal/acquire"
+	"github.com/dlockgo/dlock/internal/engine"
 	"github.com/dlockgo/dlock/internal/testkit/redistest"
 	"github.com/dlockgo/dlock/lease"
 )
@@ -26,7 +26,7 @@ func TestRouter(t *testing.T) {
 			require.NoError(t, err)
 			ctx := t.Context()
 			const channel = "dlock:permits:{route}:released"
-			ownerA, ownerB := acquire.NewOwner()+" meta", acquire.NewOwner()
+			ownerA, ownerB := engine.NewOwner()+" meta", engine.NewOwner()
 			a := s.route.enter(channel, ownerA)
 			require.Nil(t, s.route.enterListening(channel, ownerB), "entered a route nobody subscribed")
 			require.NotNil(t, s.route.listen(ctx, a, 2*time.Second), "the first waiter's subscription")
@@ -47,7 +47,7 @@ func TestRouter(t *testing.T) {
 			require.Equal(t, "all", <-a.c)
 			require.Equal(t, "all", <-b.c)
 
-			ownerC := acquire.NewOwner()
+			ownerC := engine.NewOwner()
 			s.route.rename(a, ownerC)
 			srv.MustDo(t, "PUBLISH", channel, ownerA[:32]+" 9 2")
 			srv.MustDo(t, "PUBLISH", channel, forB)
@@ -92,7 +92,7 @@ func TestReleaseHands(t *testing.T) {
 			// Waiters queued by hand, with a minute's TTL and a 2 s ticket:
 			// one of another Semaphore, then one of this one, on its route
 			// and never reading it.
-			far, near := acquire.NewOwner(), acquire.NewOwner()+" meta"
+			far, near := engine.NewOwner(), engine.NewOwner()+" meta"
 			in := s.route.enter(hashKey(name)+":released", near)
 			defer s.route.leave(in)
 			for _, w := range []struct{ owner, sem string }{{far, "0123456789abcdef"}, {near, s.id}} {

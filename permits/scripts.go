@@ -3,7 +3,7 @@ package permits
 import (
 	"embed"
 
-	"github.com/dlockgo/dlock/internal/claimcore"
+	"github.com/dlockgo/dlock/internal/engine"
 	"github.com/dlockgo/dlock/internal/engine/lua"
 )
 
@@ -35,4 +35,4 @@ var (
 )
 
 // scripts are those the core runs for this package's leases and claims.
-var scripts = claimcore.Scripts{Extend: extendScript, Release: releaseScript, Abandon: abandonScript, Leave: leaveScript}
+var scripts = engine.Scripts{Extend: extendScript, Release: releaseScript, Abandon: abandonScript, Leave: leaveScript}

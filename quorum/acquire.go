@@ -6,7 +6,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/dlockgo/dlock/internal/acquire"
+	"github.com/dlockgo/dlock/internal/engine"
 	"github.com/dlockgo/dlock/lease"
 	"github.com/dlockgo/dlock/observe"
 	"github.com/dlockgo/dlock/option"
@@ -17,7 +17,7 @@ import (
 // for someone else, and a *Error whenever the attempt failed, with
 // each node's answer.
 func (lk *Locker) TryAcquire(ctx context.Context, key string, opts ...option.Option) (*lease.Lease, error) {
-	ob := acquire.Start(lk.cfg.Observer, strategy, key)
+	ob := engine.Start(lk.cfg.Observer, strategy, key)
 	return ob.End(lk.tryAcquire(ctx, key, opts))
 }
 
@@ -47,7 +47,7 @@ func (lk *Locker) tryAcquire(ctx context.Context, key string, opts []option.Opti
 // lease.ErrTaken only when that attempt found the lock held by a majority,
 // not when nodes were down or slow. After Close it matches ErrClosed.
 func (lk *Locker) Acquire(ctx context.Context, key string, opts ...option.Option) (*lease.Lease, error) {
-	ob := acquire.Start(lk.cfg.Observer, strategy, key)
+	ob := engine.Start(lk.cfg.Observer, strategy, key)
 	return ob.End(lk.acquire(ctx, key, opts))
 }
 
@@ -69,10 +69,10 @@ func (lk *Locker) acquire(ctx context.Context, key string, opts []option.Option)
 	wake := make(chan string, 1)
 	at := time.Now().UnixMicro()
 	w := &waiter{
-		id:    acquire.NewOwner(),
+		id:    engine.NewOwner(),
 		at:    at,
 		score: strconv.FormatInt(at, 10),
-		life:  strconvMs(acquire.TicketLife(o.Retry)),
+		life:  strconvMs(engine.TicketLife(o.Retry)),
 		wake:  wake,
 	}
 	defer func() {
@@ -81,9 +81,9 @@ func (lk *Locker) acquire(ctx context.Context, key string, opts []option.Option)
 			lk.delist(key, w)
 		}
 	}()
-	l, err := acquire.Wait(ctx, o.Retry, func(ctx context.Context) (*lease.Lease, acquire.Turn, error) {
+	l, err := engine.Wait(ctx, o.Retry, func(ctx context.Context) (*lease.Lease, engine.Turn, error) {
 		l, hint, err := lk.attempt(ctx, ks, o, w)
-		turn := acquire.Turn{Hint: hint, Wake: wake}
+		turn := engine.Turn{Hint: hint, Wake: wake}
 		var qe *Error
 		if !errors.As(err, &qe) {
 			return l, turn, err
@@ -104,7 +104,7 @@ func (lk *Locker) acquire(ctx context.Context, key string, opts []option.Option)
 		}
 		// Redlock retries every other failure, but a quorum short of
 		// answers must not read as a lock taken.
-		return nil, turn, acquire.Retryable(err)
+		return nil, turn, engine.Retryable(err)
 	})
 	if err != nil && w.queued {
 		lk.leave(ctx, ks, w, lk.all(), o.TTL)
@@ -120,7 +120,7 @@ type waiter struct {
 	at     int64 // the score, µs
 	score  string
 	wake   chan<- string
-	life   string // how long a ticket outlives the attempt that refreshed it (acquire.TicketLife), ms
+	life   string // how long a ticket outlives the attempt that refreshed it (engine.TicketLife), ms
 	queued bool   // an attempt was refused: the waiter may hold a ticket on any node
 }
 

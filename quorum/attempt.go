@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/dlockgo/dlock/fence"
-	"github.com/dlockgo/dlock/internal/acquire"
+	"github.com/dlockgo/dlock/internal/engine"
 	"github.com/dlockgo/dlock/internal/leasing"
 	"github.com/dlockgo/dlock/internal/settings"
 	"github.com/dlockgo/dlock/lease"
@@ -65,7 +65,7 @@ type ballot struct {
 
 func (lk *Locker) newBallot(ks *keySet, o settings.Call, w *waiter) *ballot {
 	n := len(lk.nodes)
-	b := &ballot{lk: lk, ks: ks, o: o, w: w, owner: acquire.OwnerValue(acquire.NewOwner(), o.Metadata)}
+	b := &ballot{lk: lk, ks: ks, o: o, w: w, owner: engine.OwnerValue(engine.NewOwner(), o.Metadata)}
 	if n <= len(b.voteBuf) {
 		b.votes, b.unsure = b.voteBuf[:n], b.unsureBuf[:n]
 	} else {
@@ -141,7 +141,7 @@ func (lk *Locker) run(ctx context.Context, b *ballot) (*lease.Lease, time.Durati
 	if c < q {
 		return b.fail(ctx, "acquire", c, lk.phase1Answers(b.votes), sitOutReason(b.votes, q))
 	}
-	drift := acquire.Drift(o.TTL, lk.cfg.Drift)
+	drift := settings.Drift(o.TTL, lk.cfg.Drift)
 	var (
 		token    int64
 		tokenArg string
@@ -169,19 +169,19 @@ func (lk *Locker) run(ctx context.Context, b *ballot) (*lease.Lease, time.Durati
 		// A commit that outlasts the validity left after phase 1 could
 		// only end in a lease with none: it is not waited for past that.
 		el := time.Since(b.t1)
-		left := acquire.Validity(o.TTL, el, drift)
+		left := engine.Validity(o.TTL, el, drift)
 		if left <= 0 {
 			return b.fail(ctx, "acquire", c, lk.phase1Answers(b.votes), noValidity(el, o.TTL))
 		}
 		if answers, got := b.commit(ctx, req, min(lk.nodeTimeout(o.TTL), left), voters); got < q {
-			if el = time.Since(b.t1); acquire.Validity(o.TTL, el, drift) <= 0 {
+			if el = time.Since(b.t1); engine.Validity(o.TTL, el, drift) <= 0 {
 				return b.fail(ctx, "acquire", c, lk.phase1Answers(b.votes), noValidity(el, o.TTL))
 			}
 			return b.fail(ctx, "commit", got, answers, nil)
 		}
 	}
 	t2 := time.Now()
-	validity := acquire.Validity(o.TTL, t2.Sub(b.t1), drift)
+	validity := engine.Validity(o.TTL, t2.Sub(b.t1), drift)
 	if validity <= 0 {
 		return b.fail(ctx, "acquire", c, lk.phase1Answers(b.votes), noValidity(t2.Sub(b.t1), o.TTL))
 	}
@@ -345,7 +345,7 @@ func (b *ballot) grant(token int64, tokenArg string, until time.Time) *lease.Lea
 	if b.w != nil {
 		be.waiter = b.w.id
 	}
-	l := acquire.NewLease(be, leasing.Grant{
+	l := engine.NewLease(be, leasing.Grant{
 		Key:       b.ks.key,
 		Owner:     b.owner,
 		Token:     fence.Token(token),
@@ -378,7 +378,7 @@ func (b *ballot) grantSet(tokens []int64, until time.Time) *lease.Lease {
 			set[j].Token = fence.Token(t)
 		}
 	}
-	l := acquire.NewLease(be, leasing.Grant{
+	l := engine.NewLease(be, leasing.Grant{
 		Key:       set[0].Key,
 		Owner:     b.owner,
 		Token:     set[0].Token,

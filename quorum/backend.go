@@ -6,7 +6,8 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/dlockgo/dlock/internal/acquire"
+	"github.com/dlockgo/dlock/internal/engine"
+	"github.com/dlockgo/dlock/internal/settings"
 	"github.com/dlockgo/dlock/lease"
 )
 
@@ -83,7 +84,7 @@ func (b *backend) Extend(ctx context.Context, l *lease.Lease, ttl time.Duration)
 	if got < q {
 		return time.Time{}, newError("extend", b.name(), got, q, answers, nil)
 	}
-	validity := acquire.Validity(ttl, t2.Sub(t1), acquire.Drift(ttl, lk.cfg.Drift))
+	validity := engine.Validity(ttl, t2.Sub(t1), settings.Drift(ttl, lk.cfg.Drift))
 	if validity <= 0 {
 		return time.Time{}, newError("extend", b.name(), got, q, answers,
 			noValidity(t2.Sub(t1), ttl))

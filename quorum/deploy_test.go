@@ -9,7 +9,6 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
-	"github.com/dlockgo/dlock/internal/acquire"
 	"github.com/dlockgo/dlock/internal/settings"
 	"github.com/dlockgo/dlock/internal/testkit/redistest"
 	"github.com/dlockgo/dlock/node"
@@ -153,7 +152,7 @@ func TestRepairMargin(t *testing.T) {
 		time.Sleep(5 * time.Millisecond)
 	}
 	sat := time.Since(restarted)
-	margin := testNodeTimeout + acquire.Drift(ttl, settings.DefaultDriftFactor)
+	margin := testNodeTimeout + settings.Drift(ttl, settings.DefaultDriftFactor)
 	t.Logf("repaired %v after the restart (epoch %s)", sat, epoch)
 	if sat < ttl+margin {
 		t.Errorf("repaired %v after the restart; want no sooner than max TTL + node timeout + drift (%v)", sat, ttl+margin)

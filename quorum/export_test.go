@@ -4,7 +4,7 @@ import (
 	"context"
 	"strconv"
 
-	"github.com/dlockgo/dlock/internal/acquire"
+	"github.com/dlockgo/dlock/internal/engine"
 	"github.com/dlockgo/dlock/internal/engine/lua"
 	"github.com/dlockgo/dlock/node"
 )
@@ -54,7 +54,7 @@ var queued = node.NewScript("return redis.call('ZSCORE', KEYS[1], ARGV[1])")
 // nodes the waiter holds a ticket afterwards.
 func LateVotes(ctx context.Context, lk *Locker, key string) ([]NodeAnswer, int, error) {
 	ks := newKeySet(key)
-	owner, waiter := acquire.NewOwner(), acquire.NewOwner()
+	owner, waiter := engine.NewOwner(), engine.NewOwner()
 	tokens := lk.cfg.Tokens
 	script := voteScripts.of(tokens, !lk.cfg.Durable)
 	answers := make([]NodeAnswer, len(lk.nodes))

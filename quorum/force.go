@@ -10,7 +10,8 @@ import (
 	"time"
 
 	"github.com/dlockgo/dlock/fence"
-	"github.com/dlockgo/dlock/internal/acquire"
+	"github.com/dlockgo/dlock/internal/argerr"
+	"github.com/dlockgo/dlock/internal/engine"
 	"github.com/dlockgo/dlock/internal/leasing"
 	"github.com/dlockgo/dlock/internal/settings"
 	"github.com/dlockgo/dlock/lease"
@@ -65,10 +66,10 @@ func (b *ballot) cut(a result) (result, prior) {
 // option.Tokens(false) there is none: Broken's tokens are 0. The Locker's Observer
 // hears a observe.ForceReleased event.
 func (lk *Locker) ForceRelease(ctx context.Context, key string) (lease.Broken, error) {
-	if err := acquire.CheckContext(ctx); err != nil {
+	if err := argerr.CheckContext(ctx); err != nil {
 		return lease.Broken{}, err
 	}
-	if err := acquire.CheckKey(key); err != nil {
+	if err := engine.CheckKey(key); err != nil {
 		return lease.Broken{}, err
 	}
 	br, err := lk.forceRelease(ctx, key)
@@ -130,7 +131,7 @@ func (b *ballot) broken(key string) lease.Broken {
 		}
 	}
 	br.Held = most > 0
-	br.Metadata = acquire.Metadata(br.Owner)
+	br.Metadata = engine.Metadata(br.Owner)
 	for i, v := range b.votes {
 		if v.read && (!br.Held || b.prior[i].owner == br.Owner) {
 			br.Was = max(br.Was, fence.Token(v.counter))
@@ -170,14 +171,14 @@ func (b *ballot) broken(key string) lease.Broken {
 // match lease.ErrNotHeld: nodes that did not answer never make a lease
 // ended.
 func (lk *Locker) Resume(ctx context.Context, handle string, opts ...option.Option) (*lease.Lease, error) {
-	if err := acquire.CheckContext(ctx); err != nil {
+	if err := argerr.CheckContext(ctx); err != nil {
 		return nil, err
 	}
 	h, err := lease.ParseHandle(handle)
 	if err != nil {
 		return nil, err
 	}
-	if err := acquire.HandleFor(h, strategy, lk.servers()); err != nil {
+	if err := engine.HandleFor(h, strategy, lk.servers()); err != nil {
 		return nil, err
 	}
 	o, err := lk.options(ctx, h.Key, h.TTL, opts)
@@ -216,7 +217,7 @@ func (lk *Locker) Resume(ctx context.Context, handle string, opts ...option.Opti
 	}
 	// Held until fewer than a majority hold it: the quorum-th longest.
 	slices.SortFunc(left, func(a, b time.Duration) int { return cmp.Compare(b, a) })
-	until := t1.Add(left[q-1] - acquire.Drift(left[q-1], lk.cfg.Drift))
+	until := t1.Add(left[q-1] - settings.Drift(left[q-1], lk.cfg.Drift))
 	if !time.Now().Before(until) {
 		return nil, fmt.Errorf("quorum: resume %q: %w: too little of it is left", h.Key, lease.ErrNotHeld)
 	}
@@ -224,10 +225,10 @@ func (lk *Locker) Resume(ctx context.Context, handle string, opts ...option.Opti
 	if h.Token != 0 {
 		be.token = h.Token.String()
 	}
-	return acquire.NewLease(be, leasing.Grant{
+	return engine.NewLease(be, leasing.Grant{
 		Key: h.Key, Owner: h.Owner, Token: h.Token, TTL: o.TTL, Until: until,
 		Strategy: strategy, Reporter: lk.cfg.Reporter, AutoRenew: o.AutoRenew,
-		Metadata: acquire.Metadata(h.Owner),
+		Metadata: engine.Metadata(h.Owner),
 	}), nil
 }
 

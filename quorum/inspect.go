@@ -11,7 +11,8 @@ import (
 	"time"
 
 	"github.com/dlockgo/dlock/fence"
-	"github.com/dlockgo/dlock/internal/acquire"
+	"github.com/dlockgo/dlock/internal/argerr"
+	"github.com/dlockgo/dlock/internal/engine"
 	"github.com/dlockgo/dlock/internal/engine/lua"
 	"github.com/dlockgo/dlock/lease"
 	"github.com/dlockgo/dlock/node"
@@ -32,10 +33,10 @@ var inspectScript = lua.Script(lua.Spec{Name: "quorum/inspect", FS: luaFS, Lib: 
 // that failed, could make a majority. Inspect changes nothing on the
 // nodes.
 func (lk *Locker) Inspect(ctx context.Context, key string) (lease.Info, error) {
-	if err := acquire.CheckContext(ctx); err != nil {
+	if err := argerr.CheckContext(ctx); err != nil {
 		return lease.Info{}, err
 	}
-	if err := acquire.CheckKey(key); err != nil {
+	if err := engine.CheckKey(key); err != nil {
 		return lease.Info{}, err
 	}
 	if err := lk.begin(); err != nil {
@@ -58,7 +59,7 @@ func (lk *Locker) Inspect(ctx context.Context, key string) (lease.Info, error) {
 	for owner, n := range votes {
 		if n >= info.Quorum {
 			info.Held, info.Owner = true, owner
-			info.Metadata = acquire.Metadata(owner)
+			info.Metadata = engine.Metadata(owner)
 		}
 	}
 	if !info.Held {
@@ -124,7 +125,7 @@ func (lk *Locker) inspectNode(ctx context.Context, n node.Node, name string, key
 	*own = fence.Token(c)
 	if r.Str(0) != "" && r.Int(1) > 0 {
 		ni.Owner = r.Str(0)
-		ni.Metadata = acquire.Metadata(ni.Owner)
+		ni.Metadata = engine.Metadata(ni.Owner)
 		ni.TTL = time.Duration(r.Int(1)) * time.Millisecond
 	}
 	if lk.cfg.Durable {

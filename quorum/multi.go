@@ -7,7 +7,8 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/dlockgo/dlock/internal/acquire"
+	"github.com/dlockgo/dlock/internal/argerr"
+	"github.com/dlockgo/dlock/internal/engine"
 	"github.com/dlockgo/dlock/internal/settings"
 	"github.com/dlockgo/dlock/lease"
 	"github.com/dlockgo/dlock/option"
@@ -26,7 +27,7 @@ const MaxKeys = 64
 // the keys joined by commas as its Key; the failed attempt leaves no key
 // of the set held on any node.
 func (lk *Locker) TryAcquireAll(ctx context.Context, keys []string, opts ...option.Option) (*lease.Lease, error) {
-	ob := acquire.Start(lk.cfg.Observer, strategy, first(keys))
+	ob := engine.Start(lk.cfg.Observer, strategy, first(keys))
 	return ob.End(lk.tryAcquireAll(ctx, keys, opts))
 }
 
@@ -73,7 +74,7 @@ func (lk *Locker) tryAcquireAll(ctx context.Context, keys []string, opts []optio
 // ctx.Err() as Acquire's does, with the keys joined by commas as the
 // *Error's Key.
 func (lk *Locker) AcquireAll(ctx context.Context, keys []string, opts ...option.Option) (*lease.Lease, error) {
-	ob := acquire.Start(lk.cfg.Observer, strategy, first(keys))
+	ob := engine.Start(lk.cfg.Observer, strategy, first(keys))
 	return ob.End(lk.acquireAll(ctx, keys, opts))
 }
 
@@ -98,10 +99,10 @@ func (lk *Locker) acquireAll(ctx context.Context, keys []string, opts []option.O
 	wake := make(chan string, 1)
 	at := time.Now().UnixMicro()
 	w := &waiter{
-		id:    acquire.NewOwner(),
+		id:    engine.NewOwner(),
 		at:    at,
 		score: strconv.FormatInt(at, 10),
-		life:  strconvMs(acquire.TicketLife(o.Retry)),
+		life:  strconvMs(engine.TicketLife(o.Retry)),
 		wake:  wake,
 	}
 	defer func() {
@@ -110,9 +111,9 @@ func (lk *Locker) acquireAll(ctx context.Context, keys []string, opts []option.O
 			lk.delist(keys[j], w)
 		}
 	}()
-	l, err := acquire.Wait(ctx, o.Retry, func(ctx context.Context) (*lease.Lease, acquire.Turn, error) {
+	l, err := engine.Wait(ctx, o.Retry, func(ctx context.Context) (*lease.Lease, engine.Turn, error) {
 		l, hint, err := lk.attemptSet(ctx, ls, o, w)
-		turn := acquire.Turn{Hint: hint, Wake: wake}
+		turn := engine.Turn{Hint: hint, Wake: wake}
 		var qe *Error
 		if !errors.As(err, &qe) {
 			return l, turn, err
@@ -132,7 +133,7 @@ func (lk *Locker) acquireAll(ctx context.Context, keys []string, opts []option.O
 		if qe.refusedCredentials() {
 			return nil, turn, err
 		}
-		return nil, turn, acquire.Retryable(err)
+		return nil, turn, engine.Retryable(err)
 	})
 	if err != nil && w.queued {
 		lk.leaveSet(ctx, ls, w, lk.all(), o.TTL)
@@ -151,7 +152,7 @@ func (lk *Locker) leaveSet(ctx context.Context, ls *lockSet, w *waiter, idx []in
 // setOptions checks the arguments of an acquisition of keys, all or
 // nothing, and returns its options.
 func (lk *Locker) setOptions(ctx context.Context, keys []string, opts []option.Option) (settings.Call, error) {
-	if err := acquire.CheckContext(ctx); err != nil {
+	if err := argerr.CheckContext(ctx); err != nil {
 		return settings.Call{}, err
 	}
 	if err := checkKeys(keys); err != nil {

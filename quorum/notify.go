@@ -6,8 +6,9 @@ import (
 	"fmt"
 	"sync"
 
-	"github.com/dlockgo/dlock/internal/acquire"
+	"github.com/dlockgo/dlock/internal/argerr"
 	"github.com/dlockgo/dlock/internal/ctxerr"
+	"github.com/dlockgo/dlock/internal/engine"
 	"github.com/dlockgo/dlock/internal/keyname"
 	"github.com/dlockgo/dlock/internal/notice"
 )
@@ -17,10 +18,10 @@ import (
 // the nodes took it: a Watch listens on a majority, and any two majorities
 // share a node. It stores nothing.
 func (lk *Locker) Publish(ctx context.Context, key, message string) error {
-	if err := acquire.CheckContext(ctx); err != nil {
+	if err := argerr.CheckContext(ctx); err != nil {
 		return err
 	}
-	if err := acquire.CheckKey(key); err != nil {
+	if err := engine.CheckKey(key); err != nil {
 		return err
 	}
 	if err := lk.begin(); err != nil {
@@ -51,7 +52,7 @@ func (lk *Locker) Publish(ctx context.Context, key, message string) error {
 	}
 	// The nodes' errors, their timeouts among them, are the nodes'
 	// failures: the error matches a context's end only when ctx ended.
-	return acquire.CtxErr(ctx, fmt.Errorf("quorum: publish on %q reached %d of %d nodes, %d needed: %w",
+	return ctxerr.Wrap(ctx, fmt.Errorf("quorum: publish on %q reached %d of %d nodes, %d needed: %w",
 		key, len(lk.nodes)-failed, len(lk.nodes), lk.Quorum(), ctxerr.Detach(errors.Join(errs...))))
 }
 
@@ -63,10 +64,10 @@ func (lk *Locker) Publish(ctx context.Context, key, message string) error {
 // once from each node that had it: up to once per node. Each node's
 // subscription is a hint, as node.Node's Subscribe says.
 func (lk *Locker) Watch(ctx context.Context, key string) (<-chan string, func(), error) {
-	if err := acquire.CheckContext(ctx); err != nil {
+	if err := argerr.CheckContext(ctx); err != nil {
 		return nil, nil, err
 	}
-	if err := acquire.CheckKey(key); err != nil {
+	if err := engine.CheckKey(key); err != nil {
 		return nil, nil, err
 	}
 	if err := lk.begin(); err != nil {
@@ -115,7 +116,7 @@ func (lk *Locker) Watch(ctx context.Context, key string) (<-chan string, func(),
 			errs = append(errs, err)
 			if len(lk.nodes)-len(errs) < lk.Quorum() {
 				stop()
-				return nil, nil, acquire.CtxErr(ctx, fmt.Errorf("quorum: watch %q: %d of %d nodes failed to subscribe, %d needed: %w",
+				return nil, nil, ctxerr.Wrap(ctx, fmt.Errorf("quorum: watch %q: %d of %d nodes failed to subscribe, %d needed: %w",
 					key, len(errs), len(lk.nodes), lk.Quorum(), ctxerr.Detach(errors.Join(errs...))))
 			}
 		case <-ctx.Done():

@@ -95,7 +95,7 @@ func holdEverywhere(t *testing.T, lk *quorum.Locker, srvs []*redistest.Server, k
 	return nil
 }
 
-// ticketLife is acquire.TicketLife of the default retry: how long a ticket
+// ticketLife is engine.TicketLife of the default retry: how long a ticket
 // outlives the attempt that refreshed it.
 const ticketLife = 2 * time.Second
 

@@ -50,7 +50,8 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/dlockgo/dlock/internal/acquire"
+	"github.com/dlockgo/dlock/internal/argerr"
+	"github.com/dlockgo/dlock/internal/engine"
 	"github.com/dlockgo/dlock/internal/settings"
 	"github.com/dlockgo/dlock/lease"
 	"github.com/dlockgo/dlock/node"
@@ -160,7 +161,7 @@ func New(nodes []node.Node, opts ...option.Option) (*Locker, error) {
 	// before the read (see repairs). settings.New refused a sum past the
 	// largest Duration, which turned negative: the lost-data guard then
 	// never sat a node out.
-	lk.sitOut = cfg.MaxTTL + lk.nodeTimeout(cfg.MaxTTL) + acquire.Drift(cfg.MaxTTL, cfg.Drift)
+	lk.sitOut = cfg.MaxTTL + lk.nodeTimeout(cfg.MaxTTL) + settings.Drift(cfg.MaxTTL, cfg.Drift)
 	lk.closing, lk.close = context.WithCancelCause(context.Background())
 	lk.rounds.New = func() any { return lk.newRound() }
 	lk.args = argStrings{ttl: strconvMs(cfg.TTL), keep: strconvMs(cfg.TTL + cfg.IdleTTL), gone: lk.goneKeep()}
@@ -182,10 +183,10 @@ func (lk *Locker) Quorum() int { return len(lk.nodes)/2 + 1 }
 // options checks a call's context and key and resolves its opts, a TTL
 // of ttl when they set none.
 func (lk *Locker) options(ctx context.Context, key string, ttl time.Duration, opts []option.Option) (settings.Call, error) {
-	if err := acquire.CheckContext(ctx); err != nil {
+	if err := argerr.CheckContext(ctx); err != nil {
 		return settings.Call{}, err
 	}
-	if err := acquire.CheckKey(key); err != nil {
+	if err := engine.CheckKey(key); err != nil {
 		return settings.Call{}, err
 	}
 	return lk.cfg.CallFrom(ttl, opts)

@@ -6,7 +6,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/dlockgo/dlock/internal/acquire"
+	"github.com/dlockgo/dlock/internal/engine"
 )
 
 // cleanupTimeout bounds each node's part in a release: a few node timeouts,
@@ -177,7 +177,7 @@ const releaseGone = 2
 // releaseOne undoes a late grant on node i, on a context detached from
 // ctx: the vote has run, and there is no late one to refuse.
 func (lk *Locker) releaseOne(ctx context.Context, i int, ks *keySet, owner string, ttl time.Duration) {
-	ctx, cancel := acquire.Detached(ctx, lk.cleanupTimeout(ttl))
+	ctx, cancel := engine.Detached(ctx, lk.cleanupTimeout(ttl))
 	defer cancel()
 	lk.busy[i].Add(1)
 	defer lk.busy[i].Add(-1)
@@ -186,7 +186,7 @@ func (lk *Locker) releaseOne(ctx context.Context, i int, ks *keySet, owner strin
 
 // releaseSetOne is releaseOne for the locks of a set.
 func (lk *Locker) releaseSetOne(ctx context.Context, i int, ls *lockSet, owner string, ttl time.Duration) {
-	ctx, cancel := acquire.Detached(ctx, lk.cleanupTimeout(ttl))
+	ctx, cancel := engine.Detached(ctx, lk.cleanupTimeout(ttl))
 	defer cancel()
 	lk.busy[i].Add(1)
 	defer lk.busy[i].Add(-1)

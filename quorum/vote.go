@@ -8,7 +8,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/dlockgo/dlock/internal/acquire"
+	"github.com/dlockgo/dlock/internal/engine"
 	"github.com/dlockgo/dlock/node"
 )
 
@@ -84,7 +84,7 @@ func (lk *Locker) parseVote(i int, r node.Reply, more int) vote {
 	}
 	if err == nil && want >= 7 {
 		v.high, err = strconv.ParseInt(r.Str(5), 10, 64)
-		if err == nil && (v.high < 0 || v.high > acquire.MaxToken) {
+		if err == nil && (v.high < 0 || v.high > engine.MaxToken) {
 			err = errBadReply
 		}
 	}
@@ -135,11 +135,11 @@ func checkVoteKinds(r node.Reply) error {
 	if len(r) == 4 {
 		return nil
 	}
-	if !isInt(4, 0, acquire.MaxToken) || r[5].Kind != node.Str || r[6].Kind != node.Str {
+	if !isInt(4, 0, engine.MaxToken) || r[5].Kind != node.Str || r[6].Kind != node.Str {
 		return errBadReply
 	}
 	for j := 7; j < len(r); j++ {
-		if !isInt(j, 0, acquire.MaxToken) {
+		if !isInt(j, 0, engine.MaxToken) {
 			return errBadReply
 		}
 	}

@@ -9,9 +9,9 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/dlockgo/dlock/internal/acquire"
 	"github.com/dlockgo/dlock/internal/argerr"
 	"github.com/dlockgo/dlock/internal/ctxerr"
+	"github.com/dlockgo/dlock/internal/engine"
 	"github.com/dlockgo/dlock/lease"
 	"github.com/dlockgo/dlock/node"
 	"github.com/dlockgo/dlock/observe"
@@ -249,38 +249,38 @@ func (l *Limiter) ask(ctx context.Context, nd node.Node, keys []string, nArg str
 const maxUs = int64(MaxRefill / time.Microsecond)
 
 // parseReply reads gcra.lua's reply, or returns an error matching
-// acquire.ErrBadReply when it is of another shape: {1, left, 0, µs until
+// engine.ErrBadReply when it is of another shape: {1, left, 0, µs until
 // full, its id ("T.SEQ", two decimal integers)} for an admission, {0, left,
 // µs until retry (> 0), µs until full} for a refusal, left from 0 to
 // burst and the times at most MaxRefill. A reply of any other shape is
 // never an admission.
 func parseReply(r node.Reply, burst int) (answer, error) {
-	adm, err := acquire.ReplyInt(r, 0, 0, 1)
+	adm, err := engine.ReplyInt(r, 0, 0, 1)
 	if err != nil {
 		return answer{}, err
 	}
 	want := 4 + int(adm)
-	if err := acquire.ReplyLen(r, want); err != nil {
+	if err := engine.ReplyLen(r, want); err != nil {
 		return answer{}, err
 	}
 	a := answer{admitted: adm == 1}
-	if a.remaining, err = acquire.ReplyInt(r, 1, 0, int64(burst)); err != nil {
+	if a.remaining, err = engine.ReplyInt(r, 1, 0, int64(burst)); err != nil {
 		return answer{}, err
 	}
 	lo, hi := int64(1), maxUs // a refusal's retry is after now
 	if a.admitted {
 		lo, hi = 0, 0
 	}
-	if a.retryUs, err = acquire.ReplyInt(r, 2, lo, hi); err != nil {
+	if a.retryUs, err = engine.ReplyInt(r, 2, lo, hi); err != nil {
 		return answer{}, err
 	}
-	if a.resetUs, err = acquire.ReplyInt(r, 3, 0, maxUs); err != nil {
+	if a.resetUs, err = engine.ReplyInt(r, 3, 0, maxUs); err != nil {
 		return answer{}, err
 	}
 	if a.admitted {
 		a.written = r.Str(4)
 		if !validID(a.written) {
-			return answer{}, fmt.Errorf("%w: value 4 of 5 is not an admission's id", acquire.ErrBadReply)
+			return answer{}, fmt.Errorf("%w: value 4 of 5 is not an admission's id", engine.ErrBadReply)
 		}
 	}
 	return a, nil
@@ -304,7 +304,7 @@ func (l *Limiter) check(ctx context.Context, key string, n int) error {
 	if err := argerr.CheckContext(ctx); err != nil {
 		return err
 	}
-	if err := acquire.CheckKey(key); err != nil {
+	if err := engine.CheckKey(key); err != nil {
 		return err
 	}
 	if n < 1 || n > l.limit.Burst {

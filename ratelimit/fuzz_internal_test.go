@@ -6,14 +6,14 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/dlockgo/dlock/internal/acquire"
+	"github.com/dlockgo/dlock/internal/engine"
 	"github.com/dlockgo/dlock/internal/testkit/fuzzreply"
 	"github.com/dlockgo/dlock/node"
 )
 
 // FuzzParseReply feeds parseReply replies of every shape a Node can hand
 // it: a reply of another shape than gcra.lua's is an error matching
-// acquire.ErrBadReply, never an admission, and never a panic; an
+// engine.ErrBadReply, never an admission, and never a panic; an
 // admission carries the TAT it wrote, for the refund.
 func FuzzParseReply(f *testing.F) {
 	tat := fuzzreply.Str("1700000000123456.7")
@@ -42,7 +42,7 @@ func FuzzParseReply(f *testing.F) {
 		r := fuzzreply.Decode(data)
 		a, err := parseReply(r, b)
 		if err != nil {
-			if !errors.Is(err, acquire.ErrBadReply) || a.admitted {
+			if !errors.Is(err, engine.ErrBadReply) || a.admitted {
 				t.Fatalf("parseReply(%v) = %+v, %v; want no admission and ErrBadReply", r, a, err)
 			}
 			return

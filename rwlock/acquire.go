@@ -4,8 +4,7 @@ import (
 	"context"
 	"strconv"
 
-	"github.com/dlockgo/dlock/internal/acquire"
-	"github.com/dlockgo/dlock/internal/claimcore"
+	"github.com/dlockgo/dlock/internal/engine"
 	"github.com/dlockgo/dlock/lease"
 	"github.com/dlockgo/dlock/option"
 )
@@ -19,14 +18,14 @@ import (
 // bounded by lease.ReleaseTimeout: against a hung server the call can
 // return up to that long after ctx ended.
 func (lk *Locker) TryAcquire(ctx context.Context, key string, opts ...option.Option) (*lease.Lease, error) {
-	return acquire.Start(lk.cfg.Observer, strategy, key).End(lk.try(ctx, key, writer, opts))
+	return engine.Start(lk.cfg.Observer, strategy, key).End(lk.try(ctx, key, writer, opts))
 }
 
 // TryAcquireShared makes one attempt at a read lease on key. It returns an
 // error matching lease.ErrTaken when a writer holds the lock or waits for
 // it, and otherwise behaves as TryAcquire.
 func (lk *Locker) TryAcquireShared(ctx context.Context, key string, opts ...option.Option) (*lease.Lease, error) {
-	return acquire.Start(lk.cfg.Observer, strategy, key).End(lk.try(ctx, key, reader, opts))
+	return engine.Start(lk.cfg.Observer, strategy, key).End(lk.try(ctx, key, reader, opts))
 }
 
 // Acquire waits until it holds the write lock on key, or ctx ends. It is
@@ -42,7 +41,7 @@ func (lk *Locker) TryAcquireShared(ctx context.Context, key string, opts ...opti
 // up its place holds the others up for at most its ticket's lifetime:
 // max(2 s, 3 × its Retry.Max) after its last attempt.
 func (lk *Locker) Acquire(ctx context.Context, key string, opts ...option.Option) (*lease.Lease, error) {
-	return acquire.Start(lk.cfg.Observer, strategy, key).End(lk.wait(ctx, key, writer, opts))
+	return engine.Start(lk.cfg.Observer, strategy, key).End(lk.wait(ctx, key, writer, opts))
 }
 
 // AcquireShared waits until it holds a read lease on key, or ctx ends. It
@@ -50,7 +49,7 @@ func (lk *Locker) Acquire(ctx context.Context, key string, opts ...option.Option
 // queued before it still waits; readers share the lock. Failures, ctx's
 // end and dead waiters are as for Acquire.
 func (lk *Locker) AcquireShared(ctx context.Context, key string, opts ...option.Option) (*lease.Lease, error) {
-	return acquire.Start(lk.cfg.Observer, strategy, key).End(lk.wait(ctx, key, reader, opts))
+	return engine.Start(lk.cfg.Observer, strategy, key).End(lk.wait(ctx, key, reader, opts))
 }
 
 func (lk *Locker) try(ctx context.Context, key string, k kind, opts []option.Option) (*lease.Lease, error) {
@@ -68,8 +67,8 @@ func (lk *Locker) wait(ctx context.Context, key string, k kind, opts []option.Op
 		return nil, err
 	}
 	c := lk.newClaim(key, k, o)
-	life := acquire.TicketLife(o.Retry)
+	life := engine.TicketLife(o.Retry)
 	c.args[4] = strconv.FormatInt(life.Milliseconds(), 10)
 	c.nargs = 5
-	return lk.kit.Wait(ctx, o.Retry, life, c.keys[0]+":released", claimcore.Waiter{Try: c.again, Leave: c.leave})
+	return lk.kit.Wait(ctx, o.Retry, life, c.keys[0]+":released", engine.Waiter{Try: c.again, Leave: c.leave})
 }

@@ -7,8 +7,8 @@ import (
 	"time"
 
 	"github.com/dlockgo/dlock/fence"
-	"github.com/dlockgo/dlock/internal/acquire"
-	"github.com/dlockgo/dlock/internal/claimcore"
+	"github.com/dlockgo/dlock/internal/ctxerr"
+	"github.com/dlockgo/dlock/internal/engine"
 	"github.com/dlockgo/dlock/internal/leasing"
 	"github.com/dlockgo/dlock/internal/settings"
 	"github.com/dlockgo/dlock/lease"
@@ -55,7 +55,7 @@ func (lk *Locker) newClaim(key string, k kind, o settings.Call) *claim {
 // drawOwner gives the claim a new random owner: at first, and after its
 // owner was abandoned, which the claim script refuses from then on.
 func (c *claim) drawOwner() {
-	c.args[0] = acquire.OwnerValue(acquire.NewOwner(), c.o.Metadata)
+	c.args[0] = engine.OwnerValue(engine.NewOwner(), c.o.Metadata)
 }
 
 func (c *claim) what() string {
@@ -65,9 +65,9 @@ func (c *claim) what() string {
 	return "read lease"
 }
 
-// again is try for a blocking acquire (see claimcore.Again).
+// again is try for a blocking acquire (see engine.Classify).
 func (c *claim) again(ctx context.Context) (*lease.Lease, time.Duration, error) {
-	return claimcore.Again(c.try(ctx))
+	return engine.Classify(c.try(ctx))
 }
 
 // claimReply is what claim.lua answered: a grant of token, or a refusal
@@ -82,28 +82,28 @@ type claimReply struct {
 
 // readClaim reads the reply of claim.lua: a grant's token, alone, or a
 // refusal's {left ms, place in the queue (0 for none)}.
-// Any other reply is an error matching acquire.ErrBadReply, and grants
+// Any other reply is an error matching engine.ErrBadReply, and grants
 // nothing.
 func readClaim(r node.Reply) (claimReply, error) {
 	switch len(r) {
 	case 2:
-		left, err := acquire.ReplyMs(r, 0)
+		left, err := engine.ReplyMs(r, 0)
 		if err != nil {
 			return claimReply{}, err
 		}
-		place, err := acquire.ReplyInt(r, 1, 0, math.MaxInt64)
+		place, err := engine.ReplyInt(r, 1, 0, math.MaxInt64)
 		if err != nil {
 			return claimReply{}, err
 		}
 		return claimReply{left: left, queued: place > 0}, nil
 	case 1:
-		token, err := acquire.ReplyToken(r, 0)
+		token, err := engine.ReplyToken(r, 0)
 		if err != nil {
 			return claimReply{}, err
 		}
 		return claimReply{granted: true, token: token}, nil
 	}
-	return claimReply{}, fmt.Errorf("%w: %d values, want 1 or 2", acquire.ErrBadReply, len(r))
+	return claimReply{}, fmt.Errorf("%w: %d values, want 1 or 2", engine.ErrBadReply, len(r))
 }
 
 // try runs the claim script once. On lease.ErrTaken, hint is how long
@@ -112,7 +112,7 @@ func readClaim(r node.Reply) (claimReply, error) {
 // matching lease.ErrExpired.
 func (c *claim) try(ctx context.Context) (*lease.Lease, time.Duration, error) {
 	if err := ctx.Err(); err != nil {
-		return nil, 0, acquire.CtxErr(ctx, err)
+		return nil, 0, ctxerr.Wrap(ctx, err)
 	}
 	lk := c.lk
 	t1 := time.Now()
@@ -138,12 +138,12 @@ func (c *claim) try(ctx context.Context) (*lease.Lease, time.Duration, error) {
 	until, err := lk.kit.Granted(ctx, t1, c.ttl, c.what(), c.key)
 	if err != nil {
 		// Released, and the claim goes on under a new owner (see
-		// claimcore.Kit.ReleaseDetached).
+		// engine.Kit.ReleaseDetached).
 		lk.kit.ReleaseDetached(ctx, c.keys[:], c.held[:])
 		c.drawOwner()
 		return nil, 0, err
 	}
-	return acquire.NewLease(c, leasing.Grant{
+	return engine.NewLease(c, leasing.Grant{
 		Key: c.key, Owner: c.args[0], Token: token, TTL: c.o.TTL, Until: until,
 		Strategy: strategy, Reporter: lk.cfg.Reporter, AutoRenew: c.o.AutoRenew, Metadata: c.o.Metadata,
 	}), 0, nil
@@ -176,7 +176,7 @@ func (c *claim) Extend(ctx context.Context, l *lease.Lease, ttl time.Duration) (
 // release run again, and the release succeeded.
 func (c *claim) Release(ctx context.Context, l *lease.Lease) error {
 	return c.lk.kit.Release(ctx, c.keys[:], c.held[:], l, func(err error) bool {
-		h, ok := acquire.StaleCounter(err)
+		h, ok := engine.StaleCounter(err)
 		return ok && c.kind == reader && h == l.Token() && l.TTL() > 0
 	})
 }

@@ -59,8 +59,9 @@ import (
 	"time"
 
 	"github.com/dlockgo/dlock/fence"
-	"github.com/dlockgo/dlock/internal/acquire"
-	"github.com/dlockgo/dlock/internal/claimcore"
+	"github.com/dlockgo/dlock/internal/argerr"
+	"github.com/dlockgo/dlock/internal/ctxerr"
+	"github.com/dlockgo/dlock/internal/engine"
 	"github.com/dlockgo/dlock/internal/keyname"
 	"github.com/dlockgo/dlock/internal/settings"
 	"github.com/dlockgo/dlock/lease"
@@ -73,8 +74,8 @@ import (
 // leases are the writers'. It is safe for concurrent use.
 type Locker struct {
 	n   node.Node
-	cfg claimcore.Base
-	kit claimcore.Kit
+	cfg engine.Base
+	kit engine.Kit
 }
 
 // New returns a Locker that keeps its locks on n, configured by opts:
@@ -86,12 +87,12 @@ type Locker struct {
 // apply or is out of range. The Locker does not own n: Close leaves it
 // open.
 func New(n node.Node, opts ...option.Option) (*Locker, error) {
-	cfg, err := claimcore.Configure(n, settings.RWLock, opts)
+	cfg, err := engine.Configure(n, settings.RWLock, opts)
 	if err != nil {
 		return nil, err
 	}
 	lk := &Locker{n: n, cfg: cfg}
-	lk.kit = claimcore.NewKit(strategy, n, &lk.cfg, scripts)
+	lk.kit = engine.NewKit(strategy, n, &lk.cfg, scripts)
 	return lk, nil
 }
 
@@ -107,10 +108,10 @@ func KeyOf(key string) string { return keyname.RWLock(key) }
 
 // options checks an acquire's arguments and returns its options.
 func (lk *Locker) options(ctx context.Context, key string, opts []option.Option) (settings.Call, error) {
-	if err := acquire.CheckContext(ctx); err != nil {
+	if err := argerr.CheckContext(ctx); err != nil {
 		return settings.Call{}, err
 	}
-	if err := acquire.CheckKey(key); err != nil {
+	if err := engine.CheckKey(key); err != nil {
 		return settings.Call{}, err
 	}
 	return lk.cfg.Call(opts)
@@ -124,15 +125,15 @@ func (lk *Locker) options(ctx context.Context, key string, opts []option.Option)
 // Otherwise Token is the counter, 0 if none. It changes nothing on the
 // server.
 func (lk *Locker) Inspect(ctx context.Context, key string) (lease.Info, error) {
-	if err := acquire.CheckContext(ctx); err != nil {
+	if err := argerr.CheckContext(ctx); err != nil {
 		return lease.Info{}, err
 	}
-	if err := acquire.CheckKey(key); err != nil {
+	if err := engine.CheckKey(key); err != nil {
 		return lease.Info{}, err
 	}
 	r, err := lk.n.Eval(ctx, inspectScript, []string{KeyOf(key)})
 	if err != nil {
-		return lease.Info{}, fmt.Errorf("rwlock: inspect %q on %s: %w", key, lk.n, acquire.CtxErr(ctx, err))
+		return lease.Info{}, fmt.Errorf("rwlock: inspect %q on %s: %w", key, lk.n, ctxerr.Wrap(ctx, err))
 	}
 	if len(r) != 6 {
 		return lease.Info{}, fmt.Errorf("rwlock: inspect %q on %s: a reply of %d values", key, lk.n, len(r))
@@ -148,7 +149,7 @@ func (lk *Locker) Inspect(ctx context.Context, key string) (lease.Info, error) {
 	case r.Int(3) > 0 && r.Str(4) != "":
 		info.Held, info.Owner, info.TTL = true, r.Str(4), time.Duration(r.Int(5))*time.Millisecond
 	}
-	info.Metadata = acquire.Metadata(info.Owner)
+	info.Metadata = engine.Metadata(info.Owner)
 	info.Nodes = []lease.NodeInfo{{Node: lk.n.String(), Owner: info.Owner,
 		Metadata: info.Metadata, TTL: info.TTL, Counter: info.Token}}
 	return info, nil

@@ -3,7 +3,7 @@ package rwlock
 import (
 	"embed"
 
-	"github.com/dlockgo/dlock/internal/claimcore"
+	"github.com/dlockgo/dlock/internal/engine"
 	"github.com/dlockgo/dlock/internal/engine/lua"
 )
 
@@ -39,4 +39,4 @@ var (
 )
 
 // scripts are those the core runs for this package's leases and claims.
-var scripts = claimcore.Scripts{Extend: extendScript, Release: releaseScript, Abandon: abandonScript, Leave: leaveScript}
+var scripts = engine.Scripts{Extend: extendScript, Release: releaseScript, Abandon: abandonScript, Leave: leaveScript}

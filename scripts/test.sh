@@ -110,7 +110,7 @@ targets=$(cat <<'TARGETS'
 ./internal/keyname FuzzNames 4500x
 ./internal/settings FuzzLocker 12000x
 ./internal/settings FuzzCall 15000x
-./internal/acquire FuzzStaleCounter 15000x
+./internal/engine FuzzStaleCounter 15000x
 ./internal/testkit/fuzzreply FuzzDecode 12000x
 ./single FuzzReadClaim 1500x
 ./single FuzzReadClaimAll 3000x

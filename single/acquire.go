@@ -5,8 +5,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/dlockgo/dlock/internal/acquire"
-	"github.com/dlockgo/dlock/internal/claimcore"
+	"github.com/dlockgo/dlock/internal/engine"
 	"github.com/dlockgo/dlock/lease"
 	"github.com/dlockgo/dlock/option"
 )
@@ -19,7 +18,7 @@ import (
 // by lease.ReleaseTimeout: against a hung server the call can return up
 // to that long after ctx ended.
 func (lk *Locker) TryAcquire(ctx context.Context, key string, opts ...option.Option) (*lease.Lease, error) {
-	ob := acquire.Start(lk.cfg.Observer, strategy, key)
+	ob := engine.Start(lk.cfg.Observer, strategy, key)
 	return ob.End(lk.tryAcquire(ctx, key, opts))
 }
 
@@ -50,7 +49,7 @@ func (lk *Locker) tryAcquire(ctx context.Context, key string, opts []option.Opti
 // reaches the head, for at most its ticket's lifetime: max(2 s, 3 × its
 // Retry.Max) after its last attempt.
 func (lk *Locker) Acquire(ctx context.Context, key string, opts ...option.Option) (*lease.Lease, error) {
-	ob := acquire.Start(lk.cfg.Observer, strategy, key)
+	ob := engine.Start(lk.cfg.Observer, strategy, key)
 	return ob.End(lk.acquire(ctx, key, opts))
 }
 
@@ -60,11 +59,11 @@ func (lk *Locker) acquire(ctx context.Context, key string, opts []option.Option)
 		return nil, err
 	}
 	c := lk.newClaim(key, o)
-	life := acquire.TicketLife(o.Retry)
+	life := engine.TicketLife(o.Retry)
 	c.life = time.Duration(life.Milliseconds()) * time.Millisecond
 	c.args[3] = strconv.FormatInt(life.Milliseconds(), 10)
 	c.nargs = 4
-	return lk.kit.Wait(ctx, o.Retry, life, c.keys[0]+":released", claimcore.Waiter{
+	return lk.kit.Wait(ctx, o.Retry, life, c.keys[0]+":released", engine.Waiter{
 		Try: c.again, Heed: c.heed, Leave: c.leave,
 		Handed: func() *lease.Lease {
 			if c.handed == 0 {

@@ -12,8 +12,8 @@ import (
 	"time"
 
 	"github.com/dlockgo/dlock/fence"
-	"github.com/dlockgo/dlock/internal/acquire"
-	"github.com/dlockgo/dlock/internal/claimcore"
+	"github.com/dlockgo/dlock/internal/ctxerr"
+	"github.com/dlockgo/dlock/internal/engine"
 	"github.com/dlockgo/dlock/internal/leasing"
 	"github.com/dlockgo/dlock/internal/settings"
 	"github.com/dlockgo/dlock/lease"
@@ -82,7 +82,7 @@ func (c *claim) drawOwner() {
 	hex.Encode(hx[:], raw[:])
 	n := c.ids.Len()
 	c.ids.Write(hx[:])
-	if c.o.Metadata != "" { // see acquire.OwnerValue
+	if c.o.Metadata != "" { // see engine.OwnerValue
 		c.ids.WriteByte(' ')
 		c.ids.WriteString(c.o.Metadata)
 	}
@@ -112,7 +112,7 @@ func (c *claim) again(ctx context.Context) (*lease.Lease, time.Duration, error) 
 }
 
 // againOf reads an attempt's outcome for a blocking acquire as
-// claimcore.Again does, and also stops at the server's refusal of part of
+// engine.Classify does, and also stops at the server's refusal of part of
 // the exchange (a WAIT the user may not run, say): the next attempt would
 // meet the same refusal until ctx ends. Too few replicas and a slot in
 // migration are worth another attempt.
@@ -120,7 +120,7 @@ func againOf(l *lease.Lease, hint time.Duration, err error) (*lease.Lease, time.
 	if err != nil && !errors.Is(err, errMigrating) && replyError(err) != nil {
 		return nil, 0, err
 	}
-	return claimcore.Again(l, hint, err)
+	return engine.Classify(l, hint, err)
 }
 
 // exchange runs a claim script, followed by WAIT when the Locker asks for
@@ -153,7 +153,7 @@ func (lk *Locker) exchange(ctx context.Context, s *node.Script, keys, args []str
 // is released again and reported as an error matching lease.ErrExpired.
 func (c *claim) try(ctx context.Context) (*lease.Lease, time.Duration, error) {
 	if err := ctx.Err(); err != nil {
-		return nil, 0, acquire.CtxErr(ctx, err)
+		return nil, 0, ctxerr.Wrap(ctx, err)
 	}
 	lk := c.lk
 	t1 := time.Now()
@@ -163,7 +163,7 @@ func (c *claim) try(ctx context.Context) (*lease.Lease, time.Duration, error) {
 		// on its way. That includes a pipeline whose WAIT failed, even
 		// with an error reply: the claim before it ran all the same.
 		c.abandon(ctx)
-		return nil, 0, fmt.Errorf("single: claim %q on %s: %w", c.key, lk.n, acquire.CtxErr(ctx, lost))
+		return nil, 0, fmt.Errorf("single: claim %q on %s: %w", c.key, lk.n, ctxerr.Wrap(ctx, lost))
 	}
 	if err != nil {
 		if re := replyError(err); strings.Contains(re.Msg, "non local key") {
@@ -174,7 +174,7 @@ func (c *claim) try(ctx context.Context) (*lease.Lease, time.Duration, error) {
 			// attempt runs on the destination.
 			return nil, 0, fmt.Errorf("single: claim %q on %s: %w: %w", c.key, lk.n, errMigrating, err)
 		}
-		return nil, 0, &claimcore.Refusal{Err: fmt.Errorf("single: claim %q on %s: %w", c.key, lk.n, acquire.CtxErr(ctx, err))}
+		return nil, 0, &engine.Refusal{Err: fmt.Errorf("single: claim %q on %s: %w", c.key, lk.n, ctxerr.Wrap(ctx, err))}
 	}
 	cr, err := readClaim(r)
 	if err != nil {
@@ -199,7 +199,7 @@ func (c *claim) try(ctx context.Context) (*lease.Lease, time.Duration, error) {
 	return c.lease(token, until, false), 0, nil
 }
 
-// granted is claimcore.Kit.Granted for a claim that acked replicas
+// granted is engine.Kit.Granted for a claim that acked replicas
 // acknowledged: a *ReplicaError for the lock on first when fewer than
 // option.Replicas asks for, and ctx has not ended. The caller releases the
 // grant on an error.
@@ -222,21 +222,21 @@ type claimReply struct {
 
 // readClaim reads the reply of claim.lua: the token of a grant, alone, or
 // a refusal's {left ms, place}.
-// Any other reply is an error matching acquire.ErrBadReply, and grants
+// Any other reply is an error matching engine.ErrBadReply, and grants
 // nothing.
 func readClaim(r node.Reply) (claimReply, error) {
 	if len(r) == 1 {
-		token, err := acquire.ReplyToken(r, 0)
+		token, err := engine.ReplyToken(r, 0)
 		return claimReply{granted: err == nil, token: token}, err
 	}
-	if err := acquire.ReplyLen(r, 2); err != nil {
+	if err := engine.ReplyLen(r, 2); err != nil {
 		return claimReply{}, err
 	}
-	left, err := acquire.ReplyMs(r, 0)
+	left, err := engine.ReplyMs(r, 0)
 	if err != nil {
 		return claimReply{}, err
 	}
-	pos, err := acquire.ReplyInt(r, 1, 0, math.MaxInt32)
+	pos, err := engine.ReplyInt(r, 1, 0, math.MaxInt32)
 	return claimReply{left: left, pos: int(pos)}, err
 }
 
@@ -245,7 +245,7 @@ func (c *claim) lease(token fence.Token, until time.Time, short bool) *lease.Lea
 	if c.part {
 		rep = nil
 	}
-	return acquire.NewLease(c, leasing.Grant{
+	return engine.NewLease(c, leasing.Grant{
 		Key: c.key, Owner: c.args[0], Token: token, TTL: c.o.TTL, Until: until,
 		Strategy: strategy, Reporter: rep, AutoRenew: c.o.AutoRenew,
 		Metadata: c.o.Metadata, Short: short,
@@ -268,7 +268,7 @@ func (c *claim) heed(msg string) bool {
 	// A token no script grants hands nothing over: the attempt that
 	// follows asks the server.
 	t, err := strconv.ParseUint(token, 10, 64)
-	if err == nil && t <= acquire.MaxToken {
+	if err == nil && t <= engine.MaxToken {
 		c.handed = fence.Token(t)
 	}
 	return true

@@ -7,7 +7,9 @@ import (
 	"time"
 
 	"github.com/dlockgo/dlock/fence"
-	"github.com/dlockgo/dlock/internal/acquire"
+	"github.com/dlockgo/dlock/internal/argerr"
+	"github.com/dlockgo/dlock/internal/ctxerr"
+	"github.com/dlockgo/dlock/internal/engine"
 	"github.com/dlockgo/dlock/lease"
 	"github.com/dlockgo/dlock/observe"
 	"github.com/dlockgo/dlock/option"
@@ -24,10 +26,10 @@ import (
 // gets a new token all the same (Broken.Held is false). The Locker's
 // Observer hears a observe.ForceReleased event.
 func (lk *Locker) ForceRelease(ctx context.Context, key string) (lease.Broken, error) {
-	if err := acquire.CheckContext(ctx); err != nil {
+	if err := argerr.CheckContext(ctx); err != nil {
 		return lease.Broken{}, err
 	}
-	if err := acquire.CheckKey(key); err != nil {
+	if err := engine.CheckKey(key); err != nil {
 		return lease.Broken{}, err
 	}
 	b, err := lk.forceRelease(ctx, key)
@@ -40,18 +42,18 @@ func (lk *Locker) ForceRelease(ctx context.Context, key string) (lease.Broken, e
 func (lk *Locker) forceRelease(ctx context.Context, key string) (lease.Broken, error) {
 	r, err := lk.n.Eval(ctx, forceScript, []string{hashKey(key)}, lk.kit.IdleMs)
 	if err != nil {
-		return lease.Broken{}, fmt.Errorf("single: force release %q on %s: %w", key, lk.n, acquire.CtxErr(ctx, err))
+		return lease.Broken{}, fmt.Errorf("single: force release %q on %s: %w", key, lk.n, ctxerr.Wrap(ctx, err))
 	}
 	was, err1 := strconv.ParseUint(r.Str(1), 10, 64)
 	tok, err2 := strconv.ParseUint(r.Str(2), 10, 64)
 	if len(r) != 4 || err1 != nil || err2 != nil || tok == 0 {
 		// Tokens are secrets of a kind: the error quotes none.
-		return lease.Broken{}, fmt.Errorf("single: force release %q on %s: %w", key, lk.n, acquire.ErrBadReply)
+		return lease.Broken{}, fmt.Errorf("single: force release %q on %s: %w", key, lk.n, engine.ErrBadReply)
 	}
 	b := lease.Broken{Key: key, Was: fence.Token(was), Token: fence.Token(tok)}
 	if r.Str(0) != "" && r.Int(3) > 0 {
 		b.Held, b.Owner = true, r.Str(0)
-		b.Metadata = acquire.Metadata(b.Owner)
+		b.Metadata = engine.Metadata(b.Owner)
 	}
 	return b, nil
 }
@@ -69,14 +71,14 @@ func (lk *Locker) forceRelease(ctx context.Context, key string) (lease.Broken, e
 // lease.ErrForeignHandle; one whose lease has ended, with an error
 // matching lease.ErrNotHeld.
 func (lk *Locker) Resume(ctx context.Context, handle string, opts ...option.Option) (*lease.Lease, error) {
-	if err := acquire.CheckContext(ctx); err != nil {
+	if err := argerr.CheckContext(ctx); err != nil {
 		return nil, err
 	}
 	h, err := lease.ParseHandle(handle)
 	if err != nil {
 		return nil, err
 	}
-	if err := acquire.HandleFor(h, strategy, lk.n.String()); err != nil {
+	if err := engine.HandleFor(h, strategy, lk.n.String()); err != nil {
 		return nil, err
 	}
 	o, err := lk.options(ctx, h.Key, h.TTL, opts)
@@ -95,7 +97,7 @@ func (lk *Locker) Resume(ctx context.Context, handle string, opts ...option.Opti
 	if !time.Now().Before(until) {
 		return nil, fmt.Errorf("single: resume %q on %s: %w: too little of it is left", h.Key, lk.n, lease.ErrNotHeld)
 	}
-	o.Metadata = acquire.Metadata(h.Owner)
+	o.Metadata = engine.Metadata(h.Owner)
 	c := lk.newClaim(h.Key, o)
 	c.args[0] = h.Owner
 	c.setToken(h.Token)

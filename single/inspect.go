@@ -7,7 +7,9 @@ import (
 	"time"
 
 	"github.com/dlockgo/dlock/fence"
-	"github.com/dlockgo/dlock/internal/acquire"
+	"github.com/dlockgo/dlock/internal/argerr"
+	"github.com/dlockgo/dlock/internal/ctxerr"
+	"github.com/dlockgo/dlock/internal/engine"
 	"github.com/dlockgo/dlock/lease"
 )
 
@@ -15,15 +17,15 @@ import (
 // metadata, and for how long, as the server sees it now: Info.Nodes holds
 // the server's one answer. It changes nothing on the server.
 func (lk *Locker) Inspect(ctx context.Context, key string) (lease.Info, error) {
-	if err := acquire.CheckContext(ctx); err != nil {
+	if err := argerr.CheckContext(ctx); err != nil {
 		return lease.Info{}, err
 	}
-	if err := acquire.CheckKey(key); err != nil {
+	if err := engine.CheckKey(key); err != nil {
 		return lease.Info{}, err
 	}
 	r, err := lk.n.Eval(ctx, inspectScript, []string{hashKey(key)})
 	if err != nil {
-		return lease.Info{}, fmt.Errorf("single: inspect %q on %s: %w", key, lk.n, acquire.CtxErr(ctx, err))
+		return lease.Info{}, fmt.Errorf("single: inspect %q on %s: %w", key, lk.n, ctxerr.Wrap(ctx, err))
 	}
 	tok, err := strconv.ParseUint(r.Str(1), 10, 64)
 	if err != nil {
@@ -33,7 +35,7 @@ func (lk *Locker) Inspect(ctx context.Context, key string) (lease.Info, error) {
 	if left := r.Int(2); r.Str(0) != "" && left > 0 {
 		info.Held = true
 		info.Owner = r.Str(0)
-		info.Metadata = acquire.Metadata(info.Owner)
+		info.Metadata = engine.Metadata(info.Owner)
 		info.TTL = time.Duration(left) * time.Millisecond
 	}
 	info.Nodes = []lease.NodeInfo{{Node: lk.n.String(), Owner: info.Owner,

@@ -11,8 +11,9 @@ import (
 	"time"
 
 	"github.com/dlockgo/dlock/fence"
-	"github.com/dlockgo/dlock/internal/acquire"
-	"github.com/dlockgo/dlock/internal/claimcore"
+	"github.com/dlockgo/dlock/internal/argerr"
+	"github.com/dlockgo/dlock/internal/ctxerr"
+	"github.com/dlockgo/dlock/internal/engine"
 	"github.com/dlockgo/dlock/internal/leasing"
 	"github.com/dlockgo/dlock/internal/settings"
 	"github.com/dlockgo/dlock/lease"
@@ -37,7 +38,7 @@ const MaxKeys = 64
 // or option. As for TryAcquire, a claim whose outcome is unknown is given
 // up before it returns.
 func (lk *Locker) TryAcquireAll(ctx context.Context, keys []string, opts ...option.Option) (*lease.Lease, error) {
-	ob := acquire.Start(lk.cfg.Observer, strategy, firstKey(keys))
+	ob := engine.Start(lk.cfg.Observer, strategy, firstKey(keys))
 	return ob.End(lk.tryAcquireAll(ctx, keys, opts))
 }
 
@@ -63,7 +64,7 @@ func (lk *Locker) tryAcquireAll(ctx context.Context, keys []string, opts []optio
 // ends first, the error matches ctx.Err(), and no lock or place in a queue
 // of this call is left on the server.
 func (lk *Locker) AcquireAll(ctx context.Context, keys []string, opts ...option.Option) (*lease.Lease, error) {
-	ob := acquire.Start(lk.cfg.Observer, strategy, firstKey(keys))
+	ob := engine.Start(lk.cfg.Observer, strategy, firstKey(keys))
 	return ob.End(lk.acquireAll(ctx, keys, opts))
 }
 
@@ -72,15 +73,15 @@ func (lk *Locker) acquireAll(ctx context.Context, keys []string, opts []option.O
 	if err != nil {
 		return nil, err
 	}
-	life := acquire.TicketLife(c.o.Retry)
+	life := engine.TicketLife(c.o.Retry)
 	c.args = append(c.args, strconv.FormatInt(life.Milliseconds(), 10))
 	var (
 		wake       *setWake
 		subscribed bool
 	)
-	l, err := acquire.Wait(ctx, c.o.Retry, func(ctx context.Context) (*lease.Lease, acquire.Turn, error) {
+	l, err := engine.Wait(ctx, c.o.Retry, func(ctx context.Context) (*lease.Lease, engine.Turn, error) {
 		l, hint, err := c.again(ctx)
-		if err != nil && acquire.Again(err) && !subscribed && ctx.Err() == nil {
+		if err != nil && engine.Again(err) && !subscribed && ctx.Err() == nil {
 			// Subscribed, then one more attempt at once, as Acquire does.
 			subscribed = true
 			sctx, cancel := context.WithTimeout(ctx, life/2)
@@ -88,7 +89,7 @@ func (lk *Locker) acquireAll(ctx context.Context, keys []string, opts []option.O
 			cancel()
 			l, hint, err = c.again(ctx)
 		}
-		t := acquire.Turn{Hint: hint}
+		t := engine.Turn{Hint: hint}
 		if wake != nil {
 			t.Wake = wake.c
 		}
@@ -98,7 +99,7 @@ func (lk *Locker) acquireAll(ctx context.Context, keys []string, opts []option.O
 		wake.stop()
 	}
 	if err != nil && c.queued {
-		acquire.Cleanup(ctx, lk.n, leaveAllScript, c.hashes, c.args[0])
+		engine.Cleanup(ctx, lk.n, leaveAllScript, c.hashes, c.args[0])
 	}
 	return l, err
 }
@@ -132,7 +133,7 @@ type setClaim struct {
 }
 
 func (lk *Locker) newSetClaim(ctx context.Context, keys []string, opts []option.Option) (*setClaim, error) {
-	if err := acquire.CheckContext(ctx); err != nil {
+	if err := argerr.CheckContext(ctx); err != nil {
 		return nil, err
 	}
 	switch {
@@ -143,7 +144,7 @@ func (lk *Locker) newSetClaim(ctx context.Context, keys []string, opts []option.
 	}
 	seen := make(map[string]int, len(keys))
 	for i, k := range keys {
-		if err := acquire.CheckKey(k); err != nil {
+		if err := engine.CheckKey(k); err != nil {
 			var ae *lease.ArgError
 			if errors.As(err, &ae) {
 				return nil, &lease.ArgError{Arg: "keys[" + strconv.Itoa(i) + "]", Value: k, Rule: ae.Rule}
@@ -165,7 +166,7 @@ func (lk *Locker) newSetClaim(ctx context.Context, keys []string, opts []option.
 	}
 	var ttlMs, keepMs string
 	c.ttl, ttlMs, keepMs = lk.kit.LeaseArgs(o.TTL)
-	c.args = []string{acquire.OwnerValue(acquire.NewOwner(), o.Metadata), ttlMs, keepMs}
+	c.args = []string{engine.OwnerValue(engine.NewOwner(), o.Metadata), ttlMs, keepMs}
 	return c, nil
 }
 
@@ -177,7 +178,7 @@ func (c *setClaim) again(ctx context.Context) (*lease.Lease, time.Duration, erro
 // try runs the set's claim script once, as claim.try does for one key.
 func (c *setClaim) try(ctx context.Context) (*lease.Lease, time.Duration, error) {
 	if err := ctx.Err(); err != nil {
-		return nil, 0, acquire.CtxErr(ctx, err)
+		return nil, 0, ctxerr.Wrap(ctx, err)
 	}
 	if c.ordered {
 		return c.tryOrdered(ctx)
@@ -187,7 +188,7 @@ func (c *setClaim) try(ctx context.Context) (*lease.Lease, time.Duration, error)
 	r, acked, err, lost := lk.exchange(ctx, claimAllScript, c.hashes, c.args)
 	if lost != nil {
 		c.abandon(ctx)
-		return nil, 0, fmt.Errorf("single: claim of %q on %s: %w", c.keys, lk.n, acquire.CtxErr(ctx, lost))
+		return nil, 0, fmt.Errorf("single: claim of %q on %s: %w", c.keys, lk.n, ctxerr.Wrap(ctx, lost))
 	}
 	if err != nil {
 		if re := replyError(err); strings.HasPrefix(re.Msg, "CROSSSLOT") {
@@ -198,7 +199,7 @@ func (c *setClaim) try(ctx context.Context) (*lease.Lease, time.Duration, error)
 		if re := replyError(err); strings.Contains(re.Msg, "non local key") {
 			return nil, 0, fmt.Errorf("single: claim of %q on %s: %w: %w", c.keys, lk.n, errMigrating, err)
 		}
-		return nil, 0, &claimcore.Refusal{Err: fmt.Errorf("single: claim of %q on %s: %w", c.keys, lk.n, acquire.CtxErr(ctx, err))}
+		return nil, 0, &engine.Refusal{Err: fmt.Errorf("single: claim of %q on %s: %w", c.keys, lk.n, ctxerr.Wrap(ctx, err))}
 	}
 	sr, err := readClaimAll(r, len(c.keys))
 	if err != nil {
@@ -221,12 +222,12 @@ func (c *setClaim) try(ctx context.Context) (*lease.Lease, time.Duration, error)
 	until, err := lk.granted(ctx, t1, c.ttl, fmt.Sprintf("claim of %q", c.keys), "", c.keys[0], acked)
 	if err != nil {
 		// Released on every key, and the set goes on under a new owner
-		// (see claimcore.Kit.ReleaseDetached).
+		// (see engine.Kit.ReleaseDetached).
 		lk.setKit.ReleaseDetached(ctx, c.hashes, append([]string{c.owner}, c.tokens...))
-		c.args[0] = acquire.OwnerValue(acquire.NewOwner(), c.o.Metadata)
+		c.args[0] = engine.OwnerValue(engine.NewOwner(), c.o.Metadata)
 		return nil, 0, err
 	}
-	return acquire.NewLease(c, leasing.Grant{
+	return engine.NewLease(c, leasing.Grant{
 		Key: c.keys[0], Owner: c.owner, Token: set[0].Token, Set: set, TTL: c.o.TTL, Until: until,
 		Strategy: strategy, Reporter: lk.cfg.Reporter, AutoRenew: c.o.AutoRenew, Metadata: c.o.Metadata,
 	}), 0, nil
@@ -244,26 +245,26 @@ type setReply struct {
 
 // readClaimAll reads the reply of claim_all.lua to a claim of n keys: their
 // n tokens, or a refusal's {-1, left ms, queued}.
-// Any other reply is an error matching acquire.ErrBadReply, and grants
+// Any other reply is an error matching engine.ErrBadReply, and grants
 // nothing.
 func readClaimAll(r node.Reply, n int) (setReply, error) {
 	if len(r) > 0 && r[0].Kind == node.Int && r[0].Int == -1 {
-		if err := acquire.ReplyLen(r, 3); err != nil {
+		if err := engine.ReplyLen(r, 3); err != nil {
 			return setReply{}, err
 		}
-		left, err := acquire.ReplyMs(r, 1)
+		left, err := engine.ReplyMs(r, 1)
 		if err != nil {
 			return setReply{}, err
 		}
-		queued, err := acquire.ReplyInt(r, 2, 0, 1)
+		queued, err := engine.ReplyInt(r, 2, 0, 1)
 		return setReply{left: left, queued: queued == 1}, err
 	}
 	if len(r) != n {
-		return setReply{}, fmt.Errorf("%w: %d tokens for %d keys", acquire.ErrBadReply, len(r), n)
+		return setReply{}, fmt.Errorf("%w: %d tokens for %d keys", engine.ErrBadReply, len(r), n)
 	}
 	tokens := make([]fence.Token, len(r))
 	for i := range r {
-		t, err := acquire.ReplyToken(r, i)
+		t, err := engine.ReplyToken(r, i)
 		if err != nil {
 			return setReply{}, err
 		}
@@ -291,7 +292,7 @@ func (c *setClaim) tryOrdered(ctx context.Context) (*lease.Lease, time.Duration,
 	rollback := func() {
 		for _, p := range parts {
 			if p != nil {
-				rctx, cancel := acquire.Detached(ctx, lease.ReleaseTimeout)
+				rctx, cancel := engine.Detached(ctx, lease.ReleaseTimeout)
 				_ = p.Release(rctx)
 				cancel()
 			}
@@ -315,7 +316,7 @@ func (c *setClaim) tryOrdered(ctx context.Context) (*lease.Lease, time.Duration,
 			until = u
 		}
 	}
-	return acquire.NewLease(&orderedSet{keys: c.keys, parts: parts}, leasing.Grant{
+	return engine.NewLease(&orderedSet{keys: c.keys, parts: parts}, leasing.Grant{
 		Key: c.keys[0], Owner: c.args[0], Token: set[0].Token, Set: set, TTL: c.o.TTL, Until: until,
 		Strategy: strategy, Reporter: c.lk.cfg.Reporter, AutoRenew: c.o.AutoRenew, Metadata: c.o.Metadata,
 	}), 0, nil
@@ -360,7 +361,7 @@ func (s *orderedSet) Release(ctx context.Context, _ *lease.Lease) error {
 // goes on under a new owner (see claim.abandon).
 func (c *setClaim) abandon(ctx context.Context) {
 	c.lk.setKit.Abandon(ctx, c.hashes, c.args[0], c.ttl, &c.queued)
-	c.args[0] = acquire.OwnerValue(acquire.NewOwner(), c.o.Metadata)
+	c.args[0] = engine.OwnerValue(engine.NewOwner(), c.o.Metadata)
 }
 
 // Extend, for lease.Lease.Extend: the whole set, or none of it.
@@ -392,7 +393,7 @@ func (c *setClaim) Release(ctx context.Context, l *lease.Lease) error {
 
 // refused is claim.refused for the set.
 func (c *setClaim) refused(ctx context.Context, op string, l *lease.Lease, err error) error {
-	return acquire.Refused(ctx, "single", fmt.Sprintf("%s of %q", op, c.keys), c.lk.n, l, err)
+	return engine.Refused(ctx, "single", fmt.Sprintf("%s of %q", op, c.keys), c.lk.n, l, err)
 }
 
 // setWake merges the release channels of a set's keys into one: a message

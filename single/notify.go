@@ -4,7 +4,9 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/dlockgo/dlock/internal/acquire"
+	"github.com/dlockgo/dlock/internal/argerr"
+	"github.com/dlockgo/dlock/internal/ctxerr"
+	"github.com/dlockgo/dlock/internal/engine"
 	"github.com/dlockgo/dlock/internal/notice"
 )
 
@@ -12,14 +14,14 @@ import (
 // cluster, the master serving the lock's slot, which a cluster passes on
 // to every node). It stores nothing.
 func (lk *Locker) Publish(ctx context.Context, key, message string) error {
-	if err := acquire.CheckContext(ctx); err != nil {
+	if err := argerr.CheckContext(ctx); err != nil {
 		return err
 	}
-	if err := acquire.CheckKey(key); err != nil {
+	if err := engine.CheckKey(key); err != nil {
 		return err
 	}
 	if _, err := lk.n.Eval(ctx, notice.Script, []string{hashKey(key)}, message); err != nil {
-		return fmt.Errorf("single: publish on %q on %s: %w", key, lk.n, acquire.CtxErr(ctx, err))
+		return fmt.Errorf("single: publish on %q on %s: %w", key, lk.n, ctxerr.Wrap(ctx, err))
 	}
 	return nil
 }
@@ -29,10 +31,10 @@ func (lk *Locker) Publish(ctx context.Context, key, message string) error {
 // one subscription connection, and its hints: messages coalesce, and one
 // published while that connection is broken is lost.
 func (lk *Locker) Watch(ctx context.Context, key string) (<-chan string, func(), error) {
-	if err := acquire.CheckContext(ctx); err != nil {
+	if err := argerr.CheckContext(ctx); err != nil {
 		return nil, nil, err
 	}
-	if err := acquire.CheckKey(key); err != nil {
+	if err := engine.CheckKey(key); err != nil {
 		return nil, nil, err
 	}
 	msgs, stop, err := lk.n.Subscribe(ctx, notice.Channel(hashKey(key)))

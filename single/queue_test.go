@@ -11,7 +11,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/dlockgo/dlock/internal/acquire"
+	"github.com/dlockgo/dlock/internal/settings"
 	"github.com/dlockgo/dlock/internal/testkit/redistest"
 	"github.com/dlockgo/dlock/lease"
 	"github.com/dlockgo/dlock/node"
@@ -210,7 +210,7 @@ func TestCancelledWaiterLeaves(t *testing.T) {
 		held, err := lk.TryAcquire(t.Context(), key)
 		require.NoError(t, err)
 		defer held.Release(t.Context())
-		for _, retry := range []acquire.Retry{{}, {Min: time.Second, Max: time.Second}} {
+		for _, retry := range []settings.Pace{{}, {Min: time.Second, Max: time.Second}} {
 			ctx, cancel := context.WithCancel(t.Context())
 			got := make(chan error, 1)
 			go func() {

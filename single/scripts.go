@@ -3,7 +3,7 @@ package single
 import (
 	"embed"
 
-	"github.com/dlockgo/dlock/internal/claimcore"
+	"github.com/dlockgo/dlock/internal/engine"
 	"github.com/dlockgo/dlock/internal/engine/lua"
 )
 
@@ -31,7 +31,7 @@ var (
 	// had expired, or the error DLSTALE <attempts>.
 	releaseScript = lua.Script(lua.Spec{Name: "single/release", FS: luaFS, Lib: lib, Head: "fast_release.lua", Body: []string{"release.lua"}})
 	// abandonScript: KEYS the hash; ARGV owner, ms to remember it (see
-	// claimcore.AbandonKeep). Replies 1 when it released the lock.
+	// engine.AbandonKeep). Replies 1 when it released the lock.
 	abandonScript = lua.Script(lua.Spec{Name: "single/abandon", FS: luaFS, Lib: lib, Body: []string{"abandon.lua"}})
 	// leaveScript: KEYS the hash; ARGV owner. Replies 1 when there was a
 	// ticket.
@@ -67,8 +67,8 @@ var (
 var lib = []string{"lean.lua", "handoff.lua"}
 
 // scripts are those the core runs for this package's leases and claims.
-var scripts = claimcore.Scripts{Extend: extendScript, Release: releaseScript, Abandon: abandonScript, Leave: leaveScript}
+var scripts = engine.Scripts{Extend: extendScript, Release: releaseScript, Abandon: abandonScript, Leave: leaveScript}
 
 // setScripts are those the core runs for a set of keys (AcquireAll): its
 // release and abandon; the set extends with a script of its own.
-var setScripts = claimcore.Scripts{Release: releaseAllScript, Abandon: abandonAllScript}
+var setScripts = engine.Scripts{Release: releaseAllScript, Abandon: abandonAllScript}

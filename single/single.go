@@ -38,8 +38,8 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/dlockgo/dlock/internal/acquire"
-	"github.com/dlockgo/dlock/internal/claimcore"
+	"github.com/dlockgo/dlock/internal/argerr"
+	"github.com/dlockgo/dlock/internal/engine"
 	"github.com/dlockgo/dlock/internal/keyname"
 	"github.com/dlockgo/dlock/internal/settings"
 	"github.com/dlockgo/dlock/node"
@@ -70,9 +70,9 @@ func (e *ReplicaError) Is(target error) bool { return target == ErrReplicas }
 // is safe for concurrent use.
 type Locker struct {
 	n      node.Node
-	cfg    claimcore.Base
-	kit    claimcore.Kit
-	setKit claimcore.Kit // for sets of keys (AcquireAll): abandon and release only
+	cfg    engine.Base
+	kit    engine.Kit
+	setKit engine.Kit // for sets of keys (AcquireAll): abandon and release only
 }
 
 // New returns a Locker that keeps its locks on n, configured by opts:
@@ -95,13 +95,13 @@ type Locker struct {
 // counter for d exactly; a lease that runs out unreleased takes its
 // counter with it.
 func New(n node.Node, opts ...option.Option) (*Locker, error) {
-	cfg, err := claimcore.Configure(n, settings.Single, opts)
+	cfg, err := engine.Configure(n, settings.Single, opts)
 	if err != nil {
 		return nil, err
 	}
 	lk := &Locker{n: n, cfg: cfg}
-	lk.kit = claimcore.NewKit(strategy, n, &lk.cfg, scripts)
-	lk.setKit = claimcore.NewKit(strategy, n, &lk.cfg, setScripts)
+	lk.kit = engine.NewKit(strategy, n, &lk.cfg, scripts)
+	lk.setKit = engine.NewKit(strategy, n, &lk.cfg, setScripts)
 	return lk, nil
 }
 
@@ -120,10 +120,10 @@ const strategy = "single"
 // options checks a call's context and key and resolves its opts, a TTL
 // of ttl when they set none.
 func (lk *Locker) options(ctx context.Context, key string, ttl time.Duration, opts []option.Option) (settings.Call, error) {
-	if err := acquire.CheckContext(ctx); err != nil {
+	if err := argerr.CheckContext(ctx); err != nil {
 		return settings.Call{}, err
 	}
-	if err := acquire.CheckKey(key); err != nil {
+	if err := engine.CheckKey(key); err != nil {
 		return settings.Call{}, err
 	}
 	return lk.cfg.CallFrom(ttl, opts)

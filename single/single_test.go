@@ -13,7 +13,6 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/dlockgo/dlock/fence"
-	"github.com/dlockgo/dlock/internal/acquire"
 	"github.com/dlockgo/dlock/internal/settings"
 	"github.com/dlockgo/dlock/internal/testkit/examplemain"
 	"github.com/dlockgo/dlock/internal/testkit/redistest"
@@ -562,7 +561,7 @@ func TestLocalValidity(t *testing.T) {
 		// The validity counts from the attempt's start, somewhere between
 		// before and after (a loaded machine may put milliseconds between
 		// before and the start): TTL less the drift, less the time since.
-		valid := time.Second - acquire.Drift(time.Second, 0.1)
+		valid := time.Second - settings.Drift(time.Second, 0.1)
 		got := l.TTL()
 		now := time.Now()
 		if lo, hi := valid-now.Sub(before), valid-now.Sub(after)+time.Millisecond; got < lo || got > hi || got <= 0 {

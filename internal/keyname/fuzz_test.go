@@ -5,8 +5,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/dlockgo/dlock/internal/acquire"
 	"github.com/dlockgo/dlock/internal/argerr"
+	"github.com/dlockgo/dlock/internal/engine"
 	"github.com/dlockgo/dlock/internal/keyname"
 )
 
@@ -102,7 +102,7 @@ func FuzzNames(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, a, b string) {
 		for _, key := range []string{a, b} {
-			if err := acquire.CheckKey(key); err != nil {
+			if err := engine.CheckKey(key); err != nil {
 				var ae *argerr.Error
 				if !errors.As(err, &ae) || ae.Arg != "key" {
 					t.Fatalf("CheckKey(%q) = %v; want an *ArgError for the key", key, err)

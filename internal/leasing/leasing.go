@@ -60,5 +60,5 @@ type Reporter interface {
 // New returns the *lease.Lease for g, backed by b, which must implement
 // the Extend and Release methods package lease documents for a backend.
 // Package lease sets it when it is initialised; strategies call it
-// through a typed wrapper (acquire.NewLease).
+// through a typed wrapper (engine.NewLease).
 var New func(b any, g Grant) any

@@ -19,7 +19,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/dlockgo/dlock/internal/acquire"
 	"github.com/dlockgo/dlock/internal/argerr"
 	"github.com/dlockgo/dlock/internal/leasing"
 	"github.com/dlockgo/dlock/lease"
@@ -187,7 +186,7 @@ const (
 )
 
 // DefaultRetry is the pace of a blocking acquire by default.
-var DefaultRetry = acquire.Retry{Min: DefaultRetryMin, Max: DefaultRetryMax}
+var DefaultRetry = Pace{Min: DefaultRetryMin, Max: DefaultRetryMax}
 
 // The Layers of a setting that Open's Config, URLs, the command's flags
 // and its config file all carry.
@@ -210,8 +209,8 @@ var Table = []Setting{
 		Rule: "must be 0, 0 (the default) or have 0 < min <= max",
 		Doc:  "the pace of a blocking acquire, backoff from min to max; a call's and an election's default is the Locker's",
 		valid: func(v any) bool {
-			r := v.(acquire.Retry)
-			return r == acquire.Retry{} || r.Min > 0 && r.Min <= r.Max
+			r := v.(Pace)
+			return r == Pace{} || r.Min > 0 && r.Min <= r.Max
 		}},
 	{ID: DriftFactor, Name: "DriftFactor", Param: "drift_factor", Kind: KindFloat, Scopes: Lockers, Layers: everywhere,
 		Default: "0.01", Rule: "must be in [0, 0.5) (0: the default)",
@@ -393,7 +392,7 @@ func (s *Setting) shown(v any) any {
 	case s.Kind == KindSecret:
 		return "xxxxx"
 	case s.Kind == KindRetry:
-		if r, ok := v.(acquire.Retry); ok {
+		if r, ok := v.(Pace); ok {
 			return retryValue(r)
 		}
 	}
@@ -513,8 +512,8 @@ func Yields(o Option) []ID {
 func (o Option) d() time.Duration { return time.Duration(o.a) }
 func (o Option) f() float64       { return math.Float64frombits(uint64(o.a)) }
 func (o Option) on() bool         { return o.a != 0 }
-func (o Option) retry() acquire.Retry {
-	return acquire.Retry{Min: time.Duration(o.a), Max: time.Duration(o.b)}
+func (o Option) retry() Pace {
+	return Pace{Min: time.Duration(o.a), Max: time.Duration(o.b)}
 }
 
 // value is o's value as an *lease.ArgError shows it.
@@ -561,7 +560,7 @@ func (o Option) val() any {
 	return nil
 }
 
-func retryValue(r acquire.Retry) string { return r.Min.String() + ".." + r.Max.String() }
+func retryValue(r Pace) string { return r.Min.String() + ".." + r.Max.String() }
 
 // Refuse returns the *lease.ArgError of id with value v: its Rule.
 func Refuse(id ID, v any) error { return Of(id).Refuse(v) }
@@ -582,7 +581,7 @@ type Locker struct {
 	Scope          Scope // the one constructor resolved for
 	TTL            time.Duration
 	IdleTTL        time.Duration // < 0: for ever
-	Retry          acquire.Retry
+	Retry          Pace
 	Drift          float64
 	Observer       observe.Observer
 	Reporter       leasing.Reporter // of Observer; nil when it is
@@ -653,7 +652,7 @@ func New(scope Scope, opts []Option) (Locker, error) {
 		// WAIT with timeout 0 blocks for ever.
 		return Locker{}, Refuse(ReplicaTimeout, l.ReplicaTimeout)
 	}
-	l.Reporter = acquire.Reporter(l.Observer)
+	l.Reporter = Reporter(l.Observer)
 	if scope&Lockers == 0 {
 		return l, nil
 	}
@@ -663,7 +662,7 @@ func New(scope Scope, opts []Option) (Locker, error) {
 	if l.IdleTTL == 0 {
 		l.IdleTTL = DefaultIdleTTL
 	}
-	if l.Retry == (acquire.Retry{}) {
+	if l.Retry == (Pace{}) {
 		l.Retry = DefaultRetry
 	}
 	if l.Drift == 0 {
@@ -685,7 +684,7 @@ func New(scope Scope, opts []Option) (Locker, error) {
 		if l.MaxTTL == 0 {
 			l.MaxTTL = l.TTL
 		}
-		if !SumFits(l.MaxTTL, l.NodeTimeoutFor(l.MaxTTL), acquire.Drift(l.MaxTTL, l.Drift)) {
+		if !SumFits(l.MaxTTL, l.NodeTimeoutFor(l.MaxTTL), Drift(l.MaxTTL, l.Drift)) {
 			if given[MaxTTL].id != 0 && l.MaxTTL != l.TTL {
 				return Locker{}, Refuse(MaxTTL, l.MaxTTL)
 			}
@@ -719,7 +718,7 @@ func (l *Locker) CheckTTL(ttl time.Duration) error {
 func (l *Locker) roomForDrift(ttl time.Duration) bool {
 	// ttl-d > d, not ttl > 2*d: twice the drift of a TTL near the largest
 	// Duration overflows.
-	d := acquire.Drift(ttl, l.Drift)
+	d := Drift(ttl, l.Drift)
 	return ttl > 0 && ttl-d > d
 }
 
@@ -757,7 +756,7 @@ func SumFits(ds ...time.Duration) bool {
 // Call is a call's settings, resolved over its Locker's.
 type Call struct {
 	TTL       time.Duration
-	Retry     acquire.Retry
+	Retry     Pace
 	AutoRenew bool
 	Metadata  string
 }
@@ -788,7 +787,7 @@ func (l *Locker) CallFrom(ttl time.Duration, opts []Option) (Call, error) {
 				c.TTL = d
 			}
 		case Retry:
-			if r := o.retry(); r != (acquire.Retry{}) {
+			if r := o.retry(); r != (Pace{}) {
 				if !(r.Min > 0 && r.Min <= r.Max) {
 					return Call{}, Refuse(Retry, retryValue(r))
 				}

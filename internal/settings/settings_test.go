@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/dlockgo/dlock/internal/acquire"
+	"github.com/dlockgo/dlock/internal/engine"
 	"github.com/dlockgo/dlock/internal/settings"
 	"github.com/dlockgo/dlock/lease"
 	"github.com/dlockgo/dlock/option"
@@ -47,7 +47,7 @@ func FuzzLocker(f *testing.F) {
 		if ttl != 0 && l.TTL != ttl || ttl == 0 && l.TTL != settings.DefaultTTL {
 			t.Fatalf("New(TTL %v) resolved the TTL to %v", ttl, l.TTL)
 		}
-		if d := acquire.Drift(l.TTL, l.Drift); d < acquire.DriftFloor || l.TTL-d <= d || l.Drift == 0 {
+		if d := settings.Drift(l.TTL, l.Drift); d < settings.DriftFloor || l.TTL-d <= d || l.Drift == 0 {
 			t.Fatalf("New(%v, %v) took a TTL with drift %v (factor %v): no room left", ttl, drift, d, l.Drift)
 		}
 		r := l.Retry
@@ -59,7 +59,7 @@ func FuzzLocker(f *testing.F) {
 				t.Fatalf("%+v.Delay(%d) = %v, outside [%v, %v]", r, n, d, r.Min/2, r.Max)
 			}
 		}
-		keep := acquire.KeepMs(l.TTL, l.IdleTTL)
+		keep := engine.KeepMs(l.TTL, l.IdleTTL)
 		ms, err := strconv.ParseInt(keep, 10, 64)
 		switch {
 		case err != nil:
@@ -87,10 +87,10 @@ func FuzzCall(f *testing.F) {
 		f.Fatal(err)
 	}
 	f.Fuzz(func(t *testing.T, key string, ttlNs, minNs, maxNs int64, metadata string, renew bool) {
-		r := acquire.Retry{Min: time.Duration(minNs), Max: time.Duration(maxNs)}
+		r := settings.Pace{Min: time.Duration(minNs), Max: time.Duration(maxNs)}
 		opts := []option.Option{option.TTL(time.Duration(ttlNs)), option.Retry(r.Min, r.Max),
 			option.Metadata(metadata), {}, option.AutoRenew(renew)}
-		err := acquire.CheckKey(key)
+		err := engine.CheckKey(key)
 		var c settings.Call
 		if err == nil {
 			c, err = l.Call(opts)
@@ -114,14 +114,14 @@ func FuzzCall(f *testing.F) {
 		if wantTTL == 0 {
 			wantTTL = l.TTL
 		}
-		if wantRetry == (acquire.Retry{}) {
+		if wantRetry == (settings.Pace{}) {
 			wantRetry = l.Retry
 		}
 		if c.TTL != wantTTL || c.Retry != wantRetry || c.Metadata != metadata || c.AutoRenew != renew {
 			t.Fatalf("Call(%q, ...) = %+v", key, c)
 		}
-		owner := acquire.NewOwner()
-		if got := acquire.Metadata(acquire.OwnerValue(owner, metadata)); got != metadata {
+		owner := engine.NewOwner()
+		if got := engine.Metadata(engine.OwnerValue(owner, metadata)); got != metadata {
 			t.Fatalf("Metadata(OwnerValue(%q, %q)) = %q", owner, metadata, got)
 		}
 	})

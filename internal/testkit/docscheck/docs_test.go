@@ -803,7 +803,7 @@ func TestDocsCheckCatches(t *testing.T) {
 		"| never | a header |",
 		"|---|---|",
 		"| `dlock run` | exits 76 on a lost lease (`TestRunLost` (cmd/dlock)) |",
-		"| the fence | refuses a late write (`Example_fencedWrite`, `internal/acquire.FuzzStaleCounter`) |",
+		"| the fence | refuses a late write (`Example_fencedWrite`, `internal/engine.FuzzStaleCounter`) |",
 		"| go-redis's line | a Sentinel refused <!-- not a guarantee: what a line means --> |",
 		"<!-- not a guarantee: the command's usage, not a promise -->",
 		"Never run it as root.",

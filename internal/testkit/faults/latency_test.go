@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/dlockgo/dlock/internal/acquire"
+	"github.com/dlockgo/dlock/internal/settings"
 	"github.com/dlockgo/dlock/internal/testkit/redistest"
 	"github.com/dlockgo/dlock/lease"
 	"github.com/dlockgo/dlock/node"
@@ -61,7 +61,7 @@ func delay(t *testing.T, strategy, client string, ttl time.Duration, steps []tim
 			option.NodeTimeout(450*time.Millisecond))
 	}
 	redistest.Warm(t, lk)
-	margin := ttl - acquire.Drift(ttl, drift)
+	margin := ttl - settings.Drift(ttl, drift)
 	rounds := 2 // phase 1 and the token's phase 2
 	if strategy == "single" {
 		rounds = 1

@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/dlockgo/dlock/internal/acquire"
+	"github.com/dlockgo/dlock/internal/engine"
 	"github.com/dlockgo/dlock/internal/leasing"
 	"github.com/dlockgo/dlock/lease"
 )
@@ -35,7 +35,7 @@ func TestSleepPastHandedLease(t *testing.T) {
 	t.Parallel()
 	const past = 20 * time.Millisecond
 	short := time.Now().Add(100 * time.Millisecond)
-	l := acquire.NewLease(extendLater{delay: 30 * time.Millisecond, by: 300 * time.Millisecond},
+	l := engine.NewLease(extendLater{delay: 30 * time.Millisecond, by: 300 * time.Millisecond},
 		leasing.Grant{Key: "k", Owner: "o", Token: 1, TTL: 300 * time.Millisecond, Until: short, Short: true})
 	ttlAtGrant := l.TTL() // what the old pause slept on
 	sleepPast(l, past)

@@ -16,7 +16,6 @@ import (
 
 	"github.com/dlockgo/dlock"
 	"github.com/dlockgo/dlock/claims"
-	"github.com/dlockgo/dlock/internal/acquire"
 	"github.com/dlockgo/dlock/internal/keyname"
 	"github.com/dlockgo/dlock/internal/settings"
 	"github.com/dlockgo/dlock/internal/testkit/redistest"
@@ -74,7 +73,7 @@ func LiveBound(p *Plan) time.Duration {
 	if p.Strategy == Single {
 		return 2*p.TTL + 3*time.Second
 	}
-	return p.TTL + p.NodeTimeout + acquire.Drift(p.TTL, settings.DefaultDriftFactor) + 2*p.TTL + 3*time.Second
+	return p.TTL + p.NodeTimeout + settings.Drift(p.TTL, settings.DefaultDriftFactor) + 2*p.TTL + 3*time.Second
 }
 
 // Finding is a violation of a promise, with where to look for its cause.

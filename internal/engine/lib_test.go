@@ -1,4 +1,4 @@
-package claimcore_test
+package engine_test
 
 import (
 	"strconv"

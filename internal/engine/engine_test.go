@@ -1,4 +1,4 @@
-package acquire_test
+package engine_test
 
 import (
 	"context"
@@ -10,8 +10,9 @@ import (
 
 	"go.uber.org/goleak"
 
-	"github.com/dlockgo/dlock/internal/acquire"
+	"github.com/dlockgo/dlock/internal/engine"
 	"github.com/dlockgo/dlock/internal/leasing"
+	"github.com/dlockgo/dlock/internal/settings"
 	"github.com/dlockgo/dlock/lease"
 )
 
@@ -31,12 +32,12 @@ func TestValidity(t *testing.T) {
 		factor       float64
 		want         time.Duration
 	}{
-		{10 * time.Second, 0, 0.01, 10*time.Second - 100*time.Millisecond - acquire.DriftFloor},
-		{10 * time.Second, time.Second, 0.01, 9*time.Second - 100*time.Millisecond - acquire.DriftFloor},
-		{time.Second, time.Second, 0, -acquire.DriftFloor},
-		{100 * time.Millisecond, 0, 0.1, 90*time.Millisecond - acquire.DriftFloor},
+		{10 * time.Second, 0, 0.01, 10*time.Second - 100*time.Millisecond - settings.DriftFloor},
+		{10 * time.Second, time.Second, 0.01, 9*time.Second - 100*time.Millisecond - settings.DriftFloor},
+		{time.Second, time.Second, 0, -settings.DriftFloor},
+		{100 * time.Millisecond, 0, 0.1, 90*time.Millisecond - settings.DriftFloor},
 	} {
-		got := acquire.Validity(tc.ttl, tc.elapsed, acquire.Drift(tc.ttl, tc.factor))
+		got := engine.Validity(tc.ttl, tc.elapsed, settings.Drift(tc.ttl, tc.factor))
 		if got != tc.want {
 			t.Errorf("Validity(%v, %v, drift %v) = %v; want %v", tc.ttl, tc.elapsed, tc.factor, got, tc.want)
 		}
@@ -49,11 +50,11 @@ func TestChecks(t *testing.T) {
 		err  error
 		arg  string // "" for no error
 	}{
-		{"key empty", acquire.CheckKey(""), "key"},
-		{"key ok", acquire.CheckKey("k"), ""},
-		{"ttl zero", acquire.CheckTTL(0, 0.01), "ttl"},
-		{"ttl all drift", acquire.CheckTTL(4*time.Millisecond, 0.01), "ttl"},
-		{"ttl ok", acquire.CheckTTL(10*time.Millisecond, 0.01), ""},
+		{"key empty", engine.CheckKey(""), "key"},
+		{"key ok", engine.CheckKey("k"), ""},
+		{"ttl zero", engine.CheckTTL(0, 0.01), "ttl"},
+		{"ttl all drift", engine.CheckTTL(4*time.Millisecond, 0.01), "ttl"},
+		{"ttl ok", engine.CheckTTL(10*time.Millisecond, 0.01), ""},
 	} {
 		var ae *lease.ArgError
 		switch {
@@ -66,36 +67,36 @@ func TestChecks(t *testing.T) {
 }
 
 func TestWait(t *testing.T) {
-	slow := acquire.Retry{Min: time.Minute, Max: time.Minute}
-	taken := func(context.Context) (*lease.Lease, acquire.Turn, error) { return nil, acquire.Turn{}, lease.ErrTaken }
+	slow := settings.Pace{Min: time.Minute, Max: time.Minute}
+	taken := func(context.Context) (*lease.Lease, engine.Turn, error) { return nil, engine.Turn{}, lease.ErrTaken }
 
 	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Millisecond)
 	defer cancel()
-	if _, err := acquire.Wait(ctx, slow, taken); !errors.Is(err, context.DeadlineExceeded) || !errors.Is(err, lease.ErrTaken) {
+	if _, err := engine.Wait(ctx, slow, taken); !errors.Is(err, context.DeadlineExceeded) || !errors.Is(err, lease.ErrTaken) {
 		t.Fatalf("Wait past deadline: %v; want DeadlineExceeded and ErrTaken", err)
 	}
 
 	why := errors.New("stop")
 	cctx, ccancel := context.WithCancelCause(t.Context())
 	time.AfterFunc(10*time.Millisecond, func() { ccancel(why) })
-	if _, err := acquire.Wait(cctx, slow, taken); !errors.Is(err, context.Canceled) || !errors.Is(err, why) {
+	if _, err := engine.Wait(cctx, slow, taken); !errors.Is(err, context.Canceled) || !errors.Is(err, why) {
 		t.Fatalf("Wait cancelled with a cause: %v; want Canceled and the cause", err)
 	}
 
 	// A wake signal and a hint both cut the delay short.
 	wake := make(chan string, 1)
 	var calls atomic.Int32
-	want := acquire.NewLease(nopBackend{}, leasing.Grant{Key: "k", Owner: acquire.NewOwner(), Token: 7, TTL: time.Minute, Until: time.Now().Add(time.Minute)})
+	want := engine.NewLease(nopBackend{}, leasing.Grant{Key: "k", Owner: engine.NewOwner(), Token: 7, TTL: time.Minute, Until: time.Now().Add(time.Minute)})
 	defer want.Release(t.Context())
-	got, err := acquire.Wait(t.Context(), slow, func(context.Context) (*lease.Lease, acquire.Turn, error) {
+	got, err := engine.Wait(t.Context(), slow, func(context.Context) (*lease.Lease, engine.Turn, error) {
 		switch calls.Add(1) {
 		case 1:
 			wake <- ""
-			return nil, acquire.Turn{Wake: wake}, lease.ErrTaken
+			return nil, engine.Turn{Wake: wake}, lease.ErrTaken
 		case 2:
-			return nil, acquire.Turn{Hint: time.Millisecond, Wake: wake}, lease.ErrTaken
+			return nil, engine.Turn{Hint: time.Millisecond, Wake: wake}, lease.ErrTaken
 		}
-		return want, acquire.Turn{}, nil
+		return want, engine.Turn{}, nil
 	})
 	if err != nil || got != want || calls.Load() != 3 {
 		t.Fatalf("Wait = %p, %v after %d calls; want the lease after 3", got, err, calls.Load())
@@ -105,17 +106,17 @@ func TestWait(t *testing.T) {
 	msgs := make(chan string, 3)
 	calls.Store(0)
 	var heard []string
-	got, err = acquire.Wait(t.Context(), slow, func(context.Context) (*lease.Lease, acquire.Turn, error) {
+	got, err = engine.Wait(t.Context(), slow, func(context.Context) (*lease.Lease, engine.Turn, error) {
 		if calls.Add(1) == 1 {
 			msgs <- "a 1"
 			msgs <- "b 2"
 			go func() { msgs <- "me 3" }()
-			return nil, acquire.Turn{Wake: msgs, Heed: func(m string) bool {
+			return nil, engine.Turn{Wake: msgs, Heed: func(m string) bool {
 				heard = append(heard, m)
 				return strings.HasPrefix(m, "me ")
 			}}, lease.ErrTaken
 		}
-		return want, acquire.Turn{}, nil
+		return want, engine.Turn{}, nil
 	})
 	if err != nil || got != want || calls.Load() != 2 || len(heard) != 3 || heard[2] != "me 3" {
 		t.Fatalf("Wait = %p, %v after %d calls, heard %q; want the lease after 2, on \"me 3\"", got, err, calls.Load(), heard)
@@ -123,24 +124,24 @@ func TestWait(t *testing.T) {
 
 	// An attempt that the deadline cuts short is not the reason the wait
 	// ran out: the whole attempt before it is.
-	quick := acquire.Retry{Min: time.Millisecond, Max: time.Millisecond}
-	short := acquire.Retryable(errors.New("2 of 5 nodes timed out"))
+	quick := settings.Pace{Min: time.Millisecond, Max: time.Millisecond}
+	short := engine.Retryable(errors.New("2 of 5 nodes timed out"))
 	dctx, dcancel := context.WithTimeout(t.Context(), 30*time.Millisecond)
 	defer dcancel()
 	var n atomic.Int32
-	if _, err := acquire.Wait(dctx, quick, func(ctx context.Context) (*lease.Lease, acquire.Turn, error) {
+	if _, err := engine.Wait(dctx, quick, func(ctx context.Context) (*lease.Lease, engine.Turn, error) {
 		if n.Add(1) < 3 {
-			return nil, acquire.Turn{}, lease.ErrTaken
+			return nil, engine.Turn{}, lease.ErrTaken
 		}
 		<-ctx.Done()
-		return nil, acquire.Turn{}, short
+		return nil, engine.Turn{}, short
 	}); !errors.Is(err, context.DeadlineExceeded) || !errors.Is(err, lease.ErrTaken) || errors.Is(err, short) {
 		t.Fatalf("Wait whose last attempt was cut short: %v; want DeadlineExceeded and the whole attempt's ErrTaken", err)
 	}
 
 	boom := errors.New("boom")
-	if _, err := acquire.Wait(t.Context(), slow, func(context.Context) (*lease.Lease, acquire.Turn, error) {
-		return nil, acquire.Turn{}, boom
+	if _, err := engine.Wait(t.Context(), slow, func(context.Context) (*lease.Lease, engine.Turn, error) {
+		return nil, engine.Turn{}, boom
 	}); err != boom {
 		t.Fatalf("Wait with a failing attempt = %v; want it returned as is", err)
 	}
@@ -156,15 +157,15 @@ func TestWaitLetsSignalsPass(t *testing.T) {
 	for range 3 {
 		wake <- ""
 	}
-	slow := acquire.Retry{Min: time.Minute, Max: time.Minute}
-	want := acquire.NewLease(nopBackend{}, leasing.Grant{Key: "k", Owner: acquire.NewOwner(), Token: 7, TTL: time.Minute, Until: time.Now().Add(time.Minute)})
+	slow := settings.Pace{Min: time.Minute, Max: time.Minute}
+	want := engine.NewLease(nopBackend{}, leasing.Grant{Key: "k", Owner: engine.NewOwner(), Token: 7, TTL: time.Minute, Until: time.Now().Add(time.Minute)})
 	defer want.Release(t.Context())
 	var calls atomic.Int32
-	got, err := acquire.Wait(t.Context(), slow, func(context.Context) (*lease.Lease, acquire.Turn, error) {
+	got, err := engine.Wait(t.Context(), slow, func(context.Context) (*lease.Lease, engine.Turn, error) {
 		if calls.Add(1) == 1 {
-			return nil, acquire.Turn{Wake: wake, Ahead: 3}, lease.ErrTaken
+			return nil, engine.Turn{Wake: wake, Ahead: 3}, lease.ErrTaken
 		}
-		return want, acquire.Turn{}, nil
+		return want, engine.Turn{}, nil
 	})
 	if err != nil || got != want {
 		t.Fatalf("Wait = %v, %v; want the lease", got, err)
@@ -177,7 +178,7 @@ func TestWaitLetsSignalsPass(t *testing.T) {
 func TestNewOwner(t *testing.T) {
 	seen := map[string]bool{}
 	for range 100 {
-		o := acquire.NewOwner()
+		o := engine.NewOwner()
 		if len(o) != 32 || seen[o] {
 			t.Fatalf("NewOwner = %q; want 32 fresh hex digits", o)
 		}
@@ -185,25 +186,13 @@ func TestNewOwner(t *testing.T) {
 	}
 }
 
-func TestRetryDelay(t *testing.T) {
-	r := acquire.Retry{Min: 4 * time.Millisecond, Max: 100 * time.Millisecond}
-	for n := range 40 {
-		b := min(r.Max, r.Min<<min(n, 30))
-		for range 50 {
-			if d := r.Delay(n); d < b/2 || d > b {
-				t.Fatalf("Delay(%d) = %v; want in [%v, %v]", n, d, b/2, b)
-			}
-		}
-	}
-}
-
 func TestHandleFor(t *testing.T) {
 	h := lease.Handle{Strategy: "single", Servers: "a:1", Key: "k", Owner: "o", TTL: time.Second}
-	if err := acquire.HandleFor(h, "single", "a:1"); err != nil {
+	if err := engine.HandleFor(h, "single", "a:1"); err != nil {
 		t.Fatalf("HandleFor its own Locker: %v", err)
 	}
 	for _, other := range [][2]string{{"quorum", "a:1"}, {"single", "b:1"}, {"single", "a:1,b:2"}} {
-		err := acquire.HandleFor(h, other[0], other[1])
+		err := engine.HandleFor(h, other[0], other[1])
 		if !errors.Is(err, lease.ErrForeignHandle) || !errors.Is(err, lease.ErrInvalid) || !strings.Contains(err.Error(), other[1]) {
 			t.Errorf("HandleFor(%q, %q) = %v; want ErrForeignHandle and ErrInvalid, naming this Locker", other[0], other[1], err)
 		}

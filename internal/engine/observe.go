@@ -1,4 +1,4 @@
-package acquire
+package engine
 
 import (
 	"fmt"
@@ -48,24 +48,6 @@ func (ob Observation) End(l *lease.Lease, err error) (*lease.Lease, error) {
 // Extend and Release methods package lease calls on a strategy's side of
 // a lease (and Handle, to be written out).
 func NewLease(b any, g leasing.Grant) *lease.Lease { return leasing.New(b, g).(*lease.Lease) }
-
-// Reporter returns the Reporter that tells o of its leases' renewals, loss
-// and release, as Events; nil when o is nil, so that a lease with no
-// observer builds no event.
-func Reporter(o observe.Observer) leasing.Reporter {
-	if o == nil {
-		return nil
-	}
-	return reporter{o}
-}
-
-type reporter struct{ o observe.Observer }
-
-var leaseEvents = [...]observe.EventKind{leasing.Renewed: observe.Renewed, leasing.Lost: observe.Lost, leasing.Released: observe.Released}
-
-func (r reporter) Report(e leasing.Event, strategy, key string, err error) {
-	r.o.Observe(observe.Event{Kind: leaseEvents[e], Strategy: strategy, Key: key, Err: err})
-}
 
 // HandleFor returns nil when h was written by a Locker of strategy on
 // servers (named as lease.Handle.Servers names them), and otherwise an

@@ -1,9 +1,11 @@
-package acquire
+package engine
 
 import (
 	"errors"
 	"fmt"
 	"math"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/dlockgo/dlock/fence"
@@ -73,4 +75,21 @@ func ReplyLen(r node.Reply, n int) error {
 		return fmt.Errorf("%w: %d values, want %d", ErrBadReply, len(r), n)
 	}
 	return nil
+}
+
+// StaleCounter reads a script's refusal "DLSTALE <counter>": the counter
+// the server holds for the key (0 when it cannot be read), and whether
+// err is such a refusal.
+func StaleCounter(err error) (fence.Token, bool) {
+	var re *node.ReplyError
+	if !errors.As(err, &re) || !strings.HasPrefix(re.Msg, "DLSTALE ") {
+		return 0, false
+	}
+	h, err := strconv.ParseUint(strings.TrimPrefix(re.Msg, "DLSTALE "), 10, 64)
+	if err != nil {
+		// ParseUint gives the largest uint64 for a number past it: a
+		// counter no server holds, which would call every lease stale.
+		return 0, true
+	}
+	return fence.Token(h), true
 }

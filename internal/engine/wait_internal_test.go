@@ -1,4 +1,4 @@
-package acquire
+package engine
 
 import (
 	"context"
@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dlockgo/dlock/internal/settings"
 	"github.com/dlockgo/dlock/lease"
 )
 
@@ -15,7 +16,7 @@ func TestWaitRetriesRetryable(t *testing.T) {
 	n := 0
 	ctx, cancel := context.WithTimeout(t.Context(), 50*time.Millisecond)
 	defer cancel()
-	_, err := Wait(ctx, Retry{Min: time.Millisecond, Max: time.Millisecond},
+	_, err := Wait(ctx, settings.Pace{Min: time.Millisecond, Max: time.Millisecond},
 		func(context.Context) (*lease.Lease, Turn, error) { n++; return nil, Turn{}, Retryable(down) })
 	if n < 2 {
 		t.Errorf("attempts = %d; want a retry", n)
@@ -41,7 +42,7 @@ func TestTicketLifeNoOverflow(t *testing.T) {
 		{math.MaxInt64, maxTicketLife},
 		{math.MaxInt64/3 + 1, maxTicketLife},
 	} {
-		if got := TicketLife(Retry{Min: time.Millisecond, Max: tc.max}); got != tc.want {
+		if got := TicketLife(settings.Pace{Min: time.Millisecond, Max: tc.max}); got != tc.want {
 			t.Errorf("TicketLife(Max %v) = %v; want %v", tc.max, got, tc.want)
 		}
 	}

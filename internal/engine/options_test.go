@@ -1,4 +1,4 @@
-package claimcore_test
+package engine_test
 
 import (
 	"errors"
@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/dlockgo/dlock/claims"
-	"github.com/dlockgo/dlock/internal/acquire"
+	"github.com/dlockgo/dlock/internal/settings"
 	"github.com/dlockgo/dlock/internal/testkit/redistest"
 	"github.com/dlockgo/dlock/lease"
 	"github.com/dlockgo/dlock/node"
@@ -21,26 +21,26 @@ import (
 // given by value (TTL, idle TTL, retry, drift factor, observer).
 type primitive struct {
 	name string
-	new  func(n node.Node, ttl, idle time.Duration, r acquire.Retry, drift float64, o observe.Observer) error
+	new  func(n node.Node, ttl, idle time.Duration, r settings.Pace, drift float64, o observe.Observer) error
 }
 
 var primitives = []primitive{
-	{"single", func(n node.Node, ttl, idle time.Duration, r acquire.Retry, drift float64, o observe.Observer) error {
+	{"single", func(n node.Node, ttl, idle time.Duration, r settings.Pace, drift float64, o observe.Observer) error {
 		_, err := single.New(n, option.TTL(ttl), option.IdleTTL(idle), option.Retry(r.Min, r.Max),
 			option.DriftFactor(drift), option.Observer(o))
 		return err
 	}},
-	{"permits", func(n node.Node, ttl, idle time.Duration, r acquire.Retry, drift float64, o observe.Observer) error {
+	{"permits", func(n node.Node, ttl, idle time.Duration, r settings.Pace, drift float64, o observe.Observer) error {
 		_, err := permits.New(n, option.TTL(ttl), option.IdleTTL(idle), option.Retry(r.Min, r.Max),
 			option.DriftFactor(drift), option.Observer(o))
 		return err
 	}},
-	{"rwlock", func(n node.Node, ttl, idle time.Duration, r acquire.Retry, drift float64, o observe.Observer) error {
+	{"rwlock", func(n node.Node, ttl, idle time.Duration, r settings.Pace, drift float64, o observe.Observer) error {
 		_, err := rwlock.New(n, option.TTL(ttl), option.IdleTTL(idle), option.Retry(r.Min, r.Max),
 			option.DriftFactor(drift), option.Observer(o))
 		return err
 	}},
-	{"claims", func(n node.Node, ttl, idle time.Duration, r acquire.Retry, drift float64, o observe.Observer) error {
+	{"claims", func(n node.Node, ttl, idle time.Duration, r settings.Pace, drift float64, o observe.Observer) error {
 		_, err := claims.New(n, "q", option.TTL(ttl), option.IdleTTL(idle), option.Retry(r.Min, r.Max),
 			option.DriftFactor(drift), option.Observer(o))
 		return err
@@ -53,21 +53,21 @@ var primitives = []primitive{
 func TestOptionsAgree(t *testing.T) {
 	srv := redistest.Start(t)
 	n := redistest.NodeFor(t, redistest.Clients[0], srv.Addr())
-	good := acquire.Retry{Min: 10 * time.Millisecond, Max: 100 * time.Millisecond}
+	good := settings.Pace{Min: 10 * time.Millisecond, Max: 100 * time.Millisecond}
 	cases := []struct {
 		name  string
 		ttl   time.Duration
-		r     acquire.Retry
+		r     settings.Pace
 		drift float64
 		arg   string // "" for none
 	}{
 		{"all good", time.Second, good, 0.01, ""},
-		{"zero values select the defaults", 0, acquire.Retry{}, 0, ""},
+		{"zero values select the defaults", 0, settings.Pace{}, 0, ""},
 		{"ttl below zero", -time.Second, good, 0.01, "TTL"},
 		{"ttl within the drift", 2 * time.Millisecond, good, 0.01, "TTL"},
 		{"drift factor at 0.5", time.Second, good, 0.5, "DriftFactor"},
 		{"drift factor below 0", time.Second, good, -0.1, "DriftFactor"},
-		{"retry min above max", time.Second, acquire.Retry{Min: time.Second, Max: time.Millisecond}, 0.01, "Retry"},
+		{"retry min above max", time.Second, settings.Pace{Min: time.Second, Max: time.Millisecond}, 0.01, "Retry"},
 	}
 	for _, c := range cases {
 		var first *lease.ArgError

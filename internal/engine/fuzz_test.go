@@ -1,4 +1,4 @@
-package acquire_test
+package engine_test
 
 import (
 	"fmt"
@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/dlockgo/dlock/internal/acquire"
+	"github.com/dlockgo/dlock/internal/engine"
 	"github.com/dlockgo/dlock/node"
 )
 
@@ -19,7 +19,7 @@ func FuzzStaleCounter(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, msg string) {
-		h, ok := acquire.StaleCounter(&node.ReplyError{Msg: msg})
+		h, ok := engine.StaleCounter(&node.ReplyError{Msg: msg})
 		rest, stale := strings.CutPrefix(msg, "DLSTALE ")
 		if ok != stale {
 			t.Fatalf("StaleCounter(%q) = %v; want %v", msg, ok, stale)
@@ -31,7 +31,7 @@ func FuzzStaleCounter(f *testing.F) {
 		if uint64(h) != want {
 			t.Fatalf("StaleCounter(%q) = %d; want %d", msg, h, want)
 		}
-		if _, ok := acquire.StaleCounter(fmt.Errorf("wrapped: %w", &node.ReplyError{Msg: msg})); ok != stale {
+		if _, ok := engine.StaleCounter(fmt.Errorf("wrapped: %w", &node.ReplyError{Msg: msg})); ok != stale {
 			t.Fatalf("StaleCounter(wrapped %q) = %v; want %v", msg, ok, stale)
 		}
 	})

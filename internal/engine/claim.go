@@ -1,18 +1,4 @@
-// Package claimcore is the claim engine of the single-server primitives
-// (single, permits, rwlock and claims), written once: their shared
-// configuration (Base, resolved by Configure), the exchange of a claim with the server and the
-// retry rule of a blocking acquire (Run, Granted, Again), the refusals and
-// their errors (Refusal, ErrLate, Refused), the cleanup a claim owes the
-// server after its caller gave up or its exchange failed (Abandon, Leave,
-// ReleaseDetached), and Extend and Release as the backend of a lease.
-// Their scripts call internal/engine's Lua library: the clock, the token
-// floor, the 2^53 guard and the idle expiry of the key's hash.
-//
-// Each primitive keeps only what is its own: one holder (single), slots
-// (permits), readers and a writer (rwlock), items (claims): the layout of
-// its hash, its scripts' bodies, the replies they give and the leases it
-// builds from them. The quorum strategy has machinery of its own.
-package claimcore
+package engine
 
 import (
 	"context"
@@ -21,7 +7,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/dlockgo/dlock/internal/acquire"
+	"github.com/dlockgo/dlock/internal/ctxerr"
 	"github.com/dlockgo/dlock/internal/settings"
 	"github.com/dlockgo/dlock/lease"
 	"github.com/dlockgo/dlock/node"
@@ -45,12 +31,12 @@ type Base struct{ settings.Locker }
 
 // KeepMs is the lifetime, in ms as the scripts take it, that a lease of
 // ttl gives its key's hash ("0": for ever).
-func (b *Base) KeepMs(ttl time.Duration) string { return acquire.KeepMs(ttl, b.IdleTTL) }
+func (b *Base) KeepMs(ttl time.Duration) string { return KeepMs(ttl, b.IdleTTL) }
 
 // Until is when a lease of ttl whose claim was sent at t1 ends by the
 // local clock: ttl less the drift margin, counted from before the send.
 func (b *Base) Until(t1 time.Time, ttl time.Duration) time.Time {
-	return t1.Add(ttl - acquire.Drift(ttl, b.Drift))
+	return t1.Add(ttl - settings.Drift(ttl, b.Drift))
 }
 
 // Refusal is the server's error reply to a claim: the script refused, or
@@ -65,11 +51,11 @@ func (r *Refusal) Unwrap() error { return r.Err }
 // on the way: it has been released again.
 var ErrLate = errors.New("granted after its validity ran out on the way")
 
-// Again reads an attempt's outcome for a blocking acquire, which retries
+// Classify reads an attempt's outcome for a blocking acquire, which retries
 // every failure but the server's refusal: a grant that came too late to
 // be used is one more attempt that found the key taken; a lost connection
 // or a timeout (the claim abandoned) is worth another attempt.
-func Again[T any](v T, hint time.Duration, err error) (T, time.Duration, error) {
+func Classify[T any](v T, hint time.Duration, err error) (T, time.Duration, error) {
 	var (
 		zero T
 		r    *Refusal
@@ -82,7 +68,7 @@ func Again[T any](v T, hint time.Duration, err error) (T, time.Duration, error) 
 	case errors.As(err, &r):
 		return zero, 0, err
 	}
-	return zero, 0, acquire.Retryable(err)
+	return zero, 0, Retryable(err)
 }
 
 // Configure is how New of every primitive starts: it returns an
@@ -159,7 +145,7 @@ func (k *Kit) Run(ctx context.Context, script *node.Script, keys []string, args 
 	if err == nil {
 		return r, false, nil
 	}
-	err = fmt.Errorf("%s: %s on %s: %w", k.Name, what(op, key), k.Node, acquire.CtxErr(ctx, err))
+	err = fmt.Errorf("%s: %s on %s: %w", k.Name, what(op, key), k.Node, ctxerr.Wrap(ctx, err))
 	var re *node.ReplyError
 	if !errors.As(err, &re) {
 		return nil, true, err
@@ -176,7 +162,7 @@ func (k *Kit) Run(ctx context.Context, script *node.Script, keys []string, args 
 // grant (ReleaseDetached).
 func (k *Kit) Granted(ctx context.Context, t1 time.Time, ttl time.Duration, op, key string) (time.Time, error) {
 	if err := ctx.Err(); err != nil {
-		return time.Time{}, fmt.Errorf("%s: %s on %s: %w", k.Name, what(op, key), k.Node, acquire.CtxErr(ctx, err))
+		return time.Time{}, fmt.Errorf("%s: %s on %s: %w", k.Name, what(op, key), k.Node, ctxerr.Wrap(ctx, err))
 	}
 	until := k.Base.Until(t1, ttl)
 	if !time.Now().Before(until) {
@@ -202,7 +188,7 @@ func what(op, key string) string {
 // the caller draws a new owner.
 func (k *Kit) Abandon(ctx context.Context, keys []string, owner string, ttl time.Duration, queued *bool) {
 	keep := max(AbandonKeep, 2*ttl).Milliseconds()
-	acquire.Cleanup(ctx, k.Node, k.AbandonScript, keys, owner, strconv.FormatInt(keep, 10))
+	Cleanup(ctx, k.Node, k.AbandonScript, keys, owner, strconv.FormatInt(keep, 10))
 	if queued != nil {
 		*queued = false
 	}
@@ -216,7 +202,7 @@ func (k *Kit) Leave(ctx context.Context, keys []string, owner string, queued *bo
 	if !*queued {
 		return
 	}
-	acquire.Cleanup(ctx, k.Node, k.LeaveScript, keys, owner)
+	Cleanup(ctx, k.Node, k.LeaveScript, keys, owner)
 	*queued = false
 }
 
@@ -227,7 +213,7 @@ func (k *Kit) Leave(ctx context.Context, keys []string, owner string, queued *bo
 // owner, to find the grant still its own, it would be given the same
 // token, which that late release would then free.
 func (k *Kit) ReleaseDetached(ctx context.Context, keys []string, held []string) {
-	acquire.Cleanup(ctx, k.Node, k.ReleaseScript, keys, held...)
+	Cleanup(ctx, k.Node, k.ReleaseScript, keys, held...)
 }
 
 // Extend runs the extend script for l (held: its owner and what else the
@@ -271,7 +257,7 @@ func (k *Kit) Release(ctx context.Context, keys []string, held []string, l *leas
 // again since l's grant; other errors keep their context error
 // recognisable.
 func (k *Kit) Refused(ctx context.Context, op string, l *lease.Lease, err error) error {
-	return acquire.Refused(ctx, k.Name, op+" "+strconv.Quote(l.Key()), k.Node, l, err)
+	return Refused(ctx, k.Name, op+" "+strconv.Quote(l.Key()), k.Node, l, err)
 }
 
 // Subscribe listens on channel for a waiter whose ticket lives life. A
@@ -290,7 +276,7 @@ func (k *Kit) Subscribe(ctx context.Context, channel string, life time.Duration)
 
 // Waiter is one blocking acquire's side of Wait.
 type Waiter struct {
-	// Try makes one attempt, its outcome read as Again reads it; hint is
+	// Try makes one attempt, its outcome read as Classify reads it; hint is
 	// how long until the lease in the way may end.
 	Try func(ctx context.Context) (l *lease.Lease, hint time.Duration, err error)
 	// Handed, when not nil, is asked first at each turn for a lease a
@@ -298,7 +284,7 @@ type Waiter struct {
 	// none.
 	Handed func() *lease.Lease
 	// Heed, when not nil, reads a message of the release channel (see
-	// acquire.Turn).
+	// Turn).
 	Heed func(msg string) bool
 	// Leave gives up the waiter's place in the queue; Wait calls it when
 	// it fails.
@@ -309,25 +295,25 @@ type Waiter struct {
 // ends, paced by r and woken early by channel. The channel is subscribed
 // after the first attempt that finds the key taken, and one more attempt
 // made at once: a release between the two would wake nobody otherwise.
-func (k *Kit) Wait(ctx context.Context, r acquire.Retry, life time.Duration, channel string, w Waiter) (*lease.Lease, error) {
+func (k *Kit) Wait(ctx context.Context, r settings.Pace, life time.Duration, channel string, w Waiter) (*lease.Lease, error) {
 	var (
 		wake       <-chan string
 		stop       = func() {}
 		subscribed bool
 	)
-	l, err := acquire.Wait(ctx, r, func(ctx context.Context) (*lease.Lease, acquire.Turn, error) {
+	l, err := Wait(ctx, r, func(ctx context.Context) (*lease.Lease, Turn, error) {
 		if w.Handed != nil {
 			if l := w.Handed(); l != nil {
-				return l, acquire.Turn{}, nil
+				return l, Turn{}, nil
 			}
 		}
 		l, hint, err := w.Try(ctx)
-		if err != nil && acquire.Again(err) && !subscribed && ctx.Err() == nil {
+		if err != nil && Again(err) && !subscribed && ctx.Err() == nil {
 			subscribed = true
 			wake, stop = k.Subscribe(ctx, channel, life)
 			l, hint, err = w.Try(ctx)
 		}
-		return l, acquire.Turn{Hint: hint, Wake: wake, Heed: w.Heed}, err
+		return l, Turn{Hint: hint, Wake: wake, Heed: w.Heed}, err
 	})
 	stop()
 	if err != nil {

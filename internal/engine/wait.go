@@ -1,4 +1,4 @@
-package acquire
+package engine
 
 import (
 	"context"
@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/dlockgo/dlock/internal/ctxerr"
+	"github.com/dlockgo/dlock/internal/settings"
 	"github.com/dlockgo/dlock/lease"
 )
 
@@ -41,7 +41,7 @@ type Turn struct {
 // errors.Is, and also the last whole attempt's error: an attempt that ctx
 // cut short (one that failed, without ErrTaken, after ctx ended) says less
 // about the lock than the one before it, so the one before is reported.
-func Wait(ctx context.Context, r Retry, attempt Attempt) (*lease.Lease, error) {
+func Wait(ctx context.Context, r settings.Pace, attempt Attempt) (*lease.Lease, error) {
 	var (
 		timer *time.Timer
 		prev  error
@@ -127,7 +127,7 @@ const maxTicketLife = 10 * 365 * 24 * time.Hour
 //
 // It is at most maxTicketLife, which keeps its ms exact in the scripts'
 // doubles.
-func TicketLife(r Retry) time.Duration {
+func TicketLife(r settings.Pace) time.Duration {
 	if r.Max > maxTicketLife/3 {
 		// 3 × Max past the largest Duration wrapped: a waiter lost its
 		// place after the floor, or after any time at all.
@@ -135,7 +135,3 @@ func TicketLife(r Retry) time.Duration {
 	}
 	return max(2*time.Second, 3*r.Max)
 }
-
-// CtxErr keeps ctx's end recognisable by errors.Is when a client reported
-// it as an error of its own (see ctxerr.Wrap).
-func CtxErr(ctx context.Context, err error) error { return ctxerr.Wrap(ctx, err) }
