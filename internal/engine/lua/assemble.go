@@ -71,8 +71,59 @@ type chunk struct {
 	value bool
 	text  string
 	code  string // text without comments and strings, where uses are looked for
-	use   *regexp.Regexp
-	deps  []int // the earlier chunks it uses, by index
+	deps  []int  // the earlier chunks it uses, by index
+}
+
+// usedIn reports whether code, as its names read, uses c: calls it, for a
+// function; mentions it, for a value.
+func (c *chunk) usedIn(n names) bool {
+	set := n.calls
+	if c.value {
+		set = n.mentions
+	}
+	for _, name := range c.names {
+		if set[name] {
+			return true
+		}
+	}
+	return false
+}
+
+// names are the identifiers of some code, a field (x.name, x:name) left
+// out: those it mentions, and those of them it calls.
+type names struct{ calls, mentions map[string]bool }
+
+// namesOf reads code (as Code returns it) once: a use of a function is
+// its name followed by a parenthesis, space between allowed; of a value,
+// any mention.
+func namesOf(code string) names {
+	n := names{calls: map[string]bool{}, mentions: map[string]bool{}}
+	word := func(b byte) bool {
+		return b == '_' || '0' <= b && b <= '9' || 'a' <= b && b <= 'z' || 'A' <= b && b <= 'Z'
+	}
+	for i := 0; i < len(code); {
+		if !word(code[i]) {
+			i++
+			continue
+		}
+		j := i
+		for j < len(code) && word(code[j]) {
+			j++
+		}
+		if i == 0 || code[i-1] != '.' && code[i-1] != ':' {
+			id := code[i:j]
+			n.mentions[id] = true
+			k := j
+			for k < len(code) && (code[k] == ' ' || code[k] == '\t' || code[k] == '\n' || code[k] == '\r' || code[k] == '\f' || code[k] == '\v') {
+				k++
+			}
+			if k < len(code) && code[k] == '(' {
+				n.calls[id] = true
+			}
+		}
+		i = j
+	}
+	return n
 }
 
 // A library is chunks in the order they come out.
@@ -123,8 +174,9 @@ func build(base library, files []namedText) (library, error) {
 		}
 	}
 	for i := len(base); i < len(l); i++ {
+		n := namesOf(l[i].code)
 		for j := range l {
-			if j == i || !l[j].use.MatchString(l[i].code) {
+			if j == i || !l[j].usedIn(n) {
 				continue
 			}
 			if j > i {
@@ -216,22 +268,11 @@ func chunks(file, text string) ([]chunk, error) {
 			}
 			flush(from)
 			start, comments = from, -1
-			c.use = uses(c.names, c.value)
 			out = append(out, c)
 		}
 	}
 	flush(len(lines))
 	return out, nil
-}
-
-// uses returns the pattern of a use of names: a call of a function, any
-// mention of a value; a field (x.name) is no use.
-func uses(names []string, value bool) *regexp.Regexp {
-	alt := strings.Join(names, "|")
-	if value {
-		return regexp.MustCompile(`(^|[^\w.:])(` + alt + `)\b`)
-	}
-	return regexp.MustCompile(`(^|[^\w.:])(` + alt + `)\s*\(`)
 }
 
 // Source returns the text of s:
@@ -317,6 +358,7 @@ func Source(s Spec) (string, error) {
 // name in own is code's, not a use.
 func (l library) usedBy(code string, own []string) []bool {
 	in := make([]bool, len(l))
+	n := namesOf(code)
 	var add func(i int)
 	add = func(i int) {
 		if in[i] {
@@ -331,7 +373,7 @@ func (l library) usedBy(code string, own []string) []bool {
 		if slices.ContainsFunc(c.names, func(n string) bool { return slices.Contains(own, n) }) {
 			continue
 		}
-		if c.use.MatchString(code) {
+		if c.usedIn(n) {
 			add(i)
 		}
 	}
