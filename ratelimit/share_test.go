@@ -55,10 +55,13 @@ func share(admitted int64, l ratelimit.Limit, d time.Duration) float64 {
 // (to "NODES:CALLERS,..." or to 1 for the table's runs); otherwise it
 // runs one short case, five nodes and 48 callers, and checks a floor
 // well under the figures measured, so that a quorum that drifts to
-// full (a quarter of the rate, as before the refunds) fails it.
+// full (a quarter of the rate, as before the refunds) fails it: 40%,
+// which the race detector's 48 callers on two cores beside another
+// package's tests still clear (53-78% measured so), where 50% was met
+// by a point or missed by one.
 func TestContendedShare(t *testing.T) {
 	cases := [][2]int{{5, 48}}
-	d, floor := 2*time.Second, 0.5
+	d, floor := 2*time.Second, 0.4
 	if v := os.Getenv("DLOCK_RATE_SHARE"); v != "" {
 		d, floor = 3*time.Second, 0
 		cases = [][2]int{{1, 8}, {3, 32}, {3, 48}, {5, 4}, {5, 8}, {5, 16}, {5, 48}}
