@@ -142,12 +142,14 @@ awk '{ print $1 }' <<<"$targets" | uniq | xargs go list -f '{{.ImportPath}} {{.D
   awk -v p="$fuzzbin/" '{ print $1, $2, p NR ".test" }' >"$fuzzbin/list"
 testbin_build "$fuzzbin/list" -fuzz=.
 fuzzcache="$(go env GOCACHE)/fuzz"
+# The list has a line per package in the order of the targets' packages:
+# each target finds its binary there by that order, without asking go
+# list again.
 # shellcheck disable=SC2016
-if ! while read -r pkg target runs; do
-  imp=$(go list "$pkg")
-  read -r _ dir bin < <(awk -v i="$imp" '$1 == i' "$fuzzbin/list")
-  echo "$dir $bin $target $runs $fuzzcache/$imp"
-done <<<"$targets" | xargs -P 2 -L 1 sh -c '
+if ! awk -v cache="$fuzzcache" 'NR == FNR { line[++n] = $0; next }
+  $1 != last { last = $1; i++ ; split(line[i], f, " ") }
+  { print f[2], f[3], $2, $3, cache "/" f[1] }' "$fuzzbin/list" - <<<"$targets" |
+  xargs -P 2 -L 1 sh -c '
   cd "$1" && "$2" -test.run="^\$" -test.fuzz="^$3\$" -test.fuzztime="$4" -test.parallel=1 -test.fuzzcachedir="$5" >"$2.$3.log" 2>&1 </dev/null ||
     { cat "$2.$3.log"; echo "FAIL	fuzz $3 in $1"; exit 1; }' _; then
   echo "test.sh: a fuzz target failed (above)" >&2
