@@ -62,7 +62,7 @@ func (s *Semaphore) acquire(ctx context.Context, name string, n int, opts []opti
 	c.life = time.Duration(life.Milliseconds()) * time.Millisecond
 	c.args[4] = strconv.FormatInt(life.Milliseconds(), 10)
 	c.args[5] = s.id
-	c.nargs = 6
+	c.NArgs = 6
 	// A waiter is handed its grant by the release that makes it: by the
 	// release's reply when the releaser is this Semaphore (see
 	// router.hand), else by the message it publishes. Where the name's
@@ -71,7 +71,7 @@ func (s *Semaphore) acquire(ctx context.Context, name string, n int, opts []opti
 	// granted at once, it enters and subscribes only when refused, and
 	// then makes its next attempt at once: a grant made between the two
 	// reaches nobody, and that attempt finds it.
-	channel := c.keys[0] + ":released"
+	channel := c.Keys[0] + ":released"
 	in := s.route.enterListening(channel, c.args[0])
 	heard := in != nil
 	l, hint, err := c.again(ctx)

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"math"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/dlockgo/dlock/fence"
@@ -21,18 +20,13 @@ import (
 // the permit it was granted. The Lease serialises the Backend calls, and
 // no attempt runs once it exists.
 type claim struct {
-	s    *Semaphore
-	name string
-	o    settings.Call
-	ttl  time.Duration // o.TTL in whole milliseconds, as the server gets it
-	keys [1]string     // the name's hash
+	engine.Claim // Keys: the name's hash; Held: owner, token, slot; NArgs: 4, or 6 to queue
+	s            *Semaphore
+	name         string
 	// The claim script's arguments: owner, N, TTL ms, the hash's lifetime
 	// ms and, for Acquire, the ticket's lifetime ms and the Semaphore's ID.
-	args  [6]string
-	nargs int       // 4, or 6 to join the queue when refused
-	held  [3]string // once granted: owner, token, slot, as extend and release send them
-	key   string    // once granted: the lease's key, NAME#SLOT
-	queue bool      // a refusal put the owner in the queue, and no grant or leave took it out since
+	args [6]string
+	key  string // once granted: the lease's key, NAME#SLOT
 	// For a waiter: its ticket's lifetime, when its last claim was sent
 	// (the ticket's deadline is that claim's server time plus the
 	// lifetime), and the permit a release handed it, token 0 for none,
@@ -45,9 +39,9 @@ type claim struct {
 }
 
 func (s *Semaphore) newClaim(name string, n int, o settings.Call) *claim {
-	c := &claim{s: s, name: name, o: o, nargs: 4, keys: [1]string{hashKey(name)}}
+	c := &claim{s: s, name: name, Claim: engine.Claim{O: o, NArgs: 4, Keys: [1]string{hashKey(name)}}}
 	c.args[1] = strconv.Itoa(n)
-	c.ttl, c.args[2], c.args[3] = s.kit.LeaseArgs(o.TTL)
+	c.TTL, c.args[2], c.args[3] = s.kit.LeaseArgs(o.TTL)
 	c.drawOwner()
 	return c
 }
@@ -55,7 +49,7 @@ func (s *Semaphore) newClaim(name string, n int, o settings.Call) *claim {
 // drawOwner gives the claim a new random owner: at first, and after its
 // owner was abandoned, which the claim script refuses from then on.
 func (c *claim) drawOwner() {
-	c.args[0] = engine.OwnerValue(engine.NewOwner(), c.o.Metadata)
+	c.args[0] = engine.OwnerValue(engine.NewOwner(), c.O.Metadata)
 }
 
 // again is try for a blocking acquire (see engine.Classify).
@@ -73,7 +67,7 @@ func (c *claim) try(ctx context.Context) (*lease.Lease, time.Duration, error) {
 	}
 	s := c.s
 	t1 := time.Now()
-	r, lost, err := s.kit.Run(ctx, claimScript, c.keys[:], c.args[:c.nargs], "claim", c.name)
+	r, lost, err := s.kit.Run(ctx, scripts.Claim, c.Keys[:], c.args[:c.NArgs], "claim", c.name)
 	if err != nil {
 		if lost {
 			c.abandon(ctx)
@@ -86,19 +80,19 @@ func (c *claim) try(ctx context.Context) (*lease.Lease, time.Duration, error) {
 		return nil, 0, fmt.Errorf("permits: claim %q on %s: %w", c.name, s.n, err)
 	}
 	if !cr.granted {
-		c.queue = cr.queued
+		c.Queue = cr.queued
 		c.sent = t1
 		return nil, cr.left,
 			fmt.Errorf("permits: %q: %w: all %s permits held, or waited for", c.name, lease.ErrTaken, c.args[1])
 	}
-	c.queue = false
+	c.Queue = false
 	token, slot := cr.token, cr.slot
 	c.setHeld(token, slot)
-	until, err := s.kit.Granted(ctx, t1, c.ttl, "claim", c.name)
+	until, err := s.kit.Granted(ctx, t1, c.TTL, "claim", c.name)
 	if err != nil {
 		// Released, and the claim goes on under a new owner (see
 		// engine.Kit.ReleaseDetached).
-		s.kit.ReleaseDetached(ctx, c.keys[:], c.held[:])
+		s.kit.ReleaseDetached(ctx, c.Keys[:], c.Held[:])
 		c.drawOwner()
 		return nil, 0, err
 	}
@@ -123,11 +117,7 @@ type claimReply struct {
 func readClaim(r node.Reply) (claimReply, error) {
 	switch len(r) {
 	case 3:
-		left, err := engine.ReplyMs(r, 0)
-		if err != nil {
-			return claimReply{}, err
-		}
-		place, err := engine.ReplyInt(r, 1, 0, math.MaxInt64)
+		left, place, err := engine.ReplyRefusal(r)
 		if err != nil {
 			return claimReply{}, err
 		}
@@ -150,45 +140,19 @@ func readClaim(r node.Reply) (claimReply, error) {
 }
 
 func (c *claim) setHeld(token fence.Token, slot int) {
-	c.held = [3]string{c.args[0], token.String(), strconv.Itoa(slot)}
-	c.key = c.name + "#" + c.held[2]
+	c.Held = [3]string{c.args[0], token.String(), strconv.Itoa(slot)}
+	c.key = c.name + "#" + c.Held[2]
 }
 
 func (c *claim) lease(token fence.Token, until time.Time, short bool) *lease.Lease {
 	return engine.NewLease(c, leasing.Grant{
-		Key: c.key, Owner: c.args[0], Token: token, TTL: c.o.TTL, Until: until,
-		Strategy: strategy, Reporter: c.s.cfg.Reporter, AutoRenew: c.o.AutoRenew, Metadata: c.o.Metadata, Short: short,
+		Key: c.key, Owner: c.args[0], Token: token, TTL: c.O.TTL, Until: until,
+		Strategy: strategy, Reporter: c.s.cfg.Reporter, AutoRenew: c.O.AutoRenew, Metadata: c.O.Metadata, Short: short,
 	})
 }
 
 // strategy names this package in the leases it grants.
 const strategy = "permits"
-
-// heed reads a message of the release channel for a waiter: a grant,
-// "owner token slot" (see serve() in lua/state.lua), calls for an attempt
-// now only when it is this waiter's, whose permit it keeps for the
-// attempt; any other message does too. A grant a release of this
-// Semaphore handed over from its reply comes marked "+" (see router.hand),
-// which no message of the channel reaches a waiter with.
-func (c *claim) heed(msg string) bool {
-	msg, whole := strings.CutPrefix(msg, "+")
-	owner, rest, ok := strings.Cut(msg, " ")
-	if !ok {
-		return true
-	}
-	if owner != c.args[0][:min(len(c.args[0]), engine.OwnerIDLen)] {
-		return false
-	}
-	token, slot, ok := strings.Cut(rest, " ")
-	t, err1 := strconv.ParseUint(token, 10, 64)
-	n, err2 := strconv.Atoi(slot)
-	// A token no script grants, or a slot below 0, hands nothing over:
-	// the attempt that follows asks the server.
-	if ok && err1 == nil && err2 == nil && t <= engine.MaxToken && n >= 0 {
-		c.handed, c.handedSlot, c.handedWhole = fence.Token(t), n, whole
-	}
-	return true
-}
 
 // takeHanded returns the permit a release handed to this waiter, without
 // a call to the server, or nil when too little of it is left to be worth
@@ -202,23 +166,23 @@ func (c *claim) heed(msg string) bool {
 func (c *claim) takeHanded() *lease.Lease {
 	token := c.handed
 	c.handed = 0
-	span := c.ttl
+	span := c.TTL
 	if !c.handedWhole {
-		span = min(c.ttl, c.life)
+		span = min(c.TTL, c.life)
 	}
 	until := c.s.cfg.Until(c.sent, span)
 	if time.Until(until) < span/2 {
 		return nil
 	}
-	c.queue = false
+	c.Queue = false
 	c.setHeld(token, c.handedSlot)
-	return c.lease(token, until, span < c.ttl)
+	return c.lease(token, until, span < c.TTL)
 }
 
 // abandon gives up the claim whether or not it landed, on a context
 // detached from ctx: the caller's may have ended already.
 func (c *claim) abandon(ctx context.Context) {
-	c.s.kit.Abandon(ctx, c.keys[:], c.args[0], c.ttl, &c.queue)
+	c.s.kit.Abandon(ctx, c.Keys[:], c.args[0], c.TTL, &c.Queue)
 	c.drawOwner()
 }
 
@@ -227,14 +191,14 @@ func (c *claim) abandon(ctx context.Context) {
 // already. A ticket whose leave is lost expires by its deadline.
 func (c *claim) leave(ctx context.Context) {
 	if c.handed != 0 {
-		c.queue = true // the leave gives the permit back
+		c.Queue = true // the leave gives the permit back
 	}
-	c.s.kit.Leave(ctx, c.keys[:], c.args[0], &c.queue)
+	c.s.kit.Leave(ctx, c.Keys[:], c.args[0], &c.Queue)
 }
 
 // Extend extends the lease on the server, for lease.Lease.Extend.
 func (c *claim) Extend(ctx context.Context, l *lease.Lease, ttl time.Duration) (time.Time, error) {
-	return c.s.kit.Extend(ctx, c.keys[:], c.held[:], l, ttl)
+	return c.s.kit.Extend(ctx, c.Keys[:], c.Held[:], l, ttl)
 }
 
 // Release, for lease.Lease.Release. The server refuses a release run
@@ -246,7 +210,7 @@ func (c *claim) Extend(ctx context.Context, l *lease.Lease, ttl time.Duration) (
 // reply, not as messages, and are handed to them here (see router.hand).
 func (c *claim) Release(ctx context.Context, l *lease.Lease) error {
 	k := &c.s.kit
-	r, err := k.Node.Eval(ctx, releaseScript, c.keys[:], c.held[0], c.held[1], c.held[2], c.s.id)
+	r, err := k.Node.Eval(ctx, scripts.Release, c.Keys[:], c.Held[0], c.Held[1], c.Held[2], c.s.id)
 	if err != nil {
 		if _, stale := engine.StaleCounter(err); stale && l.TTL() > 0 {
 			return nil
@@ -254,7 +218,7 @@ func (c *claim) Release(ctx context.Context, l *lease.Lease) error {
 		return k.Refused(ctx, "release", l, err)
 	}
 	for i := 1; i+2 < len(r); i += 3 {
-		c.s.route.hand(c.keys[0]+":released", r.Str(i), r.Str(i+1), r.Str(i+2))
+		c.s.route.hand(c.Keys[0]+":released", r.Str(i), r.Str(i+1), r.Str(i+2))
 	}
 	if r.Int(0) != 1 {
 		return fmt.Errorf("permits: release %q: %w: it had expired", l.Key(), lease.ErrNotHeld)

@@ -4,4 +4,4 @@ package permits
 var HashKey = hashKey
 
 // ClaimScript is the claim script, for tests that run a claim by hand.
-var ClaimScript = claimScript
+var ClaimScript = scripts.Claim

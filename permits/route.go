@@ -2,10 +2,12 @@ package permits
 
 import (
 	"context"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/dlockgo/dlock/fence"
 	"github.com/dlockgo/dlock/internal/engine"
 )
 
@@ -245,4 +247,30 @@ func (in *inbox) put(msg string) {
 	default:
 	}
 	in.c <- msg
+}
+
+// heed reads a message of the release channel for a waiter: a grant,
+// "owner token slot" (see serve() in lua/state.lua), calls for an attempt
+// now only when it is this waiter's, whose permit it keeps for the
+// attempt; any other message does too. A grant a release of this
+// Semaphore handed over from its reply comes marked "+" (see router.hand),
+// which no message of the channel reaches a waiter with.
+func (c *claim) heed(msg string) bool {
+	msg, whole := strings.CutPrefix(msg, "+")
+	owner, rest, ok := strings.Cut(msg, " ")
+	if !ok {
+		return true
+	}
+	if owner != c.args[0][:min(len(c.args[0]), engine.OwnerIDLen)] {
+		return false
+	}
+	token, slot, ok := strings.Cut(rest, " ")
+	t, err1 := strconv.ParseUint(token, 10, 64)
+	n, err2 := strconv.Atoi(slot)
+	// A token no script grants, or a slot below 0, hands nothing over:
+	// the attempt that follows asks the server.
+	if ok && err1 == nil && err2 == nil && t <= engine.MaxToken && n >= 0 {
+		c.handed, c.handedSlot, c.handedWhole = fence.Token(t), n, whole
+	}
+	return true
 }

@@ -96,7 +96,7 @@ func TestReleaseHands(t *testing.T) {
 			in := s.route.enter(hashKey(name)+":released", near)
 			defer s.route.leave(in)
 			for _, w := range []struct{ owner, sem string }{{far, "0123456789abcdef"}, {near, s.id}} {
-				_, err := cl.Node.Eval(ctx, claimScript, []string{hashKey(name)}, w.owner, "2", "60000", "86460000", "2000", w.sem)
+				_, err := cl.Node.Eval(ctx, scripts.Claim, []string{hashKey(name)}, w.owner, "2", "60000", "86460000", "2000", w.sem)
 				require.NoError(t, err)
 			}
 			// granted returns the grant of owner's permit, as a message

@@ -17,21 +17,7 @@ import (
 // for someone else, and a *Error whenever the attempt failed, with
 // each node's answer.
 func (lk *Locker) TryAcquire(ctx context.Context, key string, opts ...option.Option) (*lease.Lease, error) {
-	ob := engine.Start(lk.cfg.Observer, strategy, key)
-	return ob.End(lk.tryAcquire(ctx, key, opts))
-}
-
-func (lk *Locker) tryAcquire(ctx context.Context, key string, opts []option.Option) (*lease.Lease, error) {
-	o, err := lk.options(ctx, key, lk.cfg.TTL, opts)
-	if err != nil {
-		return nil, err
-	}
-	if err := lk.begin(); err != nil {
-		return nil, err
-	}
-	defer lk.wg.Done()
-	l, _, err := lk.attempt(ctx, newKeySet(key), o, nil)
-	return l, err
+	return engine.Start(lk.cfg.Observer, strategy, key).End(lk.acquire(ctx, key, opts, false))
 }
 
 // Acquire waits until the lock on key is granted or ctx ends. A failed
@@ -47,11 +33,11 @@ func (lk *Locker) tryAcquire(ctx context.Context, key string, opts []option.Opti
 // lease.ErrTaken only when that attempt found the lock held by a majority,
 // not when nodes were down or slow. After Close it matches ErrClosed.
 func (lk *Locker) Acquire(ctx context.Context, key string, opts ...option.Option) (*lease.Lease, error) {
-	ob := engine.Start(lk.cfg.Observer, strategy, key)
-	return ob.End(lk.acquire(ctx, key, opts))
+	return engine.Start(lk.cfg.Observer, strategy, key).End(lk.acquire(ctx, key, opts, true))
 }
 
-func (lk *Locker) acquire(ctx context.Context, key string, opts []option.Option) (*lease.Lease, error) {
+// acquire is TryAcquire, or Acquire when wait is set.
+func (lk *Locker) acquire(ctx context.Context, key string, opts []option.Option, wait bool) (*lease.Lease, error) {
 	o, err := lk.options(ctx, key, lk.cfg.TTL, opts)
 	if err != nil {
 		return nil, err
@@ -60,12 +46,16 @@ func (lk *Locker) acquire(ctx context.Context, key string, opts []option.Option)
 		return nil, err
 	}
 	defer lk.wg.Done()
+	ks := newKeySet(key)
+	if !wait {
+		l, _, err := lk.attempt(ctx, ks, o, nil)
+		return l, err
+	}
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	defer context.AfterFunc(lk.closing, func() { cancel(ErrClosed) })()
 
 	var wk *waker
-	ks := newKeySet(key)
 	wake := make(chan string, 1)
 	at := time.Now().UnixMicro()
 	w := &waiter{

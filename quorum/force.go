@@ -16,7 +16,6 @@ import (
 	"github.com/dlockgo/dlock/internal/settings"
 	"github.com/dlockgo/dlock/lease"
 	"github.com/dlockgo/dlock/node"
-	"github.com/dlockgo/dlock/observe"
 	"github.com/dlockgo/dlock/option"
 )
 
@@ -66,17 +65,7 @@ func (b *ballot) cut(a result) (result, prior) {
 // option.Tokens(false) there is none: Broken's tokens are 0. The Locker's Observer
 // hears a observe.ForceReleased event.
 func (lk *Locker) ForceRelease(ctx context.Context, key string) (lease.Broken, error) {
-	if err := argerr.CheckContext(ctx); err != nil {
-		return lease.Broken{}, err
-	}
-	if err := engine.CheckKey(key); err != nil {
-		return lease.Broken{}, err
-	}
-	br, err := lk.forceRelease(ctx, key)
-	if o := lk.cfg.Observer; o != nil {
-		o.Observe(observe.Event{Kind: observe.ForceReleased, Strategy: strategy, Key: key, Err: err})
-	}
-	return br, err
+	return engine.Forced(ctx, lk.cfg.Observer, strategy, key, lk.forceRelease)
 }
 
 func (lk *Locker) forceRelease(ctx context.Context, key string) (lease.Broken, error) {

@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/dlockgo/dlock/fence"
-	"github.com/dlockgo/dlock/internal/argerr"
 	"github.com/dlockgo/dlock/internal/engine"
 	"github.com/dlockgo/dlock/internal/engine/lua"
 	"github.com/dlockgo/dlock/lease"
@@ -33,10 +32,7 @@ var inspectScript = lua.Script(lua.Spec{Name: "quorum/inspect", FS: luaFS, Lib: 
 // that failed, could make a majority. Inspect changes nothing on the
 // nodes.
 func (lk *Locker) Inspect(ctx context.Context, key string) (lease.Info, error) {
-	if err := argerr.CheckContext(ctx); err != nil {
-		return lease.Info{}, err
-	}
-	if err := engine.CheckKey(key); err != nil {
+	if err := engine.CheckCall(ctx, key); err != nil {
 		return lease.Info{}, err
 	}
 	if err := lk.begin(); err != nil {

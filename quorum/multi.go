@@ -27,8 +27,7 @@ const MaxKeys = 64
 // the keys joined by commas as its Key; the failed attempt leaves no key
 // of the set held on any node.
 func (lk *Locker) TryAcquireAll(ctx context.Context, keys []string, opts ...option.Option) (*lease.Lease, error) {
-	ob := engine.Start(lk.cfg.Observer, strategy, first(keys))
-	return ob.End(lk.tryAcquireAll(ctx, keys, opts))
+	return engine.Start(lk.cfg.Observer, strategy, first(keys)).End(lk.tryAcquireAll(ctx, keys, opts))
 }
 
 func (lk *Locker) tryAcquireAll(ctx context.Context, keys []string, opts []option.Option) (*lease.Lease, error) {
@@ -37,7 +36,7 @@ func (lk *Locker) tryAcquireAll(ctx context.Context, keys []string, opts []optio
 		return nil, err
 	}
 	if len(keys) == 1 {
-		return lk.tryAcquire(ctx, keys[0], opts)
+		return lk.acquire(ctx, keys[0], opts, false)
 	}
 	if err := lk.begin(); err != nil {
 		return nil, err
@@ -74,8 +73,7 @@ func (lk *Locker) tryAcquireAll(ctx context.Context, keys []string, opts []optio
 // ctx.Err() as Acquire's does, with the keys joined by commas as the
 // *Error's Key.
 func (lk *Locker) AcquireAll(ctx context.Context, keys []string, opts ...option.Option) (*lease.Lease, error) {
-	ob := engine.Start(lk.cfg.Observer, strategy, first(keys))
-	return ob.End(lk.acquireAll(ctx, keys, opts))
+	return engine.Start(lk.cfg.Observer, strategy, first(keys)).End(lk.acquireAll(ctx, keys, opts))
 }
 
 func (lk *Locker) acquireAll(ctx context.Context, keys []string, opts []option.Option) (*lease.Lease, error) {
@@ -84,7 +82,7 @@ func (lk *Locker) acquireAll(ctx context.Context, keys []string, opts []option.O
 		return nil, err
 	}
 	if len(keys) == 1 {
-		return lk.acquire(ctx, keys[0], opts)
+		return lk.acquire(ctx, keys[0], opts, true)
 	}
 	if err := lk.begin(); err != nil {
 		return nil, err

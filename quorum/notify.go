@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"sync"
 
-	"github.com/dlockgo/dlock/internal/argerr"
 	"github.com/dlockgo/dlock/internal/ctxerr"
 	"github.com/dlockgo/dlock/internal/engine"
 	"github.com/dlockgo/dlock/internal/keyname"
@@ -18,10 +17,7 @@ import (
 // the nodes took it: a Watch listens on a majority, and any two majorities
 // share a node. It stores nothing.
 func (lk *Locker) Publish(ctx context.Context, key, message string) error {
-	if err := argerr.CheckContext(ctx); err != nil {
-		return err
-	}
-	if err := engine.CheckKey(key); err != nil {
+	if err := engine.CheckCall(ctx, key); err != nil {
 		return err
 	}
 	if err := lk.begin(); err != nil {
@@ -64,10 +60,7 @@ func (lk *Locker) Publish(ctx context.Context, key, message string) error {
 // once from each node that had it: up to once per node. Each node's
 // subscription is a hint, as node.Node's Subscribe says.
 func (lk *Locker) Watch(ctx context.Context, key string) (<-chan string, func(), error) {
-	if err := argerr.CheckContext(ctx); err != nil {
-		return nil, nil, err
-	}
-	if err := engine.CheckKey(key); err != nil {
+	if err := engine.CheckCall(ctx, key); err != nil {
 		return nil, nil, err
 	}
 	if err := lk.begin(); err != nil {

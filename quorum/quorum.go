@@ -50,7 +50,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/dlockgo/dlock/internal/argerr"
 	"github.com/dlockgo/dlock/internal/engine"
 	"github.com/dlockgo/dlock/internal/settings"
 	"github.com/dlockgo/dlock/lease"
@@ -183,10 +182,7 @@ func (lk *Locker) Quorum() int { return len(lk.nodes)/2 + 1 }
 // options checks a call's context and key and resolves its opts, a TTL
 // of ttl when they set none.
 func (lk *Locker) options(ctx context.Context, key string, ttl time.Duration, opts []option.Option) (settings.Call, error) {
-	if err := argerr.CheckContext(ctx); err != nil {
-		return settings.Call{}, err
-	}
-	if err := engine.CheckKey(key); err != nil {
+	if err := engine.CheckCall(ctx, key); err != nil {
 		return settings.Call{}, err
 	}
 	return lk.cfg.CallFrom(ttl, opts)

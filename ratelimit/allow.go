@@ -9,7 +9,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/dlockgo/dlock/internal/argerr"
 	"github.com/dlockgo/dlock/internal/ctxerr"
 	"github.com/dlockgo/dlock/internal/engine"
 	"github.com/dlockgo/dlock/lease"
@@ -301,10 +300,7 @@ func (a answer) result() Result {
 
 // check checks a call's arguments.
 func (l *Limiter) check(ctx context.Context, key string, n int) error {
-	if err := argerr.CheckContext(ctx); err != nil {
-		return err
-	}
-	if err := engine.CheckKey(key); err != nil {
+	if err := engine.CheckCall(ctx, key); err != nil {
 		return err
 	}
 	if n < 1 || n > l.limit.Burst {

@@ -69,6 +69,6 @@ func (lk *Locker) wait(ctx context.Context, key string, k kind, opts []option.Op
 	c := lk.newClaim(key, k, o)
 	life := engine.TicketLife(o.Retry)
 	c.args[4] = strconv.FormatInt(life.Milliseconds(), 10)
-	c.nargs = 5
-	return lk.kit.Wait(ctx, o.Retry, life, c.keys[0]+":released", engine.Waiter{Try: c.again, Leave: c.leave})
+	c.NArgs = 5
+	return lk.kit.Wait(ctx, o.Retry, life, c.Keys[0]+":released", engine.Waiter{Try: c.again, Leave: c.leave})
 }

@@ -3,7 +3,6 @@ package rwlock
 import (
 	"context"
 	"fmt"
-	"math"
 	"time"
 
 	"github.com/dlockgo/dlock/fence"
@@ -30,24 +29,19 @@ const strategy = "rwlock"
 // the lease it was granted. The Lease serialises the Backend calls, and
 // no attempt runs once it exists.
 type claim struct {
-	lk   *Locker
-	key  string
-	kind kind
-	o    settings.Call
-	ttl  time.Duration // o.TTL in whole milliseconds, as the server gets it
-	keys [1]string     // the lock's hash
+	lk           *Locker
+	key          string
+	kind         kind
+	engine.Claim // Keys: the lock's hash; Held: owner, kind, token; NArgs: 4, or 5 to queue
 	// The claim script's arguments: owner, kind, TTL ms, the hash's
 	// lifetime ms and, for a blocking acquire, the ticket's lifetime ms.
-	args  [5]string
-	nargs int       // 4, or 5 to join the queue when refused
-	held  [3]string // once granted: owner, kind, token, as extend and release send them
-	queue bool      // a refusal put the owner in the queue, and no grant or leave took it out since
+	args [5]string
 }
 
 func (lk *Locker) newClaim(key string, k kind, o settings.Call) *claim {
-	c := &claim{lk: lk, key: key, kind: k, o: o, nargs: 4, keys: [1]string{KeyOf(key)}}
+	c := &claim{lk: lk, key: key, kind: k, Claim: engine.Claim{O: o, NArgs: 4, Keys: [1]string{KeyOf(key)}}}
 	c.args[1] = string(k)
-	c.ttl, c.args[2], c.args[3] = lk.kit.LeaseArgs(o.TTL)
+	c.TTL, c.args[2], c.args[3] = lk.kit.LeaseArgs(o.TTL)
 	c.drawOwner()
 	return c
 }
@@ -55,7 +49,7 @@ func (lk *Locker) newClaim(key string, k kind, o settings.Call) *claim {
 // drawOwner gives the claim a new random owner: at first, and after its
 // owner was abandoned, which the claim script refuses from then on.
 func (c *claim) drawOwner() {
-	c.args[0] = engine.OwnerValue(engine.NewOwner(), c.o.Metadata)
+	c.args[0] = engine.OwnerValue(engine.NewOwner(), c.O.Metadata)
 }
 
 func (c *claim) what() string {
@@ -87,15 +81,8 @@ type claimReply struct {
 func readClaim(r node.Reply) (claimReply, error) {
 	switch len(r) {
 	case 2:
-		left, err := engine.ReplyMs(r, 0)
-		if err != nil {
-			return claimReply{}, err
-		}
-		place, err := engine.ReplyInt(r, 1, 0, math.MaxInt64)
-		if err != nil {
-			return claimReply{}, err
-		}
-		return claimReply{left: left, queued: place > 0}, nil
+		left, place, err := engine.ReplyRefusal(r)
+		return claimReply{left: left, queued: place > 0}, err
 	case 1:
 		token, err := engine.ReplyToken(r, 0)
 		if err != nil {
@@ -116,7 +103,7 @@ func (c *claim) try(ctx context.Context) (*lease.Lease, time.Duration, error) {
 	}
 	lk := c.lk
 	t1 := time.Now()
-	r, lost, err := lk.kit.Run(ctx, claimScript, c.keys[:], c.args[:c.nargs], c.what(), c.key)
+	r, lost, err := lk.kit.Run(ctx, scripts.Claim, c.Keys[:], c.args[:c.NArgs], c.what(), c.key)
 	if err != nil {
 		if lost {
 			c.abandon(ctx)
@@ -129,30 +116,30 @@ func (c *claim) try(ctx context.Context) (*lease.Lease, time.Duration, error) {
 		return nil, 0, fmt.Errorf("rwlock: %s %q on %s: %w", c.what(), c.key, lk.n, err)
 	}
 	if !cr.granted {
-		c.queue = cr.queued
+		c.Queue = cr.queued
 		return nil, cr.left, fmt.Errorf("rwlock: %s %q: %w", c.what(), c.key, lease.ErrTaken)
 	}
-	c.queue = false
+	c.Queue = false
 	token := cr.token
-	c.held = [3]string{c.args[0], c.args[1], token.String()}
-	until, err := lk.kit.Granted(ctx, t1, c.ttl, c.what(), c.key)
+	c.Held = [3]string{c.args[0], c.args[1], token.String()}
+	until, err := lk.kit.Granted(ctx, t1, c.TTL, c.what(), c.key)
 	if err != nil {
 		// Released, and the claim goes on under a new owner (see
 		// engine.Kit.ReleaseDetached).
-		lk.kit.ReleaseDetached(ctx, c.keys[:], c.held[:])
+		lk.kit.ReleaseDetached(ctx, c.Keys[:], c.Held[:])
 		c.drawOwner()
 		return nil, 0, err
 	}
 	return engine.NewLease(c, leasing.Grant{
-		Key: c.key, Owner: c.args[0], Token: token, TTL: c.o.TTL, Until: until,
-		Strategy: strategy, Reporter: lk.cfg.Reporter, AutoRenew: c.o.AutoRenew, Metadata: c.o.Metadata,
+		Key: c.key, Owner: c.args[0], Token: token, TTL: c.O.TTL, Until: until,
+		Strategy: strategy, Reporter: lk.cfg.Reporter, AutoRenew: c.O.AutoRenew, Metadata: c.O.Metadata,
 	}), 0, nil
 }
 
 // abandon gives up the claim whether or not it landed, on a context
 // detached from ctx: the caller's may have ended already.
 func (c *claim) abandon(ctx context.Context) {
-	c.lk.kit.Abandon(ctx, c.keys[:], c.args[0], c.ttl, &c.queue)
+	c.lk.kit.Abandon(ctx, c.Keys[:], c.args[0], c.TTL, &c.Queue)
 	c.drawOwner()
 }
 
@@ -160,12 +147,12 @@ func (c *claim) abandon(ctx context.Context) {
 // context detached from ctx: the caller's may have ended already. A ticket
 // whose leave is lost expires by its deadline.
 func (c *claim) leave(ctx context.Context) {
-	c.lk.kit.Leave(ctx, c.keys[:], c.args[0], &c.queue)
+	c.lk.kit.Leave(ctx, c.Keys[:], c.args[0], &c.Queue)
 }
 
 // Extend extends the lease on the server, for lease.Lease.Extend.
 func (c *claim) Extend(ctx context.Context, l *lease.Lease, ttl time.Duration) (time.Time, error) {
-	return c.lk.kit.Extend(ctx, c.keys[:], c.held[:], l, ttl)
+	return c.lk.kit.Extend(ctx, c.Keys[:], c.Held[:], l, ttl)
 }
 
 // Release, for lease.Lease.Release. The server refuses a reader's release
@@ -175,7 +162,7 @@ func (c *claim) Extend(ctx context.Context, l *lease.Lease, ttl time.Duration) (
 // ended, so the refusal, with the counter still at l's token, is of the
 // release run again, and the release succeeded.
 func (c *claim) Release(ctx context.Context, l *lease.Lease) error {
-	return c.lk.kit.Release(ctx, c.keys[:], c.held[:], l, func(err error) bool {
+	return c.lk.kit.Release(ctx, c.Keys[:], c.Held[:], l, func(err error) bool {
 		h, ok := engine.StaleCounter(err)
 		return ok && c.kind == reader && h == l.Token() && l.TTL() > 0
 	})

@@ -1,4 +1,4 @@
 package rwlock
 
 // ClaimScript is the claim script, for tests that run a claim by hand.
-var ClaimScript = claimScript
+var ClaimScript = scripts.Claim

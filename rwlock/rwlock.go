@@ -59,7 +59,6 @@ import (
 	"time"
 
 	"github.com/dlockgo/dlock/fence"
-	"github.com/dlockgo/dlock/internal/argerr"
 	"github.com/dlockgo/dlock/internal/ctxerr"
 	"github.com/dlockgo/dlock/internal/engine"
 	"github.com/dlockgo/dlock/internal/keyname"
@@ -108,10 +107,7 @@ func KeyOf(key string) string { return keyname.RWLock(key) }
 
 // options checks an acquire's arguments and returns its options.
 func (lk *Locker) options(ctx context.Context, key string, opts []option.Option) (settings.Call, error) {
-	if err := argerr.CheckContext(ctx); err != nil {
-		return settings.Call{}, err
-	}
-	if err := engine.CheckKey(key); err != nil {
+	if err := engine.CheckCall(ctx, key); err != nil {
 		return settings.Call{}, err
 	}
 	return lk.cfg.Call(opts)
@@ -125,10 +121,7 @@ func (lk *Locker) options(ctx context.Context, key string, opts []option.Option)
 // Otherwise Token is the counter, 0 if none. It changes nothing on the
 // server.
 func (lk *Locker) Inspect(ctx context.Context, key string) (lease.Info, error) {
-	if err := argerr.CheckContext(ctx); err != nil {
-		return lease.Info{}, err
-	}
-	if err := engine.CheckKey(key); err != nil {
+	if err := engine.CheckCall(ctx, key); err != nil {
 		return lease.Info{}, err
 	}
 	r, err := lk.n.Eval(ctx, inspectScript, []string{KeyOf(key)})

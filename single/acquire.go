@@ -18,17 +18,7 @@ import (
 // by lease.ReleaseTimeout: against a hung server the call can return up
 // to that long after ctx ended.
 func (lk *Locker) TryAcquire(ctx context.Context, key string, opts ...option.Option) (*lease.Lease, error) {
-	ob := engine.Start(lk.cfg.Observer, strategy, key)
-	return ob.End(lk.tryAcquire(ctx, key, opts))
-}
-
-func (lk *Locker) tryAcquire(ctx context.Context, key string, opts []option.Option) (*lease.Lease, error) {
-	o, err := lk.options(ctx, key, lk.cfg.TTL, opts)
-	if err != nil {
-		return nil, err
-	}
-	l, _, err := lk.newClaim(key, o).try(ctx)
-	return l, err
+	return engine.Start(lk.cfg.Observer, strategy, key).End(lk.acquire(ctx, key, opts, false))
 }
 
 // Acquire waits until the lock on key is granted or ctx ends. Waiters
@@ -49,21 +39,30 @@ func (lk *Locker) tryAcquire(ctx context.Context, key string, opts []option.Opti
 // reaches the head, for at most its ticket's lifetime: max(2 s, 3 × its
 // Retry.Max) after its last attempt.
 func (lk *Locker) Acquire(ctx context.Context, key string, opts ...option.Option) (*lease.Lease, error) {
-	ob := engine.Start(lk.cfg.Observer, strategy, key)
-	return ob.End(lk.acquire(ctx, key, opts))
+	return engine.Start(lk.cfg.Observer, strategy, key).End(lk.acquire(ctx, key, opts, true))
 }
 
-func (lk *Locker) acquire(ctx context.Context, key string, opts []option.Option) (*lease.Lease, error) {
+// acquire is TryAcquire, or Acquire when wait is set.
+func (lk *Locker) acquire(ctx context.Context, key string, opts []option.Option, wait bool) (*lease.Lease, error) {
 	o, err := lk.options(ctx, key, lk.cfg.TTL, opts)
 	if err != nil {
 		return nil, err
 	}
-	c := lk.newClaim(key, o)
-	life := engine.TicketLife(o.Retry)
+	return lk.newClaim(key, o).acquire(ctx, wait)
+}
+
+// acquire makes the claim's one attempt, or with wait its attempts until
+// one grants, queued and woken by releases (Acquire).
+func (c *claim) acquire(ctx context.Context, wait bool) (*lease.Lease, error) {
+	if !wait {
+		l, _, err := c.try(ctx)
+		return l, err
+	}
+	life := engine.TicketLife(c.O.Retry)
 	c.life = time.Duration(life.Milliseconds()) * time.Millisecond
 	c.args[3] = strconv.FormatInt(life.Milliseconds(), 10)
-	c.nargs = 4
-	return lk.kit.Wait(ctx, o.Retry, life, c.keys[0]+":released", engine.Waiter{
+	c.NArgs = 4
+	return c.lk.kit.Wait(ctx, c.O.Retry, life, c.Keys[0]+":released", engine.Waiter{
 		Try: c.again, Heed: c.heed, Leave: c.leave,
 		Handed: func() *lease.Lease {
 			if c.handed == 0 {

@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -25,19 +24,14 @@ import (
 // all the server calls of the acquisition and the lease; the Lease
 // serialises the Backend calls, and no attempt runs once it exists.
 type claim struct {
-	lk   *Locker
-	key  string
-	o    settings.Call
-	ttl  time.Duration   // o.TTL in whole milliseconds, as the server gets it
-	ids  strings.Builder // the hash key, owner and token, in one allocation
-	keys [1]string       // the hash
+	lk           *Locker
+	key          string
+	engine.Claim                 // Keys: the hash; Held: the owner, its token and the key's idle life in ms; NArgs: 3, or 4 to queue
+	ids          strings.Builder // the hash key, owner and token, in one allocation
 	// The claim script's arguments: owner, TTL ms, the hash's lifetime ms
 	// and, for Acquire, the ticket's lifetime ms.
-	args  [4]string
-	nargs int       // args sent with a claim: 3, or 4 to join the queue when refused
-	held  [3]string // once granted: the owner, its token and the key's idle life in ms, as extend and release send them
-	queue bool      // a refusal put the owner in the queue, and no grant or leave took it out since
-	pos   int       // the owner's place in the queue at the last refusal, 1 for its head
+	args [4]string
+	pos  int // the owner's place in the queue at the last refusal, 1 for its head
 	// For a waiter: its ticket's lifetime, when its last claim was sent
 	// (the ticket's deadline is that claim's server time plus the
 	// lifetime), and the token a release handed it, 0 for none (see
@@ -56,8 +50,8 @@ type claim struct {
 var errMigrating = errors.New("single: cluster slot migrating")
 
 func (lk *Locker) newClaim(key string, o settings.Call) *claim {
-	c := &claim{lk: lk, key: key, o: o, nargs: 3}
-	c.ttl, c.args[1], c.args[2] = lk.kit.LeaseArgs(o.TTL)
+	c := &claim{lk: lk, key: key, Claim: engine.Claim{O: o, NArgs: 3}}
+	c.TTL, c.args[1], c.args[2] = lk.kit.LeaseArgs(o.TTL)
 	// The key, the owner and (setToken) the token are slices of one
 	// buffer: strings the Builder returned stay valid as it grows.
 	c.ids.Grow(len(key) + len("dlock:%{}") + 2*ownerBytes + 1 + len(o.Metadata) + maxTokenDigits)
@@ -68,7 +62,7 @@ func (lk *Locker) newClaim(key string, o settings.Call) *claim {
 		c.ids.WriteString(key)
 		c.ids.WriteByte('}')
 	}
-	c.keys[0] = c.ids.String()
+	c.Keys[0] = c.ids.String()
 	c.drawOwner()
 	return c
 }
@@ -82,9 +76,9 @@ func (c *claim) drawOwner() {
 	hex.Encode(hx[:], raw[:])
 	n := c.ids.Len()
 	c.ids.Write(hx[:])
-	if c.o.Metadata != "" { // see engine.OwnerValue
+	if c.O.Metadata != "" { // see engine.OwnerValue
 		c.ids.WriteByte(' ')
-		c.ids.WriteString(c.o.Metadata)
+		c.ids.WriteString(c.O.Metadata)
 	}
 	c.args[0] = c.ids.String()[n:]
 }
@@ -103,7 +97,7 @@ func (c *claim) setToken(t fence.Token) {
 	n := c.ids.Len()
 	var d [maxTokenDigits]byte
 	c.ids.Write(strconv.AppendUint(d[:0], uint64(t), 10))
-	c.held = [3]string{c.args[0], c.ids.String()[n:], c.lk.kit.IdleMs}
+	c.Held = [3]string{c.args[0], c.ids.String()[n:], c.lk.kit.IdleMs}
 }
 
 // again is try for a blocking acquire (see againOf).
@@ -157,7 +151,7 @@ func (c *claim) try(ctx context.Context) (*lease.Lease, time.Duration, error) {
 	}
 	lk := c.lk
 	t1 := time.Now()
-	r, acked, err, lost := lk.exchange(ctx, claimScript, c.keys[:], c.args[:c.nargs])
+	r, acked, err, lost := lk.exchange(ctx, claimScript, c.Keys[:], c.args[:c.NArgs])
 	if lost != nil {
 		// The claim may have landed with its reply lost, or may still be
 		// on its way. That includes a pipeline whose WAIT failed, even
@@ -183,16 +177,16 @@ func (c *claim) try(ctx context.Context) (*lease.Lease, time.Duration, error) {
 	}
 	if !cr.granted {
 		c.pos = cr.pos
-		c.queue = c.pos > 0
+		c.Queue = c.pos > 0
 		c.sent = t1
 		return nil, cr.left, lease.ErrTaken
 	}
-	c.queue = false
+	c.Queue = false
 	token := cr.token
 	c.setToken(token)
-	until, err := lk.granted(ctx, t1, c.ttl, "claim", c.key, c.key, acked)
+	until, err := lk.granted(ctx, t1, c.TTL, "claim", c.key, c.key, acked)
 	if err != nil {
-		lk.kit.ReleaseDetached(ctx, c.keys[:], c.held[:])
+		lk.kit.ReleaseDetached(ctx, c.Keys[:], c.Held[:])
 		c.drawOwner()
 		return nil, 0, err
 	}
@@ -232,12 +226,8 @@ func readClaim(r node.Reply) (claimReply, error) {
 	if err := engine.ReplyLen(r, 2); err != nil {
 		return claimReply{}, err
 	}
-	left, err := engine.ReplyMs(r, 0)
-	if err != nil {
-		return claimReply{}, err
-	}
-	pos, err := engine.ReplyInt(r, 1, 0, math.MaxInt32)
-	return claimReply{left: left, pos: int(pos)}, err
+	left, pos, err := engine.ReplyRefusal(r)
+	return claimReply{left: left, pos: pos}, err
 }
 
 func (c *claim) lease(token fence.Token, until time.Time, short bool) *lease.Lease {
@@ -246,9 +236,9 @@ func (c *claim) lease(token fence.Token, until time.Time, short bool) *lease.Lea
 		rep = nil
 	}
 	return engine.NewLease(c, leasing.Grant{
-		Key: c.key, Owner: c.args[0], Token: token, TTL: c.o.TTL, Until: until,
-		Strategy: strategy, Reporter: rep, AutoRenew: c.o.AutoRenew,
-		Metadata: c.o.Metadata, Short: short,
+		Key: c.key, Owner: c.args[0], Token: token, TTL: c.O.TTL, Until: until,
+		Strategy: strategy, Reporter: rep, AutoRenew: c.O.AutoRenew,
+		Metadata: c.O.Metadata, Short: short,
 	})
 }
 
@@ -290,12 +280,12 @@ func (c *claim) takeHanded() *lease.Lease {
 	if c.lk.cfg.Replicas > 0 {
 		return nil
 	}
-	span := min(c.ttl, c.life)
+	span := min(c.TTL, c.life)
 	until := c.lk.cfg.Until(c.sent, span)
 	if time.Until(until) < span/2 {
 		return nil
 	}
-	c.queue = false
+	c.Queue = false
 	c.setToken(token)
 	return c.lease(token, until, true)
 }
@@ -314,7 +304,7 @@ func replyError(err error) *node.ReplyError {
 // abandon gives up the claim whether or not it landed, on a context
 // detached from ctx: the caller's may have ended already.
 func (c *claim) abandon(ctx context.Context) {
-	c.lk.kit.Abandon(ctx, c.keys[:], c.args[0], c.ttl, &c.queue)
+	c.lk.kit.Abandon(ctx, c.Keys[:], c.args[0], c.TTL, &c.Queue)
 	c.drawOwner()
 }
 
@@ -322,15 +312,15 @@ func (c *claim) abandon(ctx context.Context) {
 // context detached from ctx: the caller's may have ended already. A ticket
 // whose leave is lost expires by its deadline.
 func (c *claim) leave(ctx context.Context) {
-	c.lk.kit.Leave(ctx, c.keys[:], c.args[0], &c.queue)
+	c.lk.kit.Leave(ctx, c.Keys[:], c.args[0], &c.Queue)
 }
 
 // Extend extends the lease on the server, for lease.Lease.Extend.
 func (c *claim) Extend(ctx context.Context, l *lease.Lease, ttl time.Duration) (time.Time, error) {
-	return c.lk.kit.Extend(ctx, c.keys[:], c.held[:], l, ttl)
+	return c.lk.kit.Extend(ctx, c.Keys[:], c.Held[:], l, ttl)
 }
 
 // Release releases the lease on the server, for lease.Lease.Release.
 func (c *claim) Release(ctx context.Context, l *lease.Lease) error {
-	return c.lk.kit.Release(ctx, c.keys[:], c.held[:], l, nil)
+	return c.lk.kit.Release(ctx, c.Keys[:], c.Held[:], l, nil)
 }

@@ -11,7 +11,6 @@ import (
 	"github.com/dlockgo/dlock/internal/ctxerr"
 	"github.com/dlockgo/dlock/internal/engine"
 	"github.com/dlockgo/dlock/lease"
-	"github.com/dlockgo/dlock/observe"
 	"github.com/dlockgo/dlock/option"
 )
 
@@ -26,17 +25,7 @@ import (
 // gets a new token all the same (Broken.Held is false). The Locker's
 // Observer hears a observe.ForceReleased event.
 func (lk *Locker) ForceRelease(ctx context.Context, key string) (lease.Broken, error) {
-	if err := argerr.CheckContext(ctx); err != nil {
-		return lease.Broken{}, err
-	}
-	if err := engine.CheckKey(key); err != nil {
-		return lease.Broken{}, err
-	}
-	b, err := lk.forceRelease(ctx, key)
-	if o := lk.cfg.Observer; o != nil {
-		o.Observe(observe.Event{Kind: observe.ForceReleased, Strategy: strategy, Key: key, Err: err})
-	}
-	return b, err
+	return engine.Forced(ctx, lk.cfg.Observer, strategy, key, lk.forceRelease)
 }
 
 func (lk *Locker) forceRelease(ctx context.Context, key string) (lease.Broken, error) {
@@ -107,5 +96,5 @@ func (lk *Locker) Resume(ctx context.Context, handle string, opts ...option.Opti
 // Handle writes the lease out (lease.Lease.Handle).
 func (c *claim) Handle(l *lease.Lease) (lease.Handle, error) {
 	return lease.Handle{Strategy: strategy, Servers: c.lk.n.String(), Key: c.key,
-		Owner: c.args[0], Token: l.Token(), TTL: c.o.TTL}, nil
+		Owner: c.args[0], Token: l.Token(), TTL: c.O.TTL}, nil
 }

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/dlockgo/dlock/fence"
-	"github.com/dlockgo/dlock/internal/argerr"
 	"github.com/dlockgo/dlock/internal/ctxerr"
 	"github.com/dlockgo/dlock/internal/engine"
 	"github.com/dlockgo/dlock/lease"
@@ -17,10 +16,7 @@ import (
 // metadata, and for how long, as the server sees it now: Info.Nodes holds
 // the server's one answer. It changes nothing on the server.
 func (lk *Locker) Inspect(ctx context.Context, key string) (lease.Info, error) {
-	if err := argerr.CheckContext(ctx); err != nil {
-		return lease.Info{}, err
-	}
-	if err := engine.CheckKey(key); err != nil {
+	if err := engine.CheckCall(ctx, key); err != nil {
 		return lease.Info{}, err
 	}
 	r, err := lk.n.Eval(ctx, inspectScript, []string{hashKey(key)})

@@ -38,8 +38,7 @@ const MaxKeys = 64
 // or option. As for TryAcquire, a claim whose outcome is unknown is given
 // up before it returns.
 func (lk *Locker) TryAcquireAll(ctx context.Context, keys []string, opts ...option.Option) (*lease.Lease, error) {
-	ob := engine.Start(lk.cfg.Observer, strategy, firstKey(keys))
-	return ob.End(lk.tryAcquireAll(ctx, keys, opts))
+	return engine.Start(lk.cfg.Observer, strategy, firstKey(keys)).End(lk.tryAcquireAll(ctx, keys, opts))
 }
 
 func (lk *Locker) tryAcquireAll(ctx context.Context, keys []string, opts []option.Option) (*lease.Lease, error) {
@@ -64,8 +63,7 @@ func (lk *Locker) tryAcquireAll(ctx context.Context, keys []string, opts []optio
 // ends first, the error matches ctx.Err(), and no lock or place in a queue
 // of this call is left on the server.
 func (lk *Locker) AcquireAll(ctx context.Context, keys []string, opts ...option.Option) (*lease.Lease, error) {
-	ob := engine.Start(lk.cfg.Observer, strategy, firstKey(keys))
-	return ob.End(lk.acquireAll(ctx, keys, opts))
+	return engine.Start(lk.cfg.Observer, strategy, firstKey(keys)).End(lk.acquireAll(ctx, keys, opts))
 }
 
 func (lk *Locker) acquireAll(ctx context.Context, keys []string, opts []option.Option) (*lease.Lease, error) {

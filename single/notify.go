@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/dlockgo/dlock/internal/argerr"
 	"github.com/dlockgo/dlock/internal/ctxerr"
 	"github.com/dlockgo/dlock/internal/engine"
 	"github.com/dlockgo/dlock/internal/notice"
@@ -14,10 +13,7 @@ import (
 // cluster, the master serving the lock's slot, which a cluster passes on
 // to every node). It stores nothing.
 func (lk *Locker) Publish(ctx context.Context, key, message string) error {
-	if err := argerr.CheckContext(ctx); err != nil {
-		return err
-	}
-	if err := engine.CheckKey(key); err != nil {
+	if err := engine.CheckCall(ctx, key); err != nil {
 		return err
 	}
 	if _, err := lk.n.Eval(ctx, notice.Script, []string{hashKey(key)}, message); err != nil {
@@ -31,10 +27,7 @@ func (lk *Locker) Publish(ctx context.Context, key, message string) error {
 // one subscription connection, and its hints: messages coalesce, and one
 // published while that connection is broken is lost.
 func (lk *Locker) Watch(ctx context.Context, key string) (<-chan string, func(), error) {
-	if err := argerr.CheckContext(ctx); err != nil {
-		return nil, nil, err
-	}
-	if err := engine.CheckKey(key); err != nil {
+	if err := engine.CheckCall(ctx, key); err != nil {
 		return nil, nil, err
 	}
 	msgs, stop, err := lk.n.Subscribe(ctx, notice.Channel(hashKey(key)))

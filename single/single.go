@@ -38,7 +38,6 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/dlockgo/dlock/internal/argerr"
 	"github.com/dlockgo/dlock/internal/engine"
 	"github.com/dlockgo/dlock/internal/keyname"
 	"github.com/dlockgo/dlock/internal/settings"
@@ -120,10 +119,7 @@ const strategy = "single"
 // options checks a call's context and key and resolves its opts, a TTL
 // of ttl when they set none.
 func (lk *Locker) options(ctx context.Context, key string, ttl time.Duration, opts []option.Option) (settings.Call, error) {
-	if err := argerr.CheckContext(ctx); err != nil {
-		return settings.Call{}, err
-	}
-	if err := engine.CheckKey(key); err != nil {
+	if err := engine.CheckCall(ctx, key); err != nil {
 		return settings.Call{}, err
 	}
 	return lk.cfg.CallFrom(ttl, opts)

@@ -1,12 +1,22 @@
 package engine
 
 import (
+	"context"
 	"fmt"
 	"time"
 
 	"github.com/dlockgo/dlock/internal/argerr"
 	"github.com/dlockgo/dlock/internal/settings"
 )
+
+// CheckCall returns an *ArgError when ctx is nil or key cannot name a
+// lock: the checks every call on one key begins with.
+func CheckCall(ctx context.Context, key string) error {
+	if err := argerr.CheckContext(ctx); err != nil {
+		return err
+	}
+	return CheckKey(key)
+}
 
 // CheckKey returns an *ArgError when key cannot name a lock.
 func CheckKey(key string) error {

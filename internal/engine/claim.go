@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"strconv"
 	"time"
 
 	"github.com/dlockgo/dlock/internal/ctxerr"
+	"github.com/dlockgo/dlock/internal/engine/lua"
 	"github.com/dlockgo/dlock/internal/settings"
 	"github.com/dlockgo/dlock/lease"
 	"github.com/dlockgo/dlock/node"
@@ -82,6 +84,17 @@ func Configure(n node.Node, scope settings.Scope, opts []option.Option) (Base, e
 	return Base{l}, err
 }
 
+// Claim is what a claim on one hash keeps that the core reads or sends:
+// a primitive's claim embeds it, with its own script arguments.
+type Claim struct {
+	O     settings.Call
+	TTL   time.Duration // O.TTL in whole milliseconds, as the server gets it
+	Keys  [1]string     // the hash
+	NArgs int           // how many of the claim script's arguments a claim sends: more to join the queue when refused
+	Held  [3]string     // once granted: what extend and release send
+	Queue bool          // a refusal put the owner in the queue, and no grant or leave took it out since
+}
+
 // Kit is what a primitive's Locker gives each of its claims: its name (in
 // errors and in its leases' events), its Node, its configuration and the
 // scripts the core runs for it. A Kit is built once, by NewKit in New of
@@ -102,8 +115,24 @@ type Kit struct {
 	IdleMs string
 }
 
-// Scripts are a primitive's scripts the core runs for it: see Kit.
-type Scripts struct{ Extend, Release, Abandon, Leave *node.Script }
+// Scripts are a primitive's scripts the core runs for it (see Kit), and
+// its claim, which the primitive runs itself.
+type Scripts struct{ Claim, Extend, Release, Abandon, Leave *node.Script }
+
+// StateScripts returns the scripts of a primitive written as one state
+// machine: each transition, claim, extend, release, leave and abandon, is
+// lua/state.lua then lua/TRANSITION.lua of fsys, registered as
+// PKG/TRANSITION (lua.Script).
+func StateScripts(pkg string, fsys fs.FS) Scripts {
+	return Scripts{Claim: StateScript(pkg, fsys, "claim"), Extend: StateScript(pkg, fsys, "extend"),
+		Release: StateScript(pkg, fsys, "release"), Leave: StateScript(pkg, fsys, "leave"),
+		Abandon: StateScript(pkg, fsys, "abandon")}
+}
+
+// StateScript is the transition of StateScripts named op.
+func StateScript(pkg string, fsys fs.FS, op string) *node.Script {
+	return lua.Script(lua.Spec{Name: pkg + "/" + op, FS: fsys, Body: []string{"state.lua", op + ".lua"}})
+}
 
 // NewKit returns the Kit of the primitive called name on n, configured by
 // b (checked, and not changed after), with its scripts s.

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"context"
 	"fmt"
 	"time"
 
@@ -59,4 +60,17 @@ func HandleFor(h lease.Handle, strategy, servers string) error {
 	}
 	return fmt.Errorf("%w: %w", lease.ErrForeignHandle, &lease.ArgError{Arg: "handle", Value: h.Strategy + " on " + h.Servers,
 		Rule: "must come from a Locker of the same strategy on the same servers (this one: " + strategy + " on " + servers + ")"})
+}
+
+// Forced runs an operator's break of key, fn, after CheckCall, and reports
+// its outcome to o as a ForceReleased event.
+func Forced(ctx context.Context, o observe.Observer, strategy, key string, fn func(context.Context, string) (lease.Broken, error)) (lease.Broken, error) {
+	if err := CheckCall(ctx, key); err != nil {
+		return lease.Broken{}, err
+	}
+	b, err := fn(ctx, key)
+	if o != nil {
+		o.Observe(observe.Event{Kind: observe.ForceReleased, Strategy: strategy, Key: key, Err: err})
+	}
+	return b, err
 }

@@ -69,6 +69,18 @@ func ReplyMs(r node.Reply, i int) (time.Duration, error) {
 	return time.Duration(r[i].Int) * time.Millisecond, nil
 }
 
+// ReplyRefusal reads the refusal of a claim script that queues its
+// waiters: r[0] the ms until the lease in the way may end, r[1] the
+// owner's place in the queue, 1 for its head and 0 for none. It returns
+// an error matching ErrBadReply unless both are so.
+func ReplyRefusal(r node.Reply) (left time.Duration, place int, err error) {
+	if left, err = ReplyMs(r, 0); err != nil {
+		return 0, 0, err
+	}
+	p, err := ReplyInt(r, 1, 0, math.MaxInt32)
+	return left, int(p), err
+}
+
 // ReplyLen returns an error matching ErrBadReply unless r holds n values.
 func ReplyLen(r node.Reply, n int) error {
 	if len(r) != n {
