@@ -63,6 +63,18 @@
 // docs/trade.md); one no fault explains is a FENCE violation. MEM bounds
 // the lock's keys as a lock key's.
 //
+// The lock keys' registers are rows of a table in a real PostgreSQL
+// (Config.SQL, on in TestNemesis and the soaks; package pgtest starts
+// it): every fenced write goes through sqlfence.Table.UpsertTx, as a
+// user's would, and each write that lands is logged, in the same
+// transaction and under the row's lock, to a second table. After the
+// run the log is read in its order: a write under a token below one
+// already landed for its key is a FENCE finding, whatever the workers
+// believed, with no window to excuse it (the database's condition holds
+// whatever the locks did). Judged ("FENCE (sql)"): the share of the
+// fault phase's seconds in which a write reached the database and was
+// answered.
+//
 // An operator's break (Break, a fault of the mix on both strategies, and
 // calm: it suspends no promise) runs ForceRelease on a lock key a
 // lease holds as it starts, through a worker's Locker, whoever holds it:
@@ -229,6 +241,8 @@
 // (the inspect script) with the forged handle's token while it is
 // resumed, as a resume that trusted the handle would. rate-stingy: the
 // workers' limits admit a quarter of the rate the checks hold them to.
+// sql-unfenced: the PostgreSQL register written by a plain upsert,
+// without the helper's token condition.
 //
 // TestNemesisCatches shows the nemesis can fail: with the lost-data guard
 // off (option.DurableNodes on servers that are not durable) and a schedule
@@ -243,7 +257,9 @@
 // (ExpireQueued), likewise; with rate-one-yes on the quorum it finds
 // RATE broken (windows up to ~3× the bound), and with trusting-resume on
 // the single strategy HANDLE broken (the forged handles resumed), and
-// with rate-stingy on the quorum RATE floor broken.
+// with rate-stingy on the quorum RATE floor broken, and with sql-unfenced
+// on the single strategy and a holder pause about every second the
+// PostgreSQL register's log holds a write landed below a newer token.
 // -nemesis.plant=early-grant plants the early grant in TestNemesis's
 // default mix, on both strategies: docs/testing.md gives how often ten
 // short runs find it. TestNemesisRestoreMajority restores 3 of

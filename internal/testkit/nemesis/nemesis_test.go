@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
+	"github.com/dlockgo/dlock/internal/testkit/pgtest"
 	"github.com/dlockgo/dlock/internal/testkit/safety"
 )
 
@@ -31,7 +32,7 @@ const shortDuration = 20 * time.Second
 
 func TestMain(m *testing.M) {
 	flag.Parse()
-	code := m.Run()
+	code := pgtest.Main(m).Run()
 	if code == 0 {
 		// go-redis redials a dead server from a goroutine of its pool that
 		// checks for the client's Close once a second. Toxiproxy v2.5.0
@@ -107,7 +108,7 @@ func TestNemesis(t *testing.T) {
 	for _, strategy := range []string{Quorum, Single} {
 		t.Run(strategy, func(t *testing.T) {
 			t.Parallel()
-			res := Run(t, Config{Strategy: strategy, Seed: s, Duration: duration(), Plant: *plantFlag,
+			res := Run(t, Config{Strategy: strategy, Seed: s, Duration: duration(), Plant: *plantFlag, SQL: true,
 				Replay: replay("TestNemesis$/"+strategy+"$", s)})
 			mu.Lock()
 			results = append(results, res)
@@ -158,7 +159,8 @@ func TestNemesis(t *testing.T) {
 // late write accepted (FENCE); with a single lock whose claim takes a
 // lease for free in its last 50 ms, or a quorum whose vote does in the
 // lock's last 100 ms (early-vote), it finds the waiter let in beside the
-// holder (ME). The schedules are biased toward the fault
+// holder (ME); with the PostgreSQL register written without the token
+// condition (sql-unfenced), the table's log holds a stale write landed. The schedules are biased toward the fault
 // each needs, so that the violation is all but certain.
 func TestNemesisCatches(t *testing.T) {
 	t.Parallel()
@@ -177,6 +179,10 @@ func TestNemesisCatches(t *testing.T) {
 		{"rate-one-yes", Config{Strategy: Quorum, Plant: PlantRateOneYes}, safety.Rate},
 		{"trusting-resume", Config{Strategy: Single, Plant: PlantTrustingResume}, safety.Handle},
 		{"rate-stingy", Config{Strategy: Quorum, Plant: PlantRateStingy}, safety.RateFloor},
+		// The PostgreSQL register written without the helper's condition:
+		// caught by the table's own log (SQLStats.Broken), not only by the
+		// workers' record.
+		{"sql-unfenced", Config{Strategy: Single, Bias: PauseHolders, Plant: PlantSQLUnfenced}, safety.Fencing},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -195,12 +201,12 @@ func TestNemesisCatches(t *testing.T) {
 				cfg.Replay = replay("TestNemesisCatches/"+c.name+"$", cfg.Seed)
 				res = Run(t, cfg)
 				t.Log(res.Summary())
-				if res.BrokenBy(c.property) > 0 || len(res.Errors) > 0 {
+				if caught(res, c.cfg, c.property) || len(res.Errors) > 0 {
 					break
 				}
 			}
 			sum := res.Summary()
-			if res.BrokenBy(c.property) == 0 {
+			if !caught(res, c.cfg, c.property) {
 				t.Errorf("%s: no %s violation found in %d schedules; the nemesis must catch a switched-off %s\nreplay: %s", c.name, c.property, catchRounds, c.property, cfg.Replay)
 			}
 			for _, want := range []string{fmt.Sprintf("seed %d", cfg.Seed), string(c.property) + ": ", "-nemesis.seed=" + fmt.Sprint(cfg.Seed)} {
@@ -216,6 +222,15 @@ func TestNemesisCatches(t *testing.T) {
 			}
 		})
 	}
+}
+
+// caught says whether res found the violation of prop cfg's switch
+// causes: with the SQL plant, a finding of the PostgreSQL register's log.
+func caught(res *Result, cfg Config, prop safety.Property) bool {
+	if cfg.Plant == PlantSQLUnfenced {
+		return res.SQL != nil && res.SQL.Broken > 0
+	}
+	return res.BrokenBy(prop) > 0
 }
 
 // TestNemesisRestoreMajority runs the quorum under the fault the review

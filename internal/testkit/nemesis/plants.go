@@ -28,10 +28,14 @@ const (
 	// checks hold them to, as a limit that loses its refunds would:
 	// RATE floor.
 	PlantRateStingy = "rate-stingy"
+	// PlantSQLUnfenced: the PostgreSQL register's writes without the
+	// helper's token condition, a plain upsert (see sqlRegister): FENCE,
+	// found in the table's own log.
+	PlantSQLUnfenced = "sql-unfenced"
 )
 
 // Plants lists the plants Config.Plant takes.
-var Plants = []string{PlantRateOneYes, PlantTrustingResume, PlantEarlyGrant, PlantRateStingy}
+var Plants = []string{PlantRateOneYes, PlantTrustingResume, PlantEarlyGrant, PlantRateStingy, PlantSQLUnfenced}
 
 // The first lines of the scripts the plants recognize, checked against
 // the source tree when a plant is built, so that a change of them fails

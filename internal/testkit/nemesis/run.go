@@ -45,6 +45,9 @@ type Config struct {
 	// for TestNemesisCatches and -nemesis.plant; empty for none.
 	Plant string
 	trust *trust // the trusting-resume plant's word
+	// SQL keeps each lock key's register in a table of a real PostgreSQL
+	// (sqlRegister), written through package sqlfence.
+	SQL bool
 	// SkipMem leaves the memory check out.
 	SkipMem bool
 	// Replay is the command that runs this configuration again, for the
@@ -145,6 +148,8 @@ type Result struct {
 	// handle did.
 	Rate    *RateStats   `json:"rate,omitempty"`
 	Handles *HandleStats `json:"handles,omitempty"`
+	// SQL is what the PostgreSQL register saw (Config.SQL).
+	SQL *SQLStats `json:"sql,omitempty"`
 	// Schedule is every fault as it ran, from the start of the fault
 	// phase.
 	Schedule []string `json:"schedule"`
@@ -177,6 +182,8 @@ func Run(t *testing.T, cfg Config) *Result {
 		cfg.trust = &trust{}
 	case PlantEarlyGrant:
 		cfg.EarlyGrant = true
+	case PlantSQLUnfenced:
+		cfg.SQL = true
 	default:
 		t.Fatalf("nemesis: plant %q: must be one of %q", cfg.Plant, Plants)
 	}
@@ -234,6 +241,14 @@ func Run(t *testing.T, cfg Config) *Result {
 	res.Errors = harness
 	res.EarlyClaims = cfg.earlySwaps.Load()
 	evaluate(p, wl, events, t0, res)
+	if wl.sql != nil {
+		st, found, err := wl.sql.check(t0, p.Duration)
+		if err != nil {
+			res.Errors = append(res.Errors, "the PostgreSQL register's log: "+err.Error())
+		}
+		res.SQL, res.Judged[SQLFence] = st, st.Judged
+		res.Broken = append(res.Broken, found...)
+	}
 	res.Wall = time.Since(began).Round(100 * time.Millisecond).String()
 	return res
 }
@@ -526,6 +541,11 @@ var Properties = []safety.Property{safety.MutualExclusion, safety.Order, safety.
 // ORDER.
 const ReadersOrder = "ORDER (rw readers)"
 
+// SQLFence names, in Result.Judged, FENCE as the PostgreSQL register's
+// log judges it (SQLStats.Judged: the share of the fault phase's seconds
+// in which a write was answered); its findings are FENCE's.
+const SQLFence = "FENCE (sql)"
+
 // MinJudged is the least share of a run in which every property must be
 // judged: a schedule whose windows excuse more is not a test of it.
 const MinJudged = 0.5
@@ -546,18 +566,27 @@ func (r *Result) judgedKeys() []string {
 	for _, p := range Properties {
 		ks = append(ks, string(p))
 	}
-	if _, ok := r.Judged[ReadersOrder]; ok {
-		ks = append(ks, ReadersOrder)
+	for _, k := range []string{ReadersOrder, SQLFence} {
+		if _, ok := r.Judged[k]; ok {
+			ks = append(ks, k)
+		}
 	}
 	return ks
 }
 
 // Underjudged lists the properties judged in less than MinJudged of the
 // run, with their shares.
+// FENCE (sql) is held to none: no window excuses its findings, and its
+// share is the database's use, the seconds in which a lock was held and
+// written under, which a storm that keeps a majority down empties;
+// Underjudged asks only that a write landed.
 func (r *Result) Underjudged() []string {
 	var out []string
+	if r.SQL != nil && r.SQL.Landed == 0 {
+		out = append(out, "FENCE (sql): no write landed in PostgreSQL")
+	}
 	for _, k := range r.judgedKeys() {
-		if j, ok := r.Judged[k]; ok && j < MinJudged {
+		if j, ok := r.Judged[k]; ok && j < MinJudged && k != SQLFence {
 			out = append(out, fmt.Sprintf("%s judged in %.0f%% of the run", k, 100*j))
 		}
 	}
@@ -607,6 +636,9 @@ func (r *Result) Summary() string {
 	}
 	if r.Handles != nil {
 		fmt.Fprintf(&b, "  %s\n", r.Handles.summary())
+	}
+	if r.SQL != nil {
+		fmt.Fprintf(&b, "  %s\n", r.SQL.summary())
 	}
 	if r.Plant != "" {
 		fmt.Fprintf(&b, "  planted: %s\n", r.Plant)

@@ -69,6 +69,7 @@ type workload struct {
 	acqs        map[string][]safety.Acquisition
 	items       map[string]*safety.Resource // of the work queue's items, by resource name (see claimItem)
 	completions []completion                // of claims
+	sql         *sqlRegister                // the lock keys' registers, with Config.SQL
 	rwRes       *safety.Resource            // the read-write lock's register, written by its writers
 	rwReaders   *safety.Resource            // the read-write lock's readers' holds, and nothing else
 	behind      []readBehind                // valid readers' reads of a register written under a newer token
@@ -180,12 +181,16 @@ func newLocker(p *Plan, cfg Config, w Worker, addrs []string) (strategyLocker, n
 func newWorkload(t *testing.T, p *Plan, cfg Config, addrs []string) *workload {
 	t.Helper()
 	wl := &workload{p: p, cfg: cfg, res: map[string]*safety.Resource{}, acqs: map[string][]safety.Acquisition{}}
+	var opts []safety.Option
+	switch {
+	case cfg.Unfenced:
+		opts = append(opts, safety.Unfenced())
+	case cfg.SQL:
+		wl.sql = newSQLRegister(t, cfg.Plant == PlantSQLUnfenced)
+		opts = append(opts, safety.WithStore(wl.sql))
+	}
 	for _, k := range p.resources() {
-		if cfg.Unfenced {
-			wl.res[k] = safety.NewResource(k, safety.Unfenced())
-		} else {
-			wl.res[k] = safety.NewResource(k)
-		}
+		wl.res[k] = safety.NewResource(k, opts...)
 	}
 	if p.RWLock != "" {
 		var opts []safety.Option

@@ -18,7 +18,7 @@ import (
 // use.
 type Resource struct {
 	key      string
-	store    *fence.Store
+	store    Register
 	unfenced bool
 
 	mu    sync.Mutex
@@ -31,10 +31,18 @@ type Resource struct {
 // Option configures a Resource.
 type Option func(*Resource)
 
-// WithStore keeps the register in Redis or Valkey, at the Resource's key in
-// s, instead of in memory: fenced writes are fence.Store.Put, reads
-// fence.Store.Get.
-func WithStore(s *fence.Store) Option { return func(r *Resource) { r.store = s } }
+// Register is a fenced register outside the process, at a key: Put
+// writes value under t, or returns an error matching fence.ErrStale when
+// a newer token wrote; Get reads the value and its token (ok false before
+// any write). A fence.Store is one; the nemesis keeps one in PostgreSQL.
+type Register interface {
+	Put(ctx context.Context, key, value string, t fence.Token) error
+	Get(ctx context.Context, key string) (value string, t fence.Token, ok bool, err error)
+}
+
+// WithStore keeps the register in s, at the Resource's key, instead of in
+// memory: fenced writes are s.Put, reads s.Get.
+func WithStore(s Register) Option { return func(r *Resource) { r.store = s } }
 
 // Unfenced makes the Resource accept every write, whatever its token, in
 // memory; WithStore is then ignored.
