@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"flag"
 	"fmt"
@@ -13,6 +14,8 @@ import (
 
 	"github.com/dlockgo/dlock/connect"
 	"github.com/dlockgo/dlock/fence"
+	"github.com/dlockgo/dlock/fence/sqlfence"
+	"github.com/dlockgo/dlock/internal/pgproc"
 	"github.com/dlockgo/dlock/internal/settings"
 	"github.com/dlockgo/dlock/lease"
 	"github.com/dlockgo/dlock/node"
@@ -24,7 +27,7 @@ import (
 const demoUsage = `Usage: dlock demo [flags]
 
 Shows, in about ten seconds, the four rows of the trade between the single
-and quorum strategies, each with its outcome:
+and quorum strategies, each with its outcome, and the fence in a database:
 
   [1] single lease: acquire, fenced write, a paused holder refused, release
   [2] failover of a replicated master: a second holder, fenced out by its
@@ -32,11 +35,15 @@ and quorum strategies, each with its outcome:
   [3] quorum of 5 (lost-data guard on): locks still granted with 2 servers
       dead; single dies with its one
   [4] a paused holder with plain Redlock (no fence) and with dlock's quorum token
+  [5] a paused holder's late write refused by PostgreSQL (fence/sqlfence), when
+      PostgreSQL is installed (Debian's postgresql package, initdb on PATH, or
+      DLOCK_PG_BIN naming the folder of initdb); skipped, and said so, when not
 
 It starts its own servers on free 127.0.0.1 ports: real redis-server
 processes when redis-server is on PATH (no persistence, stopped at the end
 and on Ctrl-C), otherwise embedded in-process servers (miniredis), and says
-which. Nothing needs to be set up.
+which; PostgreSQL in a temporary folder (as the postgres user when run as
+root), removed at the end. Nothing needs to be set up.
 
 Examples:
   dlock demo
@@ -151,7 +158,7 @@ func (d *demo) run() error {
 		d.printf("servers on 127.0.0.1 (their key expiry is driven from the wall clock by the demo). Row [2] needs redis-server.")
 	}
 	d.printf("client library: %s\n", d.client)
-	steps := []func() error{d.singleLease, d.failover, d.quorum, d.pause}
+	steps := []func() error{d.singleLease, d.failover, d.quorum, d.pause, d.postgres}
 	for _, s := range steps {
 		if err := s(); err != nil {
 			return err
@@ -596,3 +603,79 @@ var (
 	setScript = node.NewScript(`return redis.call('SET', KEYS[1], ARGV[1])`)
 	getScript = node.NewScript(`return redis.call('GET', KEYS[1])`)
 )
+
+// [5] the fence where the data lives: a row of PostgreSQL that carries
+// its token, written through sqlfence as a user's code would.
+func (d *demo) postgres() error {
+	d.printf("[5] the fence in PostgreSQL: a row that carries its token (fence/sqlfence)")
+	pg, err := pgproc.Start()
+	if errors.Is(err, pgproc.ErrNotInstalled) {
+		d.step("PostgreSQL", "not installed: step skipped (Debian's postgresql package, or %s)", pgproc.BinEnv)
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	d.closers = append(d.closers, func() { _ = pg.Stop() })
+	db, err := sql.Open("pgx", pg.DSN("postgres"))
+	if err != nil {
+		return err
+	}
+	d.closers = append(d.closers, func() { db.Close() })
+	if _, err := db.ExecContext(d.ctx, `CREATE TABLE invoices (id INT PRIMARY KEY, body TEXT NOT NULL, token BIGINT NOT NULL);
+		INSERT INTO invoices VALUES (1, 'draft', 0)`); err != nil {
+		return err
+	}
+	d.step(fmt.Sprintf("PostgreSQL on 127.0.0.1:%d", pg.Port()), "table invoices, row 1 at token 0")
+	ss, err := d.servers(1)
+	if err != nil {
+		return err
+	}
+	lk, err := single.New(d.nodes(ss[0])[0])
+	if err != nil {
+		return err
+	}
+	invoices := sqlfence.Table{Name: "invoices", Key: "id"}
+	update := func(who, body string, t fence.Token) {
+		err := invoices.Update(d.ctx, db, 1, t, sqlfence.Set{"body": body})
+		action := fmt.Sprintf("%s updates row 1 to %q", who, body)
+		switch {
+		case err == nil:
+			d.step(action, "committed under token %v", t)
+		case errors.Is(err, fence.ErrStale):
+			d.step(action, "REFUSED by PostgreSQL: %s", staleSummary(err))
+		default:
+			d.step(action, "error: %v", err)
+		}
+	}
+	const ttl = time.Second
+	a, err := lk.TryAcquire(d.ctx, "invoice-1", option.TTL(ttl))
+	if err != nil {
+		return err
+	}
+	d.step(`A acquires "invoice-1", ttl 1s`, "granted, token %v", a.Token())
+	update("A", "from A", a.Token())
+	d.step("A pauses 1.5s, past its TTL", "no renewal")
+	if err := d.sleep(ttl + ttl/2); err != nil {
+		return err
+	}
+	b, err := lk.TryAcquire(d.ctx, "invoice-1", option.TTL(10*time.Second))
+	if err != nil {
+		return err
+	}
+	d.step(`B acquires "invoice-1"`, "granted, token %v", b.Token())
+	update("B", "from B", b.Token())
+	update("A wakes and", "from A, stale", a.Token())
+	if err := b.Release(d.ctx); err != nil {
+		return err
+	}
+	var (
+		body string
+		tok  int64
+	)
+	if err := db.QueryRowContext(d.ctx, "SELECT body, token FROM invoices WHERE id = 1").Scan(&body, &tok); err != nil {
+		return err
+	}
+	d.printf("  => PostgreSQL: the row holds %q (token %d); the paused holder's UPDATE ... WHERE token <= its own changed nothing", body, tok)
+	return nil
+}

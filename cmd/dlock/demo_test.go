@@ -11,9 +11,10 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// TestDemo runs the demo with redis-server on PATH and with PATH emptied
-// (embedded servers), checks each row's outcome, and that no server it
-// started still listens.
+// TestDemo runs the demo with redis-server on PATH and PostgreSQL
+// installed, and with PATH emptied and DLOCK_PG_BIN naming an empty
+// folder (embedded servers, no PostgreSQL: its step skipped), checks each
+// row's outcome, and that no server it started still listens.
 func TestDemo(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
@@ -32,8 +33,10 @@ func TestDemo(t *testing.T) {
 			"=> quorum: locks still granted with 2 of 5 servers dead",
 			"=> paused holder: without a fence the stale write landed",
 			"with dlock's quorum token the resource refused it (register holds \"from B\")",
+			"REFUSED by PostgreSQL: stale token",
+			"=> PostgreSQL: the row holds \"from B\"",
 		}},
-		{"embedded", []string{"PATH=" + t.TempDir()}, []string{
+		{"embedded", []string{"PATH=" + t.TempDir(), "DLOCK_PG_BIN=" + t.TempDir()}, []string{
 			"embedded in-process miniredis",
 			"=> single: the paused holder was fenced out at the resource",
 			"needs redis-server",
@@ -41,6 +44,8 @@ func TestDemo(t *testing.T) {
 			"=> quorum: locks still granted with 2 of 5 servers dead",
 			"=> paused holder: without a fence the stale write landed",
 			"with dlock's quorum token the resource refused it (register holds \"from B\")",
+			"PostgreSQL",
+			"not installed: step skipped",
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -45,7 +45,7 @@ func TestStartStop(t *testing.T) {
 	if uid := processUID(t, s.Pid()); uid == 0 {
 		t.Errorf("the server runs as root")
 	}
-	db := s.NewDB(t)
+	db := pgtest.NewDB(t, s)
 	var one int
 	if err := db.QueryRow("SELECT 1").Scan(&one); err != nil || one != 1 {
 		t.Fatalf("SELECT 1 = %d, %v", one, err)
