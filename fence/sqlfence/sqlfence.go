@@ -52,11 +52,12 @@
 //
 // The package's tests run against a real PostgreSQL (started by
 // internal/testkit/pgtest) through github.com/jackc/pgx/v5/stdlib, a
-// requirement of dlock's go.mod that only test files and the test harness
-// import. A program that imports sqlfence does not build pgx, and go mod
-// tidy adds no requirement of it to the program's go.mod; the program's
-// go.sum lists pgx's checksum, as it lists those of dlock's other test
-// dependencies, for go test of the packages it imports.
+// requirement of dlock's go.mod that only test files, the test harness
+// and the dlock command's demo import. A program that imports sqlfence
+// does not build pgx, and go mod tidy adds no requirement of it to the
+// program's go.mod; the program's go.sum lists pgx's checksum, as it
+// lists those of dlock's other test dependencies, for go test of the
+// packages it imports.
 package sqlfence
 
 import (
