@@ -4,7 +4,7 @@
 # lost-data guard's quorum refused with DLVERSION at once and every other
 # strategy and primitive working (the table in docs/deployment.md), and
 # the fence package, whose Store is plain Lua on one server. A few
-# seconds; without the race detector, as scripts/test-valkey.sh: the Go
+# seconds; without the race detector, as scripts/test-servers.sh: the Go
 # code ran under it on Redis 7, what differs here is the server. A
 # missing build fails the run.
 set -euo pipefail

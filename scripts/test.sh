@@ -5,9 +5,9 @@
 # staticcheck), then vets, runs staticcheck and runs every test with the
 # race detector against real redis-server processes and, for the SQL
 # fence, a real PostgreSQL (internal/testkit/pgtest); then
-# scripts/test-valkey.sh runs the server-dependent packages again on
-# Valkey 8.0 and 7.2, and scripts/test-redis62.sh the floor's test on
-# Redis 6.2.
+# scripts/test-servers.sh runs the server-dependent packages again on
+# Valkey 8.0 and 7.2 and Redis 7.4, and scripts/test-redis62.sh the
+# floor's test on Redis 6.2.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -29,9 +29,10 @@ if [ ${#need[@]} -gt 0 ]; then
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
 fi
 
-# Valkey, from ../shared/valkey beside the repository: its builds are
-# checked here, so that a missing one is said at once; its tests run last.
-./scripts/test-valkey.sh --check
+# Valkey and the other Redis releases, from ../shared/valkey and
+# ../shared/redis beside the repository: their builds are checked here, so
+# that a missing one is said at once; their tests run last.
+./scripts/test-servers.sh --check
 ./scripts/test-redis62.sh --check
 
 # observe/otelmetric is a module of its own (it keeps OpenTelemetry out of
@@ -156,11 +157,11 @@ if ! awk -v cache="$fuzzcache" 'NR == FNR { line[++n] = $0; next }
   exit 1
 fi
 
-# The server-dependent packages again, on Valkey 8.0 and 7.2 (see
-# scripts/test-valkey.sh). After the Redis run rather than beside it: the
-# two at once load two cores so that timing-bound tests of either fail.
-phase "valkey"
-./scripts/test-valkey.sh
+# The server-dependent packages again, on Valkey 8.0 and 7.2 and Redis 7.4
+# (see scripts/test-servers.sh). After the race run rather than beside it:
+# the two at once load two cores so that timing-bound tests of either fail.
+phase "other servers"
+./scripts/test-servers.sh
 # Below the floor: Redis 6.2, what refuses at once and what works (seconds).
 phase "redis 6.2"
 ./scripts/test-redis62.sh

@@ -1,5 +1,5 @@
 # Test binaries built once, then run as go test runs them, for
-# scripts/test.sh and scripts/test-valkey.sh (sourced by both). go test
+# scripts/test.sh and scripts/test-servers.sh (sourced by both). go test
 # links a test binary again at every call, so a build pass before a timed
 # run (there so that no link competes for the CPU with tests that count
 # time) cost every link twice.
