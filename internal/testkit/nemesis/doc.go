@@ -191,7 +191,11 @@
 //     here: the proxy delays each chunk in turn, so the answers a
 //     valkey-go connection pipelines wait for each other's delays, and
 //     the proxy is rebuilt to add or remove a toxic, which closes every
-//     connection. Judged: the share of windows calm enough. The calm
+//     connection. Nor is it calm where the test process itself was
+//     starved: a watcher asks to wake every 10 ms, and a wake 50 ms late
+//     or more (a machine loaded by other work) disturbs the floor from
+//     when it was due to 100 ms past it (starvation; the report gives
+//     the share of the run). Judged: the share of windows calm enough. The calm
 //     time itself is a smaller share of the run (the report's "calm N%
 //     of the run"). Under the race detector TestNemesis reports the
 //     floor's findings and does not fail on them (see TestNemesis).

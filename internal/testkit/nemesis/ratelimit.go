@@ -84,6 +84,10 @@ type RateStats struct {
 	// stretches: the time the floor holds the limit to its share. (The
 	// floor's judged share counts the windows with some calm in them.)
 	Calm float64 `json:"calm"`
+	// Starved is the share of the run in which the test process itself
+	// was starved (a wake starveLate late or more, and floorSettle
+	// after): the floor judges none of it.
+	Starved float64 `json:"starved"`
 }
 
 // rateLoad is the workers' rate limit calls: each worker has one
@@ -479,11 +483,13 @@ func atLeast(per [][]safety.Span, k int) []safety.Span {
 // rateViolations judges every limit's admissions of the fault phase,
 // fills res.Rate and res.Judged for RATE and RATE floor, and returns the
 // violations by key.
-func (rl *rateLoad) violations(p *Plan, events []*Event, t0 time.Time, res *Result) []keyViolations {
+func (rl *rateLoad) violations(p *Plan, events []*Event, starved []safety.Span, t0 time.Time, res *Result) []keyViolations {
 	end := t0.Add(p.Duration)
 	n, majority := rateNodes(p)
 	refills := rateRefills(p, events)
-	disturbed := rateDisturbed(p, events)
+	// The floor does not judge where the process itself was starved (see
+	// starvation); RATE, a bound, judges everywhere.
+	disturbed := safety.MergeSpans(append(rateDisturbed(p, events), starved...))
 	// Where faults stand in the limit's way (the floor's disturbed
 	// stretches), a window in which no call was answered had nothing to
 	// judge: it counts neither way in RATE's judged share.
@@ -538,6 +544,7 @@ func (rl *rateLoad) violations(p *Plan, events []*Event, t0 time.Time, res *Resu
 	res.Judged[string(safety.Rate)] = share(judged, windows)
 	res.Judged[string(safety.RateFloor)] = share(fJudged, fWindows)
 	st.Calm = calm
+	st.Starved = spanShare(starved, t0, end)
 	res.Rate = st
 	return out
 }
@@ -595,9 +602,30 @@ func share(part, whole int) float64 {
 	return float64(part) / float64(whole)
 }
 
+// spanShare is the share of [from, to) the merged spans ss cover.
+func spanShare(ss []safety.Span, from, to time.Time) float64 {
+	if !to.After(from) {
+		return 0
+	}
+	var covered time.Duration
+	for _, s := range ss {
+		a, b := s.From, s.To
+		if a.Before(from) {
+			a = from
+		}
+		if b.After(to) {
+			b = to
+		}
+		if b.After(a) {
+			covered += b.Sub(a)
+		}
+	}
+	return float64(covered) / float64(to.Sub(from))
+}
+
 // summary is the rate limits' line of Result.Summary.
 func (st *RateStats) summary() string {
-	return fmt.Sprintf("rate limits (%s; %s): %d calls, %d admitted, %d refused, %d errors (%d outside the floor's disturbed stretches); the worst %v window at %.2f of its bound (refill in it: %v); calm %v windows admitted %.0f%%..%.0f%% (mean) of the ideal, floor %.0f%%, calm %.0f%% of the run",
+	return fmt.Sprintf("rate limits (%s; %s): %d calls, %d admitted, %d refused, %d errors (%d outside the floor's disturbed stretches); the worst %v window at %.2f of its bound (refill in it: %v); calm %v windows admitted %.0f%%..%.0f%% (mean) of the ideal, floor %.0f%%, calm %.0f%% of the run; the test process starved in %.1f%% of it",
 		rateLimits[0].limit, rateLimits[1].limit, st.Calls, st.Admitted, st.Refused, st.Errors, st.CalmErrors, rateWidth, st.Worst, st.WorstRefill,
-		floorWidth, 100*st.FloorMin, 100*st.FloorMean, 100*st.Floor, 100*st.Calm)
+		floorWidth, 100*st.FloorMin, 100*st.FloorMean, 100*st.Floor, 100*st.Calm, 100*st.Starved)
 }

@@ -121,11 +121,15 @@ func (s Soak) Markdown() string {
 	for _, r := range s.Results {
 		for _, k := range r.judgedKeys() {
 			broken, excused := "–", "–"
-			if k != ReadersOrder {
+			switch k {
+			case ReadersOrder:
+			case SQLFence:
+				broken = fmt.Sprint(r.SQL.Broken) // FENCE's findings too, no window excuses them
+			default:
 				broken, excused = fmt.Sprint(r.BrokenBy(safety.Property(k))), fmt.Sprint(r.Excused[k])
 			}
 			judged := fmt.Sprintf("%.0f%%", 100*r.Judged[k])
-			if r.Judged[k] < MinJudged {
+			if r.Judged[k] < MinJudged && k != SQLFence {
 				judged += " **too little**"
 			}
 			fmt.Fprintf(&b, "| %s | %s | %s | %s | %s |\n", r.Strategy, k, broken, excused, judged)
@@ -141,6 +145,14 @@ func (s Soak) Markdown() string {
 		if c := r.Counts; c.Breaks+c.Terms+c.Overstays > 0 {
 			fmt.Fprintf(&b, "\n%s: %d breaks (%d of a held key, %d failed: of unknown outcome), %d terms of office, %d leases held to their end with a waiter queued.\n",
 				r.Strategy, c.Breaks, c.BreaksHeld, c.BreaksFailed, c.Terms, c.Overstays)
+		}
+	}
+	for _, r := range s.Results {
+		if r.Rate != nil {
+			fmt.Fprintf(&b, "\n%s: %s.\n", r.Strategy, r.Rate.summary())
+		}
+		if r.SQL != nil {
+			fmt.Fprintf(&b, "\n%s: %s.\n", r.Strategy, r.SQL.summary())
 		}
 	}
 	for _, r := range s.Results {

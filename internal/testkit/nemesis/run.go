@@ -202,6 +202,7 @@ func Run(t *testing.T, cfg Config) *Result {
 
 	ctx, stop := context.WithCancel(context.Background())
 	defer stop()
+	starving := watchStarvation()
 	wl.start(ctx)
 	t0 := time.Now()
 	events := inject(d, wl, p, t0)
@@ -211,6 +212,7 @@ func Run(t *testing.T, cfg Config) *Result {
 	}
 	stop()
 	wl.wait()
+	wl.starved = starving.close()
 	healed := time.Now()
 	t.Logf("faults over and healed %.1fs after the fault phase began", healed.Sub(t0).Seconds())
 
@@ -515,7 +517,7 @@ func evaluate(p *Plan, wl *workload, events []*Event, t0 time.Time, res *Result)
 		classify(k, vs, ws)
 		keyVs = append(keyVs, keyViolations{k, vs})
 	}
-	for _, kv := range wl.rate.violations(p, events, t0, res) {
+	for _, kv := range wl.rate.violations(p, events, wl.starved, t0, res) {
 		classify(kv.key, kv.vs, nil) // the bound counts the faults
 	}
 	hws := handleWindows(p, events, ws)

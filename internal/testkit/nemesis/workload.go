@@ -70,6 +70,7 @@ type workload struct {
 	items       map[string]*safety.Resource // of the work queue's items, by resource name (see claimItem)
 	completions []completion                // of claims
 	sql         *sqlRegister                // the lock keys' registers, with Config.SQL
+	starved     []safety.Span               // where the process itself was starved (starvation)
 	rwRes       *safety.Resource            // the read-write lock's register, written by its writers
 	rwReaders   *safety.Resource            // the read-write lock's readers' holds, and nothing else
 	behind      []readBehind                // valid readers' reads of a register written under a newer token
