@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/dlockgo/dlock/internal/engine"
+	"github.com/dlockgo/dlock/internal/settings"
 	"github.com/dlockgo/dlock/lease"
 	"github.com/dlockgo/dlock/observe"
 	"github.com/dlockgo/dlock/option"
@@ -51,11 +52,19 @@ func (lk *Locker) acquire(ctx context.Context, key string, opts []option.Option,
 		l, _, err := lk.attempt(ctx, ks, o, nil)
 		return l, err
 	}
+	return lk.wait(ctx, []string{key}, []string{ks.channel}, ks, nil, o)
+}
+
+// wait is Acquire's, and AcquireAll's: attempts at the lock of ks, or of
+// the set ls when it is not nil, until one grants or ctx ends, the waiter
+// in the queue of each of keys and woken by the releases published on
+// its channel of channels.
+func (lk *Locker) wait(ctx context.Context, keys, channels []string, ks *keySet, ls *lockSet, o settings.Call) (*lease.Lease, error) {
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	defer context.AfterFunc(lk.closing, func() { cancel(ErrClosed) })()
 
-	var wk *waker
+	var wakers []*waker
 	wake := make(chan string, 1)
 	at := time.Now().UnixMicro()
 	w := &waiter{
@@ -66,22 +75,35 @@ func (lk *Locker) acquire(ctx context.Context, key string, opts []option.Option,
 		wake:  wake,
 	}
 	defer func() {
-		if wk != nil {
+		for j, wk := range wakers {
 			wk.stop()
-			lk.delist(key, w)
+			lk.delist(keys[j], w)
 		}
 	}()
 	l, err := engine.Wait(ctx, o.Retry, func(ctx context.Context) (*lease.Lease, engine.Turn, error) {
-		l, hint, err := lk.attempt(ctx, ks, o, w)
+		var (
+			l    *lease.Lease
+			hint time.Duration
+			err  error
+		)
+		if ls != nil {
+			l, hint, err = lk.attemptSet(ctx, ls, o, w)
+		} else {
+			l, hint, err = lk.attempt(ctx, ks, o, w)
+		}
 		turn := engine.Turn{Hint: hint, Wake: wake}
 		var qe *Error
 		if !errors.As(err, &qe) {
 			return l, turn, err
 		}
 		w.queued = true
-		if wk == nil && ctx.Err() == nil {
-			lk.enlist(key, w)
-			wk = lk.subscribe(ks.channel, o.TTL, wake, func() { lk.wakeFirst(key) })
+		if wakers == nil && ctx.Err() == nil {
+			// A release of any key may free the set: the waiter listens
+			// on each, and is woken as the earliest waiter of that key.
+			for j, key := range keys {
+				lk.enlist(key, w)
+				wakers = append(wakers, lk.subscribe(channels[j], o.TTL, wake, func() { lk.wakeFirst(key) }))
+			}
 		}
 		if errors.Is(err, lease.ErrTaken) {
 			return nil, turn, err
@@ -97,7 +119,11 @@ func (lk *Locker) acquire(ctx context.Context, key string, opts []option.Option,
 		return nil, turn, engine.Retryable(err)
 	})
 	if err != nil && w.queued {
-		lk.leave(ctx, ks, w, lk.all(), o.TTL)
+		if ls != nil {
+			lk.leaveSet(ctx, ls, w, lk.all(), o.TTL)
+		} else {
+			lk.leave(ctx, ks, w, lk.all(), o.TTL)
+		}
 	}
 	return l, err
 }

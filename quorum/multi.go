@@ -2,7 +2,6 @@ package quorum
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strconv"
 	"time"
@@ -27,23 +26,7 @@ const MaxKeys = 64
 // the keys joined by commas as its Key; the failed attempt leaves no key
 // of the set held on any node.
 func (lk *Locker) TryAcquireAll(ctx context.Context, keys []string, opts ...option.Option) (*lease.Lease, error) {
-	return engine.Start(lk.cfg.Observer, strategy, first(keys)).End(lk.tryAcquireAll(ctx, keys, opts))
-}
-
-func (lk *Locker) tryAcquireAll(ctx context.Context, keys []string, opts []option.Option) (*lease.Lease, error) {
-	o, err := lk.setOptions(ctx, keys, opts)
-	if err != nil {
-		return nil, err
-	}
-	if len(keys) == 1 {
-		return lk.acquire(ctx, keys[0], opts, false)
-	}
-	if err := lk.begin(); err != nil {
-		return nil, err
-	}
-	defer lk.wg.Done()
-	l, _, err := lk.attemptSet(ctx, newLockSet(keys, lk.cfg.Tokens), o, nil)
-	return l, err
+	return engine.Start(lk.cfg.Observer, strategy, first(keys)).End(lk.acquireAll(ctx, keys, opts, false))
 }
 
 // AcquireAll waits until the locks on every key of keys are granted to one
@@ -73,70 +56,28 @@ func (lk *Locker) tryAcquireAll(ctx context.Context, keys []string, opts []optio
 // ctx.Err() as Acquire's does, with the keys joined by commas as the
 // *Error's Key.
 func (lk *Locker) AcquireAll(ctx context.Context, keys []string, opts ...option.Option) (*lease.Lease, error) {
-	return engine.Start(lk.cfg.Observer, strategy, first(keys)).End(lk.acquireAll(ctx, keys, opts))
+	return engine.Start(lk.cfg.Observer, strategy, first(keys)).End(lk.acquireAll(ctx, keys, opts, true))
 }
 
-func (lk *Locker) acquireAll(ctx context.Context, keys []string, opts []option.Option) (*lease.Lease, error) {
+// acquireAll is TryAcquireAll, or AcquireAll when wait is set.
+func (lk *Locker) acquireAll(ctx context.Context, keys []string, opts []option.Option, wait bool) (*lease.Lease, error) {
 	o, err := lk.setOptions(ctx, keys, opts)
 	if err != nil {
 		return nil, err
 	}
 	if len(keys) == 1 {
-		return lk.acquire(ctx, keys[0], opts, true)
+		return lk.acquire(ctx, keys[0], opts, wait)
 	}
 	if err := lk.begin(); err != nil {
 		return nil, err
 	}
 	defer lk.wg.Done()
-	ctx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
-	defer context.AfterFunc(lk.closing, func() { cancel(ErrClosed) })()
-
 	ls := newLockSet(keys, lk.cfg.Tokens)
-	var wakers []*waker
-	wake := make(chan string, 1)
-	at := time.Now().UnixMicro()
-	w := &waiter{
-		id:    engine.NewOwner(),
-		at:    at,
-		score: strconv.FormatInt(at, 10),
-		life:  strconvMs(engine.TicketLife(o.Retry)),
-		wake:  wake,
+	if !wait {
+		l, _, err := lk.attemptSet(ctx, ls, o, nil)
+		return l, err
 	}
-	defer func() {
-		for j, wk := range wakers {
-			wk.stop()
-			lk.delist(keys[j], w)
-		}
-	}()
-	l, err := engine.Wait(ctx, o.Retry, func(ctx context.Context) (*lease.Lease, engine.Turn, error) {
-		l, hint, err := lk.attemptSet(ctx, ls, o, w)
-		turn := engine.Turn{Hint: hint, Wake: wake}
-		var qe *Error
-		if !errors.As(err, &qe) {
-			return l, turn, err
-		}
-		w.queued = true
-		if wakers == nil && ctx.Err() == nil {
-			// A release of any key may free the set: the waiter listens
-			// on each, and is woken as the earliest waiter of that key.
-			for j, key := range keys {
-				lk.enlist(key, w)
-				wakers = append(wakers, lk.subscribe(ls.channels[j], o.TTL, wake, func() { lk.wakeFirst(key) }))
-			}
-		}
-		if errors.Is(err, lease.ErrTaken) {
-			return nil, turn, err
-		}
-		if qe.refusedCredentials() {
-			return nil, turn, err
-		}
-		return nil, turn, engine.Retryable(err)
-	})
-	if err != nil && w.queued {
-		lk.leaveSet(ctx, ls, w, lk.all(), o.TTL)
-	}
-	return l, err
+	return lk.wait(ctx, keys, ls.channels, nil, ls, o)
 }
 
 // leaveSet is leave for a waiter on the locks of ls.
