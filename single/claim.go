@@ -204,6 +204,28 @@ func (lk *Locker) granted(ctx context.Context, t1 time.Time, ttl time.Duration, 
 	return lk.kit.Granted(ctx, t1, ttl, op, key)
 }
 
+// acquire makes the claim's one attempt, or with wait its attempts until
+// one grants, queued and woken by releases (Acquire).
+func (c *claim) acquire(ctx context.Context, wait bool) (*lease.Lease, error) {
+	if !wait {
+		l, _, err := c.try(ctx)
+		return l, err
+	}
+	life := engine.TicketLife(c.O.Retry)
+	c.life = time.Duration(life.Milliseconds()) * time.Millisecond
+	c.args[3] = strconv.FormatInt(life.Milliseconds(), 10)
+	c.NArgs = 4
+	return c.lk.kit.Wait(ctx, c.O.Retry, life, c.Keys[0]+":released", engine.Waiter{
+		Try: c.again, Heed: c.heed, Leave: c.leave,
+		Handed: func() *lease.Lease {
+			if c.handed == 0 {
+				return nil
+			}
+			return c.takeHanded()
+		},
+	})
+}
+
 // claimReply is what claim.lua answered: a grant of token, or a refusal
 // with how long the holder has left and the claim's place in the queue (0
 // for none).
