@@ -50,7 +50,10 @@ func (wl *workload) forceRelease(f Fault, e *Event) {
 		rec.Token = b.Token
 		e.Note = fmt.Sprintf("key %q: free, last token %s, break token %s", key, b.Was, b.Token)
 	}
-	if err := res.Broke(ctx, rec); err != nil {
+	// The fence is told on a context of its own: the break may have used
+	// up most of ctx, and a register outside the process (PostgreSQL)
+	// needs its time.
+	if err := res.Broke(context.Background(), rec); err != nil {
 		wl.harness(fmt.Errorf("break of %q: the fence: %w", key, err))
 	}
 	if err == nil {
