@@ -152,6 +152,12 @@ func TestTryAcquireAllAllOrNothing(t *testing.T) {
 			t.Errorf("b held by the single lease on %d nodes; want a majority", nb)
 		}
 		require.NoError(t, held.Release(ctx))
+		// Release returns once a majority released; the rest release in
+		// the background, and a node still holding b for the old lease
+		// would refuse the set its vote there.
+		if left := eventuallyNoSetLock(t, srvs, []string{"b"}); len(left) > 0 {
+			t.Fatalf("b still held after its release: %v", left)
+		}
 
 		set, err := lk.TryAcquireAll(ctx, keys)
 		require.NoError(t, err, "TryAcquireAll on free keys")
