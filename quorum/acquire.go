@@ -52,7 +52,7 @@ func (lk *Locker) acquire(ctx context.Context, key string, opts []option.Option,
 		l, _, err := lk.attempt(ctx, ks, o, nil)
 		return l, err
 	}
-	return lk.wait(ctx, []string{key}, []string{ks.channel}, ks, nil, o)
+	return lk.wait(ctx, ks, nil, o)
 }
 
 // MaxKeys is the most keys one AcquireAll or TryAcquireAll takes: each
@@ -119,14 +119,24 @@ func (lk *Locker) acquireAll(ctx context.Context, keys []string, opts []option.O
 		l, _, err := lk.attemptSet(ctx, ls, o, nil)
 		return l, err
 	}
-	return lk.wait(ctx, keys, ls.channels, nil, ls, o)
+	return lk.wait(ctx, nil, ls, o)
 }
 
 // wait is Acquire's, and AcquireAll's: attempts at the lock of ks, or of
 // the set ls when it is not nil, until one grants or ctx ends, the waiter
-// in the queue of each of keys and woken by the releases published on
-// its channel of channels.
-func (lk *Locker) wait(ctx context.Context, keys, channels []string, ks *keySet, ls *lockSet, o settings.Call) (*lease.Lease, error) {
+// in the queue of each key and woken by the releases published on each
+// key's channel.
+func (lk *Locker) wait(ctx context.Context, ks *keySet, ls *lockSet, o settings.Call) (*lease.Lease, error) {
+	parts := 1
+	if ls != nil {
+		parts = len(ls.ks)
+	}
+	part := func(j int) *keySet {
+		if ls != nil {
+			return ls.ks[j]
+		}
+		return ks
+	}
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	defer context.AfterFunc(lk.closing, func() { cancel(ErrClosed) })()
@@ -144,7 +154,7 @@ func (lk *Locker) wait(ctx context.Context, keys, channels []string, ks *keySet,
 	defer func() {
 		for j, wk := range wakers {
 			wk.stop()
-			lk.delist(keys[j], w)
+			lk.delist(part(j).key, w)
 		}
 	}()
 	l, err := engine.Wait(ctx, o.Retry, func(ctx context.Context) (*lease.Lease, engine.Turn, error) {
@@ -167,9 +177,10 @@ func (lk *Locker) wait(ctx context.Context, keys, channels []string, ks *keySet,
 		if wakers == nil && ctx.Err() == nil {
 			// A release of any key may free the set: the waiter listens
 			// on each, and is woken as the earliest waiter of that key.
-			for j, key := range keys {
-				lk.enlist(key, w)
-				wakers = append(wakers, lk.subscribe(channels[j], o.TTL, wake, func() { lk.wakeFirst(key) }))
+			for j := range parts {
+				p := part(j)
+				lk.enlist(p.key, w)
+				wakers = append(wakers, lk.subscribe(p.channel, o.TTL, wake, func() { lk.wakeFirst(p.key) }))
 			}
 		}
 		if errors.Is(err, lease.ErrTaken) {

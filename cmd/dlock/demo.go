@@ -180,14 +180,19 @@ func (d *demo) resource() (*fence.Store, *server, error) {
 }
 
 func (d *demo) put(st *fence.Store, who, value string, t fence.Token) {
-	err := st.Put(d.ctx, "resource", value, t)
+	d.fenced(fmt.Sprintf("%s writes %q with token %v", who, value, t), "accepted", "REFUSED", st.Put(d.ctx, "resource", value, t))
+}
+
+// fenced prints a fenced write's outcome, err: accepted, refused as
+// stale (with the highest token), or failed.
+func (d *demo) fenced(action, accepted, refused string, err error) {
 	switch {
 	case err == nil:
-		d.step(fmt.Sprintf("%s writes %q with token %v", who, value, t), "accepted")
+		d.step(action, "%s", accepted)
 	case errors.Is(err, fence.ErrStale):
-		d.step(fmt.Sprintf("%s writes %q with token %v", who, value, t), "REFUSED: %s", staleSummary(err))
+		d.step(action, "%s: %s", refused, staleSummary(err))
 	default:
-		d.step(fmt.Sprintf("%s writes %q with token %v", who, value, t), "error: %v", err)
+		d.step(action, "error: %v", err)
 	}
 }
 
@@ -637,16 +642,8 @@ func (d *demo) postgres() error {
 	}
 	invoices := sqlfence.Table{Name: "invoices", Key: "id"}
 	update := func(who, body string, t fence.Token) {
-		err := invoices.Update(d.ctx, db, 1, t, sqlfence.Set{"body": body})
-		action := fmt.Sprintf("%s updates row 1 to %q", who, body)
-		switch {
-		case err == nil:
-			d.step(action, "committed under token %v", t)
-		case errors.Is(err, fence.ErrStale):
-			d.step(action, "REFUSED by PostgreSQL: %s", staleSummary(err))
-		default:
-			d.step(action, "error: %v", err)
-		}
+		d.fenced(fmt.Sprintf("%s updates row 1 to %q", who, body), fmt.Sprintf("committed under token %v", t),
+			"REFUSED by PostgreSQL", invoices.Update(d.ctx, db, 1, t, sqlfence.Set{"body": body}))
 	}
 	const ttl = time.Second
 	a, err := lk.TryAcquire(d.ctx, "invoice-1", option.TTL(ttl))

@@ -20,8 +20,6 @@ import (
 	"testing"
 	"time"
 
-	_ "github.com/jackc/pgx/v5/stdlib" // the "pgx" driver of database/sql
-
 	"github.com/dlockgo/dlock/internal/pgproc"
 )
 
