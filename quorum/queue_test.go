@@ -325,16 +325,18 @@ func TestQueueDeadWaiter(t *testing.T) {
 		}
 		t.Logf("granted %d ms after the dead ticket's earliest deadline (deadlines span %d ms)",
 			granted-deadlines[0], deadlines[2]-deadlines[0])
-		for i, deadline := 0, time.Now().Add(time.Second); i < len(srvs); {
-			got := waiters(t, srvs[i], key)
-			if !slices.Contains(got, deadID) {
-				i++
-				continue
+		// The majority that granted the lease dropped the dead head before
+		// it voted; a node whose vote ran before its own deadline (they
+		// span a few ms) may keep it until the next attempt there or the
+		// queue's end, which the check after the release judges.
+		var kept []int
+		for i, s := range srvs {
+			if slices.Contains(waiters(t, s, key), deadID) {
+				kept = append(kept, i)
 			}
-			if time.Now().After(deadline) {
-				t.Fatalf("server %d: queue %v a second after the grant; want the dead waiter %s gone", i, got, deadID)
-			}
-			time.Sleep(5 * time.Millisecond)
+		}
+		if len(kept) > len(srvs)/2 {
+			t.Fatalf("servers %v still queue the dead waiter %s after the grant; want it gone from a majority", kept, deadID)
 		}
 		require.NoError(t, l.Release(ctx), "Release")
 		queueGoneWithin(t, srvs, key, ticketLife+time.Second)
