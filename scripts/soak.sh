@@ -21,6 +21,9 @@ cd "$(dirname "$0")/.."
 duration="${DURATION:-60m}"
 seed="${SEED:-0}"
 server="${DLOCK_SERVER:-redis-server}"
+# The tests run in their package's folder: a path from the repository's root is made
+# absolute (a bare name is looked up on PATH).
+case "$server" in */*) server="$(cd "$(dirname "$server")" && pwd)/$(basename "$server")" ;; esac
 kind=redis
 case "$(basename "$server")" in valkey*) kind=valkey ;; esac
 name="${NAME:-soak-$kind}"
