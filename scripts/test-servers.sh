@@ -15,9 +15,9 @@
 # on Debian's Redis 7.0, and what differs here is the server. For the same
 # reason the allocation budgets (the Allocs tests) are left to
 # scripts/test.sh, which runs them alone: they count the client's
-# allocations, whatever the server. Valkey 7.2 runs beside 8.0: the tests
-# wait on servers and clocks far more than they compute, so they overlap
-# well on two cores; Redis 7.4 after them.
+# allocations, whatever the server. The three servers' packages run side
+# by side: the tests wait on servers and clocks far more than they
+# compute, so they overlap well on two cores.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -53,38 +53,38 @@ trap 'rm -rf "$log"' EXIT
 
 . scripts/testbin.sh
 
-run() { # name server list -p flags...
-  local name=$1 bin=$2 list=$3 p=$4 start=$SECONDS
-  shift 4
-  if DLOCK_SERVER=$bin testbin_run "$list" "$p" -test.skip="$skip" "$@" >"$log/$name" 2>&1; then
-    status=ok
-  else
-    status=FAIL
-  fi
-  sed "s/^/[$name] /" "$log/$name"
-  echo "[$name] $status in $((SECONDS - start))s"
-  [ "$status" = ok ]
-}
-
 # The longest first, so that no long package starts last.
-v8pkgs=(./single ./quorum . ./internal/testkit/nemesis ./election ./rwlock ./internal/testkit/redistest ./permits ./node/... ./claims ./ratelimit ./dlocktest)
+pkgs=(./single ./quorum . ./internal/testkit/nemesis ./election ./rwlock ./internal/testkit/redistest ./permits ./node/... ./claims ./ratelimit ./dlocktest)
 # The test binaries first, once each (scripts/testbin.sh), so that no
-# compile or link competes with tests that count time; then three
-# packages at a time on Valkey 8.0 beside one at a time on Valkey 7.2,
-# then three at a time on Redis 7.4 (the tests mostly wait on servers and
-# TTLs), all running binaries of the same build. Valkey 8.0 and Redis 7.4
-# at once, two at a time each, starved the nemesis's short mode (its
-# process late to wake in 40% of the run) and failed its RATE floor.
-testbin_list "$log/" "${v8pkgs[@]}" >"$log/v8"
-testbin_build "$log/v8"
-cp "$log/v8" "$log/r74" # a list of its own: testbin_run logs beside each binary by the list's name
-awk '$1 ~ /\/(single|quorum)$/' "$log/v8" >"$log/v7"
-awk '$1 ~ /\/internal\/testkit\/redistest$/' "$log/v8" >"$log/v7-info"
-run valkey-7.2.7 "$v7" "$log/v7" 1 &&
-  run valkey-7.2.7-info "$v7" "$log/v7-info" 1 -test.run='TestBuild|TestInfoServerFields|TestClock' &
-p7=$!
+# compile or link competes with tests that count time; then every
+# server's packages from one list, four at a time (the tests mostly wait
+# on servers and TTLs), all running binaries of the same build. One list
+# keeps four running to its end, where a list per server left the last
+# one's tail alone on the machine. The nemesis's short mode computes far
+# more than the rest: its two runs (Valkey 8.0, Redis 7.4) never overlap
+# (TESTBIN_ALONE); the two at once, each beside another package, starved
+# it (its process late to wake in 40% of the run) and failed its RATE
+# floor.
+testbin_list "$log/" "${pkgs[@]}" >"$log/pkgs"
+testbin_build "$log/pkgs"
+# list NAME SERVER [REGEXP]: the lines of the packages matching REGEXP
+# (all when none is given), marked to run on SERVER under NAME.
+list() { awk -v n="$1" -v s="$2" -v re="${3:-.}" '$1 ~ re { print $0, n, s }' "$log/pkgs"; }
+# Valkey 8.0's nemesis first; then each server's packages in the order
+# above, interleaved, so that the long ones start first; on Valkey 7.2
+# the strategies.
+{
+  list valkey-8.0.1 "$v8" '/nemesis$'
+  paste -d '\n' <(list valkey-8.0.1 "$v8" | grep -v '/nemesis ') \
+    <(list redis-7.4.1 "$r74") \
+    <(list valkey-7.2.7 "$v7" '/(single|quorum)$') | grep -v '^$'
+} >"$log/all"
 rc=0
-run valkey-8.0.1 "$v8" "$log/v8" 3 || rc=1
-wait $p7 || rc=1
-run redis-7.4.1 "$r74" "$log/r74" 3 || rc=1
+start=$SECONDS
+TESTBIN_ALONE='/internal/testkit/nemesis$' testbin_run "$log/all" 4 -test.skip="$skip" || rc=1
+echo "test-servers: the packages in $((SECONDS - start))s"
+# Valkey 7.2: the harness's tests of what the server says it is and of
+# the clock shim.
+list valkey-7.2.7-info "$v7" '/internal/testkit/redistest$' >"$log/v7-info"
+testbin_run "$log/v7-info" 1 -test.run='TestBuild|TestInfoServerFields|TestClock' || rc=1
 exit $rc

@@ -94,7 +94,7 @@ go test -count=1 -timeout 5m -run 'Allocs' ./single ./quorum
 # Two packages at a time (go test's default on two cores): four at once,
 # tried, starved the tests with 50-300 ms TTLs of CPU under the race
 # detector ("granted after its validity ran out").
-phase "race run"
+phase "race binaries"
 . scripts/testbin.sh
 racebin=$(mktemp -d)
 trap 'rm -rf "$racebin"' EXIT
@@ -106,6 +106,7 @@ for m in "${modules[@]}"; do
   (cd "$m" && testbin_list "$racebin/$prefix" "${pkgs[@]}")
 done >"$racebin/list"
 testbin_build "$racebin/list" -race
+phase "race run"
 testbin_run "$racebin/list" 2 || { echo "test.sh: the race run failed (above)" >&2; exit 1; }
 
 # Fuzz targets, each for a fixed count of runs (about a second each on a

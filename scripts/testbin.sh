@@ -29,19 +29,28 @@ testbin_build() {
 # its package's folder, P at a time, once each (-test.count=1, 15 minutes
 # at most, then FLAG...: -test.run=..., -test.skip=...), and prints a line
 # per package as go test does, with the output of those that failed. It
-# fails when one did.
+# fails when one did. A line may end in two more fields, a name and a
+# server: its binary then runs with DLOCK_SERVER set to that server, and
+# its lines are marked [name]. The packages whose import paths match
+# TESTBIN_ALONE (an extended regexp, when set) run one at a time: with
+# the others beside them, but never two of them at once.
 testbin_run() {
   local list=$1 p=$2
   shift 2
   # shellcheck disable=SC2016
-  # The output goes beside the binary, named after LIST too: two runs of
-  # one binary (one per server) may run at once.
-  TESTBIN_FLAGS="$*" TESTBIN_LIST=${list##*/} xargs -P "$p" -L 1 sh -c '
+  # The output goes beside the binary, named after LIST and the server:
+  # one binary may run once per server.
+  TESTBIN_FLAGS="$*" TESTBIN_LIST=${list##*/} TESTBIN_LOCK="$list.alone" xargs -P "$p" -L 1 sh -c '
     set -f
-    start=$(date +%s) out="$3.$TESTBIN_LIST.log"
-    if (cd "$2" && "$3" -test.count=1 -test.timeout=15m $TESTBIN_FLAGS) >"$out" 2>&1 </dev/null; then
-      echo "ok  	$1	$(( $(date +%s) - start ))s"
+    mark="" alone=""
+    if [ -n "${5:-}" ]; then export DLOCK_SERVER="$5"; mark="[$4] "; fi
+    if [ -n "${TESTBIN_ALONE:-}" ] && printf "%s\n" "$1" | grep -Eq "$TESTBIN_ALONE"; then alone="flock $TESTBIN_LOCK"; fi
+    out="$3.$TESTBIN_LIST${4:+.$4}.log"
+    # The time counts from the start of the run, not of the wait for
+    # the lock.
+    if (cd "$2" && $alone sh -c "echo \$(date +%s) >\"\$0.start\"; exec \"\$@\"" "$out" "$3" -test.count=1 -test.timeout=15m $TESTBIN_FLAGS) >"$out" 2>&1 </dev/null; then
+      echo "${mark}ok  	$1	$(( $(date +%s) - $(cat "$out.start") ))s"
     else
-      cat "$out"; echo "FAIL	$1	$(( $(date +%s) - start ))s"; exit 1
+      sed "s/^/$mark/" "$out"; echo "${mark}FAIL	$1	$(( $(date +%s) - $(cat "$out.start" 2>/dev/null || date +%s) ))s"; exit 1
     fi' _ <"$list"
 }
