@@ -26,7 +26,7 @@ func TestDeadHolderFreed(t *testing.T) {
 		s := newSemaphore(t, n)
 		ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 		defer cancel()
-		const name, ttl = "crash", 150 * time.Millisecond
+		const name, ttl = "crash", 500 * time.Millisecond
 		dead, err := s.TryAcquire(ctx, name, 2, option.TTL(ttl))
 		require.NoError(t, err)
 		alive, err := s.TryAcquire(ctx, name, 2, option.TTL(ttl), option.AutoRenew(true))
