@@ -17,6 +17,7 @@ import (
 // so with the nodes' errors rather than report a vacancy, and the leader
 // in office loses its term when its lease runs out unrenewed.
 func TestQuorumNodesDown(t *testing.T) {
+	t.Parallel()
 	for _, client := range redistest.Clients {
 		t.Run(client, func(t *testing.T) {
 			ctx := t.Context()

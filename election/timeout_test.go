@@ -19,6 +19,7 @@ import (
 // in its error are theirs, not the end of the caller's context, and it
 // matches neither a context error nor ErrNoLeader.
 func TestLeaderNodeTimeoutIsNotADeadline(t *testing.T) {
+	t.Parallel()
 	srvs := redistest.StartN(t, 5)
 	addrs := make([]string, len(srvs))
 	for i, s := range srvs {

@@ -108,6 +108,7 @@ func TestEvalNoScriptFallback(t *testing.T) {
 }
 
 func TestEvalContext(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	for _, c := range redistest.AllNodes(t, srv.Addr()) {
 		t.Run(c.Name, func(t *testing.T) {
@@ -287,6 +288,7 @@ func TestPipelineKeepsOrderOnFirstUse(t *testing.T) {
 // with the replica refusing writes, a WAIT on a connection that wrote
 // nothing would still report the replica at once.
 func TestPipelineWait(t *testing.T) {
+	t.Parallel()
 	master := redistest.Start(t)
 	replica := redistest.Start(t, redistest.WithReplicaOf(master))
 	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
@@ -487,6 +489,7 @@ func TestSubscribeAfterAbandoned(t *testing.T) {
 // stopped server returns at once, and the server subscription it leaves
 // ends once the server resumes.
 func TestStopBehindHungSubscribe(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	for _, c := range redistest.AllNodes(t, srv.Addr()) {
 		t.Run(c.Name, func(t *testing.T) {

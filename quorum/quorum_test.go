@@ -470,6 +470,7 @@ func TestPausedNode(t *testing.T) {
 }
 
 func TestValidityExhausted(t *testing.T) {
+	t.Parallel()
 	forEachClient(t, func(t *testing.T, c string) {
 		srvs := redistest.StartN(t, 3)
 		proxies := make([]*redistest.Proxy, len(srvs))
@@ -695,6 +696,7 @@ func touch(t *testing.T, lk *quorum.Locker, srvs []*redistest.Server, ttl time.D
 }
 
 func TestLostDataGuard(t *testing.T) {
+	t.Parallel()
 	const ttl = time.Second
 	forEachClient(t, func(t *testing.T, c string) {
 		for _, guard := range []bool{true, false} {
@@ -776,6 +778,7 @@ func TestLostDataGuard(t *testing.T) {
 // far above the clock floor make the floor useless, so only the repair can
 // keep the order.
 func TestRepair(t *testing.T) {
+	t.Parallel()
 	const ttl = time.Second
 	const high = "4503599627370496" // 2^52
 	forEachClient(t, func(t *testing.T, c string) {
@@ -905,6 +908,7 @@ func TestGuardedTwoOfFiveDead(t *testing.T) {
 // its repair, and is repaired only by an attempt that hears from a
 // majority of the other nodes.
 func TestRepairNeedsOthers(t *testing.T) {
+	t.Parallel()
 	const ttl = time.Second
 	forEachClient(t, func(t *testing.T, c string) {
 		srvs := redistest.StartN(t, 5)

@@ -22,6 +22,7 @@ import (
 // call gets a DeadlineExceeded. (Wait returns the error of its call:
 // cmd/dlock's TestRunRateUnavailable runs it.)
 func TestNoQuorumIsNotADeadline(t *testing.T) {
+	t.Parallel()
 	for _, client := range redistest.Clients {
 		t.Run(client, func(t *testing.T) {
 			srvs := redistest.StartN(t, 3)
@@ -72,6 +73,7 @@ func checkNoQuorum(t *testing.T, call string, err error) {
 // the node timeout cut short is the server's failure, not a deadline of
 // the caller's.
 func TestNodeTimeoutIsNotADeadline(t *testing.T) {
+	t.Parallel()
 	for _, client := range redistest.Clients {
 		t.Run(client, func(t *testing.T) {
 			srv := redistest.Start(t)

@@ -81,7 +81,7 @@ list() { awk -v n="$1" -v s="$2" -v re="${3:-.}" '$1 ~ re { print $0, n, s }' "$
 } >"$log/all"
 rc=0
 start=$SECONDS
-TESTBIN_ALONE='/internal/testkit/nemesis$' testbin_run "$log/all" 4 -test.skip="$skip" || rc=1
+TESTBIN_ALONE='/internal/testkit/nemesis$' testbin_run "$log/all" 4 -test.skip="$skip" -test.parallel=4 || rc=1
 echo "test-servers: the packages in $((SECONDS - start))s"
 # Valkey 7.2: the harness's tests of what the server says it is and of
 # the clock shim.

@@ -48,7 +48,7 @@ for m in "${modules[@]}"; do (cd "$m" && go vet ./...); done
 # below is what CI runs.
 if [ "${1:-}" = -short ]; then
   phase "quick run"
-  for m in "${modules[@]}"; do (cd "$m" && go test -count=1 -p 4 ./...); done
+  for m in "${modules[@]}"; do (cd "$m" && go test -count=1 -p 4 -parallel 4 ./...); done
   phase "done"
   exit 0
 fi
@@ -93,7 +93,9 @@ go test -count=1 -timeout 5m -run 'Allocs' ./single ./quorum
 # first (single, quorum, the root package, the nemesis, the command).
 # Two packages at a time (go test's default on two cores): four at once,
 # tried, starved the tests with 50-300 ms TTLs of CPU under the race
-# detector ("granted after its validity ran out").
+# detector ("granted after its validity ran out"). Within a package, the
+# tests that wait for seconds on the servers (t.Parallel, see
+# CONTRIBUTING.md) run four at a time, after the others.
 phase "race binaries"
 . scripts/testbin.sh
 racebin=$(mktemp -d)
@@ -107,7 +109,7 @@ for m in "${modules[@]}"; do
 done >"$racebin/list"
 testbin_build "$racebin/list" -race
 phase "race run"
-testbin_run "$racebin/list" 2 || { echo "test.sh: the race run failed (above)" >&2; exit 1; }
+testbin_run "$racebin/list" 2 -test.parallel=4 || { echo "test.sh: the race run failed (above)" >&2; exit 1; }
 
 # Fuzz targets, each for a fixed count of runs (about a second each on a
 # quiet 2-core machine; their seed corpora already ran above as plain

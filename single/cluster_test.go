@@ -65,6 +65,7 @@ func subscribedOn(t testing.TB, cl *redistest.Cluster, channel string) int {
 // each client's cluster client. A lock's keys share the slot of its hash
 // tag, so each lock lives on the one master serving that slot.
 func TestCluster(t *testing.T) {
+	t.Parallel()
 	cl := redistest.StartCluster(t, 3)
 	for _, c := range cl.Nodes(t) {
 		t.Run(c.Name, func(t *testing.T) {
@@ -226,6 +227,7 @@ func TestCluster(t *testing.T) {
 // WAIT on one connection to the master serving the lock's slot, so WAIT
 // counts that master's replicas for exactly that claim.
 func TestClusterReplicas(t *testing.T) {
+	t.Parallel()
 	cl := redistest.StartCluster(t, 3)
 	replica := addReplica(t, cl, 0)
 	for _, c := range cl.Nodes(t) {
@@ -373,6 +375,7 @@ func TestClusterSlotMove(t *testing.T) {
 // keys, which the source no longer serves, is refused with an error that
 // is not ErrTaken and keeps trying until the keys have moved.
 func TestClusterFreeLockMidMove(t *testing.T) {
+	t.Parallel()
 	cl := redistest.StartCluster(t, 3)
 	for _, c := range cl.Nodes(t) {
 		t.Run(c.Name, func(t *testing.T) {

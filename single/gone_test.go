@@ -21,6 +21,7 @@ import (
 // once the record lapsed, the field goes and the owner may claim again.
 // The hash never expires before the record.
 func TestLateClaimRefused(t *testing.T) {
+	t.Parallel()
 	forEachClient(t, func(t *testing.T, srv *redistest.Server, n node.Node) {
 		ctx := t.Context()
 		lk := newLocker(t, n, option.TTL(time.Second), option.IdleTTL(100*time.Millisecond))

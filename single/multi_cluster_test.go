@@ -19,6 +19,7 @@ import (
 // rolled back when a key is taken, waited for, and served to callers
 // asking in opposite orders.
 func TestAcquireAllCluster(t *testing.T) {
+	t.Parallel()
 	cl := redistest.StartCluster(t, 3)
 	for _, c := range cl.Nodes(t) {
 		t.Run(c.Name, func(t *testing.T) {

@@ -108,6 +108,7 @@ func TestRaceOneWinner(t *testing.T) {
 // every 7th left to expire, every 11th lost to the next owner while its
 // holder still thinks it has it.
 func TestTokensIncrease(t *testing.T) {
+	t.Parallel()
 	forEachClient(t, func(t *testing.T, srv *redistest.Server, n node.Node) {
 		a, b := newLocker(t, n), newLocker(t, n)
 		ctx := t.Context()

@@ -94,6 +94,7 @@ func TestClusterMoveWhileWriting(t *testing.T) {
 }
 
 func TestClusterWithClock(t *testing.T) {
+	t.Parallel()
 	opt, clock := WithClock(t)
 	c := StartCluster(t, 3, opt)
 	cc := clusterClient(t, c)
@@ -113,6 +114,7 @@ func TestClusterWithClock(t *testing.T) {
 // such a message while the two nodes are still meeting (see awaitBus):
 // without the wait, 4 clusters in 8 lost one here.
 func TestClusterBus(t *testing.T) {
+	t.Parallel()
 	for round := range 3 {
 		c := StartCluster(t, 3)
 		for i, sub := range c.servers {

@@ -16,6 +16,7 @@ import (
 // TestSentinels: three Sentinels promote the replica once the master dies,
 // and a write the replica never got, with replication cut, is gone.
 func TestSentinels(t *testing.T) {
+	t.Parallel()
 	g := redistest.StartSentinels(t, 3)
 	_, err := g.Master.Do("SET", "k", "replicated")
 	require.NoError(t, err)
@@ -48,6 +49,7 @@ func TestSentinels(t *testing.T) {
 // through it (StartSentinels waits for that) and hold the master up;
 // anyone without the passwords is refused.
 func TestSentinelsSecured(t *testing.T) {
+	t.Parallel()
 	certs := redistest.NewCerts(t)
 	for _, tc := range []struct {
 		name string
