@@ -57,7 +57,7 @@ func TestCheckBreak(t *testing.T) {
 		t.Fatalf("a break of unknown outcome: %v; want no overlap", rep)
 	}
 	unknown.Breaks = []Break{{Unknown: true, Sent: at(3200), Returned: at(3300)}}
-	if rep := Check(unknown); rep.Overlaps != 1 || !strings.Contains(rep.Notes[0], "b granted") {
+	if rep := Check(unknown); rep.Overlaps != 1 || !strings.Contains(rep.Notes[0], "b (token 6) granted") {
 		t.Fatalf("a break of unknown outcome after b's lease: %v; want a overlapping b alone", rep)
 	}
 }

@@ -70,6 +70,7 @@ func (r Report) String() string {
 
 type interval struct {
 	holder   string
+	token    fence.Token // of its first grant; 0 for a holder with none
 	from, to time.Time
 }
 
@@ -105,8 +106,8 @@ func Check(h History) Report {
 				continue
 			}
 			rep.Overlaps++
-			note := fmt.Sprintf("overlap: %s valid until %s, %s granted at %s",
-				a.holder, Stamp(a.to), b.holder, Stamp(b.from))
+			note := fmt.Sprintf("overlap: %s (token %d) valid until %s, %s (token %d) granted at %s",
+				a.holder, a.token, Stamp(a.to), b.holder, b.token, Stamp(b.from))
 			rep.note(&rep.Overlaps, note)
 			rep.Violations = append(rep.Violations, Violation{Property: MutualExclusion, At: b.from, Detail: note})
 		}
@@ -189,8 +190,11 @@ func leases(h History) []interval {
 		return iv
 	}
 	for _, g := range h.Grants {
-		granted[g.Holder] = true
 		iv := get(g.Holder, g.At)
+		if !granted[g.Holder] {
+			iv.token = g.Token
+		}
+		granted[g.Holder] = true
 		iv.from = earliest(iv.from, g.At)
 		iv.to = Later(iv.to, g.Until)
 	}
