@@ -258,7 +258,11 @@ func aclQuorum(ctx context.Context, a aclRun) error {
 		return err
 	}
 	defer lk.Close()
-	// Try until the servers vote (a failed try leaves nothing held).
+	// Try until the servers vote (a failed try leaves nothing held): a
+	// node sits out at first, and a first call on a new connection, its
+	// script flushed, may outlast the node timeout on a loaded machine. A
+	// refusal of the user's rules is no timeout: it fails the call, and
+	// the ACL LOG shows it.
 	for deadline := time.Now().Add(2 * wakeWait); ; time.Sleep(50 * time.Millisecond) {
 		l, err := lk.TryAcquire(ctx, a.prefix+"first")
 		if err == nil {
@@ -268,7 +272,9 @@ func aclQuorum(ctx context.Context, a aclRun) error {
 			break
 		}
 		var qe *quorum.Error
-		if !errors.As(err, &qe) || !slices.ContainsFunc(qe.Nodes, func(n quorum.NodeAnswer) bool { return n.Kind == quorum.KindSitsOut }) ||
+		if !errors.As(err, &qe) || !slices.ContainsFunc(qe.Nodes, func(n quorum.NodeAnswer) bool {
+			return n.Kind == quorum.KindSitsOut || n.Kind == quorum.KindTimeout
+		}) ||
 			time.Now().After(deadline) {
 			return fmt.Errorf("first acquire: %w", err)
 		}
