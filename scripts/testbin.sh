@@ -42,15 +42,17 @@ testbin_run() {
   # one binary may run once per server.
   TESTBIN_FLAGS="$*" TESTBIN_LIST=${list##*/} TESTBIN_LOCK="$list.alone" xargs -P "$p" -L 1 sh -c '
     set -f
-    mark="" alone=""
+    mark=""
     if [ -n "${5:-}" ]; then export DLOCK_SERVER="$5"; mark="[$4] "; fi
-    if [ -n "${TESTBIN_ALONE:-}" ] && printf "%s\n" "$1" | grep -Eq "$TESTBIN_ALONE"; then alone="flock $TESTBIN_LOCK"; fi
-    out="$3.$TESTBIN_LIST${4:+.$4}.log"
-    # The time counts from the start of the run, not of the wait for
-    # the lock.
-    if (cd "$2" && $alone sh -c "echo \$(date +%s) >\"\$0.start\"; exec \"\$@\"" "$out" "$3" -test.count=1 -test.timeout=15m $TESTBIN_FLAGS) >"$out" 2>&1 </dev/null; then
-      echo "${mark}ok  	$1	$(( $(date +%s) - $(cat "$out.start") ))s"
+    # One at a time: the lock is held on fd 9 until this shell ends, and
+    # the time counts from when it was taken.
+    if [ -n "${TESTBIN_ALONE:-}" ] && printf "%s\n" "$1" | grep -Eq "$TESTBIN_ALONE"; then
+      exec 9>"$TESTBIN_LOCK" && flock 9
+    fi
+    start=$(date +%s) out="$3.$TESTBIN_LIST${4:+.$4}.log"
+    if (cd "$2" && "$3" -test.count=1 -test.timeout=15m $TESTBIN_FLAGS) >"$out" 2>&1 </dev/null 9>&-; then
+      echo "${mark}ok  	$1	$(( $(date +%s) - start ))s"
     else
-      sed "s/^/$mark/" "$out"; echo "${mark}FAIL	$1	$(( $(date +%s) - $(cat "$out.start" 2>/dev/null || date +%s) ))s"; exit 1
+      sed "s/^/$mark/" "$out"; echo "${mark}FAIL	$1	$(( $(date +%s) - start ))s"; exit 1
     fi' _ <"$list"
 }

@@ -190,11 +190,11 @@ func leases(h History) []interval {
 		return iv
 	}
 	for _, g := range h.Grants {
+		granted[g.Holder] = true
 		iv := get(g.Holder, g.At)
-		if !granted[g.Holder] {
+		if iv.token == 0 {
 			iv.token = g.Token
 		}
-		granted[g.Holder] = true
 		iv.from = earliest(iv.from, g.At)
 		iv.to = Later(iv.to, g.Until)
 	}
