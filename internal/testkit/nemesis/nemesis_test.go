@@ -32,6 +32,12 @@ const shortDuration = 20 * time.Second
 
 func TestMain(m *testing.M) {
 	flag.Parse()
+	// Each run computes as much as it waits (faults, workers, checks):
+	// two at a time at most, whatever -test.parallel the suite gives the
+	// packages whose tests only wait.
+	if p := flag.Lookup("test.parallel"); p != nil && p.Value.String() != "1" {
+		_ = p.Value.Set("2")
+	}
 	code := pgtest.Main(m).Run()
 	if code == 0 {
 		// go-redis redials a dead server from a goroutine of its pool that
