@@ -29,10 +29,12 @@ type claim struct {
 	key  string // once granted: the lease's key, NAME#SLOT
 	// For a waiter: its ticket's lifetime, when its last claim was sent
 	// (the ticket's deadline is that claim's server time plus the
-	// lifetime), and the permit a release handed it, token 0 for none,
-	// whole when a release of this Semaphore handed it (see takeHanded).
+	// lifetime), the attempts that claim's refusal replied, and the permit
+	// a release handed it, token 0 for none, whole when a release of this
+	// Semaphore handed it (see heed and takeHanded).
 	life        time.Duration
 	sent        time.Time
+	seen        fence.Token
 	handed      fence.Token
 	handedSlot  int
 	handedWhole bool
@@ -81,7 +83,7 @@ func (c *claim) try(ctx context.Context) (*lease.Lease, time.Duration, error) {
 	}
 	if !cr.granted {
 		c.Queue = cr.queued
-		c.sent = t1
+		c.sent, c.seen = t1, cr.attempts
 		return nil, cr.left,
 			fmt.Errorf("permits: %q: %w: all %s permits held, or waited for", c.name, lease.ErrTaken, c.args[1])
 	}
@@ -100,18 +102,19 @@ func (c *claim) try(ctx context.Context) (*lease.Lease, time.Duration, error) {
 }
 
 // claimReply is what claim.lua answered: a grant of token and slot, or a
-// refusal with how long until the first live permit ends and whether the
-// claim waits in the queue.
+// refusal with how long until the first live permit ends, whether the
+// claim waits in the queue, and the name's attempts.
 type claimReply struct {
-	granted bool
-	token   fence.Token
-	slot    int
-	left    time.Duration
-	queued  bool
+	granted  bool
+	token    fence.Token
+	slot     int
+	left     time.Duration
+	queued   bool
+	attempts fence.Token
 }
 
 // readClaim reads the reply of claim.lua: a grant's {token, slot}, or a
-// refusal's {left ms, place in the queue (0 for none), 0}.
+// refusal's {left ms, place in the queue (0 for none), attempts}.
 // Any other reply is an error matching engine.ErrBadReply, and grants
 // nothing.
 func readClaim(r node.Reply) (claimReply, error) {
@@ -121,10 +124,11 @@ func readClaim(r node.Reply) (claimReply, error) {
 		if err != nil {
 			return claimReply{}, err
 		}
-		if _, err := engine.ReplyInt(r, 2, 0, 0); err != nil {
+		attempts, err := engine.ReplyInt(r, 2, 0, engine.MaxToken)
+		if err != nil {
 			return claimReply{}, err
 		}
-		return claimReply{left: left, queued: place > 0}, nil
+		return claimReply{left: left, queued: place > 0, attempts: fence.Token(attempts)}, nil
 	case 2:
 		token, err := engine.ReplyToken(r, 0)
 		if err != nil {
@@ -159,9 +163,10 @@ const strategy = "permits"
 // it (the waiter was slow to hear): a claim then finds the permit its own
 // and runs it a TTL from then. The server's permit ends at the TTL or at
 // the ticket's deadline, whichever comes first, or at the TTL alone when
-// a release of this Semaphore handed it over (whole), counted from after
-// the waiter's last claim was sent; the same span from the sending is
-// thus safe to count on here. A lease short of a TTL is Short: it is
+// a release of this Semaphore handed it over (whole), counted from the
+// handoff, which ran after the waiter's last claim (its token is above
+// the attempts that claim's refusal read; see heed), so after that claim
+// was sent; the same span from the sending is thus safe to count on here. A lease short of a TTL is Short: it is
 // extended to a TTL at once, in the background.
 func (c *claim) takeHanded() *lease.Lease {
 	token := c.handed

@@ -167,6 +167,66 @@ func TestWakeOnRelease(t *testing.T) {
 	})
 }
 
+// TestHandoffHeardLate: a message granting a waiter a permit whose token
+// is not above the attempts of the waiter's latest refusal is a grant made
+// before that refusal, heard late; it has ended, and the waiter asks the
+// server rather than take it. Each of the two messages here (a token far
+// below, and the holder's own) costs the waiter one claim, which counts
+// that it heard them; the real grant after them is taken.
+func TestHandoffHeardLate(t *testing.T) {
+	forEachClient(t, func(t *testing.T, srv *redistest.Server, n node.Node) {
+		ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+		defer cancel()
+		const name = "late"
+		held, err := newSemaphore(t, n).TryAcquire(ctx, name, 1, option.TTL(time.Minute))
+		require.NoError(t, err)
+		cn := &redistest.Counter{Node: n, Script: permits.ClaimScript}
+		s := newSemaphore(t, cn, option.TTL(time.Minute))
+		got := make(chan *lease.Lease, 1)
+		go func() {
+			l, err := s.Acquire(ctx, name, 1, option.Retry(time.Minute, time.Minute))
+			if err != nil {
+				t.Errorf("Acquire: %v", err)
+			}
+			got <- l
+		}()
+		// Refused, subscribed, refused again.
+		for deadline := time.Now().Add(5 * time.Second); cn.Runs() < 2 && time.Now().Before(deadline); {
+			time.Sleep(time.Millisecond)
+		}
+		require.EqualValues(t, 2, cn.Runs(), "claims before the messages")
+		owner, err := srv.Do("ZRANGE", permits.HashKey(name)+":q", "0", "0")
+		require.NoError(t, err)
+		for i, token := range []string{"5", held.Token().String()} {
+			_, err := srv.Do("PUBLISH", permits.HashKey(name)+":released", owner[:32]+" "+token+" 0")
+			require.NoError(t, err)
+			for deadline := time.Now().Add(5 * time.Second); cn.Runs() < int32(3+i) && time.Now().Before(deadline); {
+				select {
+				case l := <-got:
+					t.Fatalf("a grant of token %s taken while the only permit is held: lease %d", token, l.Token())
+				case <-time.After(time.Millisecond):
+				}
+			}
+			require.EqualValues(t, 3+i, cn.Runs(), "claims: the message of token %s heard", token)
+		}
+		require.NoError(t, held.Release(ctx))
+		var l *lease.Lease
+		select {
+		case l = <-got:
+		case <-ctx.Done():
+			t.Fatal("the waiter was not handed the permit")
+		}
+		require.NotNil(t, l)
+		defer l.Release(ctx)
+		v, err := srv.Do("HGET", permits.HashKey(name)+":s", l.Owner())
+		require.NoError(t, err)
+		if l.Token() <= held.Token() || v != l.Token().String()+" 0" || holders(t, srv, name) != "1" {
+			t.Errorf("granted token %d; the server's holder record %q, %s holders; want above %d, the one holder",
+				l.Token(), v, holders(t, srv, name), held.Token())
+		}
+	})
+}
+
 // TestCancelledWaiterLeaves: a waiter whose context ends gives up its
 // place, and leaves nothing in the queue.
 func TestCancelledWaiterLeaves(t *testing.T) {

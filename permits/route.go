@@ -252,7 +252,10 @@ func (in *inbox) put(msg string) {
 // heed reads a message of the release channel for a waiter: a grant,
 // "owner token slot" (see serve() in lua/state.lua), calls for an attempt
 // now only when it is this waiter's, whose permit it keeps for the
-// attempt; any other message does too. A grant a release of this
+// attempt when its token is above the attempts of the waiter's latest
+// refusal (a lower one was granted before that refusal ran, and heard
+// late: it has ended, and the attempt asks the server); any other message
+// does too. A grant a release of this
 // Semaphore handed over from its reply comes marked "+" (see router.hand),
 // which no message of the channel reaches a waiter with.
 func (c *claim) heed(msg string) bool {
@@ -269,7 +272,7 @@ func (c *claim) heed(msg string) bool {
 	n, err2 := strconv.Atoi(slot)
 	// A token no script grants, or a slot below 0, hands nothing over:
 	// the attempt that follows asks the server.
-	if ok && err1 == nil && err2 == nil && t <= engine.MaxToken && n >= 0 {
+	if ok && err1 == nil && err2 == nil && t <= engine.MaxToken && n >= 0 && fence.Token(t) > c.seen {
 		c.handed, c.handedSlot, c.handedWhole = fence.Token(t), n, whole
 	}
 	return true

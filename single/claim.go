@@ -34,10 +34,11 @@ type claim struct {
 	pos  int // the owner's place in the queue at the last refusal, 1 for its head
 	// For a waiter: its ticket's lifetime, when its last claim was sent
 	// (the ticket's deadline is that claim's server time plus the
-	// lifetime), and the token a release handed it, 0 for none (see
-	// heed).
+	// lifetime), the key's attempts that claim's refusal replied, and the
+	// token a release handed it, 0 for none (see heed).
 	life   time.Duration
 	sent   time.Time
+	seen   fence.Token
 	handed fence.Token
 	// part says the claim is one key of a set taken key by key (see
 	// setClaim.tryOrdered): its lease tells the Observer nothing, the
@@ -178,7 +179,7 @@ func (c *claim) try(ctx context.Context) (*lease.Lease, time.Duration, error) {
 	if !cr.granted {
 		c.pos = cr.pos
 		c.Queue = c.pos > 0
-		c.sent = t1
+		c.sent, c.seen = t1, cr.attempts
 		return nil, cr.left, lease.ErrTaken
 	}
 	c.Queue = false
@@ -227,17 +228,20 @@ func (c *claim) acquire(ctx context.Context, wait bool) (*lease.Lease, error) {
 }
 
 // claimReply is what claim.lua answered: a grant of token, or a refusal
-// with how long the holder has left and the claim's place in the queue (0
-// for none).
+// with how long the holder has left, the claim's place in the queue (0
+// for none) and the key's attempts.
 type claimReply struct {
-	granted bool
-	token   fence.Token
-	left    time.Duration
-	pos     int
+	granted  bool
+	token    fence.Token
+	left     time.Duration
+	pos      int
+	attempts fence.Token
 }
 
 // readClaim reads the reply of claim.lua: the token of a grant, alone, or
-// a refusal's {left ms, place}.
+// a refusal's {left ms, place, attempts}, or {left ms, place} from a claim
+// without a ticket, whose attempts are read as engine.MaxToken: no token
+// a release hands over is above them (see heed).
 // Any other reply is an error matching engine.ErrBadReply, and grants
 // nothing.
 func readClaim(r node.Reply) (claimReply, error) {
@@ -245,11 +249,24 @@ func readClaim(r node.Reply) (claimReply, error) {
 		token, err := engine.ReplyToken(r, 0)
 		return claimReply{granted: err == nil, token: token}, err
 	}
-	if err := engine.ReplyLen(r, 2); err != nil {
-		return claimReply{}, err
+	if len(r) != 2 {
+		if err := engine.ReplyLen(r, 3); err != nil {
+			return claimReply{}, err
+		}
 	}
 	left, pos, err := engine.ReplyRefusal(r)
-	return claimReply{left: left, pos: pos}, err
+	if err != nil {
+		return claimReply{}, err
+	}
+	cr := claimReply{left: left, pos: pos, attempts: engine.MaxToken}
+	if len(r) == 3 {
+		n, err := engine.ReplyInt(r, 2, 0, engine.MaxToken)
+		if err != nil {
+			return claimReply{}, err
+		}
+		cr.attempts = fence.Token(n)
+	}
+	return cr, nil
 }
 
 func (c *claim) lease(token fence.Token, until time.Time, short bool) *lease.Lease {
@@ -267,7 +284,10 @@ func (c *claim) lease(token fence.Token, until time.Time, short bool) *lease.Lea
 // heed reads a message of the release channel for a waiter (see
 // handoff.lua) and says whether it calls for an attempt now: an empty one
 // (the lock came free), or one that hands the lock to this waiter, whose
-// token it keeps for the attempt. A grant to another waiter does not: the
+// token it keeps for the attempt when it is above the attempts of the
+// waiter's latest refusal. A lower one is a grant made before that
+// refusal ran, heard late: its lease has ended, and the attempt asks the
+// server. A grant to another waiter does not call for an attempt: the
 // lock is held again, and this waiter one place nearer the head.
 func (c *claim) heed(msg string) bool {
 	if msg == "" {
@@ -280,7 +300,7 @@ func (c *claim) heed(msg string) bool {
 	// A token no script grants hands nothing over: the attempt that
 	// follows asks the server.
 	t, err := strconv.ParseUint(token, 10, 64)
-	if err == nil && t <= engine.MaxToken {
+	if err == nil && t <= engine.MaxToken && fence.Token(t) > c.seen {
 		c.handed = fence.Token(t)
 	}
 	return true
@@ -291,8 +311,9 @@ func (c *claim) heed(msg string) bool {
 // (the waiter was slow to hear): a claim then finds the lock its own and
 // runs it a TTL from then (see claim.lua). The server's lease ends at the
 // TTL or at the ticket's deadline, whichever comes first, counted from
-// after the waiter's last claim was sent; the same span from the sending
-// is thus safe to count on here. The lease is Short: it is extended to a
+// the handoff, which ran after the waiter's last claim (its token is above
+// the attempts that claim's refusal read; see heed), so after that claim
+// was sent; the same span from the sending is thus safe to count on here. The lease is Short: it is extended to a
 // TTL at once, in the background. Under option.Replicas nothing is taken: the
 // release that wrote the handoff was not waited on, so the waiter's claim,
 // which finds the lock its own, runs and is waited on as any claim is.

@@ -25,8 +25,10 @@ func isMs(v node.Value) bool {
 
 // FuzzReadClaim feeds readClaim replies of every shape a Node can hand
 // it: only claim.lua's grant, a lone token, is a grant, and only its
-// refusal, {left ms, place}, both integers >= 0, is a refusal; anything
-// else is an error, never a lease and never a panic.
+// refusals, {left ms, place, attempts}, integers >= 0 with attempts no
+// token above 2^53-1, and {left ms, place}, read with attempts at
+// 2^53-1, are refusals; anything else is an error, never a lease and
+// never a panic.
 func FuzzReadClaim(f *testing.F) {
 	for _, r := range []node.Reply{
 		fuzzreply.Ints(1), fuzzreply.Ints(maxToken), fuzzreply.Ints(1_700_000_000_000_000),
@@ -35,6 +37,8 @@ func FuzzReadClaim(f *testing.F) {
 		{fuzzreply.Str("12")}, {{}}, {}, fuzzreply.Ints(1, 2, 3),
 		fuzzreply.Ints(-5, 0), fuzzreply.Ints(math.MaxInt64, 0), fuzzreply.Ints(10, -1),
 		{fuzzreply.Str("10"), fuzzreply.Int(0)},
+		fuzzreply.Ints(1500, 2, 1_700_000_000_000_000), fuzzreply.Ints(0, 0, 0), fuzzreply.Ints(0, 1, -1),
+		fuzzreply.Ints(0, 1, maxToken+1), {fuzzreply.Int(0), fuzzreply.Int(1), fuzzreply.Str("7")}, fuzzreply.Ints(1, 2, 3, 4),
 	} {
 		f.Add(fuzzreply.Encode(r))
 	}
@@ -54,10 +58,15 @@ func FuzzReadClaim(f *testing.F) {
 				t.Fatalf("readClaim(%v) = token %d", r, cr.token)
 			}
 		default:
-			if len(r) != 2 || !isMs(r[0]) || r[1].Kind != node.Int || r[1].Int < 0 || r[1].Int > math.MaxInt32 {
+			if len(r) < 2 || len(r) > 3 || !isMs(r[0]) || r[1].Kind != node.Int || r[1].Int < 0 || r[1].Int > math.MaxInt32 ||
+				len(r) == 3 && (r[2].Kind != node.Int || r[2].Int < 0 || r[2].Int > maxToken) {
 				t.Fatalf("readClaim(%v) read a refusal: %+v", r, cr)
 			}
-			if cr.left != time.Duration(r[0].Int)*time.Millisecond || cr.pos != int(r[1].Int) {
+			attempts := int64(maxToken)
+			if len(r) == 3 {
+				attempts = r[2].Int
+			}
+			if cr.left != time.Duration(r[0].Int)*time.Millisecond || cr.pos != int(r[1].Int) || int64(cr.attempts) != attempts {
 				t.Fatalf("readClaim(%v) = %+v", r, cr)
 			}
 		}
@@ -115,15 +124,16 @@ func FuzzReadClaimAll(f *testing.F) {
 // FuzzHeed feeds a waiter any message of its lock's release channel: it
 // hands the lock to the waiter (a lease without a call to the server)
 // only when the message is handoff.lua's to this waiter, "OWNER TOKEN"
-// with OWNER the waiter's random part and TOKEN one a script can grant.
+// with OWNER the waiter's random part and TOKEN one a script can grant,
+// above the attempts of the waiter's latest refusal (41 here).
 func FuzzHeed(f *testing.F) {
 	const owner = "0123456789abcdef0123456789abcdef"
-	for _, s := range []string{"", owner + " 42", owner + " 0", owner + " -1", owner + " 9007199254740992",
+	for _, s := range []string{"", owner + " 42", owner + " 41", owner + " 5", owner + " 0", owner + " -1", owner + " 9007199254740992",
 		owner + " 18446744073709551615", owner + " 42 x", "ffffffffffffffffffffffffffffffff 42", owner, " ", owner + " "} {
 		f.Add(s, "job 7")
 	}
 	f.Fuzz(func(t *testing.T, msg, metadata string) {
-		c := &claim{}
+		c := &claim{seen: 41}
 		c.args[0] = owner
 		if metadata != "" {
 			c.args[0] += " " + metadata
@@ -134,7 +144,7 @@ func FuzzHeed(f *testing.F) {
 		}
 		token, ok := strings.CutPrefix(msg, owner+" ")
 		n, err := strconv.ParseInt(token, 10, 64)
-		if !ok || err != nil || n < 1 || n > maxToken || int64(c.handed) != n {
+		if !ok || err != nil || n <= 41 || n > maxToken || int64(c.handed) != n {
 			t.Fatalf("heed(%q) handed token %d", msg, c.handed)
 		}
 	})

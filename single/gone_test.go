@@ -39,8 +39,8 @@ func TestLateClaimRefused(t *testing.T) {
 			// The late claim, as the client sent it: owner, TTL, the hash's life.
 			r, err := n.Eval(ctx, single.ClaimScript, []string{h}, owner, "1000", "2000")
 			require.NoError(t, err)
-			if len(r) != 2 {
-				t.Fatalf("%s: late claim of an abandoned owner replied %v; want a refusal {ms left, place}", key, r)
+			if len(r) != 3 || r.Int(1) != 0 {
+				t.Fatalf("%s: late claim of an abandoned owner replied %v; want a refusal {ms left, 0, attempts}", key, r)
 			}
 			// Another owner claims, which moves the hash's expiry: never
 			// before the record's end.

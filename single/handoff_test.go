@@ -3,7 +3,6 @@ package single_test
 import (
 	"context"
 	"strconv"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -15,28 +14,6 @@ import (
 	"github.com/dlockgo/dlock/option"
 	"github.com/dlockgo/dlock/single"
 )
-
-// claimCounter is a real node that counts the claims sent through it.
-type claimCounter struct {
-	node.Node
-	claims atomic.Int32
-}
-
-func (c *claimCounter) Eval(ctx context.Context, s *node.Script, keys []string, args ...string) (node.Reply, error) {
-	if s == single.ClaimScript {
-		c.claims.Add(1)
-	}
-	return c.Node.Eval(ctx, s, keys, args...)
-}
-
-func (c *claimCounter) Pipeline(ctx context.Context, calls []node.Call, wait node.Wait) ([]node.Result, int, error) {
-	for _, call := range calls {
-		if call.Script == single.ClaimScript {
-			c.claims.Add(1)
-		}
-	}
-	return c.Node.Pipeline(ctx, calls, wait)
-}
 
 // ticket queues owner by hand, as a waiter's refused claim would, with a
 // ticket of life ms and a TTL of ttl ms.
@@ -66,7 +43,7 @@ func TestHandoffOneHop(t *testing.T) {
 		const key = "hop"
 		holder, err := newLocker(t, n).TryAcquire(ctx, key, option.TTL(time.Minute))
 		require.NoError(t, err)
-		cn := &claimCounter{Node: n}
+		cn := &redistest.Counter{Node: n, Script: single.ClaimScript}
 		lk := newLocker(t, cn, option.TTL(time.Minute))
 		got := make(chan *lease.Lease, 1)
 		go func() {
@@ -81,10 +58,10 @@ func TestHandoffOneHop(t *testing.T) {
 		waitQueued(t, srv, key, 1)
 		// The first claim, then one more once subscribed.
 		deadline := time.Now().Add(5 * time.Second)
-		for cn.claims.Load() < 2 && time.Now().Before(deadline) {
+		for cn.Runs() < 2 && time.Now().Before(deadline) {
 			time.Sleep(time.Millisecond)
 		}
-		require.EqualValues(t, 2, cn.claims.Load(), "claims before the release")
+		require.EqualValues(t, 2, cn.Runs(), "claims before the release")
 		require.NoError(t, holder.Release(ctx))
 		var l *lease.Lease
 		select {
@@ -94,7 +71,7 @@ func TestHandoffOneHop(t *testing.T) {
 		}
 		require.NotNil(t, l)
 		defer l.Release(ctx)
-		if c := cn.claims.Load(); c != 2 {
+		if c := cn.Runs(); c != 2 {
 			t.Errorf("%d claims; want 2: the handoff needs none", c)
 		}
 		if l.Token() <= holder.Token() {
@@ -113,6 +90,67 @@ func TestHandoffOneHop(t *testing.T) {
 		}
 		if l.TTL() < 50*time.Second {
 			t.Errorf("handed lease TTL %v; want about a minute once extended", l.TTL())
+		}
+	})
+}
+
+// TestHandoffHeardLate: a message handing the lock to a waiter whose
+// token is not above the attempts of the waiter's latest refusal is a
+// grant made before that refusal, heard late; its lease has ended, and
+// the waiter asks the server rather than take it. The two messages here
+// (a token far below, and the holder's own) each cost the waiter one
+// claim, which counts that it heard them; the real handoff after them is
+// taken.
+func TestHandoffHeardLate(t *testing.T) {
+	forEachClient(t, func(t *testing.T, srv *redistest.Server, n node.Node) {
+		ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+		defer cancel()
+		const key = "late"
+		holder, err := newLocker(t, n).TryAcquire(ctx, key, option.TTL(time.Minute))
+		require.NoError(t, err)
+		cn := &redistest.Counter{Node: n, Script: single.ClaimScript}
+		lk := newLocker(t, cn, option.TTL(time.Minute))
+		got := make(chan *lease.Lease, 1)
+		go func() {
+			l, err := lk.Acquire(ctx, key, option.Retry(time.Minute, time.Minute))
+			if err != nil {
+				t.Errorf("Acquire: %v", err)
+			}
+			got <- l
+		}()
+		// Refused, subscribed, refused again.
+		for deadline := time.Now().Add(5 * time.Second); cn.Runs() < 2 && time.Now().Before(deadline); {
+			time.Sleep(time.Millisecond)
+		}
+		require.EqualValues(t, 2, cn.Runs(), "claims before the messages")
+		owner, err := srv.Do("ZRANGE", single.HashKey(key)+":q", "0", "0")
+		require.NoError(t, err)
+		id := owner[:32]
+		for i, token := range []string{"5", strconv.FormatUint(uint64(holder.Token()), 10)} {
+			_, err := srv.Do("PUBLISH", single.HashKey(key)+":released", id+" "+token)
+			require.NoError(t, err)
+			for deadline := time.Now().Add(5 * time.Second); cn.Runs() < int32(3+i) && time.Now().Before(deadline); {
+				select {
+				case l := <-got:
+					t.Fatalf("a handoff of token %s taken while the holder holds the lock: lease %d", token, l.Token())
+				case <-time.After(time.Millisecond):
+				}
+			}
+			require.EqualValues(t, 3+i, cn.Runs(), "claims: the message of token %s heard", token)
+		}
+		require.NoError(t, holder.Release(ctx))
+		var l *lease.Lease
+		select {
+		case l = <-got:
+		case <-ctx.Done():
+			t.Fatal("the waiter was not handed the lock")
+		}
+		require.NotNil(t, l)
+		defer l.Release(ctx)
+		info, err := lk.Inspect(ctx, key)
+		require.NoError(t, err)
+		if !info.Held || info.Owner != l.Owner() || info.Token != l.Token() || l.Token() <= holder.Token() {
+			t.Errorf("Inspect = %+v; want held by the handed lease, token %d above %d", info, l.Token(), holder.Token())
 		}
 	})
 }

@@ -13,8 +13,10 @@
 --          a release by the same Semaphore hands it its grant (see serve())
 --
 -- Replies {token, slot} when granted, and {ms until the first live permit
--- ends (0: unknown), place in the queue (1: its head; 0: not queued), 0}
--- when refused.
+-- ends (0: unknown), place in the queue (1: its head; 0: not queued),
+-- attempts} when refused. A waiter takes a permit handed to it only when
+-- its token is above the attempts of its latest refusal: a grant made
+-- before that refusal ran, heard late, has ended (see serve()).
 --
 -- A claim by an owner that holds a live permit replies that permit, which
 -- then runs a TTL from now: the claim ran again (a client re-sent it after
@@ -42,7 +44,7 @@ if v then
   end
 end
 prune()
-if buried(owner, st[3]) then return {first_left(H), 0, 0} end
+if buried(owner, st[3]) then return {first_left(H), 0, attempts} end
 local queued = redis.call('EXISTS', Q) == 1
 if not queued and redis.call('ZCARD', H) < cap then
   local a, slot = give(owner, ttl, ARGV[4])
@@ -56,7 +58,7 @@ if not ARGV[5] then
       return {a, slot}
     end
   end
-  return {first_left(H), 0, 0}
+  return {first_left(H), 0, attempts}
 end
 local life = tonumber(ARGV[5])
 enqueue(Q, owner)
@@ -65,4 +67,4 @@ if ARGV[6] then rest = rest .. ' ' .. ARGV[6] end
 ticket(Q, QX, owner, life, rest)
 local mine = serve(owner)
 if mine then return mine end
-return {first_left(H), redis.call('ZRANK', Q, owner) + 1, 0}
+return {first_left(H), redis.call('ZRANK', Q, owner) + 1, attempts}

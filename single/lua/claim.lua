@@ -13,7 +13,12 @@
 --
 -- Replies the new attempts, a plain integer, when claimed (cheaper for the
 -- clients to read than an array), and {ms the holder has left, place in the
--- queue (1: its head; 0: not queued)} when refused.
+-- queue (1: its head; 0: not queued), attempts} when refused; a claim
+-- without a ticket that finds the lock held is told {ms, 0} alone, as
+-- fast_claim.lua tells it. A waiter
+-- takes a handoff only when its token is above the attempts of its latest
+-- refusal: a message of an older one, heard late, names a lease that ended
+-- before that refusal ran (see handoff.lua).
 --
 -- A claim by the owner that holds the lock replies the attempts it was
 -- granted, and the lease runs a TTL from now: the claim ran again (a
@@ -71,7 +76,7 @@ if left > 0 then
   end
   if not ARGV[4] then return {left, 0} end
 end
-if buried(ARGV[1], r[5]) then return {math.max(left, 0), 0} end
+if buried(ARGV[1], r[5]) then return {math.max(left, 0), 0, tonumber(r[3] or '0')} end
 local waiting = tonumber(r[4] or '0')
 local counted = waiting
 local q, qx
@@ -120,5 +125,5 @@ if ARGV[4] then
 end
 if waiting == 0 and counted > 0 then redis.call('HDEL', KEYS[1], 'waiting') end
 if waiting > 0 and waiting ~= counted then redis.call('HSET', KEYS[1], 'waiting', waiting) end
-if rank then return {left, rank + 1} end
-return {left, 0}
+if rank then return {left, rank + 1, tonumber(r[3] or '0')} end
+return {left, 0, tonumber(r[3] or '0')}

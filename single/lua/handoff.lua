@@ -11,7 +11,9 @@
 -- ticket held a free lock up before. The release channel carries the
 -- grant, 'owner token' (the owner's first 32 characters, its random part),
 -- so the waiter holds the lock one message after the release, without a
--- claim of its own; an empty message says the lock came free. A waiter
+-- claim of its own, when the token is above the attempts its latest
+-- refusal replied (a grant before that refusal, heard late, has ended);
+-- an empty message says the lock came free. A waiter
 -- that missed the message learns of its grant from its next claim (see
 -- claim.lua). Tickets read 'deadline TTL lifetime' (server ms, ms, ms; see
 -- claim.lua); a ticket of another shape is dropped, and its waiter claims
