@@ -101,21 +101,24 @@ type rateLoad struct {
 	mu   sync.Mutex
 	adms [][]safety.Admission // by limit
 	refs [][]time.Time        // by limit: the ends of the calls refused
-	errs []rateErr            // every call that failed; the first maxRateErrs with their errors
+	errs []rateErr            // every call that failed, with its error's text from texts
+	// texts holds each distinct error text once, at most maxRateErrs of
+	// them: a fault repeats one text thousands of times.
+	texts map[string]string
 
 	calls, admitted, refused, failed atomic.Int64
 }
 
 // rateErr is a call that failed: when it ended, on which caller, and why
-// (for the first maxRateErrs only).
+// (empty once maxRateErrs distinct texts are kept).
 type rateErr struct {
 	at     time.Time
 	caller int
 	err    string
 }
 
-// maxRateErrs bounds the failed calls kept with their error's text; the
-// rest keep their time and caller, which the findings count.
+// maxRateErrs bounds the distinct error texts kept; a failure with a
+// text past them keeps its time and caller, which the findings count.
 const maxRateErrs = 5000
 
 type rateCaller struct {
@@ -304,8 +307,15 @@ func (rl *rateLoad) call(ctx context.Context, caller int, lim *ratelimit.Limiter
 			rl.failed.Add(1)
 			e := rateErr{at: end, caller: caller}
 			rl.mu.Lock()
-			if len(rl.errs) < maxRateErrs {
-				e.err = err.Error()
+			text := err.Error()
+			if k, ok := rl.texts[text]; ok {
+				e.err = k
+			} else if len(rl.texts) < maxRateErrs {
+				if rl.texts == nil {
+					rl.texts = map[string]string{}
+				}
+				rl.texts[text] = text
+				e.err = text
 			}
 			rl.errs = append(rl.errs, e)
 			rl.mu.Unlock()
@@ -572,7 +582,7 @@ func (rl *rateLoad) calmAnswers(i int, a, b time.Time, disturbed []safety.Span) 
 			refused++
 		}
 	}
-	n, callers := 0, map[int]int{}
+	n, callers, texts := 0, map[int]int{}, map[string]int{}
 	first := ""
 	for _, e := range rl.errs {
 		if !calm(e.at) {
@@ -582,11 +592,19 @@ func (rl *rateLoad) calmAnswers(i int, a, b time.Time, disturbed []safety.Span) 
 			first = fmt.Sprintf(", the first worker %d: %s", e.caller, e.err)
 		}
 		callers[e.caller]++
+		texts[e.err]++
 	}
 	if n == 0 {
 		return fmt.Sprintf("; in its calm part %d refused, no call failed", refused)
 	}
-	return fmt.Sprintf("; in its calm part %d refused, %d failed (of either limit), by worker %v%s", refused, n, callers, first)
+	most, times := "", 0
+	for text, k := range texts {
+		if k > times || k == times && text < most {
+			most, times = text, k
+		}
+	}
+	return fmt.Sprintf("; in its calm part %d refused, %d failed (of either limit), by worker %v%s; the most (%d): %q",
+		refused, n, callers, first, times, most)
 }
 
 // keyViolations are the violations found on one key.
