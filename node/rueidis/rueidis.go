@@ -33,7 +33,7 @@ import (
 // A cluster client splits a Pipeline by slot; with a WAIT, its calls must
 // all be in one slot (one hash tag), or Pipeline fails with node.ErrCrossSlot.
 // A Sentinel client (ClientOption.Sentinel) is a client of the current
-// master, and follows it through a failover (TestSentinel).
+// master, and follows it through a failover (node/rueidis's TestSentinel).
 //
 // The Node uses no client-side caching: c may be made with DisableCache,
 // which rueidis needs for a server without RESP3 (before Redis 6).
@@ -44,8 +44,9 @@ type (
 	msg  = rueidis.RedisMessage
 )
 
-// lib names rueidis's types for package rueapi, which the valkey-go
-// adapter shares.
+// lib names rueidis's types for package rueapi, which does the rest.
+// node/valkeygo is generated from this file, with valkey-go's names (see
+// its TestTwin).
 func lib(c rueidis.Client) rueapi.Lib[rueidis.Completed, rueidis.RedisResult, msg] {
 	return rueapi.Lib[rueidis.Completed, rueidis.RedisResult, msg]{
 		Client: c,

@@ -1,4 +1,9 @@
-// Package valkeygo is the node.Node adapter for valkey-go clients.
+// Code generated from node/rueidis/rueidis.go by TestTwin; DO NOT EDIT.
+
+// Package valkeygo is the node.Node adapter for valkey-go clients
+// (github.com/valkey-io/valkey-go), a fork of rueidis: it is
+// node/rueidis with valkey-go's names, and shares the rest with it
+// (node/internal/rueapi).
 package valkeygo
 
 import (
@@ -25,6 +30,11 @@ import (
 //
 // A cluster client splits a Pipeline by slot; with a WAIT, its calls must
 // all be in one slot (one hash tag), or Pipeline fails with node.ErrCrossSlot.
+// A Sentinel client (ClientOption.Sentinel) is a client of the current
+// master, and follows it through a failover (the root package's TestOpenSentinel).
+//
+// The Node uses no client-side caching: c may be made with DisableCache,
+// which valkey-go needs for a server without RESP3 (before Redis 6).
 func New(c valkey.Client) node.Node { return rueapi.New(lib(c)) }
 
 type (
@@ -32,8 +42,8 @@ type (
 	msg  = valkey.ValkeyMessage
 )
 
-// lib names valkey-go's types for package rueapi, which the rueidis
-// adapter shares.
+// lib names valkey-go's types for package rueapi, which does the rest.
+// This file is generated from node/rueidis/rueidis.go (see TestTwin).
 func lib(c valkey.Client) rueapi.Lib[valkey.Completed, valkey.ValkeyResult, msg] {
 	return rueapi.Lib[valkey.Completed, valkey.ValkeyResult, msg]{
 		Client: c,
