@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/dlockgo/dlock/internal/testkit/redistest"
+	"github.com/dlockgo/dlock/lease"
 	"github.com/dlockgo/dlock/node/goredis"
 	"github.com/dlockgo/dlock/option"
 )
@@ -68,5 +69,60 @@ func TestClientRetriesLostReply(t *testing.T) {
 	require.NoError(t, l.Release(ctx))
 	if d.Dropped() != 3 {
 		t.Fatalf("%d replies dropped; want 3", d.Dropped())
+	}
+}
+
+// TestForceRetriedOnce: a break whose reply is lost is sent again by a
+// go-redis client with its default options. It breaks once: the run
+// again reports the holder the first run broke, and leaves the lock with
+// the waiter the first run handed it to, instead of breaking that waiter
+// too.
+func TestForceRetriedOnce(t *testing.T) {
+	srv := redistest.Start(t)
+	d := redistest.StartDropper(t, srv.Addr())
+	c := redis.NewClient(&redis.Options{Addr: d.Addr()})
+	n := goredis.New(c)
+	t.Cleanup(func() {
+		_ = n.Close()
+		_ = c.Close()
+	})
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	operator := newLocker(t, n)
+	_, err := operator.ForceRelease(ctx, "warm") // load the script: a NOSCRIPT answer is a reply too
+	require.NoError(t, err)
+
+	lk := newLocker(t, redistest.NodeFor(t, redistest.Clients[0], srv.Addr()), option.TTL(time.Minute))
+	holder, err := lk.TryAcquire(ctx, "brk")
+	require.NoError(t, err)
+	got := make(chan *lease.Lease, 1)
+	go func() {
+		l, err := lk.Acquire(ctx, "brk", option.Retry(time.Minute, time.Minute))
+		if err != nil {
+			t.Errorf("Acquire: %v", err)
+		}
+		got <- l
+	}()
+	waitQueued(t, srv, "brk", 1)
+
+	d.Drop(0, 1)
+	b, err := operator.ForceRelease(ctx, "brk")
+	require.NoError(t, err, "ForceRelease, its reply lost once")
+	require.Equal(t, 1, d.Dropped(), "replies dropped")
+	var w *lease.Lease
+	select {
+	case w = <-got:
+	case <-ctx.Done():
+		t.Fatal("the waiter was not handed the lock")
+	}
+	require.NotNil(t, w)
+	defer w.Release(ctx)
+	if !b.Held || b.Owner != holder.Owner() || b.Was != holder.Token() {
+		t.Errorf("Broken = %+v; want the holder %s, token %d, broken once", b, holder.Owner(), holder.Token())
+	}
+	info, err := lk.Inspect(ctx, "brk")
+	require.NoError(t, err)
+	if !info.Held || info.Owner != w.Owner() || w.Token() != b.Token+1 {
+		t.Errorf("after the break: %+v, the waiter's token %d; want the waiter holding, token %d", info, w.Token(), b.Token+1)
 	}
 }

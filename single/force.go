@@ -28,8 +28,15 @@ func (lk *Locker) ForceRelease(ctx context.Context, key string) (lease.Broken, e
 	return engine.Forced(ctx, lk.cfg.Observer, strategy, key, lk.forceRelease)
 }
 
+// breakKeepMs is how long, in ms, the server remembers a break, so that
+// the break sent again within it runs once: engine.AbandonKeep, the span
+// over which a late or re-sent call is guarded against elsewhere.
+var breakKeepMs = strconv.FormatInt(engine.AbandonKeep.Milliseconds(), 10)
+
 func (lk *Locker) forceRelease(ctx context.Context, key string) (lease.Broken, error) {
-	r, err := lk.n.Eval(ctx, forceScript, []string{hashKey(key)}, lk.kit.IdleMs)
+	// The break's id makes it run once: a client that sends it again
+	// after its reply was lost gets the first run's reply (see force.lua).
+	r, err := lk.n.Eval(ctx, forceScript, []string{hashKey(key)}, lk.kit.IdleMs, engine.NewOwner(), breakKeepMs)
 	if err != nil {
 		return lease.Broken{}, fmt.Errorf("single: force release %q on %s: %w", key, lk.n, ctxerr.Wrap(ctx, err))
 	}

@@ -38,7 +38,8 @@ var (
 	leaveScript = lua.Script(lua.Spec{Name: "single/leave", FS: luaFS, Lib: lib, Body: []string{"leave.lua"}})
 	// inspectScript: KEYS the hash. Replies {owner, attempts, ms left}.
 	inspectScript = lua.Script(lua.Spec{Name: "single/inspect", FS: luaFS, Lib: lib, Head: "fast_inspect.lua", Body: []string{"inspect.lua"}})
-	// forceScript: KEYS the hash; ARGV ms the key keeps its counter.
+	// forceScript: KEYS the hash; ARGV ms the key keeps its counter, the
+	// break's id and ms to remember it (a break sent again runs once).
 	// Replies {old owner, old attempts, the break's token, ms the old
 	// lease had left}.
 	forceScript = lua.Script(lua.Spec{Name: "single/force", FS: luaFS, Lib: lib, Body: []string{"force.lua"}})

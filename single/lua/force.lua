@@ -7,6 +7,8 @@
 --          hash; K
 -- ARGV[1]  how long the key keeps its counter, ms ('0': for ever), as
 --          fast_release.lua's ARGV[3]
+-- ARGV[2]  the break's id, random
+-- ARGV[3]  how long to remember the break, ms
 --
 -- Replies {the old owner (empty when none), the old attempts ('0' for
 -- none), the break's token, ms the old lease had left (<= 0: nobody held
@@ -20,6 +22,20 @@
 -- old holder's extend and release then find another token (DLSTALE), and
 -- its lease is lost; a release of it run again is not taken for its own
 -- (freed holds the break's token).
+--
+-- A break runs once: K..':broke' keeps the id and the reply of the latest
+-- break for ARGV[3] ms, and the same break run again (a client re-sent it
+-- after its reply was lost) gets that reply and changes nothing. Run
+-- again as a new break, it would end the lease the first run handed to a
+-- waiter, and report that one.
+local rec = K .. ':broke'
+local last = redis.call('HMGET', rec, 'id', 'owner', 'was', 'tok', 'left')
+if last[1] == ARGV[2] then return {last[2], last[3], last[4], tonumber(last[5])} end
+local function broke(owner, was, tok, left)
+  redis.call('HSET', rec, 'id', ARGV[2], 'owner', owner, 'was', was, 'tok', tok, 'left', left)
+  redis.call('PEXPIRE', rec, ARGV[3])
+  return {owner, was, tok, left}
+end
 local v = redis.pcall('GET', K)
 if type(v) ~= 'table' then
   local a, own
@@ -33,7 +49,7 @@ if type(v) ~= 'table' then
   if not n then return bad end
   setpx(K, fmt(n), ARGV[1])
   if own then redis.call('PUBLISH', K .. ':released', '') end
-  return {own or '', a or '0', fmt(n), left}
+  return broke(own or '', a or '0', fmt(n), left)
 end
 local r = redis.call('HMGET', K, 'owner', 'attempts', 'until', 'waiting', 'exp')
 local left = 0
@@ -44,4 +60,4 @@ local tok = fmt(n)
 redis.call('HSET', K, 'attempts', tok)
 free(tok, kept(r[5], ARGV[1]), r[4])
 if left > 0 and not r[4] then redis.call('PUBLISH', K .. ':released', '') end
-return {r[1] or '', r[2] or '0', tok, left}
+return broke(r[1] or '', r[2] or '0', tok, left)
