@@ -50,12 +50,7 @@ func item(t *testing.T, srv *redistest.Server, q *claims.Queue, id string) strin
 func TestClientRetriesLostReply(t *testing.T) {
 	srv := redistest.Start(t)
 	d := redistest.StartDropper(t, srv.Addr())
-	c := redis.NewClient(&redis.Options{Addr: d.Addr()})
-	n := goredis.New(c)
-	t.Cleanup(func() {
-		_ = n.Close()
-		_ = c.Close()
-	})
+	n := d.GoRedis(t)
 	q := newQueue(t, n, "retries", option.TTL(10*time.Second))
 	warmQueue(t, q)
 	ctx := t.Context()

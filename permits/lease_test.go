@@ -6,14 +6,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
 	"github.com/dlockgo/dlock/fence"
 	"github.com/dlockgo/dlock/internal/testkit/redistest"
 	"github.com/dlockgo/dlock/lease"
 	"github.com/dlockgo/dlock/node"
-	"github.com/dlockgo/dlock/node/goredis"
 	"github.com/dlockgo/dlock/option"
 	"github.com/dlockgo/dlock/permits"
 )
@@ -107,12 +105,7 @@ func TestStaleFenced(t *testing.T) {
 func TestClientRetriesLostReply(t *testing.T) {
 	srv := redistest.Start(t)
 	d := redistest.StartDropper(t, srv.Addr())
-	c := redis.NewClient(&redis.Options{Addr: d.Addr()})
-	n := goredis.New(c)
-	t.Cleanup(func() {
-		_ = n.Close()
-		_ = c.Close()
-	})
+	n := d.GoRedis(t)
 	const ttl = 10 * time.Second
 	s := newSemaphore(t, n, option.TTL(ttl))
 	ctx, cancel := context.WithTimeout(t.Context(), 3*ttl)

@@ -190,24 +190,20 @@ func TestHandoffHeardLate(t *testing.T) {
 			}
 			got <- l
 		}()
-		// Refused, subscribed, refused again.
-		for deadline := time.Now().Add(5 * time.Second); cn.Runs() < 2 && time.Now().Before(deadline); {
-			time.Sleep(time.Millisecond)
-		}
-		require.EqualValues(t, 2, cn.Runs(), "claims before the messages")
+		cn.Await(t, 2, nil) // refused, subscribed, refused again
 		owner, err := srv.Do("ZRANGE", permits.HashKey(name)+":q", "0", "0")
 		require.NoError(t, err)
 		for i, token := range []string{"5", held.Token().String()} {
 			_, err := srv.Do("PUBLISH", permits.HashKey(name)+":released", owner[:32]+" "+token+" 0")
 			require.NoError(t, err)
-			for deadline := time.Now().Add(5 * time.Second); cn.Runs() < int32(3+i) && time.Now().Before(deadline); {
+			// Each message heard costs a claim.
+			cn.Await(t, int32(3+i), func() {
 				select {
 				case l := <-got:
 					t.Fatalf("a grant of token %s taken while the only permit is held: lease %d", token, l.Token())
-				case <-time.After(time.Millisecond):
+				default:
 				}
-			}
-			require.EqualValues(t, 3+i, cn.Runs(), "claims: the message of token %s heard", token)
+			})
 		}
 		require.NoError(t, held.Release(ctx))
 		var l *lease.Lease

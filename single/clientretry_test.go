@@ -5,12 +5,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
 	"github.com/dlockgo/dlock/internal/testkit/redistest"
 	"github.com/dlockgo/dlock/lease"
-	"github.com/dlockgo/dlock/node/goredis"
 	"github.com/dlockgo/dlock/option"
 )
 
@@ -21,12 +19,7 @@ import (
 func TestClientRetriesLostReply(t *testing.T) {
 	srv := redistest.Start(t)
 	d := redistest.StartDropper(t, srv.Addr())
-	c := redis.NewClient(&redis.Options{Addr: d.Addr()})
-	n := goredis.New(c)
-	t.Cleanup(func() {
-		_ = n.Close()
-		_ = c.Close()
-	})
+	n := d.GoRedis(t)
 	const ttl = 10 * time.Second
 	lk := newLocker(t, n, option.TTL(ttl))
 	ctx, cancel := context.WithTimeout(t.Context(), 3*ttl)
@@ -80,12 +73,7 @@ func TestClientRetriesLostReply(t *testing.T) {
 func TestForceRetriedOnce(t *testing.T) {
 	srv := redistest.Start(t)
 	d := redistest.StartDropper(t, srv.Addr())
-	c := redis.NewClient(&redis.Options{Addr: d.Addr()})
-	n := goredis.New(c)
-	t.Cleanup(func() {
-		_ = n.Close()
-		_ = c.Close()
-	})
+	n := d.GoRedis(t)
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	defer cancel()
 	operator := newLocker(t, n)

@@ -56,12 +56,7 @@ func TestHandoffOneHop(t *testing.T) {
 			got <- l
 		}()
 		waitQueued(t, srv, key, 1)
-		// The first claim, then one more once subscribed.
-		deadline := time.Now().Add(5 * time.Second)
-		for cn.Runs() < 2 && time.Now().Before(deadline) {
-			time.Sleep(time.Millisecond)
-		}
-		require.EqualValues(t, 2, cn.Runs(), "claims before the release")
+		cn.Await(t, 2, nil) // the first claim, then one more once subscribed
 		require.NoError(t, holder.Release(ctx))
 		var l *lease.Lease
 		select {
@@ -84,7 +79,7 @@ func TestHandoffOneHop(t *testing.T) {
 		}
 		noQueue(t, srv, key)
 		// The lease is extended to its TTL at once, in the background.
-		deadline = time.Now().Add(5 * time.Second)
+		deadline := time.Now().Add(5 * time.Second)
 		for l.TTL() < 50*time.Second && time.Now().Before(deadline) {
 			time.Sleep(time.Millisecond)
 		}
@@ -118,25 +113,21 @@ func TestHandoffHeardLate(t *testing.T) {
 			}
 			got <- l
 		}()
-		// Refused, subscribed, refused again.
-		for deadline := time.Now().Add(5 * time.Second); cn.Runs() < 2 && time.Now().Before(deadline); {
-			time.Sleep(time.Millisecond)
-		}
-		require.EqualValues(t, 2, cn.Runs(), "claims before the messages")
+		cn.Await(t, 2, nil) // refused, subscribed, refused again
 		owner, err := srv.Do("ZRANGE", single.HashKey(key)+":q", "0", "0")
 		require.NoError(t, err)
 		id := owner[:32]
 		for i, token := range []string{"5", strconv.FormatUint(uint64(holder.Token()), 10)} {
 			_, err := srv.Do("PUBLISH", single.HashKey(key)+":released", id+" "+token)
 			require.NoError(t, err)
-			for deadline := time.Now().Add(5 * time.Second); cn.Runs() < int32(3+i) && time.Now().Before(deadline); {
+			// Each message heard costs a claim.
+			cn.Await(t, int32(3+i), func() {
 				select {
 				case l := <-got:
 					t.Fatalf("a handoff of token %s taken while the holder holds the lock: lease %d", token, l.Token())
-				case <-time.After(time.Millisecond):
+				default:
 				}
-			}
-			require.EqualValues(t, 3+i, cn.Runs(), "claims: the message of token %s heard", token)
+			})
 		}
 		require.NoError(t, holder.Release(ctx))
 		var l *lease.Lease

@@ -3,6 +3,8 @@ package redistest
 import (
 	"context"
 	"sync/atomic"
+	"testing"
+	"time"
 
 	"github.com/dlockgo/dlock/node"
 )
@@ -33,4 +35,20 @@ func (c *Counter) Pipeline(ctx context.Context, calls []node.Call, wait node.Wai
 		}
 	}
 	return c.Node.Pipeline(ctx, calls, wait)
+}
+
+// Await waits, up to 5 s, until the script was sent want times, and
+// fails t when it was not. early, when not nil, is polled meanwhile: a
+// test that waits for a call that must come before some outcome passes
+// one that fails t when the outcome came first.
+func (c *Counter) Await(t testing.TB, want int32, early func()) {
+	t.Helper()
+	for deadline := time.Now().Add(5 * time.Second); c.Runs() < want && time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+		if early != nil {
+			early()
+		}
+	}
+	if got := c.Runs(); got != want {
+		t.Fatalf("redistest: the script %.12s… was sent %d times; want %d", c.Script.SHA(), got, want)
+	}
 }

@@ -6,6 +6,11 @@ import (
 	"net"
 	"sync"
 	"testing"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/dlockgo/dlock/node"
+	"github.com/dlockgo/dlock/node/goredis"
 )
 
 // Dropper is a TCP proxy in front of one server that loses replies on
@@ -166,4 +171,20 @@ func (d *Dropper) close() {
 	}
 	d.mu.Unlock()
 	d.wg.Wait()
+}
+
+// GoRedis returns a Node through d on a go-redis client with the client's
+// default options, as a user's would be: MaxRetries 3, so that it sends a
+// command again when its reply is lost; and CLIENT SETINFO on each new
+// connection, which the Dropper counts as a reply (load the scripts a
+// test drops the replies of first: a NOSCRIPT answer is one too). Both
+// are closed when the test ends.
+func (d *Dropper) GoRedis(t testing.TB) node.Node {
+	c := redis.NewClient(&redis.Options{Addr: d.Addr()})
+	n := goredis.New(c)
+	t.Cleanup(func() {
+		_ = n.Close()
+		_ = c.Close()
+	})
+	return n
 }
