@@ -33,6 +33,26 @@ func ticket(t *testing.T, srv *redistest.Server, key, owner string, life, ttl in
 	}
 }
 
+// queueBehind takes key for a minute, then starts a waiter for it on a
+// Locker whose claims cn counts, with a retry delay of a minute: only a
+// message wakes it. The waiter's lease, or nil, comes on got.
+func queueBehind(ctx context.Context, t *testing.T, n node.Node, key string) (holder *lease.Lease, lk *single.Locker, cn *redistest.Counter, got chan *lease.Lease) {
+	t.Helper()
+	holder, err := newLocker(t, n).TryAcquire(ctx, key, option.TTL(time.Minute))
+	require.NoError(t, err)
+	cn = &redistest.Counter{Node: n, Script: single.ClaimScript}
+	lk = newLocker(t, cn, option.TTL(time.Minute))
+	got = make(chan *lease.Lease, 1)
+	go func() {
+		l, err := lk.Acquire(ctx, key, option.Retry(time.Minute, time.Minute))
+		if err != nil {
+			t.Errorf("Acquire: %v", err)
+		}
+		got <- l
+	}()
+	return holder, lk, cn, got
+}
+
 // TestHandoffOneHop: a release hands the lock to the waiting head, which
 // learns of it from the release's message, with no claim of its own, and
 // holds a lease fenced above the one released, extended to its TTL.
@@ -41,20 +61,7 @@ func TestHandoffOneHop(t *testing.T) {
 		ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
 		defer cancel()
 		const key = "hop"
-		holder, err := newLocker(t, n).TryAcquire(ctx, key, option.TTL(time.Minute))
-		require.NoError(t, err)
-		cn := &redistest.Counter{Node: n, Script: single.ClaimScript}
-		lk := newLocker(t, cn, option.TTL(time.Minute))
-		got := make(chan *lease.Lease, 1)
-		go func() {
-			// A retry delay of a minute, and a holder with a minute left:
-			// only a message wakes this waiter.
-			l, err := lk.Acquire(ctx, key, option.Retry(time.Minute, time.Minute))
-			if err != nil {
-				t.Errorf("Acquire: %v", err)
-			}
-			got <- l
-		}()
+		holder, lk, cn, got := queueBehind(ctx, t, n, key)
 		waitQueued(t, srv, key, 1)
 		cn.Await(t, 2, nil) // the first claim, then one more once subscribed
 		require.NoError(t, holder.Release(ctx))
@@ -101,18 +108,7 @@ func TestHandoffHeardLate(t *testing.T) {
 		ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
 		defer cancel()
 		const key = "late"
-		holder, err := newLocker(t, n).TryAcquire(ctx, key, option.TTL(time.Minute))
-		require.NoError(t, err)
-		cn := &redistest.Counter{Node: n, Script: single.ClaimScript}
-		lk := newLocker(t, cn, option.TTL(time.Minute))
-		got := make(chan *lease.Lease, 1)
-		go func() {
-			l, err := lk.Acquire(ctx, key, option.Retry(time.Minute, time.Minute))
-			if err != nil {
-				t.Errorf("Acquire: %v", err)
-			}
-			got <- l
-		}()
+		holder, lk, cn, got := queueBehind(ctx, t, n, key)
 		cn.Await(t, 2, nil) // refused, subscribed, refused again
 		owner, err := srv.Do("ZRANGE", single.HashKey(key)+":q", "0", "0")
 		require.NoError(t, err)
