@@ -97,13 +97,7 @@ func TestForceRetriedOnce(t *testing.T) {
 	b, err := operator.ForceRelease(ctx, "brk")
 	require.NoError(t, err, "ForceRelease, its reply lost once")
 	require.Equal(t, 1, d.Dropped(), "replies dropped")
-	var w *lease.Lease
-	select {
-	case w = <-got:
-	case <-ctx.Done():
-		t.Fatal("the waiter was not handed the lock")
-	}
-	require.NotNil(t, w)
+	w := handed(ctx, t, got)
 	defer w.Release(ctx)
 	if !b.Held || b.Owner != holder.Owner() || b.Was != holder.Token() {
 		t.Errorf("Broken = %+v; want the holder %s, token %d, broken once", b, holder.Owner(), holder.Token())

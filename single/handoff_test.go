@@ -53,6 +53,20 @@ func queueBehind(ctx context.Context, t *testing.T, n node.Node, key string) (ho
 	return holder, lk, cn, got
 }
 
+// handed waits for the waiter's lease on got, and fails t when none comes
+// before ctx ends.
+func handed(ctx context.Context, t *testing.T, got <-chan *lease.Lease) *lease.Lease {
+	t.Helper()
+	select {
+	case l := <-got:
+		require.NotNil(t, l)
+		return l
+	case <-ctx.Done():
+		t.Fatal("the waiter was not handed the lock")
+		return nil
+	}
+}
+
 // TestHandoffOneHop: a release hands the lock to the waiting head, which
 // learns of it from the release's message, with no claim of its own, and
 // holds a lease fenced above the one released, extended to its TTL.
@@ -65,13 +79,7 @@ func TestHandoffOneHop(t *testing.T) {
 		waitQueued(t, srv, key, 1)
 		cn.Await(t, 2, nil) // the first claim, then one more once subscribed
 		require.NoError(t, holder.Release(ctx))
-		var l *lease.Lease
-		select {
-		case l = <-got:
-		case <-ctx.Done():
-			t.Fatal("the waiter was not handed the lock")
-		}
-		require.NotNil(t, l)
+		l := handed(ctx, t, got)
 		defer l.Release(ctx)
 		if c := cn.Runs(); c != 2 {
 			t.Errorf("%d claims; want 2: the handoff needs none", c)
@@ -126,13 +134,7 @@ func TestHandoffHeardLate(t *testing.T) {
 			})
 		}
 		require.NoError(t, holder.Release(ctx))
-		var l *lease.Lease
-		select {
-		case l = <-got:
-		case <-ctx.Done():
-			t.Fatal("the waiter was not handed the lock")
-		}
-		require.NotNil(t, l)
+		l := handed(ctx, t, got)
 		defer l.Release(ctx)
 		info, err := lk.Inspect(ctx, key)
 		require.NoError(t, err)
