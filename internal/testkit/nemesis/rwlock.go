@@ -28,8 +28,8 @@ const (
 // faults (NewPlan plans it as NoBias), with the read-write lock's readers
 // under the rule before the first reader after a writer raised the
 // counter (plant.UnraisedReaders: readers take the token of the writer
-// before them) on every worker, and every writer of it paused past its
-// lease (see rwPausedWriter).
+// before them) on every worker, three calls in four taking it, and every
+// writer of it paused past its lease (see rwPausedWriter).
 // The paused writers' late writes then pass a fence the readers after
 // them have shown their token to, and the nemesis must find them (FENCE).
 const UnraisedReaders Bias = "unraised-readers"
