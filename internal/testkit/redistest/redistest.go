@@ -124,9 +124,37 @@ type Server struct {
 // process is killed when the test and its subtests end.
 func Start(t testing.TB, opts ...Option) *Server {
 	t.Helper()
-	bin, err := redisproc.ServerPath()
+	s, err := start(t, opts)
 	if err != nil {
 		t.Fatal(err)
+	}
+	return s
+}
+
+// StartN starts n servers with the same options, side by side: a server
+// takes tens of milliseconds to answer its first PING, which a test of
+// five nodes would otherwise wait five times.
+func StartN(t testing.TB, n int, opts ...Option) []*Server {
+	t.Helper()
+	ss := make([]*Server, n)
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range ss {
+		wg.Go(func() { ss[i], errs[i] = start(t, opts) })
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		t.Fatal(err)
+	}
+	return ss
+}
+
+// start starts one server for Start and StartN; it may run beside
+// another, and reports its failure rather than ending the test.
+func start(t testing.TB, opts []Option) (*Server, error) {
+	bin, err := redisproc.ServerPath()
+	if err != nil {
+		return nil, err
 	}
 	s := &Server{t: t, bin: bin, dir: t.TempDir()}
 	for _, o := range opts {
@@ -141,28 +169,17 @@ func Start(t testing.TB, opts ...Option) *Server {
 			s.bus, err = redisproc.FreePort()
 		}
 		if err != nil {
-			t.Fatalf("redistest: free port: %v", err)
+			return nil, fmt.Errorf("redistest: free port: %w", err)
 		}
 		err = s.start()
 		if err == nil {
-			return s
+			return s, nil
 		}
 		if !errors.Is(err, errBind) {
 			break
 		}
 	}
-	t.Fatalf("redistest: start %s: %v", bin, err)
-	return nil
-}
-
-// StartN starts n servers with the same options.
-func StartN(t testing.TB, n int, opts ...Option) []*Server {
-	t.Helper()
-	ss := make([]*Server, n)
-	for i := range ss {
-		ss[i] = Start(t, opts...)
-	}
-	return ss
+	return nil, fmt.Errorf("redistest: start %s: %w", bin, err)
 }
 
 // Addr returns host:port, always on 127.0.0.1.
