@@ -18,12 +18,7 @@ import (
 )
 
 // otherClient is the client library a second process uses: not client.
-func otherClient(client string) string {
-	if client == redistest.Clients[0] {
-		return redistest.Clients[1]
-	}
-	return redistest.Clients[0]
-}
+func otherClient(client string) string { return redistest.OtherClient(client) }
 
 func TestHandleAcrossLockers(t *testing.T) {
 	forEachClient(t, func(t *testing.T, c string) {

@@ -52,7 +52,11 @@ func nodesOn(t *testing.T, srvs []*redistest.Server, client string) []node.Node 
 	for i, s := range srvs {
 		c := client
 		if c == mixed {
-			c = redistest.Clients[i%len(redistest.Clients)]
+			// Both libraries, whatever DLOCK_CLIENTS says.
+			c = "go-redis"
+			if i%2 == 1 {
+				c = redistest.OtherClient(c)
+			}
 		}
 		out[i] = redistest.NodeFor(t, c, s.Addr())
 	}

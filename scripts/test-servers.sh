@@ -67,17 +67,25 @@ pkgs=(./single ./quorum . ./internal/testkit/nemesis ./election ./rwlock ./inter
 # floor.
 testbin_list "$log/" "${pkgs[@]}" >"$log/pkgs"
 testbin_build "$log/pkgs"
-# list NAME SERVER [REGEXP]: the lines of the packages matching REGEXP
-# (all when none is given), marked to run on SERVER under NAME.
-list() { awk -v n="$1" -v s="$2" -v re="${3:-.}" '$1 ~ re { print $0, n, s }' "$log/pkgs"; }
+# list NAME SERVER CLIENTS [REGEXP]: the lines of the packages matching
+# REGEXP (all when none is given), marked to run on SERVER under NAME,
+# their tests with the client libraries CLIENTS.
+list() { awk -v n="$1" -v s="$2" -v c="$3" -v re="${4:-.}" '$1 ~ re { print $0, n, s, c }' "$log/pkgs"; }
+# Each server with one client library of the two every test loops over
+# (redistest.Clients): what differs here is the server, and the race run
+# tries both on Redis 7.0. Valkey's own with Valkey 8.0, go-redis with
+# Redis 7.4, and with Valkey 7.2 (the fork of Redis 7.2) go-redis too:
+# each library meets a Redis and a Valkey. The tests that name a library
+# (the adapters', the end-to-end test of every client, a quorum of mixed
+# libraries, a second process on the other library) still use it.
 # Valkey 8.0's nemesis first; then each server's packages in the order
 # above, interleaved, so that the long ones start first; on Valkey 7.2
 # the strategies.
 {
-  list valkey-8.0.1 "$v8" '/nemesis$'
-  paste -d '\n' <(list valkey-8.0.1 "$v8" | grep -v '/nemesis ') \
-    <(list redis-7.4.1 "$r74") \
-    <(list valkey-7.2.7 "$v7" '/(single|quorum)$') | grep -v '^$'
+  list valkey-8.0.1 "$v8" valkey-go '/nemesis$'
+  paste -d '\n' <(list valkey-8.0.1 "$v8" valkey-go | grep -v '/nemesis ') \
+    <(list redis-7.4.1 "$r74" go-redis) \
+    <(list valkey-7.2.7 "$v7" go-redis '/(single|quorum)$') | grep -v '^$'
 } >"$log/all"
 rc=0
 start=$SECONDS
@@ -85,6 +93,6 @@ TESTBIN_ALONE='/internal/testkit/nemesis$' testbin_run "$log/all" 4 -test.skip="
 echo "test-servers: the packages in $((SECONDS - start))s"
 # Valkey 7.2: the harness's tests of what the server says it is and of
 # the clock shim.
-list valkey-7.2.7-info "$v7" '/internal/testkit/redistest$' >"$log/v7-info"
+list valkey-7.2.7-info "$v7" go-redis '/internal/testkit/redistest$' >"$log/v7-info"
 testbin_run "$log/v7-info" 1 -test.run='TestBuild|TestInfoServerFields|TestClock' || rc=1
 exit $rc

@@ -51,10 +51,7 @@ func TestHandleSteps(t *testing.T) {
 				}
 				// The other client extends it past its first TTL, and
 				// releases it through $DLOCK_HANDLE.
-				other := redistest.Clients[0]
-				if client == other {
-					other = redistest.Clients[1]
-				}
+				other := redistest.OtherClient(client)
 				if r := runBin(t, nil, "extend", "--url", url, "--client", other, "--handle", h, "--ttl", "3s"); r.code != exitOK {
 					t.Fatalf("extend: %v; want exit 0", r)
 				}

@@ -10,8 +10,6 @@ import (
 	"time"
 
 	"github.com/dlockgo/dlock/election"
-
-	"github.com/dlockgo/dlock/internal/testkit/redistest"
 )
 
 // Kind names a fault.
@@ -306,7 +304,10 @@ func NewPlan(seed int64, strategy string, duration time.Duration, bias Bias) *Pl
 		}
 	}
 	for i := range 6 {
-		w := Worker{Client: redistest.Clients[rng.IntN(len(redistest.Clients))], Locker: QuorumLocker}
+		// Both of Open's client libraries, whatever DLOCK_CLIENTS says:
+		// a seed plans the same workers wherever it is replayed.
+		clients := []string{"go-redis", "valkey-go"}
+		w := Worker{Client: clients[rng.IntN(len(clients))], Locker: QuorumLocker}
 		if strategy == Single {
 			w.Locker = SingleLocker
 			if i%2 == 1 {

@@ -2,7 +2,11 @@ package redistest
 
 import (
 	"context"
+	"fmt"
+	"os"
+	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -31,8 +35,38 @@ const WarmRounds = 32
 
 // Clients names the client libraries the suite runs every test with, in
 // the order Nodes returns them: the two that dlock.Open builds clients of.
-// A test of a strategy or primitive loops over these.
-var Clients = []string{"go-redis", "valkey-go"}
+// A test of a strategy or primitive loops over these. With DLOCK_CLIENTS
+// set (names of these, comma-separated), only the ones it names:
+// scripts/test-servers.sh runs each server other than Redis 7.0 with one,
+// since what differs there is the server, and the race run tries every
+// client on Redis 7.0.
+var Clients = clientsFrom(os.Getenv("DLOCK_CLIENTS"), []string{"go-redis", "valkey-go"})
+
+// clientsFrom is the names in env, a comma-separated list of names in
+// all, or all when env is empty. A name not in all panics: a test run
+// with a misspelt DLOCK_CLIENTS must not pass having run nothing.
+func clientsFrom(env string, all []string) []string {
+	if env == "" {
+		return all
+	}
+	var out []string
+	for name := range strings.SplitSeq(env, ",") {
+		if !slices.Contains(all, name) {
+			panic(fmt.Sprintf("redistest: DLOCK_CLIENTS names %q; want a comma-separated list of %q", name, all))
+		}
+		out = append(out, name)
+	}
+	return out
+}
+
+// OtherClient is the library of Clients' default two that is not client:
+// a second process's, whatever DLOCK_CLIENTS says.
+func OtherClient(client string) string {
+	if client == "go-redis" {
+		return "valkey-go"
+	}
+	return "go-redis"
+}
 
 // AllClients names every client library a Node can be built on, in the
 // order AllNodes returns them: Clients, then the adapters a user reaches
