@@ -48,6 +48,7 @@ func snapshot(t *testing.T, s *redistest.Server) {
 // nodes that lost their data do, so b is not granted while a holds the
 // lock, and b's token, once granted, is above a's.
 func TestSnapshotRestore(t *testing.T) {
+	t.Parallel()
 	const ttl = 4 * time.Second
 	forEachClient(t, func(t *testing.T, c string) {
 		srvs := redistest.StartN(t, 5, defaultSave)

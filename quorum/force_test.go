@@ -336,6 +336,7 @@ func TestResumeForgedToken(t *testing.T) {
 // handle resumes and the lease extends. A release whose one answering
 // node holds the lock for another owner says the same: not ended, unknown.
 func TestResumeNoQuorum(t *testing.T) {
+	t.Parallel()
 	forEachClient(t, func(t *testing.T, c string) {
 		ctx := t.Context()
 		srvs := redistest.StartN(t, 3)

@@ -111,6 +111,7 @@ func TestNotifyArgs(t *testing.T) {
 // of the caller's context: their errors match no context error while
 // the caller's context lives.
 func TestNotifyNodeTimeoutIsNotADeadline(t *testing.T) {
+	t.Parallel()
 	forEachClient(t, func(t *testing.T, client string) {
 		srvs := redistest.StartN(t, 5)
 		// Each call on clients of its own: a go-redis (RESP3) call that

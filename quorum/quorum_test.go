@@ -32,12 +32,8 @@ func TestMain(m *testing.M) {
 // mixed builds a quorum whose nodes alternate between the client libraries.
 const mixed = "mixed"
 
-// forEachClient runs f once per client library, in parallel subtests of
-// a parallel test: each starts servers of its own, and most of its time
-// is spent waiting on them (a sit-out, a TTL, a node timeout), so the
-// package's tests overlap (see CONTRIBUTING.md).
+// forEachClient runs f once per client library, in parallel subtests.
 func forEachClient(t *testing.T, f func(t *testing.T, client string)) {
-	t.Parallel()
 	for _, c := range redistest.Clients {
 		t.Run(c, func(t *testing.T) {
 			t.Parallel()
@@ -478,6 +474,7 @@ func TestPausedNode(t *testing.T) {
 }
 
 func TestValidityExhausted(t *testing.T) {
+	t.Parallel()
 	forEachClient(t, func(t *testing.T, c string) {
 		srvs := redistest.StartN(t, 3)
 		proxies := make([]*redistest.Proxy, len(srvs))
@@ -703,6 +700,7 @@ func touch(t *testing.T, lk *quorum.Locker, srvs []*redistest.Server, ttl time.D
 }
 
 func TestLostDataGuard(t *testing.T) {
+	t.Parallel()
 	const ttl = time.Second
 	forEachClient(t, func(t *testing.T, c string) {
 		for _, guard := range []bool{true, false} {
@@ -784,6 +782,7 @@ func TestLostDataGuard(t *testing.T) {
 // far above the clock floor make the floor useless, so only the repair can
 // keep the order.
 func TestRepair(t *testing.T) {
+	t.Parallel()
 	const ttl = time.Second
 	const high = "4503599627370496" // 2^52
 	forEachClient(t, func(t *testing.T, c string) {
@@ -913,6 +912,7 @@ func TestGuardedTwoOfFiveDead(t *testing.T) {
 // its repair, and is repaired only by an attempt that hears from a
 // majority of the other nodes.
 func TestRepairNeedsOthers(t *testing.T) {
+	t.Parallel()
 	const ttl = time.Second
 	forEachClient(t, func(t *testing.T, c string) {
 		srvs := redistest.StartN(t, 5)

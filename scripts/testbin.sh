@@ -32,7 +32,8 @@ testbin_build() {
 # fails when one did. A line may end in two more fields, a name and a
 # server: its binary then runs with DLOCK_SERVER set to that server, and
 # its lines are marked [name]; in a third, the client libraries its
-# tests use (DLOCK_CLIENTS, see redistest.Clients). The packages whose import paths match
+# tests use (DLOCK_CLIENTS, see redistest.Clients); in a fourth, one word
+# of flags that stands for FLAG... on that line. The packages whose import paths match
 # TESTBIN_ALONE (an extended regexp, when set) run one at a time: with
 # the others beside them, but never two of them at once.
 testbin_run() {
@@ -46,6 +47,7 @@ testbin_run() {
     mark=""
     if [ -n "${5:-}" ]; then export DLOCK_SERVER="$5"; mark="[$4] "; fi
     if [ -n "${6:-}" ]; then export DLOCK_CLIENTS="$6"; fi
+    if [ -n "${7:-}" ]; then TESTBIN_FLAGS="$7"; fi
     # One at a time: the lock is held on fd 9 until this shell ends, and
     # the time counts from when it was taken.
     if [ -n "${TESTBIN_ALONE:-}" ] && printf "%s\n" "$1" | grep -Eq "$TESTBIN_ALONE"; then
