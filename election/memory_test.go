@@ -18,7 +18,6 @@ import (
 // set to expire, and they do expire: announcements are published, never
 // stored, and the lock's keys follow the strategy's idle TTL.
 func TestMemory(t *testing.T) {
-	t.Parallel()
 	forEach(t, func(t *testing.T, e *env) {
 		ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 		defer cancel()

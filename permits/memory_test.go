@@ -93,7 +93,6 @@ func TestMemoryOneName(t *testing.T) {
 // TestMemoryDistinctNames: names used once (a semaphore per entity) leave
 // nothing behind once their idle TTL has passed.
 func TestMemoryDistinctNames(t *testing.T) {
-	t.Parallel()
 	forEachClient(t, func(t *testing.T, srv *redistest.Server, n node.Node) {
 		const idle = 2 * time.Second
 		s := newSemaphore(t, n, option.TTL(time.Second), option.IdleTTL(idle))
@@ -134,7 +133,6 @@ func TestMemoryDistinctNames(t *testing.T) {
 // tickets of waiters that died without leaving, and the records of
 // abandoned claims all expire on their own.
 func TestMemoryDeadHoldersAndWaiters(t *testing.T) {
-	t.Parallel()
 	srv := redistest.Start(t)
 	d := redistest.StartDropper(t, srv.Addr())
 	lossy := redis.NewClient(&redis.Options{Addr: d.Addr(), MaxRetries: -1})

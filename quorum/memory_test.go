@@ -106,7 +106,6 @@ func TestMemoryOneKey(t *testing.T) {
 // TestMemoryDistinctKeys: keys locked once (a lock per entity) leave
 // nothing behind once their idle TTL has passed, but the node-wide marks.
 func TestMemoryDistinctKeys(t *testing.T) {
-	t.Parallel()
 	forEachClient(t, func(t *testing.T, c string) {
 		srvs := redistest.StartN(t, 3)
 		const idle = time.Second

@@ -106,7 +106,6 @@ func TestMemoryOneKey(t *testing.T) {
 // TestMemoryDistinctKeys: keys used once by a reader and a writer (a lock
 // per entity) leave nothing behind once their idle TTL has passed.
 func TestMemoryDistinctKeys(t *testing.T) {
-	t.Parallel()
 	forEachClient(t, func(t *testing.T, srv *redistest.Server, n node.Node) {
 		const idle = 2 * time.Second
 		lk := newLocker(t, n, option.TTL(time.Second), option.IdleTTL(idle))
@@ -150,7 +149,6 @@ func TestMemoryDistinctKeys(t *testing.T) {
 // died, the tickets of waiters that died without leaving, and the records
 // of abandoned claims all expire on their own.
 func TestMemoryDeadHoldersAndWaiters(t *testing.T) {
-	t.Parallel()
 	srv := redistest.Start(t)
 	n := redistest.NodeFor(t, "valkey-go", srv.Addr())
 	const ttl, idle = 300 * time.Millisecond, time.Second

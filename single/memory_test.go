@@ -93,7 +93,6 @@ func TestMemoryOneKey(t *testing.T) {
 // TestMemoryDistinctKeys: keys locked once (a lock per entity) leave
 // nothing behind once their idle TTL has passed.
 func TestMemoryDistinctKeys(t *testing.T) {
-	t.Parallel()
 	forEachClient(t, func(t *testing.T, srv *redistest.Server, n node.Node) {
 		const idle = 2 * time.Second
 		lk := newLocker(t, n, option.TTL(time.Second), option.IdleTTL(idle))
@@ -127,7 +126,6 @@ func TestMemoryDistinctKeys(t *testing.T) {
 // tickets of waiters that died without leaving the queue expire on their
 // own.
 func TestMemoryGoneAndDeadWaiters(t *testing.T) {
-	t.Parallel()
 	srv := redistest.Start(t)
 	d := redistest.StartDropper(t, srv.Addr())
 	proxy := redistest.StartProxy(t, srv.Addr())
