@@ -72,8 +72,9 @@ testbin_build "$log/pkgs"
 # list NAME SERVER CLIENTS [REGEXP [FLAGS]]: the lines of the packages
 # matching REGEXP (all when none is given or it is empty), marked to run
 # on SERVER under NAME, their tests with the client libraries CLIENTS, and
-# with FLAGS (one word) for testbin_run's own when given.
-list() { awk -v n="$1" -v s="$2" -v c="$3" -v re="${4:-.}" -v f="${5:-}" '$1 ~ re { print $0, n, s, c, f }' "$log/pkgs"; }
+# with FLAGS (one word) for testbin_run's own when given. No line may end
+# in a blank: xargs -L would join the next line to it.
+list() { awk -v n="$1" -v s="$2" -v c="$3" -v re="${4:-.}" -v f="${5:-}" '$1 ~ re { print $0, n, s, c (f == "" ? "" : " " f) }' "$log/pkgs"; }
 # Each server with one client library of the two every test loops over
 # (redistest.Clients): what differs here is the server, and the race run
 # tries both on Redis 7.0. Valkey's own with Valkey 8.0, go-redis with

@@ -44,6 +44,9 @@ testbin_run() {
   # one binary may run once per server.
   TESTBIN_FLAGS="$*" TESTBIN_LIST=${list##*/} TESTBIN_LOCK="$list.alone" xargs -P "$p" -L 1 sh -c '
     set -f
+    # A line that ended in a blank took the next one in (xargs -L): the
+    # packages it swallowed would pass unrun.
+    if [ $# -gt 7 ]; then echo "testbin: a line ran into the next: $*" >&2; exit 255; fi
     mark=""
     if [ -n "${5:-}" ]; then export DLOCK_SERVER="$5"; mark="[$4] "; fi
     if [ -n "${6:-}" ]; then export DLOCK_CLIENTS="$6"; fi
