@@ -17,9 +17,6 @@ import (
 	"github.com/dlockgo/dlock/quorum"
 )
 
-// otherClient is the client library a second process uses: not client.
-func otherClient(client string) string { return redistest.OtherClient(client) }
-
 func TestHandleAcrossLockers(t *testing.T) {
 	forEachClient(t, func(t *testing.T, c string) {
 		ctx := t.Context()
@@ -28,7 +25,7 @@ func TestHandleAcrossLockers(t *testing.T) {
 		// Another process: other clients, the nodes listed in another order.
 		rev := slices.Clone(srvs)
 		slices.Reverse(rev)
-		b := newLocker(t, nodesOn(t, rev, otherClient(c)), option.DurableNodes(true), option.TTL(5*time.Second))
+		b := newLocker(t, nodesOn(t, rev, redistest.OtherClient(c)), option.DurableNodes(true), option.TTL(5*time.Second))
 
 		l, err := a.Acquire(ctx, "h", option.Metadata("job=7"))
 		require.NoError(t, err)
@@ -104,7 +101,7 @@ func TestForceRelease(t *testing.T) {
 		holder := newLocker(t, nodesOn(t, srvs, c), opts...)
 		waiter := newLocker(t, nodesOn(t, srvs, c), opts...)
 		rec := &events.Recorder{}
-		op := newLocker(t, nodesOn(t, srvs, otherClient(c)), append(opts, option.Observer(rec))...)
+		op := newLocker(t, nodesOn(t, srvs, redistest.OtherClient(c)), append(opts, option.Observer(rec))...)
 		store := fence.NewStore(nodesOn(t, srvs[:1], c)[0])
 		var guard fence.Guard
 
@@ -265,7 +262,7 @@ func TestResumeForgedToken(t *testing.T) {
 		srvs := redistest.StartN(t, 3)
 		opts := []option.Option{option.DurableNodes(true), option.TTL(5 * time.Second)}
 		a := newLocker(t, nodesOn(t, srvs, c), opts...)
-		b := newLocker(t, nodesOn(t, srvs, otherClient(c)), opts...)
+		b := newLocker(t, nodesOn(t, srvs, redistest.OtherClient(c)), opts...)
 
 		l, err := a.Acquire(ctx, "forge")
 		require.NoError(t, err)
@@ -342,7 +339,7 @@ func TestResumeNoQuorum(t *testing.T) {
 		srvs := redistest.StartN(t, 3)
 		opts := []option.Option{option.DurableNodes(true), option.TTL(10 * time.Second)}
 		a := newLocker(t, nodesOn(t, srvs, c), opts...)
-		b := newLocker(t, nodesOn(t, srvs, otherClient(c)), opts...)
+		b := newLocker(t, nodesOn(t, srvs, redistest.OtherClient(c)), opts...)
 		l, err := a.Acquire(ctx, "away")
 		require.NoError(t, err)
 		h, err := l.Handle()
@@ -402,7 +399,7 @@ func TestReleaseAfterBreak(t *testing.T) {
 		srvs := redistest.StartN(t, 3)
 		opts := []option.Option{option.DurableNodes(true), option.TTL(10 * time.Second)}
 		holder := newLocker(t, nodesOn(t, srvs, c), opts...)
-		op := newLocker(t, nodesOn(t, srvs, otherClient(c)), opts...)
+		op := newLocker(t, nodesOn(t, srvs, redistest.OtherClient(c)), opts...)
 		for i := range 10 {
 			l, err := holder.Acquire(ctx, "rel")
 			require.NoError(t, err)

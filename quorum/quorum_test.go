@@ -48,11 +48,7 @@ func nodesOn(t *testing.T, srvs []*redistest.Server, client string) []node.Node 
 	for i, s := range srvs {
 		c := client
 		if c == mixed {
-			// Both libraries, whatever DLOCK_CLIENTS says.
-			c = "go-redis"
-			if i%2 == 1 {
-				c = redistest.OtherClient(c)
-			}
+			c = redistest.OpenClients[i%len(redistest.OpenClients)]
 		}
 		out[i] = redistest.NodeFor(t, c, s.Addr())
 	}

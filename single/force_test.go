@@ -43,7 +43,7 @@ func TestHandleAcrossLockers(t *testing.T) {
 					idle = append(idle, option.IdleTTL(-1)) // kept for ever: the hash
 				}
 				a := newLocker(t, n, idle...)
-				b := newLocker(t, redistest.NodeFor(t, "valkey-go", srv.Addr()))
+				b := newLocker(t, redistest.NodeFor(t, redistest.OpenClients[1], srv.Addr()))
 				key := "handle-" + form
 				l, err := a.TryAcquire(ctx, key, option.TTL(5*time.Second), option.Metadata("job=7"))
 				require.NoError(t, err)
@@ -166,7 +166,7 @@ func TestForceRelease(t *testing.T) {
 				key := "break-" + form
 				holder := newLocker(t, n)
 				rec := &events.Recorder{}
-				op := newLocker(t, redistest.NodeFor(t, "valkey-go", srv.Addr()), option.Observer(rec))
+				op := newLocker(t, redistest.NodeFor(t, redistest.OpenClients[1], srv.Addr()), option.Observer(rec))
 				waiter := newLocker(t, n)
 				store := fence.NewStore(n)
 				var guard fence.Guard

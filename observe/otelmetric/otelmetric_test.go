@@ -387,11 +387,7 @@ func TestBreaks(t *testing.T) {
 	srvs := redistest.StartN(t, 3)
 	nodes := make([]node.Node, len(srvs))
 	for i, s := range srvs {
-		c := "go-redis"
-		if i%2 == 1 {
-			c = redistest.OtherClient(c)
-		}
-		nodes[i] = redistest.NodeFor(t, c, s.Addr())
+		nodes[i] = redistest.NodeFor(t, redistest.OpenClients[i%2], s.Addr())
 	}
 	sl, err := single.New(nodes[0], option.Observer(obs))
 	require.NoError(t, err)

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/dlockgo/dlock/election"
+	"github.com/dlockgo/dlock/internal/testkit/redistest"
 )
 
 // Kind names a fault.
@@ -306,8 +307,7 @@ func NewPlan(seed int64, strategy string, duration time.Duration, bias Bias) *Pl
 	for i := range 6 {
 		// Both of Open's client libraries, whatever DLOCK_CLIENTS says:
 		// a seed plans the same workers wherever it is replayed.
-		clients := []string{"go-redis", "valkey-go"}
-		w := Worker{Client: clients[rng.IntN(len(clients))], Locker: QuorumLocker}
+		w := Worker{Client: redistest.OpenClients[rng.IntN(len(redistest.OpenClients))], Locker: QuorumLocker}
 		if strategy == Single {
 			w.Locker = SingleLocker
 			if i%2 == 1 {

@@ -40,7 +40,12 @@ const WarmRounds = 32
 // scripts/test-servers.sh runs each server other than Redis 7.0 with one,
 // since what differs there is the server, and the race run tries every
 // client on Redis 7.0.
-var Clients = clientsFrom(os.Getenv("DLOCK_CLIENTS"), []string{"go-redis", "valkey-go"})
+var Clients = clientsFrom(os.Getenv("DLOCK_CLIENTS"), OpenClients)
+
+// OpenClients names the two client libraries dlock.Open builds clients
+// of, whatever DLOCK_CLIENTS says: for a test that must use both (a
+// quorum of mixed libraries, a second process on the other library).
+var OpenClients = []string{"go-redis", "valkey-go"}
 
 // clientsFrom is the names in env, a comma-separated list of names in
 // all, or all when env is empty. A name not in all panics: a test run
@@ -59,13 +64,13 @@ func clientsFrom(env string, all []string) []string {
 	return out
 }
 
-// OtherClient is the library of Clients' default two that is not client:
-// a second process's, whatever DLOCK_CLIENTS says.
+// OtherClient is the library of OpenClients that is not client: a second
+// process's.
 func OtherClient(client string) string {
-	if client == "go-redis" {
-		return "valkey-go"
+	if client == OpenClients[0] {
+		return OpenClients[1]
 	}
-	return "go-redis"
+	return OpenClients[0]
 }
 
 // AllClients names every client library a Node can be built on, in the

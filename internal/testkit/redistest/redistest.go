@@ -124,32 +124,9 @@ type Server struct {
 // process is killed when the test and its subtests end.
 func Start(t testing.TB, opts ...Option) *Server {
 	t.Helper()
-	s, err := start(t, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return s
-}
-
-// StartN starts n servers with the same options, one after another.
-// Started side by side (tried), five starts load both cores at once for
-// a fifth of a second, and the race run then saw node calls time out in
-// the tests of the package beside.
-func StartN(t testing.TB, n int, opts ...Option) []*Server {
-	t.Helper()
-	ss := make([]*Server, n)
-	for i := range ss {
-		ss[i] = Start(t, opts...)
-	}
-	return ss
-}
-
-// start starts one server for Start, and reports its failure rather than
-// ending the test.
-func start(t testing.TB, opts []Option) (*Server, error) {
 	bin, err := redisproc.ServerPath()
 	if err != nil {
-		return nil, err
+		t.Fatal(err)
 	}
 	s := &Server{t: t, bin: bin, dir: t.TempDir()}
 	for _, o := range opts {
@@ -164,17 +141,28 @@ func start(t testing.TB, opts []Option) (*Server, error) {
 			s.bus, err = redisproc.FreePort()
 		}
 		if err != nil {
-			return nil, fmt.Errorf("redistest: free port: %w", err)
+			t.Fatalf("redistest: free port: %v", err)
 		}
 		err = s.start()
 		if err == nil {
-			return s, nil
+			return s
 		}
 		if !errors.Is(err, errBind) {
 			break
 		}
 	}
-	return nil, fmt.Errorf("redistest: start %s: %w", bin, err)
+	t.Fatalf("redistest: start %s: %v", bin, err)
+	return nil
+}
+
+// StartN starts n servers with the same options.
+func StartN(t testing.TB, n int, opts ...Option) []*Server {
+	t.Helper()
+	ss := make([]*Server, n)
+	for i := range ss {
+		ss[i] = Start(t, opts...)
+	}
+	return ss
 }
 
 // Addr returns host:port, always on 127.0.0.1.
