@@ -76,10 +76,10 @@ testbin_build "$log/pkgs"
 # in a blank: xargs -L would join the next line to it.
 list() { awk -v n="$1" -v s="$2" -v c="$3" -v re="${4:-.}" -v f="${5:-}" '$1 ~ re { print $0, n, s, c (f == "" ? "" : " " f) }' "$log/pkgs"; }
 # Each server with one client library of the two every test loops over
-# (redistest.Clients): what differs here is the server, and the race run
-# tries both on Redis 7.0. Valkey's own with Valkey 8.0, go-redis with
-# Redis 7.4, and with Valkey 7.2 (the fork of Redis 7.2) go-redis too:
-# each library meets a Redis and a Valkey. The tests that name a library
+# (redistest.Clients): what differs here is the server. The race run has
+# go-redis on Redis 7.0; valkey-go here on Redis 7.4 and on Valkey 8.0
+# (Valkey's own), go-redis on Valkey 7.2 (the fork of Redis 7.2): each
+# library meets a Redis and a Valkey. The tests that name a library
 # (the adapters', the end-to-end test of every client, a quorum of mixed
 # libraries, a second process on the other library) still use it.
 # Valkey 8.0's nemesis first; then each server's packages in the order
@@ -88,7 +88,7 @@ list() { awk -v n="$1" -v s="$2" -v c="$3" -v re="${4:-.}" -v f="${5:-}" '$1 ~ r
 {
   list valkey-8.0.1 "$v8" valkey-go '/nemesis$'
   paste -d '\n' <(list valkey-8.0.1 "$v8" valkey-go | grep -v '/nemesis ') \
-    <(list redis-7.4.1 "$r74" go-redis) \
+    <(list redis-7.4.1 "$r74" valkey-go) \
     <(list valkey-7.2.7 "$v7" go-redis '/(single|quorum)$') | grep -v '^$'
   # The nemesis's catch runs, on Debian's Redis 7.0 with both libraries
   # and last: see the skip list above.

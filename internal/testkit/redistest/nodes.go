@@ -36,10 +36,10 @@ const WarmRounds = 32
 // Clients names the client libraries the suite runs every test with, in
 // the order Nodes returns them: the two that dlock.Open builds clients of.
 // A test of a strategy or primitive loops over these. With DLOCK_CLIENTS
-// set (names of these, comma-separated), only the ones it names:
-// scripts/test-servers.sh runs each server other than Redis 7.0 with one,
-// since what differs there is the server, and the race run tries every
-// client on Redis 7.0.
+// set (names of these, comma-separated), only the ones it names: the
+// suite runs each server with one, go-redis under the race detector on
+// Redis 7.0 and each library again on a Redis and a Valkey of
+// scripts/test-servers.sh.
 var Clients = clientsFrom(os.Getenv("DLOCK_CLIENTS"), OpenClients)
 
 // OpenClients names the two client libraries dlock.Open builds clients
