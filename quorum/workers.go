@@ -15,7 +15,14 @@ import (
 // maxBatch calls, as one pipeline: under load a round trip carries many
 // calls, which costs both the client and the server far less than a round
 // trip each; alone, a call goes as a plain Eval. Two lanes keep one batch
-// in flight while the next one gathers. The calls of one key always take
+// in flight while the next one gathers. The gathering is done here, not
+// left to the node adapters' own (go-redis's batcher, valkey-go's
+// pipelining), because a round's calls to a node are already queued
+// here: leaving it to the adapter takes a goroutine per call waiting in
+// its queue, and with 32 one-call workers per node instead of these two,
+// 64 callers' lock+unlock ran at half the rate, at twice the client and
+// server CPU per call. A Pipeline does not pass through the adapter's
+// batcher: each call meets one of the two. The calls of one key always take
 // the same lane, so they reach each node in the order they were made: a
 // Release that returned on a majority, still finishing on a slow node,
 // is not overtaken there by the next acquisition of the key. (Not on a
