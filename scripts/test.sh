@@ -44,10 +44,13 @@ for m in "${modules[@]}"; do (cd "$m" && go vet ./...); done
 # -short, the quick form for a contributor's loop: every package's tests
 # against real servers, without the race detector, the fuzz targets,
 # staticcheck or the other servers, four packages at a time (the tests
-# wait on servers and TTLs far more than they compute). The whole suite
-# below is what CI runs.
+# wait on servers and TTLs far more than they compute), and the tests
+# that loop over the client libraries with go-redis alone unless
+# DLOCK_CLIENTS says otherwise (the whole suite tries each on a Redis and
+# a Valkey). The whole suite below is what CI runs.
 if [ "${1:-}" = -short ]; then
   phase "quick run"
+  export DLOCK_CLIENTS=${DLOCK_CLIENTS:-go-redis}
   for m in "${modules[@]}"; do (cd "$m" && go test -count=1 -p 4 -parallel 4 ./...); done
   phase "done"
   exit 0
