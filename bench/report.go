@@ -182,7 +182,7 @@ func evaluate(rs []Result) []Check {
 	for _, t := range []struct {
 		client string
 		rate   float64
-	}{{"go-redis", 1.3}, {"valkey-go", 2.0}} {
+	}{{"go-redis", 2.5}, {"valkey-go", 2.0}} {
 		if s := get("lock+unlock", "dlock", "single", t.client, 1, 1); s != nil && rl1 != nil && s.P50us != nil && rl1.P50us != nil {
 			atMost(fmt.Sprintf("single c=1 %s p50 <= 1.0x redislock's", t.client), s.ID, *s.P50us / *rl1.P50us, 1.0, "x redislock p50")
 		}
@@ -235,6 +235,7 @@ func evaluate(rs []Result) []Check {
 			atMost("contention single: wait p99 <= 11 ms", r.ID, *r.WaitP99ms, 11, "ms")
 		} else {
 			atMost("contention quorum: handoff p50 <= 0.3 ms", r.ID, *r.GapP50ms, 0.3, "ms")
+			atLeast("contention quorum: >= 500 acq/s", r.ID, *r.AcquisitionsPerS, 500, "acq/s")
 		}
 	}
 	return out
