@@ -12,7 +12,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"sync"
 
@@ -43,11 +42,26 @@ func (n swapping) Pipeline(ctx context.Context, calls []node.Call, wait node.Wai
 	return n.Node.Pipeline(ctx, changed, wait)
 }
 
-// Source reads a file of the source tree (the tests run in it) by its
-// path from the repository's root.
+// Source reads a file of the source tree by its path from the
+// repository's root: the first folder above the test's own (a test runs
+// in its package's folder) that holds dlock's go.mod. Not from the
+// source's path in the binary, which -trimpath makes a module path.
 func Source(path string) ([]byte, error) {
-	_, here, _, _ := runtime.Caller(0)
-	return os.ReadFile(filepath.Join(filepath.Dir(here), "..", "..", "..", path))
+	dir, err := os.Getwd()
+	if err != nil {
+		return nil, err
+	}
+	for {
+		mod, err := os.ReadFile(filepath.Join(dir, "go.mod"))
+		if err == nil && strings.HasPrefix(string(mod), "module github.com/dlockgo/dlock\n") {
+			return os.ReadFile(filepath.Join(dir, path))
+		}
+		up := filepath.Dir(dir)
+		if up == dir {
+			return nil, fmt.Errorf("plant: no dlock go.mod above the working folder, for %s", path)
+		}
+		dir = up
+	}
 }
 
 // Edit is a piece of a script's file, Old, and what a plant makes of it,
