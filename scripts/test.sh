@@ -47,18 +47,20 @@ for m in "${modules[@]}"; do (cd "$m" && go vet ./...); done
 # wait on servers and TTLs far more than they compute), and the tests
 # that loop over the client libraries with go-redis alone unless
 # DLOCK_CLIENTS says otherwise (the whole suite tries each on a Redis and
-# a Valkey). The whole suite below is what CI runs.
+# a Valkey). Every go test here is built with -trimpath, as
+# scripts/testbin.sh builds the test binaries, so that each build serves
+# a clone in any folder. The whole suite below is what CI runs.
 if [ "${1:-}" = -short ]; then
   phase "quick run"
   export DLOCK_CLIENTS=${DLOCK_CLIENTS:-go-redis}
-  for m in "${modules[@]}"; do (cd "$m" && go test -count=1 -p 4 -parallel 4 ./...); done
+  for m in "${modules[@]}"; do (cd "$m" && go test -count=1 -trimpath -p 4 -parallel 4 ./...); done
   phase "done"
   exit 0
 fi
 # The docs against the code first (names, printed scripts, examples, the
 # README's Layout): a second, and the race run below runs them again.
 phase "docs check"
-go test -count=1 -run '^TestDocs' ./internal/testkit/docscheck
+go test -count=1 -trimpath -run '^TestDocs' ./internal/testkit/docscheck
 
 # The benchmark module is separate (it keeps the peer libraries out of
 # dlock's dependencies); vetting it keeps `cd bench && go run .` building.
@@ -87,8 +89,8 @@ for m in "${modules[@]}" bench; do (cd "$m" && "$staticcheck" ./...); done
 # allocation counts (their files are built with !race): only the packages
 # that have them, so that no other test binary is built twice.
 phase "allocation budgets"
-go test -count=1 -timeout 5m -run 'Allocs' ./single ./quorum
-(cd observe/otelmetric && go test -count=1 -timeout 5m -run 'Allocs' ./...)
+go test -count=1 -trimpath -timeout 5m -run 'Allocs' ./single ./quorum
+(cd observe/otelmetric && go test -count=1 -trimpath -timeout 5m -run 'Allocs' ./...)
 
 # Every test with the race detector. The test binaries are built first
 # (scripts/testbin.sh: once each), so that no compile or link competes
