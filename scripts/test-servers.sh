@@ -86,21 +86,22 @@ list() { awk -v n="$1" -v s="$2" -v c="$3" -v re="${4:-.}" -v f="${5:-}" '$1 ~ r
 # ones start first; on Valkey 7.2 the strategies. The three nemesis runs
 # (two short modes and the catch runs) are spread through it: they run
 # one at a time (TESTBIN_ALONE), and one that waits for another holds a
-# place of the four meanwhile. Valkey 8.0's first, the catch runs after
-# the strategies have started, Redis 7.4's after the root packages: so
-# the runs follow one another with the others beside them, and none is
-# left alone at the end.
+# place of the four meanwhile. Valkey 8.0's first, Redis 7.4's after the
+# strategies and the root packages have started, the catch runs (the
+# heaviest) once the quorum packages are past: beside them, a quorum
+# test's 50 ms node calls timed out. So the runs follow one another with
+# the others beside them, and none is left alone at the end.
 paste -d '\n' <(list valkey-8.0.1 "$v8" valkey-go) <(list redis-7.4.1 "$r74" valkey-go) \
   <(list valkey-7.2.7 "$v7" go-redis '/(single|quorum)$') | grep -v '^$' | grep -v '/nemesis ' >"$log/rest"
 {
   list valkey-8.0.1 "$v8" valkey-go '/nemesis$'
-  sed -n '1,6p' "$log/rest"
+  sed -n '1,10p' "$log/rest"
+  list redis-7.4.1 "$r74" valkey-go '/nemesis$'
+  sed -n '11,16p' "$log/rest"
   # The nemesis's catch runs, on Debian's Redis 7.0 with both libraries:
   # see the skip list above.
   list redis-7.0 redis-server go-redis,valkey-go '/nemesis$' -test.run=TestNemesisCatches
-  sed -n '7,12p' "$log/rest"
-  list redis-7.4.1 "$r74" valkey-go '/nemesis$'
-  sed -n '13,$p' "$log/rest"
+  sed -n '17,$p' "$log/rest"
 } >"$log/all"
 rc=0
 start=$SECONDS
