@@ -94,6 +94,7 @@ type aclRun struct {
 	user, client string
 	prefix       string
 	attempted    func() bool // whether a waiter has made its first attempt
+	listening    func() bool // whether the first server has a channel subscribed
 }
 
 // open opens a Locker as the run's user, with cfg's strategy and TTLs.
@@ -429,6 +430,12 @@ func aclClaims(ctx context.Context, a aclRun) error {
 	if err := <-got; err != nil {
 		return fmt.Errorf("claim wait, not woken by the add: %w", err)
 	}
+	// The served waiter's subscription ends a little later, with an
+	// UNSUBSCRIBE (what +unsubscribe is for): wait for it, at most 3 s,
+	// rather than close the connection first and so never send it.
+	for deadline := time.Now().Add(3 * time.Second); a.listening() && time.Now().Before(deadline); {
+		time.Sleep(5 * time.Millisecond)
+	}
 	return nil
 }
 
@@ -524,6 +531,10 @@ func aclTry(t *testing.T, srvs []*redistest.Server, name string, rules []string,
 	defer cancel()
 	a := aclRun{addrs: addrs, user: user, client: client, prefix: fmt.Sprintf("acl%d:", n)}
 	a.attempted = subscribed(srvs[0])
+	a.listening = func() bool {
+		out, err := srvs[0].Do("PUBSUB", "CHANNELS", "*")
+		return err == nil && out != ""
+	}
 	runErr = run(ctx, a)
 	for _, s := range srvs {
 		out := s.MustDo(t, "ACL", "LOG")
