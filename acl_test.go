@@ -153,11 +153,12 @@ func waitAfter(ctx context.Context, srv string, acquire func(ctx context.Context
 	return r.l, nil
 }
 
-// subscribed says whether some connection listens on a channel of dlock's
-// on srv: a waiter has subscribed before its attempt.
-func subscribed(srv *redistest.Server) func() bool {
+// subscribed says whether some connection listens on srv on a channel
+// that matches pattern: dlock's ("dlock:*"), as a waiter has subscribed
+// before its attempt, or any ("*").
+func subscribed(srv *redistest.Server, pattern string) func() bool {
 	return func() bool {
-		out, err := srv.Do("PUBSUB", "CHANNELS", "dlock:*")
+		out, err := srv.Do("PUBSUB", "CHANNELS", pattern)
 		return err == nil && out != ""
 	}
 }
@@ -530,11 +531,7 @@ func aclTry(t *testing.T, srvs []*redistest.Server, name string, rules []string,
 	ctx, cancel := context.WithTimeout(t.Context(), 4*wakeWait)
 	defer cancel()
 	a := aclRun{addrs: addrs, user: user, client: client, prefix: fmt.Sprintf("acl%d:", n)}
-	a.attempted = subscribed(srvs[0])
-	a.listening = func() bool {
-		out, err := srvs[0].Do("PUBSUB", "CHANNELS", "*")
-		return err == nil && out != ""
-	}
+	a.attempted, a.listening = subscribed(srvs[0], "dlock:*"), subscribed(srvs[0], "*")
 	runErr = run(ctx, a)
 	for _, s := range srvs {
 		out := s.MustDo(t, "ACL", "LOG")

@@ -95,6 +95,8 @@ paste -d '\n' <(list valkey-8.0.1 "$v8" valkey-go) <(list redis-7.4.1 "$r74" val
   <(list valkey-7.2.7 "$v7" go-redis '/(single|quorum)$') | grep -v '^$' | grep -v '/nemesis ' >"$log/rest"
 {
   list valkey-8.0.1 "$v8" valkey-go '/nemesis$'
+  # rest's lines 1-10: single, quorum, the root package and election on
+  # each server; 11-16: rwlock, redistest and permits.
   sed -n '1,10p' "$log/rest"
   list redis-7.4.1 "$r74" valkey-go '/nemesis$'
   sed -n '11,16p' "$log/rest"

@@ -120,8 +120,8 @@ testbin_build "$racebin/list" -race
 phase "race run"
 # With go-redis alone of the two client libraries the tests loop over
 # (redistest.Clients): the race detector judges dlock's code, which is
-# the same whichever library is under it, and both libraries halved the
-# run's CPU time for no race more to find. valkey-go meets the strategies
+# the same whichever library is under it, and looping over both doubled
+# the strategies' CPU time for no race more to find. valkey-go meets the strategies
 # on Redis 7.4 and Valkey 8.0 (scripts/test-servers.sh); the tests that
 # name a library (its adapter's, a quorum of mixed libraries, a second
 # process on the other library) still use it here.
