@@ -2,6 +2,7 @@ package quorum_test
 
 import (
 	"context"
+	"strconv"
 	"testing"
 	"time"
 
@@ -12,6 +13,7 @@ import (
 	"github.com/dlockgo/dlock/lease"
 	"github.com/dlockgo/dlock/observe"
 	"github.com/dlockgo/dlock/option"
+	"github.com/dlockgo/dlock/quorum"
 )
 
 // votesIn counts the Vote events among ev.
@@ -105,4 +107,39 @@ func TestHandoff(t *testing.T) {
 			})
 		}
 	})
+}
+
+// TestHandoffKept: a failed attempt's release leaves a lock a release
+// handed to the attempt (the waiter's ticket names it: its vote there was
+// refused), which the waiter may count on, and deletes one its own vote
+// set (the ticket names another attempt, or there is none).
+func TestHandoffKept(t *testing.T) {
+	srvs := redistest.StartN(t, 1)
+	n := nodesOn(t, srvs, "go-redis")[0]
+	ctx := t.Context()
+	const key, waiter, owner = "kept", "w1", "a2"
+	lock, deadlines := "dlock:{"+key+"}:lock", "dlock:{"+key+"}:queue:deadlines"
+	deadline := strconv.FormatInt(serverMs(t, srvs[0])+60_000, 10)
+	for _, c := range []struct {
+		name, ticket string
+		kept         bool
+	}{
+		{"handed", deadline + " 5000 2 " + owner, true},
+		{"another attempt's ticket", deadline + " 5000 1 a1", false},
+		{"no ticket", "", false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			do(t, srvs[0], "DEL", deadlines)
+			if c.ticket != "" {
+				do(t, srvs[0], "HSET", deadlines, waiter, c.ticket)
+			}
+			do(t, srvs[0], "SET", lock, owner, "PX", "60000")
+			r, err := quorum.ReleaseFailed(ctx, n, key, owner, waiter)
+			require.NoError(t, err, "release")
+			got := do(t, srvs[0], "GET", lock)
+			if kept := got == owner; kept != c.kept {
+				t.Errorf("lock %q after the release (reply %d); kept %v, want %v", got, r, kept, c.kept)
+			}
+		})
+	}
 }
