@@ -144,14 +144,17 @@ func (lk *Locker) wait(ctx context.Context, ks *keySet, ls *lockSet, o settings.
 	var wakers []*waker
 	wake := make(chan string, 1)
 	at := time.Now().UnixMicro()
+	life := engine.TicketLife(o.Retry)
 	w := &waiter{
 		id:    engine.NewOwner(),
 		at:    at,
 		score: strconv.FormatInt(at, 10),
-		life:  strconvMs(engine.TicketLife(o.Retry)),
+		life:  strconvMs(life),
 		wake:  wake,
 	}
+	w.hands.span = min(o.TTL, life)
 	defer func() {
+		w.hands.end()
 		for j, wk := range wakers {
 			wk.stop()
 			lk.delist(part(j).key, w)
@@ -163,9 +166,13 @@ func (lk *Locker) wait(ctx context.Context, ks *keySet, ls *lockSet, o settings.
 			hint time.Duration
 			err  error
 		)
-		if ls != nil {
+		switch b := w.hands.take(lk.Quorum()); {
+		case ls != nil:
 			l, hint, err = lk.attemptSet(ctx, ls, o, w)
-		} else {
+		case b != nil:
+			// A majority handed the lock to the latest attempt.
+			l, hint, err = lk.conclude(ctx, b)
+		default:
 			l, hint, err = lk.attempt(ctx, ks, o, w)
 		}
 		turn := engine.Turn{Hint: hint, Wake: wake}
@@ -180,7 +187,7 @@ func (lk *Locker) wait(ctx context.Context, ks *keySet, ls *lockSet, o settings.
 			for j := range parts {
 				p := part(j)
 				lk.enlist(p.key, w)
-				wakers = append(wakers, lk.subscribe(p.channel, o.TTL, wake, func() { lk.wakeFirst(p.key) }))
+				wakers = append(wakers, lk.subscribe(p.channel, o.TTL, wake, func(i int, msg string) { lk.heard(p.key, i, msg) }))
 			}
 		}
 		if errors.Is(err, lease.ErrTaken) {
@@ -216,6 +223,8 @@ type waiter struct {
 	wake   chan<- string
 	life   string // how long a ticket outlives the attempt that refreshed it (engine.TicketLife), ms
 	queued bool   // an attempt was refused: the waiter may hold a ticket on any node
+	hands  hands  // the grants releases made to its latest attempt at one lock
+	tries  int    // its attempts at one lock so far, which number them (lua/ticket.lua)
 }
 
 // leave takes w's tickets off the nodes at idx, in the background (the

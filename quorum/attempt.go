@@ -40,9 +40,10 @@ type ballot struct {
 	o      settings.Call
 	w      *waiter // nil for TryAcquire, which never joins the queue
 	owner  string
-	t1     time.Time // phase 1 sent
+	t1     time.Time     // phase 1 sent
+	span   time.Duration // how long after t1 the locks last at least, when not the TTL (a handoff's)
 	votes  []vote
-	args   [5]string
+	args   [6]string // a lock's vote's; a set's takes the first five (setArgs)
 	l      atomic.Pointer[lease.Lease]
 	unsure []atomic.Bool
 
@@ -71,7 +72,7 @@ func (lk *Locker) newBallot(ks *keySet, o settings.Call, w *waiter) *ballot {
 	} else {
 		b.votes, b.unsure = make([]vote, n), make([]atomic.Bool, n)
 	}
-	b.args = [5]string{b.owner, lk.ms(o.TTL), "", "0", "0"}
+	b.args = [6]string{b.owner, lk.ms(o.TTL), "", "0", "0", "0"}
 	if w != nil {
 		b.args[2], b.args[3], b.args[4] = w.id, w.score, w.life
 	}
@@ -82,7 +83,7 @@ func (lk *Locker) newBallot(ks *keySet, o settings.Call, w *waiter) *ballot {
 func (lk *Locker) newSetBallot(ls *lockSet, o settings.Call, w *waiter) *ballot {
 	b := lk.newBallot(nil, o, w)
 	b.set = ls
-	b.setArgs = append(b.args[:], strconv.Itoa(len(ls.ks)))
+	b.setArgs = append(b.args[:5:5], strconv.Itoa(len(ls.ks)))
 	b.counters = make([][]int64, len(lk.nodes))
 	return b
 }
@@ -134,12 +135,29 @@ func (lk *Locker) attemptSet(ctx context.Context, ls *lockSet, o settings.Call, 
 
 // run is the attempt of b (see attempt).
 func (lk *Locker) run(ctx context.Context, b *ballot) (*lease.Lease, time.Duration, error) {
-	o := b.o
+	if b.w != nil && b.set == nil {
+		b.w.tries++
+		b.args[5] = strconv.Itoa(b.w.tries)
+		b.w.hands.track(b)
+	}
 	b.phase1(ctx)
+	return lk.conclude(ctx, b)
+}
+
+// conclude is an attempt past its votes: b.votes are phase 1's answers,
+// or the grants of the releases that handed the lock to b (hand.go).
+func (lk *Locker) conclude(ctx context.Context, b *ballot) (*lease.Lease, time.Duration, error) {
+	o := b.o
 	q := lk.Quorum()
 	c, _ := tally(b.votes)
 	if c < q {
 		return b.fail(ctx, "acquire", c, lk.phase1Answers(b.votes), sitOutReason(b.votes, q))
+	}
+	// The votes' locks last a TTL from b.t1 at least, a handoff's the
+	// shorter b.span.
+	span := o.TTL
+	if b.span > 0 {
+		span = b.span
 	}
 	drift := settings.Drift(o.TTL, lk.cfg.Drift)
 	var (
@@ -169,21 +187,21 @@ func (lk *Locker) run(ctx context.Context, b *ballot) (*lease.Lease, time.Durati
 		// A commit that outlasts the validity left after phase 1 could
 		// only end in a lease with none: it is not waited for past that.
 		el := time.Since(b.t1)
-		left := engine.Validity(o.TTL, el, drift)
+		left := engine.Validity(span, el, drift)
 		if left <= 0 {
-			return b.fail(ctx, "acquire", c, lk.phase1Answers(b.votes), noValidity(el, o.TTL))
+			return b.fail(ctx, "acquire", c, lk.phase1Answers(b.votes), noValidity(el, span))
 		}
 		if answers, got := b.commit(ctx, req, min(lk.nodeTimeout(o.TTL), left), voters); got < q {
-			if el = time.Since(b.t1); engine.Validity(o.TTL, el, drift) <= 0 {
-				return b.fail(ctx, "acquire", c, lk.phase1Answers(b.votes), noValidity(el, o.TTL))
+			if el = time.Since(b.t1); engine.Validity(span, el, drift) <= 0 {
+				return b.fail(ctx, "acquire", c, lk.phase1Answers(b.votes), noValidity(el, span))
 			}
 			return b.fail(ctx, "commit", got, answers, nil)
 		}
 	}
 	t2 := time.Now()
-	validity := engine.Validity(o.TTL, t2.Sub(b.t1), drift)
+	validity := engine.Validity(span, t2.Sub(b.t1), drift)
 	if validity <= 0 {
-		return b.fail(ctx, "acquire", c, lk.phase1Answers(b.votes), noValidity(t2.Sub(b.t1), o.TTL))
+		return b.fail(ctx, "acquire", c, lk.phase1Answers(b.votes), noValidity(t2.Sub(b.t1), span))
 	}
 	if b.set != nil {
 		return b.grantSet(tokens, t2.Add(validity)), 0, nil
@@ -330,6 +348,9 @@ func (b *ballot) fail(ctx context.Context, op string, got int, answers []NodeAns
 		}
 	}
 	rel := releasing{owner: b.owner, unsure: b.unsure, ttl: b.o.TTL}
+	if b.w != nil && b.set == nil && b.span == 0 {
+		rel.refused = b.w.id
+	}
 	if b.set == nil {
 		b.lk.releaseAll(b.ks, rel, idx, len(idx), await)
 	} else {
@@ -355,6 +376,7 @@ func (b *ballot) grant(token int64, tokenArg string, until time.Time) *lease.Lea
 		Reporter:  b.lk.cfg.Reporter,
 		AutoRenew: b.o.AutoRenew,
 		Metadata:  b.o.Metadata,
+		Short:     b.span > 0 && b.span < b.o.TTL,
 	})
 	b.l.Store(l)
 	return l

@@ -96,3 +96,10 @@ const (
 	StatusSet    = statusSet
 	StatusQueued = statusQueued
 )
+
+// ReleaseFailed runs, on n, the release a failed attempt of waiter sends
+// for owner (lua/release.lua), and returns its reply.
+func ReleaseFailed(ctx context.Context, n node.Node, key, owner, waiter string) (int64, error) {
+	r, err := n.Eval(ctx, releaseScript, newKeySet(key).release[:], owner, "", "0", "", "", waiter)
+	return r.Int(0), err
+}

@@ -57,7 +57,10 @@ type releasing struct {
 	token   string        // the lease's token: its release is idempotent; empty for a failed attempt's
 	tokens  []string      // for a set, the token of each lock, as token; nil for a failed attempt's
 	ttl     time.Duration // the lease's TTL, which bounds the release's calls
-	publish bool          // wake the next waiter
+	publish bool          // hand the lock to the queue's head, or wake the next waiter
+	// For a failed attempt of a waiter at one lock, the waiter: a lock a
+	// release handed the attempt stays (lua/release.lua).
+	refused string
 }
 
 // releaseAll runs the release script for rel on the nodes at idx (all
@@ -77,11 +80,15 @@ func (lk *Locker) releaseAll(ks *keySet, rel releasing, idx []int, need int, awa
 		ch = ks.channel
 	}
 	// args and unsureArgs share one allocation.
-	args := []string{rel.owner, ch, "0", rel.waiter, rel.token, rel.owner, ch, lk.args.gone, rel.waiter, rel.token}
-	req := request{script: releaseScript, keys: ks.release[:], args: args[:5:5]}
+	args := []string{rel.owner, ch, "0", rel.waiter, rel.token, rel.refused, rel.owner, ch, lk.args.gone, rel.waiter, rel.token, rel.refused}
+	req := request{script: releaseScript, keys: ks.release[:], args: args[:6:6]}
+	if rel.publish {
+		// A lease's release hands the lock to the queue's head (hand.go).
+		req.script, req.keys = handScripts.of(lk.cfg.Tokens, !lk.cfg.Durable), ks.acquire(lk.cfg.Tokens)
+	}
 	if rel.unsure != nil {
 		req.unsure = rel.unsure
-		req.unsureArgs = args[5:]
+		req.unsureArgs = args[6:]
 	}
 	return lk.releaseRound(req, rel.ttl, idx, need, await)
 }

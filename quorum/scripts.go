@@ -24,7 +24,7 @@ var luaFS embed.FS
 
 // lib is the package's functions a script holds when it calls them: the
 // lost-data guard's judge and epoch (epoch.lua).
-var lib = []string{"epoch.lua"}
+var lib = []string{"epoch.lua", "ticket.lua"}
 
 // variants is one phase 1 script, built for every kind of Locker: by
 // whether tokens are on, then whether the lost-data guard is.
@@ -48,14 +48,14 @@ func on(b bool) int {
 // its checking one (node.NewScriptAfter); without, the guarded one checks
 // the epoch against INFO at every run. Their names add "+token", and
 // "+check" or "+trust".
-func phase1(name, body string, replies [2]string, trusted bool) (v variants) {
+func phase1(name string, body []string, replies [2]string, trusted bool) (v variants) {
 	for tokens, reply := range replies {
 		n := name
 		if tokens == 1 {
 			n += "+token"
 		}
 		spec := func(suffix, step string) lua.Spec {
-			return lua.Spec{Name: n + suffix, FS: luaFS, Lib: lib, Body: []string{step, reply, body}}
+			return lua.Spec{Name: n + suffix, FS: luaFS, Lib: lib, Body: append([]string{step, reply}, body...)}
 		}
 		v[tokens][0] = lua.Script(spec("", "epoch_off.lua"))
 		v[tokens][1] = lua.Script(spec("+check", "epoch_check.lua"))
@@ -72,16 +72,22 @@ func phase1(name, body string, replies [2]string, trusted bool) (v variants) {
 var (
 	// voteScripts: a lock's vote. KEYS: keySet.acquire; ARGV: owner, TTL
 	// ms, waiter, its score, its ticket life ms.
-	voteScripts = phase1("quorum/vote", "vote.lua", lockReplies, true)
+	voteScripts = phase1("quorum/vote", []string{"vote.lua"}, lockReplies, true)
 	// forceScripts: an operator's break (ForceRelease), the vote with
 	// force.lua for vote.lua. A break is rare: with the guard, each
 	// checks the epoch against INFO.
-	forceScripts = phase1("quorum/force", "force.lua", lockReplies, false)
+	forceScripts = phase1("quorum/force", []string{"force.lua"}, lockReplies, false)
 	// voteSetScripts: the vote of a lease on several locks. KEYS:
 	// lockSet.vote; ARGV: those of a lock's vote, then the number of
 	// locks.
-	voteSetScripts = phase1("quorum/vote_set", "vote_set.lua",
+	voteSetScripts = phase1("quorum/vote_set", []string{"vote_set.lua"},
 		[2]string{"reply_set.lua", "reply_set_token.lua"}, true)
+
+	// handScripts: a lease's release that hands the lock to the queue's
+	// head (hand.lua, release.lua). KEYS: keySet.acquire; ARGV:
+	// releaseScript's. Each checks the epoch against INFO when it hands
+	// the lock over: a release may be a server process's first script.
+	handScripts = phase1("quorum/hand", []string{"hand.lua", "release.lua"}, lockReplies, false)
 
 	// lockReplies: their replies, without and with tokens.
 	lockReplies = [2]string{"reply.lua", "reply_token.lua"}
@@ -99,12 +105,13 @@ var (
 	// lifetime ms. Replies 1 or 0.
 	extendScript = lua.Script(lua.Spec{Name: "quorum/extend", FS: luaFS, Body: []string{"extend.lua"}})
 	// releaseScript: KEYS keySet.release; ARGV owner, channel, ms to
-	// remember the owner ('0' not to), waiter, token. Replies 1 (deleted),
-	// 2 (gone, the counter still at the token) or 0.
-	releaseScript = lua.Script(lua.Spec{Name: "quorum/release", FS: luaFS, Body: []string{"release.lua"}})
+	// remember the owner ('0' not to), waiter, token, and a failed
+	// attempt's waiter (optional). Replies 1 (deleted), 2 (gone, the
+	// counter still at the token) or 0.
+	releaseScript = lua.Script(lua.Spec{Name: "quorum/release", FS: luaFS, Lib: lib, Body: []string{"pass.lua", "release.lua"}})
 	// leaveScript: KEYS the first four of keySet.release; ARGV waiter,
 	// channel. Replies 1.
-	leaveScript = lua.Script(lua.Spec{Name: "quorum/leave", FS: luaFS, Body: []string{"leave.lua"}})
+	leaveScript = lua.Script(lua.Spec{Name: "quorum/leave", FS: luaFS, Lib: lib, Body: []string{"leave.lua"}})
 )
 
 var (

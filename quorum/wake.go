@@ -13,8 +13,8 @@ type waker struct {
 	cancel context.CancelFunc
 }
 
-// subscribe listens on channel on every node, calling signal on each
-// message, until stop. Each node subscribes in the background, bounded by a
+// subscribe listens on channel on every node, calling signal with the
+// node's index and each message, until stop. Each node subscribes in the background, bounded by a
 // few node timeouts for leases of ttl, so a hung node holds up no attempt:
 // its wake joins once its subscription is confirmed. The goroutines are
 // counted in the Locker's WaitGroup; the caller must hold an operation.
@@ -22,7 +22,7 @@ type waker struct {
 // wake once: a release published before then may have been missed, and
 // after it, every release reaches a subscribed node, since a lease holds a
 // majority.
-func (lk *Locker) subscribe(channel string, ttl time.Duration, wake chan<- string, signal func()) *waker {
+func (lk *Locker) subscribe(channel string, ttl time.Duration, wake chan<- string, signal func(i int, msg string)) *waker {
 	ctx, cancel := context.WithCancel(lk.closing)
 	w := &waker{done: make(chan struct{}), cancel: cancel}
 	n, q := len(lk.nodes), lk.Quorum()
@@ -47,7 +47,7 @@ func (lk *Locker) subscribe(channel string, ttl time.Duration, wake chan<- strin
 			}
 		}
 	}
-	for _, nd := range lk.nodes {
+	for i, nd := range lk.nodes {
 		lk.wg.Go(func() {
 			sctx, cancel := context.WithTimeout(ctx, lk.cleanupTimeout(ttl))
 			sig, stop, err := nd.Subscribe(sctx, channel)
@@ -61,8 +61,8 @@ func (lk *Locker) subscribe(channel string, ttl time.Duration, wake chan<- strin
 				select {
 				case <-w.done:
 					return
-				case <-sig:
-					signal()
+				case msg := <-sig:
+					signal(i, msg)
 				}
 			}
 		})

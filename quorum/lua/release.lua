@@ -1,12 +1,16 @@
 -- release: give one owner's lock up on one node.
 --
--- KEYS  lock, gone, queue, queue deadlines, fence counter
+-- KEYS  lock, gone, queue, queue deadlines, fence counter (pass.lua); or a
+--       vote's keys (hand.lua)
 -- ARGV  owner, channel (empty for no message), ms to remember the owner as
 --       given up ('0' not to), the waiter the lease was granted to (empty
---       for none), the lease's token (empty for none)
+--       for none), the lease's token (empty for none), and for a failed
+--       attempt of a waiter, the waiter (else empty or none)
 --
 -- The waiter's ticket is taken off the queue. It deletes the lock when the
--- owner holds it and publishes on the channel. Otherwise, where the owner's
+-- owner holds it (unless handed to a failed attempt, below) and, given a
+-- channel, passes it on (pass: publish, or
+-- hand it to the queue's head). Otherwise, where the owner's
 -- vote may still be on its way (its call timed out or broke, and a stopped
 -- server runs it when it resumes: the caller knows, and passes a time to
 -- remember), the owner is recorded in the gone set (remember, in the
@@ -20,11 +24,18 @@ if ARGV[4] ~= '' then
   redis.call('HDEL', KEYS[4], ARGV[4])
 end
 local v = redis.call('GET', KEYS[1])
+if v == ARGV[1] and (ARGV[6] or '') ~= '' then
+  -- A failed attempt's: its vote here was refused if the waiter's ticket
+  -- names it, and the lock is then one a release handed it since, which
+  -- the waiter may count on (hand.go): it stays.
+  local _, _, _, o = handed(KEYS[4], ARGV[6])
+  if o == v then return 0 end
+end
 if v == ARGV[1] then
   redis.call('DEL', KEYS[1])
-  if ARGV[2] ~= '' then redis.call('PUBLISH', ARGV[2], '1') end
+  if ARGV[2] ~= '' then pass(ARGV[2]) end
   return 1
 end
 if ARGV[3] ~= '0' then remember(KEYS[2], ARGV[1], tonumber(ARGV[3]), (clock())) end
-if not v and ARGV[5] ~= '' and redis.call('GET', KEYS[5]) == ARGV[5] then return 2 end
+if not v and ARGV[5] ~= '' and redis.call('GET', fence) == ARGV[5] then return 2 end
 return 0

@@ -10,6 +10,7 @@
 -- ARGV[3]     waiter (empty for none)
 -- ARGV[4]     the waiter's score (its first attempt's time)
 -- ARGV[5]     the waiter's ticket life, ms
+-- ARGV[6]     the attempt's number among the waiter's
 --
 -- Status: 0 held by another owner, 1 set for this owner, 2 free but
 -- promised to an earlier waiter, 3 this owner was given up (a late vote,
@@ -23,13 +24,31 @@
 -- taking it off on a grant left the nodes with different heads whenever the
 -- attempt failed overall. A waiter refused joins the queue (or stays,
 -- keeping its first score) and its ticket's deadline moves to now + its
--- life; the queue's keys expire with their latest ticket. A vote of an
+-- life; the ticket names this attempt (its TTL and owner, ticket.lua), to
+-- which a release may hand the lock (hand.lua); the queue's keys expire
+-- with their latest ticket. A lock handed to an earlier attempt of this
+-- waiter (the owner its ticket names), which the waiter gave up for this
+-- one, counts as free for it. A vote of an earlier attempt than the
+-- ticket's, landing late, is refused as any other and leaves the ticket
+-- as it is. A vote of an
 -- owner given up is refused, with four values in both modes, and does not
 -- queue its waiter.
 local e = vote_epoch()
 if type(e) == 'table' then return e end
 local st, p = 0, redis.call('PTTL', KEYS[1])
-if p == -2 then
+local free = p == -2
+local n, _, had, o = tonumber(ARGV[6] or '0')
+if ARGV[3] ~= '' then _, _, had, o = handed(KEYS[4], ARGV[3]) end
+local later = not had or n > had
+if not free then
+  local v = redis.call('GET', KEYS[1])
+  if v == ARGV[1] then
+    p, st = 0, 1
+  else
+    free = later and v == o
+  end
+end
+if free then
   p = 0
   local h = head(KEYS[3], KEYS[4], ARGV[3])
   if h and h ~= ARGV[3] then
@@ -40,12 +59,12 @@ if p == -2 then
     redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
     st = 1
   end
-elseif redis.call('GET', KEYS[1]) == ARGV[1] then
-  p, st = 0, 1
 end
 if st ~= 1 and ARGV[3] ~= '' then
   if gone(KEYS[2], ARGV[1], now) then return {3, 0, us, e} end
   join(KEYS[3], ARGV[3], ARGV[4])
-  ticket(KEYS[3], KEYS[4], ARGV[3], tonumber(ARGV[5]))
+  if later or n == had and o == ARGV[1] then
+    ticket(KEYS[3], KEYS[4], ARGV[3], tonumber(ARGV[5]), ARGV[2] .. ' ' .. fmt(n) .. ' ' .. ARGV[1])
+  end
 end
 return reply(st, p, e)

@@ -20,11 +20,13 @@ const libDir = "internal/engine/lua/"
 // alternatives are the functions that more than one file defines on
 // purpose, each with the files that do: variants of one step, of which a
 // script holds exactly one (the quorum's lost-data guard and its two
-// reply shapes, each with or without a token).
+// reply shapes, each with or without a token; a release's passing on of
+// the lock it frees, published or handed to the queue's head).
 var alternatives = map[string][]string{
 	"vote_epoch": {"quorum/lua/epoch_check.lua", "quorum/lua/epoch_off.lua", "quorum/lua/epoch_trust.lua"},
 	"reply":      {"quorum/lua/reply.lua", "quorum/lua/reply_token.lua"},
 	"set_reply":  {"quorum/lua/reply_set.lua", "quorum/lua/reply_set_token.lua"},
+	"pass":       {"quorum/lua/hand.lua", "quorum/lua/pass.lua"},
 }
 
 // TestLuaWrittenOnce: the module's Lua (every file in a lua/ folder)

@@ -1,0 +1,145 @@
+package quorum_test
+
+import (
+	"context"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/dlockgo/dlock/internal/testkit/events"
+	"github.com/dlockgo/dlock/internal/testkit/redistest"
+	"github.com/dlockgo/dlock/lease"
+	"github.com/dlockgo/dlock/observe"
+	"github.com/dlockgo/dlock/option"
+	"github.com/dlockgo/dlock/quorum"
+)
+
+// votesIn counts the Vote events among ev.
+func votesIn(ev []observe.Event) int {
+	n := 0
+	for _, e := range ev {
+		if e.Kind == observe.Vote {
+			n++
+		}
+	}
+	return n
+}
+
+// TestHandoff: a lease's release hands the lock to the waiter at the head
+// of the queue on every node it frees, and the waiter holds it without a
+// vote of its own after the release: its lease's owner holds the lock on
+// every node, with tokens a token above the released lease's, and its
+// release frees the key. With the guard on and off, with and without
+// tokens, each on a fresh key so that every shape of grant is read.
+func TestHandoff(t *testing.T) {
+	forEachClient(t, func(t *testing.T, c string) {
+		srvs := redistest.StartN(t, 5)
+		for _, mode := range []struct {
+			name string
+			opts []option.Option
+		}{
+			// The guard sits a node out for its max TTL after its first
+			// use: a short one, waited out below.
+			{"guarded", []option.Option{option.TTL(time.Second), option.MaxTTL(time.Second)}},
+			{"durable", []option.Option{option.DurableNodes(true)}},
+			{"no-tokens", []option.Option{option.Tokens(false)}},
+		} {
+			t.Run(mode.name, func(t *testing.T) {
+				ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+				defer cancel()
+				key := "handoff-" + mode.name
+				opts := append([]option.Option{option.TTL(5 * time.Second)}, mode.opts...)
+				holder := newLocker(t, nodesOn(t, srvs, c), opts...)
+				require.Eventually(t, func() bool {
+					l, err := holder.TryAcquire(ctx, key)
+					if err == nil {
+						require.NoError(t, l.Release(ctx))
+					}
+					return err == nil
+				}, 5*time.Second, 50*time.Millisecond, "the nodes sit their first use out")
+				rec := &events.Recorder{}
+				waiter := newLocker(t, nodesOn(t, srvs, c), append(opts, option.Observer(rec))...)
+				held := holdEverywhere(t, holder, srvs, key)
+
+				got := make(chan *lease.Lease, 1)
+				go func() {
+					// A retry longer than the test: only a release moves it.
+					l, err := waiter.Acquire(ctx, key, option.Retry(time.Minute, time.Minute))
+					if err != nil {
+						t.Errorf("Acquire: %v", err)
+					}
+					got <- l
+				}()
+				waitQueued(t, srvs, key, 1)
+				// Once subscribed on a majority, the waiter tries once more
+				// (a release may have gone unheard before): the count of
+				// its votes settles after that attempt.
+				for _, s := range srvs {
+					s.WaitSubscribed(t, "dlock:{"+key+"}:released")
+				}
+				before := votesIn(rec.Events())
+				for settled := 0; settled < 3; settled++ {
+					time.Sleep(20 * time.Millisecond)
+					if n := votesIn(rec.Events()); n != before {
+						before, settled = n, 0
+					}
+				}
+				require.NoError(t, held.Release(ctx), "Release")
+				l := <-got
+				require.NotNil(t, l, "Acquire")
+				if after := votesIn(rec.Events()); after != before {
+					t.Errorf("the waiter voted %d times after the release; want none: the release hands the lock over", after-before)
+				}
+				for i, s := range srvs {
+					if owner := do(t, s, "GET", "dlock:{"+key+"}:lock"); owner != l.Owner() {
+						t.Errorf("server %d: lock held by %q; want the waiter's lease %q", i, owner, l.Owner())
+					}
+				}
+				if held.Token() != 0 && l.Token() <= held.Token() {
+					t.Errorf("token %d after %d; want it above", l.Token(), held.Token())
+				}
+				require.NoError(t, l.Release(ctx), "Release of the handed lease")
+				next, err := holder.TryAcquire(ctx, key)
+				require.NoError(t, err, "TryAcquire after the handed lease's release")
+				require.NoError(t, next.Release(ctx))
+			})
+		}
+	})
+}
+
+// TestHandoffKept: a failed attempt's release leaves a lock a release
+// handed to the attempt (the waiter's ticket names it: its vote there was
+// refused), which the waiter may count on, and deletes one its own vote
+// set (the ticket names another attempt, or there is none).
+func TestHandoffKept(t *testing.T) {
+	srvs := redistest.StartN(t, 1)
+	n := nodesOn(t, srvs, "go-redis")[0]
+	ctx := t.Context()
+	const key, waiter, owner = "kept", "w1", "a2"
+	lock, deadlines := "dlock:{"+key+"}:lock", "dlock:{"+key+"}:queue:deadlines"
+	deadline := strconv.FormatInt(serverMs(t, srvs[0])+60_000, 10)
+	for _, c := range []struct {
+		name, ticket string
+		kept         bool
+	}{
+		{"handed", deadline + " 5000 2 " + owner, true},
+		{"another attempt's ticket", deadline + " 5000 1 a1", false},
+		{"no ticket", "", false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			do(t, srvs[0], "DEL", deadlines)
+			if c.ticket != "" {
+				do(t, srvs[0], "HSET", deadlines, waiter, c.ticket)
+			}
+			do(t, srvs[0], "SET", lock, owner, "PX", "60000")
+			r, err := quorum.ReleaseFailed(ctx, n, key, owner, waiter)
+			require.NoError(t, err, "release")
+			got := do(t, srvs[0], "GET", lock)
+			if kept := got == owner; kept != c.kept {
+				t.Errorf("lock %q after the release (reply %d); kept %v, want %v", got, r, kept, c.kept)
+			}
+		})
+	}
+}
