@@ -19,8 +19,8 @@ const earlyVoteMs = 100
 // gives its waiter, which then asks again in the lock's last earlyVoteMs,
 // as the single claim's broken form does.
 const (
-	voteFree      = "local st, p = 0, redis.call('PTTL', KEYS[1])\nif p == -2 then"
-	voteFreeEarly = "local st, p = 0, redis.call('PTTL', KEYS[1]) - %d\nif p < 0 then"
+	voteFree      = "local st, p = 0, redis.call('PTTL', KEYS[1])\nlocal free = p == -2"
+	voteFreeEarly = "local st, p = 0, redis.call('PTTL', KEYS[1]) - %d\nlocal free = p < 0"
 )
 
 // earlyVote returns the swap, for a plant.Swapping Node, that breaks the
