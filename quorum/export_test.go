@@ -103,3 +103,18 @@ func ReleaseFailed(ctx context.Context, n node.Node, key, owner, waiter string) 
 	r, err := n.Eval(ctx, releaseScript, newKeySet(key).release[:], owner, "", "0", "", "", waiter)
 	return r.Int(0), err
 }
+
+// VoteAttempt runs, on n, the vote of owner for waiter's attempt number
+// attempt, its first attempt at score, on key alone, without tokens or the
+// lost-data guard, and returns its status.
+func VoteAttempt(ctx context.Context, n node.Node, owner, waiter, score string, attempt int, key string) (int64, error) {
+	r, err := n.Eval(ctx, voteScripts.of(false, false), newKeySet(key).acquire(false), owner, "60000", waiter, score, "2000", strconv.Itoa(attempt))
+	return r.Int(0), err
+}
+
+// ReleaseLease runs, on n, the release of a lease of owner granted to
+// waiter, without a message, and returns its reply.
+func ReleaseLease(ctx context.Context, n node.Node, key, owner, waiter string) (int64, error) {
+	r, err := n.Eval(ctx, releaseScript, newKeySet(key).release[:], owner, "", "0", waiter, "")
+	return r.Int(0), err
+}

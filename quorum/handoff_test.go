@@ -3,6 +3,7 @@ package quorum_test
 import (
 	"context"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -92,15 +93,36 @@ func TestHandoff(t *testing.T) {
 				if after := votesIn(rec.Events()); after != before {
 					t.Errorf("the waiter voted %d times after the release; want none: the release hands the lock over", after-before)
 				}
+				// The lease holds a majority. On a node its attempt's vote
+				// did not reach before the release, the lock went to the
+				// attempt the ticket named there, an earlier one of the
+				// same waiter: that and nothing else.
+				lock := "dlock:{" + key + "}:lock"
+				mine := 0
 				for i, s := range srvs {
-					if owner := do(t, s, "GET", "dlock:{"+key+"}:lock"); owner != l.Owner() {
-						t.Errorf("server %d: lock held by %q; want the waiter's lease %q", i, owner, l.Owner())
+					owner := do(t, s, "GET", lock)
+					if owner == l.Owner() {
+						mine++
+						continue
 					}
+					waiting := do(t, s, "ZRANGE", "dlock:{"+key+"}:queue", "0", "0")
+					ticket := strings.Fields(do(t, s, "HGET", "dlock:{"+key+"}:queue:deadlines", waiting))
+					if len(ticket) != 4 || owner != ticket[3] {
+						t.Errorf("server %d: lock held by %q, ticket %q; want the waiter's lease %q or the attempt its ticket names", i, owner, ticket, l.Owner())
+					}
+				}
+				if mine < len(srvs)/2+1 {
+					t.Errorf("the waiter's lease holds %d of %d nodes; want a majority", mine, len(srvs))
 				}
 				if held.Token() != 0 && l.Token() <= held.Token() {
 					t.Errorf("token %d after %d; want it above", l.Token(), held.Token())
 				}
 				require.NoError(t, l.Release(ctx), "Release of the handed lease")
+				for i, s := range srvs {
+					if owner := do(t, s, "GET", lock); owner != "" {
+						t.Errorf("server %d: lock held by %q after the handed lease's release; want none", i, owner)
+					}
+				}
 				next, err := holder.TryAcquire(ctx, key)
 				require.NoError(t, err, "TryAcquire after the handed lease's release")
 				require.NoError(t, next.Release(ctx))
@@ -142,4 +164,53 @@ func TestHandoffKept(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestHandoffGhost: a lock a release handed to an earlier attempt of a
+// waiter, which the waiter's later attempt's vote did not reach in time,
+// does not outlive its waiter's lease. The later attempt's vote takes it,
+// even behind a waiter that joined the queue ahead since; and the lease's
+// release deletes it where no vote of the lease's took it.
+func TestHandoffGhost(t *testing.T) {
+	srvs := redistest.StartN(t, 1)
+	n := nodesOn(t, srvs, "go-redis")[0]
+	ctx := t.Context()
+	const key, waiter, ahead = "ghost", "w1", "w0"
+	lock, queue, deadlines := "dlock:{"+key+"}:lock", "dlock:{"+key+"}:queue", "dlock:{"+key+"}:queue:deadlines"
+	deadline := strconv.FormatInt(serverMs(t, srvs[0])+60_000, 10)
+	setup := func(t *testing.T) {
+		do(t, srvs[0], "DEL", lock, queue, deadlines)
+		do(t, srvs[0], "ZADD", queue, "1", ahead, "2", waiter)
+		do(t, srvs[0], "HSET", deadlines, ahead, deadline+" 5000 1 b1", waiter, deadline+" 5000 1 a1")
+		do(t, srvs[0], "SET", lock, "a1", "PX", "60000")
+	}
+	t.Run("a later vote takes it", func(t *testing.T) {
+		setup(t)
+		st, err := quorum.VoteAttempt(ctx, n, "a2", waiter, "2", 2, key)
+		require.NoError(t, err, "vote")
+		if got := do(t, srvs[0], "GET", lock); st != quorum.StatusSet || got != "a2" {
+			t.Errorf("attempt 2's vote: status %d, lock %q; want %d and %q", st, got, quorum.StatusSet, "a2")
+		}
+	})
+	t.Run("an earlier vote does not", func(t *testing.T) {
+		setup(t)
+		do(t, srvs[0], "HSET", deadlines, waiter, deadline+" 5000 3 a3")
+		do(t, srvs[0], "SET", lock, "a3", "PX", "60000")
+		st, err := quorum.VoteAttempt(ctx, n, "a2", waiter, "2", 2, key)
+		require.NoError(t, err, "vote")
+		if got := do(t, srvs[0], "GET", lock); st == quorum.StatusSet || got != "a3" {
+			t.Errorf("attempt 2's late vote: status %d, lock %q; want refused and %q", st, got, "a3")
+		}
+	})
+	t.Run("the lease's release deletes it", func(t *testing.T) {
+		setup(t)
+		_, err := quorum.ReleaseLease(ctx, n, key, "a2", waiter)
+		require.NoError(t, err, "release")
+		if got := do(t, srvs[0], "GET", lock); got != "" {
+			t.Errorf("lock %q after the lease's release; want none", got)
+		}
+		if got := do(t, srvs[0], "HGET", deadlines, waiter); got != "" {
+			t.Errorf("ticket %q after the lease's release; want none", got)
+		}
+	})
 }

@@ -28,7 +28,9 @@
 -- which a release may hand the lock (hand.lua); the queue's keys expire
 -- with their latest ticket. A lock handed to an earlier attempt of this
 -- waiter (the owner its ticket names), which the waiter gave up for this
--- one, counts as free for it. A vote of an earlier attempt than the
+-- one, is taken by this one whatever the queue's head: the release handed
+-- it to this waiter, and a waiter that joined ahead since would otherwise
+-- leave it held until its TTL. A vote of an earlier attempt than the
 -- ticket's, landing late, is refused as any other and leaves the ticket
 -- as it is. A vote of an
 -- owner given up is refused, with four values in both modes, and does not
@@ -39,19 +41,20 @@ local st, p = 0, redis.call('PTTL', KEYS[1])
 local free = p == -2
 local n, _, had, o = tonumber(ARGV[6] or '0')
 if ARGV[3] ~= '' then _, _, had, o = handed(KEYS[4], ARGV[3]) end
-local later = not had or n > had
+local later, mine = not had or n > had, false
 if not free then
   local v = redis.call('GET', KEYS[1])
   if v == ARGV[1] then
     p, st = 0, 1
   else
-    free = later and v == o
+    mine = later and v == o
+    free = mine
   end
 end
 if free then
   p = 0
   local h = head(KEYS[3], KEYS[4], ARGV[3])
-  if h and h ~= ARGV[3] then
+  if h and h ~= ARGV[3] and not mine then
     st = 2
   elseif gone(KEYS[2], ARGV[1], now) then
     return {3, 0, us, e}
