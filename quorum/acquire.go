@@ -141,7 +141,7 @@ func (lk *Locker) wait(ctx context.Context, ks *keySet, ls *lockSet, o settings.
 	defer cancel(nil)
 	defer context.AfterFunc(lk.closing, func() { cancel(ErrClosed) })()
 
-	var wakers []*waker
+	listening := false
 	wake := make(chan string, 1)
 	at := time.Now().UnixMicro()
 	life := engine.TicketLife(o.Retry)
@@ -155,9 +155,10 @@ func (lk *Locker) wait(ctx context.Context, ks *keySet, ls *lockSet, o settings.
 	w.hands.span = min(o.TTL, life)
 	defer func() {
 		w.hands.end()
-		for j, wk := range wakers {
-			wk.stop()
-			lk.delist(part(j).key, w)
+		if listening {
+			for j := range parts {
+				lk.unlisten(part(j).key, w)
+			}
 		}
 	}()
 	l, err := engine.Wait(ctx, o.Retry, func(ctx context.Context) (*lease.Lease, engine.Turn, error) {
@@ -181,13 +182,13 @@ func (lk *Locker) wait(ctx context.Context, ks *keySet, ls *lockSet, o settings.
 			return l, turn, err
 		}
 		w.queued = true
-		if wakers == nil && ctx.Err() == nil {
+		if !listening && ctx.Err() == nil {
 			// A release of any key may free the set: the waiter listens
 			// on each, and is woken as the earliest waiter of that key.
+			listening = true
 			for j := range parts {
 				p := part(j)
-				lk.enlist(p.key, w)
-				wakers = append(wakers, lk.subscribe(p.channel, o.TTL, wake, func(i int, msg string) { lk.heard(p.key, i, msg) }))
+				lk.listen(p.key, p.channel, o.TTL, w)
 			}
 		}
 		if errors.Is(err, lease.ErrTaken) {

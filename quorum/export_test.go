@@ -118,3 +118,14 @@ func ReleaseLease(ctx context.Context, n node.Node, key, owner, waiter string) (
 	r, err := n.Eval(ctx, releaseScript, newKeySet(key).release[:], owner, "", "0", waiter, "")
 	return r.Int(0), err
 }
+
+// Listening returns how many of lk's waiters share key's subscriptions,
+// and how many keys lk listens on.
+func Listening(lk *Locker, key string) (waiters, keys int) {
+	lk.wmu.Lock()
+	defer lk.wmu.Unlock()
+	if l := lk.listening[key]; l != nil {
+		waiters = len(l.waiters)
+	}
+	return waiters, len(lk.listening)
+}

@@ -129,26 +129,23 @@ func (lk *Locker) parseGrant(i int, fields []string) vote {
 	return lk.parseVote(i, r, 0)
 }
 
-// heard reads a message of key's release channel from node i: a grant
-// (lua/hand.lua) to one of this Locker's waiters is counted for it, and
-// wakes it once a majority granted; a grant to another waiter wakes
-// nobody (the lock is held again); any other message says the lock came
-// free, and wakes the earliest waiter.
-func (lk *Locker) heard(key string, i int, msg string) {
+// heard reads a message of a key's release channel from node i, for the
+// key's waiters l: a grant (lua/hand.lua) to one of them is counted for
+// it, and wakes it once a majority granted; a grant to another waiter
+// wakes nobody (the lock is held again); any other message says the lock
+// came free, and wakes the earliest waiter.
+func (lk *Locker) heard(l *listening, i int, msg string) {
 	owner, rest, ok := strings.Cut(msg, "|")
+	lk.wmu.Lock()
+	defer lk.wmu.Unlock()
 	if !ok {
-		lk.wakeFirst(key)
+		wakeFirst(l)
 		return
 	}
 	fields := strings.Split(rest, "|")
-	lk.wmu.Lock()
-	defer lk.wmu.Unlock()
-	for _, w := range lk.waiting[key] {
+	for _, w := range l.waiters {
 		if w.hands.heard(lk, i, owner, fields) {
-			select {
-			case w.wake <- "":
-			default:
-			}
+			signal(w.wake)
 			return
 		}
 	}

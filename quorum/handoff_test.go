@@ -213,3 +213,51 @@ func TestHandoffGhost(t *testing.T) {
 		}
 	})
 }
+
+// TestListeningShared: a Locker's waiters of one key share one
+// subscription per node, each is handed the lock in turn, and the
+// subscriptions end with the last of them, on the Locker and on every
+// server.
+func TestListeningShared(t *testing.T) {
+	srvs := redistest.StartN(t, 5)
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+	defer cancel()
+	const key, waiters = "shared", 4
+	channel := "dlock:{" + key + "}:released"
+	holder := newLocker(t, nodesOn(t, srvs, "go-redis"), option.DurableNodes(true))
+	lk := newLocker(t, nodesOn(t, srvs, "go-redis"), option.DurableNodes(true))
+	held := holdEverywhere(t, holder, srvs, key)
+	got := make(chan error, waiters)
+	for range waiters {
+		go func() {
+			l, err := lk.Acquire(ctx, key, option.Retry(time.Minute, time.Minute))
+			if err == nil {
+				err = l.Release(ctx)
+			}
+			got <- err
+		}()
+	}
+	waitQueued(t, srvs, key, waiters)
+	require.Eventually(t, func() bool { n, _ := quorum.Listening(lk, key); return n == waiters },
+		5*time.Second, 10*time.Millisecond, "every waiter listening")
+	if _, keys := quorum.Listening(lk, key); keys != 1 {
+		t.Errorf("the Locker listens on %d keys; want 1", keys)
+	}
+	for i, s := range srvs {
+		s.WaitSubscribed(t, channel)
+		if n := do(t, s, "PUBSUB", "NUMSUB", channel); n != channel+"\n1" {
+			t.Errorf("server %d: PUBSUB NUMSUB %q; want one subscriber", i, n)
+		}
+	}
+	require.NoError(t, held.Release(ctx), "Release")
+	for range waiters {
+		require.NoError(t, <-got, "Acquire and Release")
+	}
+	if n, keys := quorum.Listening(lk, key); n != 0 || keys != 0 {
+		t.Errorf("after the last waiter: %d waiters listening on %d keys; want none", n, keys)
+	}
+	for i, s := range srvs {
+		require.Eventually(t, func() bool { return do(t, s, "PUBSUB", "NUMSUB", channel) == channel+"\n0" },
+			2*time.Second, 10*time.Millisecond, "server %d: the subscription ends", i)
+	}
+}

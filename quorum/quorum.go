@@ -102,8 +102,8 @@ type Locker struct {
 	rounds   sync.Pool // idle *round (see round)
 	args     argStrings
 
-	wmu     sync.Mutex
-	waiting map[string][]*waiter // Acquire calls subscribed, by key
+	wmu       sync.Mutex
+	listening map[string]*listening // Acquire calls subscribed, by key
 
 	mu      sync.Mutex
 	closed  bool
