@@ -133,9 +133,13 @@ func (lk *Locker) attemptSet(ctx context.Context, ls *lockSet, o settings.Call, 
 	return lk.run(ctx, lk.newSetBallot(ls, o, w))
 }
 
+// handable reports whether a release may hand b's lock to it: b is a
+// waiter's attempt at one lock (a set's waiter is only woken).
+func (b *ballot) handable() bool { return b.w != nil && b.set == nil }
+
 // run is the attempt of b (see attempt).
 func (lk *Locker) run(ctx context.Context, b *ballot) (*lease.Lease, time.Duration, error) {
-	if b.w != nil && b.set == nil {
+	if b.handable() {
 		b.w.tries++
 		b.args[5] = strconv.Itoa(b.w.tries)
 		b.w.hands.track(b)
@@ -348,7 +352,7 @@ func (b *ballot) fail(ctx context.Context, op string, got int, answers []NodeAns
 		}
 	}
 	rel := releasing{owner: b.owner, unsure: b.unsure, ttl: b.o.TTL}
-	if b.w != nil && b.set == nil && b.span == 0 {
+	if b.handable() && b.span == 0 {
 		rel.refused = b.w.id
 	}
 	if b.set == nil {

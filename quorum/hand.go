@@ -136,13 +136,16 @@ func (lk *Locker) parseGrant(i int, fields []string) vote {
 // came free, and wakes the earliest waiter.
 func (lk *Locker) heard(l *listening, i int, msg string) {
 	owner, rest, ok := strings.Cut(msg, "|")
+	var fields []string
+	if ok {
+		fields = strings.Split(rest, "|")
+	}
 	lk.wmu.Lock()
 	defer lk.wmu.Unlock()
 	if !ok {
 		wakeFirst(l)
 		return
 	}
-	fields := strings.Split(rest, "|")
 	for _, w := range l.waiters {
 		if w.hands.heard(lk, i, owner, fields) {
 			signal(w.wake)

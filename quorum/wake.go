@@ -34,7 +34,7 @@ func (lk *Locker) listen(key, channel string, ttl time.Duration, w *waiter) {
 	if l == nil {
 		l = &listening{done: make(chan struct{})}
 		lk.listening[key] = l
-		lk.subscribe(l, channel, ttl, key)
+		lk.subscribe(l, channel, ttl)
 	}
 	l.waiters = append(l.waiters, w)
 	if l.ready {
@@ -69,7 +69,7 @@ func (lk *Locker) unlisten(key string, w *waiter) {
 // waiters are woken once: a release published before then may have been
 // missed, and after it, every release reaches a subscribed node, since a
 // lease holds a majority.
-func (lk *Locker) subscribe(l *listening, channel string, ttl time.Duration, key string) {
+func (lk *Locker) subscribe(l *listening, channel string, ttl time.Duration) {
 	ctx, cancel := context.WithCancel(lk.closing)
 	l.cancel = cancel
 	n, q := len(lk.nodes), lk.Quorum()

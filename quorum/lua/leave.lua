@@ -8,7 +8,7 @@
 -- then free, waiters are woken, since the next one may be waiting for
 -- this one. (A vote of its still on the way is refused: its attempt's
 -- release recorded its owner as gone.) Replies 1.
-local _, _, _, o = handed(KEYS[4], ARGV[1])
+local o = select(4, handed(KEYS[4], ARGV[1]))
 redis.call('ZREM', KEYS[3], ARGV[1])
 redis.call('HDEL', KEYS[4], ARGV[1])
 if o and redis.call('GET', KEYS[1]) == o then redis.call('DEL', KEYS[1]) end
