@@ -187,18 +187,21 @@
 //     link (a pause, latency, a timeout or reset, a kill, a failover, a
 //     clock off), on the quorum faults on fewer than N−M nodes at once
 //     (with N−M out, the rest must all agree); each fault reaches 100 ms
-//     past its end, a clock fault its jump further. Latency is an outage
-//     here: the proxy delays each chunk in turn, so the answers a
-//     valkey-go connection pipelines wait for each other's delays, and
-//     the proxy is rebuilt to add or remove a toxic, which closes every
-//     connection. Nor is it calm where the test process itself was
-//     starved: a watcher asks to wake every 10 ms, and a wake 50 ms late
-//     or more (a machine loaded by other work) disturbs the floor from
-//     when it was due to 100 ms past it (starvation; the report gives
-//     the share of the run). Judged: the share of windows calm enough. The calm
-//     time itself is a smaller share of the run (the report's "calm N%
-//     of the run"). Under the race detector TestNemesis reports the
-//     floor's findings and does not fail on them (see TestNemesis).
+//     past its end, a clock fault its jump further, and on the quorum a
+//     calm gap under 500 ms between two such stretches is no calm (the
+//     nodes restarted in a storm are still being redialed, see floorGap).
+//     Latency is an outage here: the proxy delays each chunk in turn, so
+//     the answers a valkey-go connection pipelines wait for each other's
+//     delays, and the proxy is rebuilt to add or remove a toxic, which
+//     closes every connection. Nor is it calm where the test process
+//     itself was starved: a watcher asks to wake every 10 ms, and a wake
+//     50 ms late or more (a machine loaded by other work) disturbs the
+//     floor from when it was due to 100 ms past it (starvation; the
+//     report gives the share of the run). Judged: the share of windows
+//     calm enough. The calm time itself is a smaller share of the run
+//     (the report's "calm N% of the run"). Under the race detector
+//     TestNemesis reports the floor's findings and does not fail on them
+//     (see TestNemesis).
 //   - HANDLE: a resumed lease carries the token the servers granted; a
 //     forged handle is never resumed (nor its lease extended); once the
 //     resumed lease was released (the servers said so) or has expired,

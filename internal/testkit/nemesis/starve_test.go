@@ -27,3 +27,31 @@ func TestStarvationObserve(t *testing.T) {
 	require.Equal(t, []time.Duration{starveTick, 300*time.Millisecond + starveTick + floorSettle}, got,
 		"the two late wakes' stretches, merged; the wakes on time none")
 }
+
+// TestFloorGap: on the quorum, two stretches with two nodes killed are
+// one for the floor when the calm between them is shorter than floorGap,
+// and two when it is longer; on the single strategy a gap is judged
+// whatever its length.
+func TestFloorGap(t *testing.T) {
+	base := time.Now()
+	kill := func(at, to time.Duration, targets ...int) *Event {
+		return &Event{Fault: Fault{Kind: KillRDB, Targets: targets}, Start: base.Add(at), End: base.Add(to), Roles: []string{"master"}}
+	}
+	spans := func(p *Plan, events ...*Event) (out []time.Duration) {
+		for _, s := range floorDisturbed(p, events, nil) {
+			out = append(out, s.From.Sub(base), s.To.Sub(base))
+		}
+		return out
+	}
+	sec := time.Second
+	quorum, single := &Plan{Strategy: Quorum, AOF: make([]bool, 5)}, &Plan{Strategy: Single, AOF: make([]bool, 2)}
+	gap := floorGap - floorSettle - time.Millisecond // the calm between the two
+	require.Equal(t, []time.Duration{0, 2*sec + gap + floorSettle},
+		spans(quorum, kill(0, sec, 0, 1), kill(sec+floorSettle+gap, 2*sec+gap, 2, 3)), "a gap under floorGap, joined")
+	gap = floorGap + time.Millisecond
+	require.Equal(t, []time.Duration{0, sec + floorSettle, sec + floorSettle + gap, 2*sec + gap + floorSettle},
+		spans(quorum, kill(0, sec, 0, 1), kill(sec+floorSettle+gap, 2*sec+gap, 2, 3)), "a gap of floorGap or more, judged")
+	gap = 2 * floorSettle
+	require.Equal(t, []time.Duration{0, sec + floorSettle, sec + floorSettle + gap, 2*sec + gap + floorSettle},
+		spans(single, kill(0, sec, 0), kill(sec+floorSettle+gap, 2*sec+gap, 0)), "the single strategy's short gap, judged")
+}
