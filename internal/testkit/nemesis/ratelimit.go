@@ -403,12 +403,11 @@ func rateRefills(p *Plan, events []*Event) [][]safety.Span {
 // rateDisturbed returns the stretches the floor does not judge: when a
 // fault stands between the callers and the admissions a limit owes them.
 // On the single strategy, any fault on the master or on the clients' link
-// (a pause, a timeout or reset toxic, a kill, a failover, a clock off;
-// not latency, which the callers' concurrent calls ride out); on the
-// quorum, when faults (latency included: past the node timeout a node
-// counts as a refusal) are active on N-M nodes or more at once, so that
-// a majority has no node to spare. A fault reaches floorSettle past its
-// end, a clock fault its jump further (a clock put
+// (a pause, latency, a timeout or reset toxic, a kill, a failover, a
+// clock off); on the quorum, when faults (latency included: past the
+// node timeout a node counts as a refusal) are active on N-M nodes or
+// more at once, so that a majority has no node to spare. A fault reaches
+// floorSettle past its end, a clock fault its jump further (a clock put
 // back leaves its server's limit that much ahead).
 func rateDisturbed(p *Plan, events []*Event) []safety.Span {
 	n, majority := rateNodes(p)
@@ -429,11 +428,16 @@ func rateDisturbed(p *Plan, events []*Event) []safety.Span {
 			targets = []int{0}
 		}
 		if p.Strategy == Single {
+			// The one Limiter's node is whichever server is the master:
+			// what counts is whether the fault hit it, which a kill of
+			// "the replica" does when a failover swapped the roles
+			// before it ran (its Targets are none: see Fault.Replica).
+			hit := false
 			switch e.Kind {
+			case ClockForward, ClockBack, Failover:
+				hit = true
 			case Pause:
-				if len(e.Roles) == 0 || e.Roles[0] != "master" {
-					targets = nil
-				}
+				hit = len(e.Roles) > 0 && e.Roles[0] == "master"
 			case Latency, Timeout, ResetPeer:
 				// The replication link's are none of the clients'. On
 				// theirs, latency is an outage too: the proxy delays
@@ -442,15 +446,12 @@ func rateDisturbed(p *Plan, events []*Event) []safety.Span {
 				// delays and its calls time out, and the proxy is
 				// rebuilt to add the toxic, which closes every
 				// connection (redistest.Proxy.AddToxic).
-				if e.Targets[0] != 0 {
-					targets = nil
-				}
+				hit = e.Targets[0] == 0
 			case KillEmpty, KillRDB, KillAOF:
-				if !e.LostData() {
-					targets = nil
-				}
+				hit = e.LostData()
 			}
-			if len(targets) > 0 {
+			targets = nil
+			if hit {
 				targets = []int{0}
 			}
 		}

@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dlockgo/dlock/internal/testkit/safety"
 	"github.com/stretchr/testify/require"
 )
 
@@ -54,4 +55,19 @@ func TestFloorGap(t *testing.T) {
 	gap = 2 * floorSettle
 	require.Equal(t, []time.Duration{0, sec + floorSettle, sec + floorSettle + gap, 2*sec + gap + floorSettle},
 		spans(single, kill(0, sec, 0), kill(sec+floorSettle+gap, 2*sec+gap, 0)), "the single strategy's short gap, judged")
+}
+
+// TestFloorReplicaKill: on the single strategy a kill planned for the
+// replica that met the master (a failover swapped the roles before it ran)
+// disturbs the floor, as any kill of the master does; one that met the
+// replica does not.
+func TestFloorReplicaKill(t *testing.T) {
+	base := time.Now()
+	p := &Plan{Strategy: Single, AOF: make([]bool, 2)}
+	kill := func(role string) *Event {
+		return &Event{Fault: Fault{Kind: KillRDB, Replica: true}, Start: base, End: base.Add(time.Second), Roles: []string{role}}
+	}
+	require.Equal(t, []safety.Span{{From: base, To: base.Add(time.Second + floorSettle)}}, floorDisturbed(p, []*Event{kill("master")}, nil),
+		"a replica's kill that met the master")
+	require.Empty(t, floorDisturbed(p, []*Event{kill("replica")}, nil), "a replica's kill that met the replica")
 }
