@@ -22,11 +22,7 @@ func TestMain(m *testing.M) {
 	// write, as its DurableNodes declares. The other examples lock on the
 	// first.
 	goleak.VerifyTestMain(examplemain.With(m, 3, "--appendonly", "yes", "--appendfsync", "always"),
-		// valkey-go's cluster client closes the connections a topology
-		// refresh or a redirect replaced five seconds later, from a
-		// goroutine of its own that its Close does not wait for.
-		goleak.IgnoreAnyFunction("github.com/valkey-io/valkey-go.(*clusterClient)._refresh.func2"),
-		goleak.IgnoreAnyFunction("github.com/valkey-io/valkey-go.(*clusterClient).redirectOrNew.func1"))
+		redistest.ClientGoroutines()...)
 }
 
 // forEachClient runs f once per client library with a single-strategy Locker

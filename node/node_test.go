@@ -22,7 +22,7 @@ import (
 	"github.com/dlockgo/dlock/node/valkeygo"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m, redistest.ClientGoroutines()...) }
 
 var (
 	incr    = node.NewScript(`return redis.call('INCR', KEYS[1])`)

@@ -18,7 +18,9 @@ import (
 	"github.com/dlockgo/dlock/ratelimit"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(examplemain.With(m, 3)) }
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(examplemain.With(m, 3), redistest.ClientGoroutines()...)
+}
 
 func newLimiter(t testing.TB, nodes []node.Node, l ratelimit.Limit, opts ...option.Option) *ratelimit.Limiter {
 	t.Helper()

@@ -22,7 +22,9 @@ import (
 	"github.com/dlockgo/dlock/single"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(examplemain.With(m, 1)) }
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(examplemain.With(m, 1), redistest.ClientGoroutines()...)
+}
 
 // forEachClient runs f once per client library, each against a fresh server.
 func forEachClient(t *testing.T, f func(t *testing.T, srv *redistest.Server, n node.Node)) {

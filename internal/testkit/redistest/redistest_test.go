@@ -17,7 +17,7 @@ import (
 	"github.com/dlockgo/dlock/internal/testkit/redistest"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m, redistest.ClientGoroutines()...) }
 
 func TestStartDo(t *testing.T) {
 	s := redistest.Start(t)
