@@ -471,15 +471,11 @@ func rateDisturbed(p *Plan, events []*Event) []safety.Span {
 // rateDisturbed and starved, on the quorum joined where less than floorGap
 // apart.
 func floorDisturbed(p *Plan, events []*Event, starved []safety.Span) []safety.Span {
-	var out []safety.Span
-	for _, s := range safety.MergeSpans(append(rateDisturbed(p, events), starved...)) {
-		if n := len(out); n > 0 && p.Strategy == Quorum && s.From.Sub(out[n-1].To) < floorGap {
-			out[n-1].To = safety.Later(out[n-1].To, s.To)
-			continue
-		}
-		out = append(out, s)
+	var gap time.Duration
+	if p.Strategy == Quorum {
+		gap = floorGap
 	}
-	return out
+	return safety.JoinSpans(append(rateDisturbed(p, events), starved...), gap)
 }
 
 // atLeast returns the stretches in which at least k of the nodes are in

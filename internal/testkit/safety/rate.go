@@ -237,12 +237,16 @@ func CheckRateFloor(interval time.Duration, adms []Admission, disturbed []Span, 
 }
 
 // MergeSpans returns ss sorted and with overlapping spans joined.
-func MergeSpans(ss []Span) []Span {
+func MergeSpans(ss []Span) []Span { return JoinSpans(ss, 0) }
+
+// JoinSpans returns ss sorted, with the spans that overlap, touch or lie
+// less than gap apart joined.
+func JoinSpans(ss []Span, gap time.Duration) []Span {
 	s := slices.Clone(ss)
 	slices.SortFunc(s, func(a, b Span) int { return a.From.Compare(b.From) })
 	var out []Span
 	for _, x := range s {
-		if n := len(out); n > 0 && !x.From.After(out[n-1].To) {
+		if n := len(out); n > 0 && (!x.From.After(out[n-1].To) || x.From.Sub(out[n-1].To) < gap) {
 			out[n-1].To = Later(out[n-1].To, x.To)
 			continue
 		}
