@@ -60,7 +60,8 @@ func (lk *Locker) forceRelease(ctx context.Context, key string) (lease.Broken, e
 // owner still holds the lock with the handle's token, and
 // returns a lease that extends and releases it as the one written out
 // did, valid for what the server says it has left (less the drift
-// margin). opts may set option.AutoRenew (off by default) and option.TTL,
+// margin: more than a TTL when the server's clock stepped back since the
+// grant, until an Extend restarts it at a TTL). opts may set option.AutoRenew (off by default) and option.TTL,
 // the TTL renewals ask for (by default the handle's). A handle that is not
 // one, cut short or edited, is an *lease.ArgError naming handle; one of
 // another strategy or server is refused with an error matching

@@ -14,6 +14,7 @@ import (
 	"github.com/dlockgo/dlock/fence"
 	"github.com/dlockgo/dlock/internal/testkit/events"
 	"github.com/dlockgo/dlock/internal/testkit/redistest"
+	"github.com/dlockgo/dlock/internal/testkit/safety"
 	"github.com/dlockgo/dlock/lease"
 	"github.com/dlockgo/dlock/node"
 	"github.com/dlockgo/dlock/node/goredis"
@@ -332,4 +333,59 @@ func resumeUnreachable(t *testing.T, srv *redistest.Server, n node.Node) {
 	require.NoError(t, err, "Resume once the server continues")
 	require.NoError(t, r.Extend(ctx, 10*time.Second), "Extend of the resumed lease")
 	require.NoError(t, r.Release(ctx))
+}
+
+// TestResumeAfterClockStepBack: a lease granted while the server's clock
+// ran ahead lives on the server past its TTL once the clock steps back, and
+// a Resume then says what the server has left, more than the TTL; an
+// Extend restarts it at a TTL from its call. Another Locker is granted the
+// lock only once the extended lease has ended by its holder's clock, and
+// before the end the Resume gave: the checker judges a holder by its last
+// look at its lease (it saw an overlap here when it took the latest).
+func TestResumeAfterClockStepBack(t *testing.T) {
+	srv, clock := redistest.StartClocked(t)
+	ctx := t.Context()
+	const ttl = 2 * time.Second
+	a := newLocker(t, redistest.NodeFor(t, redistest.Clients[0], srv.Addr()), option.TTL(ttl))
+	b := newLocker(t, redistest.NodeFor(t, redistest.OpenClients[1], srv.Addr()), option.TTL(ttl))
+	res := safety.NewResource("stepped")
+
+	clock.Jump(4 * time.Second)
+	l, err := a.TryAcquire(ctx, "stepped")
+	require.NoError(t, err)
+	res.Granted(l)
+	h, err := l.Handle()
+	require.NoError(t, err)
+	clock.Reset()
+
+	r, err := b.Resume(ctx, h.String())
+	require.NoError(t, err, "Resume")
+	res.Held(r)
+	resumed := time.Now().Add(r.TTL())
+	if left := r.TTL(); left <= ttl+time.Second {
+		t.Fatalf("resumed TTL() = %v; want the server's 4s more than the TTL %v, less the time since", left, ttl)
+	}
+	require.NoError(t, r.Extend(ctx, ttl), "Extend")
+	res.Held(r)
+	if left := r.TTL(); left > ttl {
+		t.Fatalf("TTL() after Extend(%v) = %v", ttl, left)
+	}
+
+	wctx, cancel := context.WithTimeout(ctx, 3*ttl)
+	defer cancel()
+	next, err := a.Acquire(wctx, "stepped")
+	require.NoError(t, err, "the next holder's Acquire")
+	res.Granted(next)
+	at := time.Now()
+	defer next.Release(ctx)
+	if r.Err() == nil {
+		t.Fatalf("the next holder was granted the lock while the extended lease was still valid (%v left)", r.TTL())
+	}
+	if !at.Before(resumed) {
+		t.Fatalf("granted at %s, after the resumed end %s: the case is not the one under test", safety.Stamp(at), safety.Stamp(resumed))
+	}
+	res.Released(r) // after the next grant, as a holder that let it run out
+	if rep := res.Check(); rep.Overlaps != 0 {
+		t.Fatalf("the checker saw %s", rep)
+	}
 }

@@ -72,14 +72,32 @@ type interval struct {
 	holder   string
 	token    fence.Token // of its first grant; 0 for a holder with none
 	from, to time.Time
+	seen     time.Time // when the holder saw the validity to: its last look
+}
+
+// saw records that the holder saw its lease valid until until at at: the
+// interval ends at the validity of the holder's last look, whatever an
+// earlier look said.
+func (iv *interval) saw(at, until time.Time) {
+	if at.Before(iv.seen) {
+		return
+	}
+	if at.Equal(iv.seen) {
+		until = Later(iv.to, until)
+	}
+	iv.seen, iv.to = at, until
 }
 
 // Check checks h. A lease's interval runs from its first grant to the
-// latest end of validity seen at a grant or at a write made while the
-// lease was still valid by its holder's clock, or to its release if that
-// came first, or to the sending of a break that ended it (see Break); a
-// holder with no grant recorded starts at its first write. A write of a
-// broken holder accepted after its break returned is a stale write.
+// end of validity its holder last saw, at a grant, a renewal (Held) or a
+// write made while the lease was still valid by its holder's clock, or to
+// its release if that came first, or to the sending of a break that ended
+// it (see Break); a holder with no grant recorded starts at its first
+// write. The last end seen, not the latest: an Extend restarts a lease's
+// validity from its call, and may shorten it (a shorter TTL, or a lease
+// resumed with more than a TTL left, which a server whose clock stepped
+// back since the grant reports). A write of a broken holder accepted
+// after its break returned is a stale write.
 //
 // Linearizability is checked against a sequential register holding a value
 // and a token, initially empty and 0: a fenced write with token t succeeds,
@@ -183,7 +201,7 @@ func leases(h History) []interval {
 	get := func(holder string, from time.Time) *interval {
 		iv := byHolder[holder]
 		if iv == nil {
-			iv = &interval{holder: holder, from: from, to: from}
+			iv = &interval{holder: holder, from: from, to: from, seen: from}
 			byHolder[holder] = iv
 			order = append(order, holder)
 		}
@@ -196,7 +214,7 @@ func leases(h History) []interval {
 			iv.token = g.Token
 		}
 		iv.from = earliest(iv.from, g.At)
-		iv.to = Later(iv.to, g.Until)
+		iv.saw(g.At, g.Until)
 	}
 	for _, op := range h.Ops {
 		if op.Kind != Write || op.Holder == "" {
@@ -209,7 +227,7 @@ func leases(h History) []interval {
 		// A write made after the lease ended by its holder's own clock
 		// does not stretch the lease: that is the stale write itself.
 		if op.ValidUntil.After(op.Call) {
-			iv.to = Later(iv.to, op.ValidUntil)
+			iv.saw(op.Call, op.ValidUntil)
 		}
 	}
 	for _, rel := range h.Releases {

@@ -89,6 +89,28 @@ func TestCheck(t *testing.T) {
 		},
 		want: Report{Holders: 2, Writes: 1, Overlaps: 1, Linearizable: true},
 	}, {
+		// A lease resumed with more than a TTL left (a server whose
+		// clock stepped back since the grant says so), then extended:
+		// the Extend restarts it at a TTL, and it ends sooner.
+		name: "an extend that shortens a lease ends it at its last look",
+		h: History{
+			Grants: []Grant{grant("a", 1, 0, 500), grant("a", 1, 100, 250), grant("b", 2, 300, 400)},
+		},
+		want: Report{Holders: 2, Linearizable: true},
+	}, {
+		name: "a grant before the shortened end still overlaps",
+		h: History{
+			Grants: []Grant{grant("a", 1, 0, 500), grant("a", 1, 100, 250), grant("b", 2, 200, 400)},
+		},
+		want: Report{Holders: 2, Overlaps: 1, Linearizable: true},
+	}, {
+		name: "a write's look before a later renewal's does not stretch the lease",
+		h: History{
+			Grants: []Grant{grant("a", 1, 0, 100), grant("a", 1, 50, 300), grant("b", 2, 350, 450)},
+			Ops:    []Op{write("a", 1, true, "a1", Accepted, 40, 41, 400)},
+		},
+		want: Report{Holders: 2, Writes: 1, Linearizable: true},
+	}, {
 		name: "broken fence accepts a stale token",
 		h: History{
 			Grants: []Grant{grant("a", 1, 0, 100), grant("b", 2, 50, 150)},

@@ -51,7 +51,7 @@ func kindOf(h Hold) string {
 
 // Holds returns the leases of h as holds of a read-write lock, Shared as
 // given, each over the interval Check gives it: from its first grant to
-// the latest end of validity seen, or its release if that came first. A
+// the end of validity last seen, or its release if that came first. A
 // Resource that records only the readers' grants, renewals and releases
 // thus yields their holds, and one that records the writers' theirs.
 func (h History) Holds(shared bool) []Hold {
