@@ -120,7 +120,10 @@
 // close early in the calm: every property is judged, not excused, in
 // most of the run. The report gives, per property, the share of the
 // fault phase that no window covers (Result.Judged); TestNemesis fails
-// a run that judged any property in less than half (MinJudged). Each fault heals itself; the run then heals whatever is left
+// a run that judged any property in less than half (MinJudged); its
+// fresh seeds are drawn again while their plans judge one in less than
+// 55% (planMargin), so that a storm the schedule alone planned fails no
+// run. Each fault heals itself; the run then heals whatever is left
 // (SIGCONT, clocks back to the real time, toxics removed, servers
 // restarted, the replica in sync), stops the workers, and checks LIVE and
 // MEM.

@@ -70,6 +70,47 @@ func seed(t *testing.T) int64 {
 	return int64(binary.LittleEndian.Uint64(b[:]) >> 1)
 }
 
+// planMargin is the least share of a run in which the plans of a fresh
+// seed of TestNemesis must judge each property: a few seeds in a thousand
+// plan storms that leave too little calm for a short run to be judged
+// (the single strategy's HANDLE or RATE floor under half, as
+// TestPlanJudges counts them), and TestNemesis would fail such a run as
+// underjudged, whatever the code under test did.
+const planMargin = MinJudged + 0.05
+
+// judgedSeed returns the seed flag, or a fresh random seed whose plans,
+// both strategies', judge every property in at least planMargin of the
+// run. A replayed seed is taken as it is.
+func judgedSeed(t *testing.T) int64 {
+	if *seedFlag != 0 {
+		return *seedFlag
+	}
+	for range 100 {
+		s := seed(t)
+		short := underplanned(s, duration())
+		if short == "" {
+			return s
+		}
+		t.Logf("seed %d plans too little judged (%s): drawn again", s, short)
+	}
+	t.Fatalf("100 seeds in a row plan too little judged")
+	return 0
+}
+
+// underplanned names the first property that seed's plans for runs of d,
+// either strategy's, judge in less than planMargin; "" when none.
+func underplanned(seed int64, d time.Duration) string {
+	for _, strategy := range []string{Quorum, Single} {
+		judged := plannedJudged(NewPlan(seed, strategy, d, NoBias))
+		for _, prop := range Properties {
+			if j, ok := judged[prop]; ok && j < planMargin {
+				return fmt.Sprintf("%s %s %.0f%%", strategy, prop, 100*j)
+			}
+		}
+	}
+	return ""
+}
+
 func duration() time.Duration {
 	if *durationFlag > 0 {
 		return *durationFlag
@@ -100,7 +141,7 @@ func replay(run string, seed int64) string {
 // stands in its way, and eight catch runs beside it starve two cores
 // until a quorum's node calls time out in the calm.
 func TestNemesis(t *testing.T) {
-	s := seed(t)
+	s := judgedSeed(t)
 	t.Logf("seed %d (replay: %s)", s, replay("TestNemesis$", s))
 	var mu sync.Mutex
 	var results []*Result
