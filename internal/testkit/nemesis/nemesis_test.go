@@ -146,8 +146,9 @@ func TestNemesis(t *testing.T) {
 	var mu sync.Mutex
 	var results []*Result
 	if *reportFlag != "" {
+		rev := commit()
 		t.Cleanup(func() {
-			if err := writeReport(*reportFlag, *nameFlag, s, duration(), results); err != nil {
+			if err := writeReport(*reportFlag, *nameFlag, rev, s, duration(), results); err != nil {
 				t.Errorf("nemesis report: %v", err)
 			}
 		})

@@ -33,10 +33,10 @@ func (r *Result) Pass() bool {
 }
 
 // writeReport writes NAME.md and NAME.json to dir.
-func writeReport(dir, name string, seed int64, d time.Duration, results []*Result) error {
+func writeReport(dir, name, rev string, seed int64, d time.Duration, results []*Result) error {
 	results = slices.Clone(results)
 	slices.SortFunc(results, func(a, b *Result) int { return strings.Compare(a.Strategy, b.Strategy) })
-	s := Soak{Seed: seed, Duration: d.String(), Commit: commit(), Finished: time.Now().UTC().Round(time.Second),
+	s := Soak{Seed: seed, Duration: d.String(), Commit: rev, Finished: time.Now().UTC().Round(time.Second),
 		Machine: fmt.Sprintf("%d cores, %s", runtime.NumCPU(), runtime.Version()), Pass: len(results) > 0, Results: results}
 	for _, r := range results {
 		s.Pass = s.Pass && r.Pass()
@@ -54,7 +54,10 @@ func writeReport(dir, name string, seed int64, d time.Duration, results []*Resul
 
 // commit names the checked-out commit, marked dirty when the tree has
 // changes outside docs/results, where the reports themselves go (a soak
-// on Redis and one on Valkey, run side by side, each write there).
+// on Redis and one on Valkey, run side by side, each write there). A run
+// reads it as it starts, when the tree is the one its test binary was
+// built from: one that reads it at its end, 20 minutes on, would name
+// whatever the tree holds then.
 func commit() string {
 	out, err := exec.Command("git", "rev-parse", "--short=12", "HEAD").Output()
 	if err != nil {
