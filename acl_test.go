@@ -470,30 +470,37 @@ func aclRateLimit(ctx context.Context, a aclRun) error {
 		if len(ns) > 1 {
 			calls, most = 4, len(ns)*2/(len(ns)/2+1)
 		}
-		admitted := 0
-		for i := range calls {
-			r, err := rl.Allow(ctx, key)
-			if err != nil {
-				_ = rl.Close()
-				return fmt.Errorf("allow %d on %d nodes: %w", i, len(ns), err)
-			}
-			if r.Allowed {
-				admitted++
-			}
-			if i == 0 && !r.Allowed || i == calls-1 && r.Allowed || admitted > most {
-				_ = rl.Close()
-				return fmt.Errorf("allow %d on %d nodes: allowed %v, %d admitted; want the first admitted, the last refused, %d at most", i, len(ns), r.Allowed, admitted, most)
-			}
+		admitted, err := allowN(ctx, rl, key, calls, most)
+		if cerr := rl.Close(); err == nil {
+			err = cerr
 		}
-		if len(ns) == 1 && admitted != most {
-			_ = rl.Close()
-			return fmt.Errorf("one node admitted %d of %d; want %d", admitted, calls, most)
+		if err == nil && len(ns) == 1 && admitted != most {
+			err = fmt.Errorf("one node admitted %d of %d; want %d", admitted, calls, most)
 		}
-		if err := rl.Close(); err != nil {
-			return err
+		if err != nil {
+			return fmt.Errorf("on %d nodes: %w", len(ns), err)
 		}
 	}
 	return nil
+}
+
+// allowN makes calls Allow calls on key and returns how many rl admitted:
+// the first must be, the last must not, and no more than most.
+func allowN(ctx context.Context, rl *ratelimit.Limiter, key string, calls, most int) (int, error) {
+	admitted := 0
+	for i := range calls {
+		r, err := rl.Allow(ctx, key)
+		if err != nil {
+			return admitted, fmt.Errorf("allow %d: %w", i, err)
+		}
+		if r.Allowed {
+			admitted++
+		}
+		if i == 0 && !r.Allowed || i == calls-1 && r.Allowed || admitted > most {
+			return admitted, fmt.Errorf("allow %d: allowed %v, %d admitted; want the first admitted, the last refused, %d at most", i, r.Allowed, admitted, most)
+		}
+	}
+	return admitted, nil
 }
 
 func aclFence(ctx context.Context, a aclRun) error {

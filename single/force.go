@@ -57,16 +57,16 @@ func (lk *Locker) forceRelease(ctx context.Context, key string) (lease.Broken, e
 // Resume takes up the lease a handle names (the text of a lease.Handle,
 // see lease.Lease.Handle) written out by a Locker on the same server,
 // perhaps in another process: it checks on the server that the handle's
-// owner still holds the lock with the handle's token, and
-// returns a lease that extends and releases it as the one written out
-// did, valid for what the server says it has left (less the drift
-// margin: more than a TTL when the server's clock stepped back since the
-// grant, until an Extend restarts it at a TTL). opts may set option.AutoRenew (off by default) and option.TTL,
-// the TTL renewals ask for (by default the handle's). A handle that is not
-// one, cut short or edited, is an *lease.ArgError naming handle; one of
-// another strategy or server is refused with an error matching
-// lease.ErrForeignHandle; one whose lease has ended, with an error
-// matching lease.ErrNotHeld.
+// owner still holds the lock with the handle's token, and returns a lease
+// that extends and releases it as the one written out did, valid for what
+// the server says it has left (less the drift margin: more than a TTL when
+// the server's clock stepped back since the grant, until an Extend
+// restarts it at a TTL). opts may set option.AutoRenew (off by default)
+// and option.TTL, the TTL renewals ask for (by default the handle's). A
+// handle that is not one, cut short or edited, is an *lease.ArgError
+// naming handle; one of another strategy or server is refused with an
+// error matching lease.ErrForeignHandle; one whose lease has ended, with
+// an error matching lease.ErrNotHeld.
 func (lk *Locker) Resume(ctx context.Context, handle string, opts ...option.Option) (*lease.Lease, error) {
 	if err := argerr.CheckContext(ctx); err != nil {
 		return nil, err
