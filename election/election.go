@@ -136,13 +136,15 @@ type Leader struct {
 //
 // A quorum's next leader holds the lock on a majority one round trip
 // before its token is committed there; a read in between reports it with
-// the previous term's token, while its campaign has not returned yet.
-// Observe waits for the new token.
+// the previous term's token, or with the next one that a release's grants
+// committed on some of its nodes (quorum's handoff) when its own is
+// another, while its campaign has not returned yet. Observe waits for the
+// new token.
 func (e *Election) Leader(ctx context.Context) (Leader, error) {
 	if err := argerr.CheckContext(ctx); err != nil {
 		return Leader{}, err
 	}
-	l, _, err := e.read(ctx)
+	l, _, _, err := e.read(ctx)
 	if err != nil {
 		return Leader{}, err
 	}
@@ -153,11 +155,17 @@ func (e *Election) Leader(ctx context.Context) (Leader, error) {
 }
 
 // read inspects the office's lock: its leader (the zero Leader when
-// vacant), and the highest token the servers have handed out for it.
-func (e *Election) read(ctx context.Context) (Leader, fence.Token, error) {
+// vacant), the highest token the servers have handed out for it, and
+// whether the leader's token is settled: on a majority of the nodes it
+// holds, as a committed token is. A quorum's next leader, between its
+// lock and its token's commit, holds nodes whose counters carry the
+// previous term's token or, where a release's grants committed the next
+// token for it or for another waiter (quorum's handoff), that one: no
+// token of its own yet.
+func (e *Election) read(ctx context.Context) (Leader, fence.Token, bool, error) {
 	info, err := e.lk.Inspect(ctx, e.key)
 	if err != nil {
-		return Leader{}, 0, fmt.Errorf("election: read the leader of %q: %w", e.name, err)
+		return Leader{}, 0, false, fmt.Errorf("election: read the leader of %q: %w", e.name, err)
 	}
 	if !info.Held {
 		// Vacant only if the servers that did not answer could not make
@@ -178,10 +186,17 @@ func (e *Election) read(ctx context.Context) (Leader, fence.Token, error) {
 		if most+len(errs) >= info.Quorum {
 			// The nodes' timeouts are their failures, not the end
 			// of ctx: the error matches that only when ctx ended.
-			return Leader{}, 0, ctxerr.Wrap(ctx, fmt.Errorf("election: read the leader of %q: %d of %d servers answered, too few to tell: %w",
+			return Leader{}, 0, false, ctxerr.Wrap(ctx, fmt.Errorf("election: read the leader of %q: %d of %d servers answered, too few to tell: %w",
 				e.name, len(info.Nodes)-len(errs), len(info.Nodes), ctxerr.Detach(errors.Join(errs...))))
 		}
-		return Leader{}, info.Token, nil
+		return Leader{}, info.Token, true, nil
 	}
-	return Leader{Value: info.Metadata, Token: info.Token, TTL: info.TTL}, info.Token, nil
+	carried := 0
+	for _, n := range info.Nodes {
+		if n.Owner == info.Owner && n.Counter == info.Token {
+			carried++
+		}
+	}
+	settled := len(info.Nodes) == 0 || carried >= info.Quorum
+	return Leader{Value: info.Metadata, Token: info.Token, TTL: info.TTL}, info.Token, settled, nil
 }

@@ -71,12 +71,12 @@ func (e *Election) observe(ctx context.Context, msgs <-chan string, stop func(),
 	refresh := func() {
 		timer.Stop()
 		rctx, cancel := context.WithTimeout(ctx, readTimeout)
-		l, high, err := e.read(rctx)
+		l, high, settled, err := e.read(rctx)
 		cancel()
 		if ctx.Err() != nil {
 			return
 		}
-		if next, ok := o.update(l, high, err); ok {
+		if next, ok := o.update(l, high, settled, err); ok {
 			timer.Reset(next)
 		}
 	}
@@ -101,23 +101,25 @@ func (e *Election) observe(ctx context.Context, msgs <-chan string, stop func(),
 	}
 }
 
-// update takes in a read: its leader, the highest token, or its error. It
-// returns when to read again without a message: when the leader's lease
-// is due to run out, or after a failed read; ok is false when a vacancy
-// needs no timer.
-func (o *observer) update(l Leader, high fence.Token, err error) (next time.Duration, ok bool) {
+// update takes in a read: its leader, the highest token, whether the
+// leader's token is settled (see read), or its error. It returns when to
+// read again without a message: when the leader's lease is due to run
+// out, or after a failed read; ok is false when a vacancy needs no timer.
+func (o *observer) update(l Leader, high fence.Token, settled bool, err error) (next time.Duration, ok bool) {
 	if err != nil {
 		o.fails++
 		return min(readRetryMax, readRetryMin<<min(o.fails-1, 8)), true
 	}
 	o.fails = 0
-	if o.read && o.early < maxEarly && l != (Leader{}) && l.Token <= o.high &&
+	if o.read && o.early < maxEarly && l != (Leader{}) && (l.Token <= o.high || !settled) &&
 		(l.Value != o.cur.Value || l.Token != o.cur.Token) {
 		// A new holder with a token no larger than one already handed
-		// out: a quorum's next leader between its lock and its token's
-		// commit (see Leader). Its own announcement, or the next read,
-		// brings the token. Reads that keep finding it so (a server that
-		// lost the latest tokens, on a clock behind) are believed at last.
+		// out, or one not on a majority of its nodes: a quorum's next
+		// leader between its lock and its token's commit (see Leader).
+		// Its own announcement, or the next read, brings the token. Reads
+		// that keep finding it so (a server that lost the latest tokens,
+		// on a clock behind; a node that lost the lock, where the
+		// commit's majority was just enough) are believed at last.
 		o.early++
 		return readRetryMin << min(o.early-1, 8), true
 	}

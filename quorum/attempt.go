@@ -171,11 +171,16 @@ func (lk *Locker) conclude(ctx context.Context, b *ballot) (*lease.Lease, time.D
 	)
 	if lk.cfg.Tokens {
 		var (
-			voters []int
-			req    request
+			voters  []int
+			req     request
+			carried int
 		)
 		if b.set == nil {
-			token, voters = b.token()
+			// Grants that committed the token (hand.go): with a majority
+			// of them, the release's was the lease's only round.
+			if token, voters, carried = b.grantedToken(); token == 0 {
+				token, voters = b.token()
+			}
 			tokenArg = strconv.FormatInt(token, 10)
 			b.commitArgs = [3]string{b.owner, tokenArg, lk.keep(b.o.TTL)}
 			req = request{script: commitScript, keys: b.ks.commit[:], args: b.commitArgs[:]}
@@ -190,16 +195,18 @@ func (lk *Locker) conclude(ctx context.Context, b *ballot) (*lease.Lease, time.D
 		}
 		// A commit that outlasts the validity left after phase 1 could
 		// only end in a lease with none: it is not waited for past that.
-		el := time.Since(b.t1)
-		left := engine.Validity(span, el, drift)
-		if left <= 0 {
-			return b.fail(ctx, "acquire", c, lk.phase1Answers(b.votes), noValidity(el, span))
-		}
-		if answers, got := b.commit(ctx, req, min(lk.nodeTimeout(o.TTL), left), voters); got < q {
-			if el = time.Since(b.t1); engine.Validity(span, el, drift) <= 0 {
+		if need := q - carried; need > 0 {
+			el := time.Since(b.t1)
+			left := engine.Validity(span, el, drift)
+			if left <= 0 {
 				return b.fail(ctx, "acquire", c, lk.phase1Answers(b.votes), noValidity(el, span))
 			}
-			return b.fail(ctx, "commit", got, answers, nil)
+			if answers, got := b.commit(ctx, req, min(lk.nodeTimeout(o.TTL), left), voters, need); got < need {
+				if el = time.Since(b.t1); engine.Validity(span, el, drift) <= 0 {
+					return b.fail(ctx, "acquire", c, lk.phase1Answers(b.votes), noValidity(el, span))
+				}
+				return b.fail(ctx, "commit", got+carried, answers, nil)
+			}
 		}
 	}
 	t2 := time.Now()
@@ -427,12 +434,12 @@ func noValidity(elapsed, ttl time.Duration) error {
 }
 
 // commit is phase 2: req, the commit of the token (or a set's tokens), on
-// the voters, until a majority committed or cannot. The counters are kept the idle TTL past
-// the lease. It returns how many committed and, when that is short of a
-// majority, every node's answer.
-func (b *ballot) commit(ctx context.Context, req request, timeout time.Duration, voters []int) ([]NodeAnswer, int) {
+// the voters, until q committed or cannot: a majority, less the votes that
+// carried a grant's token (grantedToken). The counters are kept the idle
+// TTL past the lease. It returns how many committed and, when that is
+// short of q, every node's answer.
+func (b *ballot) commit(ctx context.Context, req request, timeout time.Duration, voters []int, q int) ([]NodeAnswer, int) {
 	lk := b.lk
-	q := lk.Quorum()
 	r := lk.fanout(ctx, voters, timeout, req, nil)
 	// The voters' answers, by node, are copied out only on a failure: a
 	// buffer on the stack for up to 8 nodes.

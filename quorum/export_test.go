@@ -112,6 +112,12 @@ func VoteAttempt(ctx context.Context, n node.Node, owner, waiter, score string, 
 	return r.Int(0), err
 }
 
+// VoteAttemptTokens is VoteAttempt with tokens: it returns the whole
+// reply (lua/vote.lua, lua/reply_token.lua).
+func VoteAttemptTokens(ctx context.Context, n node.Node, owner, waiter, score string, attempt int, key string) (node.Reply, error) {
+	return n.Eval(ctx, voteScripts.of(true, false), newKeySet(key).acquire(true), owner, "60000", waiter, score, "2000", strconv.Itoa(attempt))
+}
+
 // ReleaseLease runs, on n, the release of a lease of owner granted to
 // waiter, without a message, and returns its reply.
 func ReleaseLease(ctx context.Context, n node.Node, key, owner, waiter string) (int64, error) {

@@ -89,7 +89,7 @@ func (lk *Locker) forceRelease(ctx context.Context, key string) (lease.Broken, e
 		tokenArg = strconv.FormatInt(token, 10)
 		b.commitArgs = [3]string{b.owner, tokenArg, lk.keep(lk.cfg.TTL)}
 		req := request{script: commitScript, keys: ks.commit[:], args: b.commitArgs[:]}
-		if answers, got := b.commit(ctx, req, lk.nodeTimeout(lk.cfg.TTL), voters); got < q {
+		if answers, got := b.commit(ctx, req, lk.nodeTimeout(lk.cfg.TTL), voters, q); got < q {
 			_, _, err := b.fail(ctx, "force release", got, answers, nil)
 			return lease.Broken{}, err
 		}

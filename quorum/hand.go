@@ -104,15 +104,25 @@ func (h *hands) take(q int) *ballot {
 }
 
 // parseGrant reads node i's grant, 'now µs|epoch record', with tokens
-// then '|counter|high|repaired' (lua/hand.lua), as the vote it stands for:
-// a node that sits out does not count, as its vote would not.
+// then '|counter|high|repaired|token' (lua/hand.lua), as the vote it
+// stands for: a node that sits out does not count, as its vote would not.
+// token is the token the grant committed, empty for none; a release of a
+// Locker without tokens sends none of the five.
 func (lk *Locker) parseGrant(i int, fields []string) vote {
 	want := 2
 	if lk.cfg.Tokens {
-		want = 5
+		want = 6
 	}
 	if len(fields) != want {
 		return vote{answered: true, answer: NodeAnswer{Node: lk.names[i], Kind: KindError, Err: errBadReply}}
+	}
+	var granted int64
+	if lk.cfg.Tokens && fields[5] != "" {
+		t, err := strconv.ParseInt(fields[5], 10, 64)
+		if err != nil || t <= 0 || t > engine.MaxToken {
+			return vote{answered: true, answer: NodeAnswer{Node: lk.names[i], Kind: KindError, Err: errBadReply}}
+		}
+		granted = t
 	}
 	us, err := strconv.ParseInt(fields[0], 10, 64)
 	r := node.Reply{{Kind: node.Int, Int: statusSet}, {Kind: node.Int}, {Kind: node.Int, Int: us}, {Kind: node.Str, Str: fields[1]}}
@@ -126,7 +136,47 @@ func (lk *Locker) parseGrant(i int, fields []string) vote {
 	if err != nil {
 		return vote{answered: true, answer: NodeAnswer{Node: lk.names[i], Kind: KindError, Err: errBadReply}}
 	}
-	return lk.parseVote(i, r, 0)
+	v := lk.parseVote(i, r, 0)
+	v.granted = granted
+	return v
+}
+
+// grantedToken returns the token the grants of a release committed for
+// this attempt (lua/hand.lua), when the lease may hold with it, and the
+// voters that must commit it still (lua/commit.lua): those whose vote
+// does not carry it. A vote that took over a lock handed to an earlier
+// attempt of the waiter carries the token as the grant did (lua/vote.lua).
+// The token is the highest such; it is 0 when none was carried, or when a
+// counter read is above it, or a counted vote's equal to it where no grant
+// of this waiter's set it: such a token may be another lease's (another
+// waiter's grants, by the same release, commit the same). Each vote that
+// carries it set it there over a lower counter, while the lock was the
+// waiter's, so the lease holds with it once a majority of the counted
+// votes carry it or commit it; with a majority carrying it, nothing is
+// sent (docs/models/quorum_grant_token.pml). carried counts those votes.
+func (b *ballot) grantedToken() (token int64, commit []int, carried int) {
+	for i := range b.votes {
+		if b.votes[i].counts() {
+			token = max(token, b.votes[i].granted)
+		}
+	}
+	if token == 0 {
+		return 0, nil, 0
+	}
+	commit = b.voterBuf[:0]
+	for i := range b.votes {
+		v := &b.votes[i]
+		switch {
+		case !v.read:
+		case v.counts() && v.granted == token:
+			carried++
+		case v.counter > token, v.counts() && v.counter == token:
+			return 0, nil, 0
+		case v.counts():
+			commit = append(commit, i)
+		}
+	}
+	return token, commit, carried
 }
 
 // heard reads a message of a key's release channel from node i, for the

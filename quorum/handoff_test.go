@@ -12,6 +12,7 @@ import (
 	"github.com/dlockgo/dlock/internal/testkit/events"
 	"github.com/dlockgo/dlock/internal/testkit/redistest"
 	"github.com/dlockgo/dlock/lease"
+	"github.com/dlockgo/dlock/node"
 	"github.com/dlockgo/dlock/observe"
 	"github.com/dlockgo/dlock/option"
 	"github.com/dlockgo/dlock/quorum"
@@ -31,8 +32,8 @@ func votesIn(ev []observe.Event) int {
 // TestHandoff: a lease's release hands the lock to the waiter at the head
 // of the queue on every node it frees, and the waiter holds it without a
 // vote of its own after the release: its lease's owner holds the lock on
-// every node, with tokens a token above the released lease's, and its
-// release frees the key. With the guard on and off, with and without
+// every node, with tokens the released lease's token + 1, which the grants
+// committed (no commit round either), and its release frees the key. With the guard on and off, with and without
 // tokens, each on a fresh key so that every shape of grant is read.
 func TestHandoff(t *testing.T) {
 	forEachClient(t, func(t *testing.T, c string) {
@@ -114,8 +115,20 @@ func TestHandoff(t *testing.T) {
 				if mine < len(srvs)/2+1 {
 					t.Errorf("the waiter's lease holds %d of %d nodes; want a majority", mine, len(srvs))
 				}
-				if held.Token() != 0 && l.Token() <= held.Token() {
-					t.Errorf("token %d after %d; want it above", l.Token(), held.Token())
+				if held.Token() != 0 {
+					// The grants committed the next token, the released
+					// one's + 1: a commit round would have drawn one at
+					// the servers' clock, far above it.
+					if l.Token() != held.Token()+1 {
+						t.Errorf("token %d after %d; want %d, committed in the grants", l.Token(), held.Token(), held.Token()+1)
+					}
+					for i, s := range srvs {
+						if do(t, s, "GET", lock) == l.Owner() {
+							if c := do(t, s, "GET", "dlock:{"+key+"}:fence"); c != strconv.FormatUint(uint64(l.Token()), 10) {
+								t.Errorf("server %d holds the lease with counter %s; want its token %d", i, c, l.Token())
+							}
+						}
+					}
 				}
 				require.NoError(t, l.Release(ctx), "Release of the handed lease")
 				// The release returns on a majority; the rest land after.
@@ -145,8 +158,8 @@ func TestHandoffKept(t *testing.T) {
 		name, ticket string
 		kept         bool
 	}{
-		{"handed", deadline + " 5000 2 " + owner, true},
-		{"another attempt's ticket", deadline + " 5000 1 a1", false},
+		{"handed", deadline + " 5000 2 0 " + owner, true},
+		{"another attempt's ticket", deadline + " 5000 1 0 a1", false},
 		{"no ticket", "", false},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -180,7 +193,7 @@ func TestHandoffGhost(t *testing.T) {
 	setup := func(t *testing.T) {
 		do(t, srvs[0], "DEL", lock, queue, deadlines)
 		do(t, srvs[0], "ZADD", queue, "1", ahead, "2", waiter)
-		do(t, srvs[0], "HSET", deadlines, ahead, deadline+" 5000 1 b1", waiter, deadline+" 5000 1 a1")
+		do(t, srvs[0], "HSET", deadlines, ahead, deadline+" 5000 1 0 b1", waiter, deadline+" 5000 1 0 a1")
 		do(t, srvs[0], "SET", lock, "a1", "PX", "60000")
 	}
 	t.Run("a later vote takes it", func(t *testing.T) {
@@ -193,7 +206,7 @@ func TestHandoffGhost(t *testing.T) {
 	})
 	t.Run("an earlier vote does not", func(t *testing.T) {
 		setup(t)
-		do(t, srvs[0], "HSET", deadlines, waiter, deadline+" 5000 3 a3")
+		do(t, srvs[0], "HSET", deadlines, waiter, deadline+" 5000 3 0 a3")
 		do(t, srvs[0], "SET", lock, "a3", "PX", "60000")
 		st, err := quorum.VoteAttempt(ctx, n, "a2", waiter, "2", 2, key)
 		require.NoError(t, err, "vote")
@@ -260,4 +273,62 @@ func TestListeningShared(t *testing.T) {
 		require.Eventually(t, func() bool { return do(t, s, "PUBSUB", "NUMSUB", channel) == channel+"\n0" },
 			2*time.Second, 10*time.Millisecond, "server %d: the subscription ends", i)
 	}
+}
+
+// TestHandoffCarry: a later attempt's vote that takes over a lock a
+// release handed, with its token, to an earlier attempt of the waiter
+// carries that token (an eighth value) while the node's counter is still
+// it, and takes the ticket's place, so that a failed attempt's release
+// leaves the lock and the next attempt takes it over in turn.
+func TestHandoffCarry(t *testing.T) {
+	srvs := redistest.StartN(t, 1)
+	n := nodesOn(t, srvs, "go-redis")[0]
+	ctx := t.Context()
+	const key, waiter, granted = "carry", "w1", "1796000000000001"
+	lock, fence, queue, deadlines := "dlock:{"+key+"}:lock", "dlock:{"+key+"}:fence", "dlock:{"+key+"}:queue", "dlock:{"+key+"}:queue:deadlines"
+	deadline := strconv.FormatInt(serverMs(t, srvs[0])+60_000, 10)
+	setup := func(t *testing.T, counter string) {
+		do(t, srvs[0], "DEL", lock, fence, queue, deadlines)
+		do(t, srvs[0], "ZADD", queue, "2", waiter)
+		do(t, srvs[0], "HSET", deadlines, waiter, deadline+" 5000 1 "+granted+" a1")
+		do(t, srvs[0], "SET", lock, "a1", "PX", "60000")
+		do(t, srvs[0], "SET", fence, counter)
+	}
+	vote := func(t *testing.T, owner string, attempt int) node.Reply {
+		t.Helper()
+		r, err := quorum.VoteAttemptTokens(ctx, n, owner, waiter, "2", attempt, key)
+		require.NoError(t, err, "vote of %s", owner)
+		if got := do(t, srvs[0], "GET", lock); r.Int(0) != quorum.StatusSet || got != owner {
+			t.Fatalf("%s's vote: status %d, lock %q; want %d and %q", owner, r.Int(0), got, quorum.StatusSet, owner)
+		}
+		return r
+	}
+	ticketOf := func(t *testing.T) string {
+		_, rest, _ := strings.Cut(do(t, srvs[0], "HGET", deadlines, waiter), " ")
+		return rest
+	}
+	t.Run("carried", func(t *testing.T) {
+		setup(t, granted)
+		if r := vote(t, "a2", 2); len(r) != 8 || strconv.FormatInt(r.Int(7), 10) != granted {
+			t.Fatalf("reply %v; want 8 values, the last %s", r, granted)
+		}
+		if got, want := ticketOf(t), "60000 2 "+granted+" a2"; got != want {
+			t.Errorf("ticket %q after the take-over; want %q", got, want)
+		}
+		// The attempt fails: its release leaves the lock to the next.
+		_, err := quorum.ReleaseFailed(ctx, n, key, "a2", waiter)
+		require.NoError(t, err, "release")
+		if r := vote(t, "a3", 3); len(r) != 8 || strconv.FormatInt(r.Int(7), 10) != granted {
+			t.Fatalf("the next attempt's reply %v; want 8 values, the last %s", r, granted)
+		}
+	})
+	t.Run("not over a counter moved since", func(t *testing.T) {
+		setup(t, "1796000000000009")
+		if r := vote(t, "a2", 2); len(r) != 7 {
+			t.Fatalf("reply %v; want 7 values", r)
+		}
+		if got, want := ticketOf(t), "60000 2 0 a2"; got != want {
+			t.Errorf("ticket %q after the take-over; want %q", got, want)
+		}
+	})
 }

@@ -286,7 +286,7 @@ func TestQueueDeadWaiter(t *testing.T) {
 			if got := waiters(t, s, key); len(got) != 2 || got[0] != deadID {
 				t.Fatalf("server %d: queue %v; want the dead waiter %s at the head", i, got, deadID)
 			}
-			// A ticket reads 'deadline ttl owner' (lua/ticket.lua).
+			// A ticket reads 'deadline ttl n token owner' (lua/ticket.lua).
 			tk, _, _ := strings.Cut(do(t, s, "HGET", "dlock:{"+key+"}:queue:deadlines", deadID), " ")
 			d, err := strconv.ParseInt(tk, 10, 64)
 			require.NoError(t, err, "the dead waiter's deadline on server %d", i)

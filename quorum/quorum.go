@@ -163,7 +163,10 @@ func New(nodes []node.Node, opts ...option.Option) (*Locker, error) {
 	lk.sitOut = cfg.MaxTTL + lk.nodeTimeout(cfg.MaxTTL) + settings.Drift(cfg.MaxTTL, cfg.Drift)
 	lk.closing, lk.close = context.WithCancelCause(context.Background())
 	lk.rounds.New = func() any { return lk.newRound() }
-	lk.args = argStrings{ttl: strconvMs(cfg.TTL), keep: strconvMs(cfg.TTL + cfg.IdleTTL), gone: lk.goneKeep()}
+	lk.args = argStrings{ttl: strconvMs(cfg.TTL), keep: strconvMs(cfg.TTL + cfg.IdleTTL), gone: lk.goneKeep(), idle: "-1"}
+	if cfg.IdleTTL >= 0 {
+		lk.args.idle = strconvMs(cfg.IdleTTL)
+	}
 	lk.busy = make([]atomic.Int32, len(nodes))
 	lk.every = make([]int, len(nodes))
 	for i := range lk.every {

@@ -47,6 +47,7 @@ type argStrings struct {
 	ttl  string // the default TTL, ms
 	keep string // keep(the default TTL), unless counters are kept for ever
 	gone string // goneKeep()
+	idle string // the idle TTL, ms; "-1" when counters are kept for ever
 }
 
 // releasing is what a release of one owner's votes sends.
@@ -80,15 +81,16 @@ func (lk *Locker) releaseAll(ks *keySet, rel releasing, idx []int, need int, awa
 		ch = ks.channel
 	}
 	// args and unsureArgs share one allocation.
-	args := []string{rel.owner, ch, "0", rel.waiter, rel.token, rel.refused, rel.owner, ch, lk.args.gone, rel.waiter, rel.token, rel.refused}
-	req := request{script: releaseScript, keys: ks.release[:], args: args[:6:6]}
+	args := []string{rel.owner, ch, "0", rel.waiter, rel.token, rel.refused, lk.args.idle,
+		rel.owner, ch, lk.args.gone, rel.waiter, rel.token, rel.refused, lk.args.idle}
+	req := request{script: releaseScript, keys: ks.release[:], args: args[:7:7]}
 	if rel.publish {
 		// A lease's release hands the lock to the queue's head (hand.go).
 		req.script, req.keys = handScripts.of(lk.cfg.Tokens, !lk.cfg.Durable), ks.acquire(lk.cfg.Tokens)
 	}
 	if rel.unsure != nil {
 		req.unsure = rel.unsure
-		req.unsureArgs = args[6:]
+		req.unsureArgs = args[7:]
 	}
 	return lk.releaseRound(req, rel.ttl, idx, need, await)
 }

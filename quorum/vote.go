@@ -25,6 +25,7 @@ type vote struct {
 	epoch    string     // the node's epoch, as stored
 	now      int64      // the node's clock when it set the lock, µs
 	pttl     int64      // the lock's remaining time when held by another, ms
+	granted  int64      // the token a release's grant committed for this lock; 0 for none
 }
 
 // counts reports whether v is a vote for this attempt that counts.
@@ -60,7 +61,10 @@ var errBadReply = errors.New("quorum: unexpected acquire reply")
 // parseVote parses the reply of node i to phase 1. With tokens, a vote
 // for several locks carries, after a single lock's seven values (those of
 // its first lock), the counters of the more locks after the first (see
-// lua/reply_set_token.lua); v.counter is the first lock's.
+// lua/reply_set_token.lua); v.counter is the first lock's. A single
+// lock's vote that took over the lock a release handed to an earlier
+// attempt of its waiter carries an eighth, the token that release's grant
+// committed (lua/vote.lua), read into v.granted as a grant's is.
 func (lk *Locker) parseVote(i int, r node.Reply, more int) vote {
 	name := lk.names[i]
 	v := vote{answered: true}
@@ -73,6 +77,9 @@ func (lk *Locker) parseVote(i int, r node.Reply, more int) vote {
 	want := 4
 	if lk.cfg.Tokens {
 		want = 7 + more
+		if more == 0 && len(r) == 8 {
+			want = 8 // a take-over's granted token (lua/vote.lua)
+		}
 	}
 	epoch := r.Str(3)
 	var (
@@ -101,6 +108,9 @@ func (lk *Locker) parseVote(i int, r node.Reply, more int) vote {
 	v.epoch = epoch
 	v.set = r.Int(0) == statusSet
 	v.counter = r.Int(4)
+	if want == 8 && more == 0 {
+		v.granted = r.Int(7)
+	}
 	v.repaired = lk.cfg.Durable || !lk.cfg.Tokens || r.Str(6) == epoch
 	if v.set {
 		v.now = n

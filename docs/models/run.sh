@@ -10,9 +10,15 @@
 # quorum_handoff.pml (a release handing the lock to the queue's head) asserts
 # its claims as well, and is checked as it is (about 2 minutes and 2.5 GB)
 # and in three variants, each of which must fail.
-# Usage: docs/models/run.sh [token|set|handoff]   (from anywhere; works in a
-# temporary directory; "token" checks only the token models, "set" only the
-# set model, "handoff" only the handoff model)
+# quorum_grant_token.pml (a release that commits the head's token in the
+# grant, and the waiter's next attempt that holds with it) asserts its
+# claims too, and is checked as it is (about 2 minutes and 2.5 GB), in
+# three variants that must fail, and in one that passes (the grant's
+# counter check, which ownership already implies there).
+# Usage: docs/models/run.sh [token|set|handoff|grant]   (from anywhere; works
+# in a temporary directory; "token" checks only the token models, "set" only
+# the set model, "handoff" only the handoff model, "grant" only the grant's
+# token)
 set -eu
 only=${1:-}
 here=$(cd "$(dirname "$0")" && pwd)
@@ -20,7 +26,7 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 cd "$work"
 cp "$here"/quorum_token.pml "$here"/quorum_token_repair.pml "$here"/quorum_token_node_repair.pml \
-	"$here"/quorum_set.pml "$here"/quorum_handoff.pml .
+	"$here"/quorum_set.pml "$here"/quorum_handoff.pml "$here"/quorum_grant_token.pml .
 
 # Phase 2 needs only one commit instead of a majority.
 sed 's/commits >= Q -> tok/commits >= 1 -> tok/' quorum_token.pml > commit_one.pml
@@ -63,6 +69,26 @@ sed 's/counts\[i\] = grant\[i\] == cur;/counts[i] = grant[i] != 0;/' quorum_hand
 # Handoff: a vote takes a lock handed to another attempt of the waiter's, an
 # earlier one's late vote included.
 sed 's/lock\[i\] == ticket\[i\] \&\& a > ticket\[i\]/lock[i] == ticket[i]/' quorum_handoff.pml > hand_any_order.pml
+# Grant's token: the head holds with the token in the grant when one grant
+# committed it, not a majority.
+sed 's/:: cm >= Q -> tok\[2\]/:: cm >= 1 -> tok[2]/' quorum_grant_token.pml > grant_one.pml
+# Grant's token: a release hands the lock, and commits the token, where the
+# head's vote has not run yet (no ticket needed).
+sed 's/:: lock\[i\] == 1 \&\& tick\[i\] ->/:: lock[i] == 1 ->/; s/:: lock\[i\] == 1 \&\& !tick\[i\] \&\& !tick2\[i\] -> lock\[i\] = 0/:: false -> skip/' \
+	quorum_grant_token.pml > grant_no_ticket.pml
+# Grant's token: the grant sets the counter to the token whatever it was.
+sed 's/if :: ctr\[i\] < tok\[1\] + 1 -> ctr\[i\] = tok\[1\] + 1; gtok\[i\] = ctr\[i\] :: else -> skip fi;/ctr[i] = tok[1] + 1; gtok[i] = ctr[i];/' \
+	quorum_grant_token.pml > grant_unchecked.pml
+# Grant's token: B's second attempt adopts the grant's token over a counter
+# equal to it that its vote did not carry (it refuses only a higher one).
+sed 's/if :: vote\[i\] \&\& (read\[i\] > p || read\[i\] == p \&\& !gv\[i\]) -> ok = 0/if :: vote[i] \&\& read[i] > p -> ok = 0/' \
+	quorum_grant_token.pml > grant_adopt_equal.pml
+for f in grant_one.pml grant_no_ticket.pml grant_unchecked.pml grant_adopt_equal.pml; do
+	if cmp -s "$f" quorum_grant_token.pml; then
+		echo "run.sh: the edit for $f no longer applies" >&2
+		exit 1
+	fi
+done
 for f in hand_release_deletes.pml hand_any_attempt.pml hand_any_order.pml; do
 	if cmp -s "$f" quorum_handoff.pml; then
 		echo "run.sh: the edit for $f no longer applies" >&2
@@ -108,6 +134,12 @@ check_set() {
 			"$(grep -o 'assertion violated [a-z]*' out.txt | sed 's/assertion violated/, claim broken:/')"
 	)
 }
+if [ "$only" = grant ] || [ -z "$only" ]; then
+	for m in quorum_grant_token.pml grant_one.pml grant_no_ticket.pml grant_unchecked.pml grant_adopt_equal.pml; do
+		check_set "$m" ""
+	done
+fi
+[ "$only" = grant ] && exit 0
 if [ "$only" = handoff ] || [ -z "$only" ]; then
 	for m in quorum_handoff.pml hand_release_deletes.pml hand_any_attempt.pml hand_any_order.pml; do
 		check_set "$m" ""

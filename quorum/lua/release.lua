@@ -4,8 +4,10 @@
 --       vote's keys (hand.lua)
 -- ARGV  owner, channel (empty for no message), ms to remember the owner as
 --       given up ('0' not to), the waiter the lease was granted to (empty
---       for none), the lease's token (empty for none), and for a failed
---       attempt of a waiter, the waiter (else empty or none)
+--       for none), the lease's token (empty for none), for a failed
+--       attempt of a waiter, the waiter (else empty or none), and for
+--       hand.lua the idle TTL, ms ('-1': for ever; the life of the token a
+--       grant commits, past the ticket's TTL)
 --
 -- The waiter's ticket is taken off the queue, and a lock a release handed
 -- to the attempt the ticket named (an earlier attempt of the waiter, whose

@@ -30,7 +30,15 @@
 -- waiter (the owner its ticket names), which the waiter gave up for this
 -- one, is taken by this one whatever the queue's head: the release handed
 -- it to this waiter, and a waiter that joined ahead since would otherwise
--- leave it held until its TTL. A vote of an earlier attempt than the
+-- leave it held until its TTL. The ticket then names this attempt, so
+-- that the waiter's next one takes the lock over in turn, and this one's
+-- release, if it fails, leaves it (release.lua). With tokens, where the
+-- grant's token (the ticket's) is still the node's effective counter, the
+-- reply carries it after the seven values, as does a vote run again that
+-- finds the lock handed to its own attempt; an attempt whose votes carry
+-- it holds with it, as the one it was granted to would have (hand.lua's
+-- grant; the waiter's rule in ../hand.go). A vote of an earlier attempt
+-- than the
 -- ticket's, landing late, is refused as any other and leaves the ticket
 -- as it is. A vote of an
 -- owner given up is refused, with four values in both modes, and does not
@@ -39,13 +47,23 @@ local e = vote_epoch()
 if type(e) == 'table' then return e end
 local st, p = 0, redis.call('PTTL', KEYS[1])
 local free = p == -2
-local n, _, had, o = tonumber(ARGV[6] or '0')
-if ARGV[3] ~= '' then _, _, had, o = handed(KEYS[4], ARGV[3]) end
-local later, mine = not had or n > had, false
+local n, _, had, o, g = tonumber(ARGV[6] or '0')
+if ARGV[3] ~= '' then _, _, had, o, g = handed(KEYS[4], ARGV[3]) end
+-- carried(): the ticket's granted token while it is still the node's
+-- effective counter (tokens only), else nil.
+local function carried()
+  if not g or g == '0' or not KEYS[6] then return nil end
+  local c = tonumber(redis.call('GET', KEYS[6]) or '0')
+  local f = tonumber(redis.call('GET', KEYS[7]) or '0')
+  if tonumber(g) == math.max(c, f) then return g end
+  return nil
+end
+local later, mine, carry = not had or n > had, false, nil
 if not free then
   local v = redis.call('GET', KEYS[1])
   if v == ARGV[1] then
     p, st = 0, 1
+    if v == o then carry = carried() end
   else
     mine = later and v == o
     free = mine
@@ -61,13 +79,17 @@ if free then
   else
     redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
     st = 1
+    if mine then
+      carry = carried()
+      ticket(KEYS[3], KEYS[4], ARGV[3], tonumber(ARGV[5]), ARGV[2] .. ' ' .. fmt(n) .. ' ' .. (carry or '0') .. ' ' .. ARGV[1])
+    end
   end
 end
 if st ~= 1 and ARGV[3] ~= '' then
   if gone(KEYS[2], ARGV[1], now) then return {3, 0, us, e} end
   join(KEYS[3], ARGV[3], ARGV[4])
   if later or n == had and o == ARGV[1] then
-    ticket(KEYS[3], KEYS[4], ARGV[3], tonumber(ARGV[5]), ARGV[2] .. ' ' .. fmt(n) .. ' ' .. ARGV[1])
+    ticket(KEYS[3], KEYS[4], ARGV[3], tonumber(ARGV[5]), ARGV[2] .. ' ' .. fmt(n) .. ' 0 ' .. ARGV[1])
   end
 end
-return reply(st, p, e)
+return reply(st, p, e, carry)
