@@ -24,7 +24,7 @@ var luaFS embed.FS
 
 // lib is the package's functions a script holds when it calls them: the
 // lost-data guard's judge and epoch (epoch.lua).
-var lib = []string{"epoch.lua", "ticket.lua"}
+var lib = []string{"epoch.lua", "ticket.lua", "counter.lua"}
 
 // variants is one phase 1 script, built for every kind of Locker: by
 // whether tokens are on, then whether the lost-data guard is.
@@ -97,7 +97,7 @@ var (
 	// commitScript: KEYS keySet.commit; ARGV owner, token, the counter's
 	// lifetime ms (Locker.keep). Replies 1, 0 (not the owner) or -1 (the
 	// counter is not lower).
-	commitScript = lua.Script(lua.Spec{Name: "quorum/commit", FS: luaFS, Body: []string{"commit.lua"}})
+	commitScript = lua.Script(lua.Spec{Name: "quorum/commit", FS: luaFS, Lib: lib, Body: []string{"commit.lua"}})
 	// repairScript: KEYS repairKeys; ARGV the epoch record, the floor.
 	// Replies 1, or 0 when the record changed.
 	repairScript = lua.Script(lua.Spec{Name: "quorum/repair", FS: luaFS, Body: []string{"repair.lua"}})

@@ -9,15 +9,7 @@
 -- Replies 1 when committed, 0 when not the owner, -1 when the effective
 -- counter is not lower. A commit run again by the owner that made it finds
 -- the counter at its token while it holds the lock, which no other commit
--- could have set meanwhile, and replies 1. Tokens are compared as Lua
--- numbers (exact below 2^53) but stored from the caller's decimal string:
--- Lua would write a large number in exponent form.
+-- could have set meanwhile, and replies 1 (counter.lua).
 if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
-local t = tonumber(ARGV[2])
-local c = tonumber(redis.call('GET', KEYS[2]) or '0')
-if c == t then return 1 end
-if c > t then return -1 end
-if tonumber(redis.call('GET', KEYS[3]) or '0') >= t then return -1 end
-setpx(KEYS[2], ARGV[2], ARGV[3])
-if t > tonumber(redis.call('GET', KEYS[4]) or '0') then redis.call('SET', KEYS[4], ARGV[2]) end
+if commit_counter(KEYS[2], KEYS[3], KEYS[4], ARGV[2], ARGV[3]) == -1 then return -1 end
 return 1

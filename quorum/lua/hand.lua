@@ -29,16 +29,11 @@ local fence = KEYS[6]
 -- commit_grant(ttl): the head's token committed here, as a string, or ''.
 local function commit_grant(ttl)
   if not KEYS[7] or (ARGV[5] or '') == '' or not ARGV[7] then return '' end
-  local t = tonumber(ARGV[5]) + 1
-  local c = tonumber(redis.call('GET', fence) or '0')
-  local f = tonumber(redis.call('GET', KEYS[7]) or '0')
-  if c >= t or f >= t then return '' end
-  local s = fmt(t)
+  local s = fmt(tonumber(ARGV[5]) + 1)
   local life = '0'
   if ARGV[7] ~= '-1' then life = fmt(ttl + tonumber(ARGV[7])) end
-  setpx(fence, s, life)
-  if t > tonumber(redis.call('GET', KEYS[8]) or '0') then redis.call('SET', KEYS[8], s) end
-  return s
+  if commit_counter(fence, KEYS[7], KEYS[8], s, life) == 1 then return s end
+  return ''
 end
 
 local function pass(ch)
@@ -51,7 +46,7 @@ local function pass(ch)
       redis.call('SET', KEYS[1], owner, 'PX', math.min(ttl, dl - now))
       local t = commit_grant(ttl)
       if t ~= '' then
-        redis.call('HSET', KEYS[4], h, table.concat({fmt(dl), fmt(ttl), fmt(n), t, owner}, ' '))
+        redis.call('HSET', KEYS[4], h, fmt(dl) .. ' ' .. handing(fmt(ttl), fmt(n), t, owner))
       end
       -- {1, 0, us, e[, counter, high, repaired]} as 'owner|us|e[|...|token]'
       local r = reply(1, 0, e)

@@ -19,3 +19,10 @@ local function handed(qx, waiter)
   if not owner then return nil end
   return tonumber(dl), tonumber(ttl), tonumber(n), owner, t
 end
+
+-- handing(ttl, n, t, owner): a ticket's text after its deadline, naming
+-- the attempt numbered n of TTL ttl and owner owner, with the granted
+-- token t ('0' for none).
+local function handing(ttl, n, t, owner)
+  return ttl .. ' ' .. n .. ' ' .. t .. ' ' .. owner
+end

@@ -81,7 +81,7 @@ if free then
     st = 1
     if mine then
       carry = carried()
-      ticket(KEYS[3], KEYS[4], ARGV[3], tonumber(ARGV[5]), ARGV[2] .. ' ' .. fmt(n) .. ' ' .. (carry or '0') .. ' ' .. ARGV[1])
+      ticket(KEYS[3], KEYS[4], ARGV[3], tonumber(ARGV[5]), handing(ARGV[2], fmt(n), carry or '0', ARGV[1]))
     end
   end
 end
@@ -89,7 +89,7 @@ if st ~= 1 and ARGV[3] ~= '' then
   if gone(KEYS[2], ARGV[1], now) then return {3, 0, us, e} end
   join(KEYS[3], ARGV[3], ARGV[4])
   if later or n == had and o == ARGV[1] then
-    ticket(KEYS[3], KEYS[4], ARGV[3], tonumber(ARGV[5]), ARGV[2] .. ' ' .. fmt(n) .. ' 0 ' .. ARGV[1])
+    ticket(KEYS[3], KEYS[4], ARGV[3], tonumber(ARGV[5]), handing(ARGV[2], fmt(n), '0', ARGV[1]))
   end
 end
 return reply(st, p, e, carry)
