@@ -125,6 +125,19 @@ func ReleaseLease(ctx context.Context, n node.Node, key, owner, waiter string) (
 	return r.Int(0), err
 }
 
+// Hand runs, on n, the release of a lease of owner that hands the lock
+// on (lua/fast_hand.lua, lua/hand.lua), without tokens or the lost-data
+// guard: channel is the key's (empty for no message), waiter the one the
+// lease was granted to and refused a failed attempt's waiter (empty for
+// none). It returns the reply.
+func Hand(ctx context.Context, n node.Node, key, owner, channel, waiter, refused string) (int64, error) {
+	r, err := n.Eval(ctx, handScripts.of(false, false), newKeySet(key).acquire(false), owner, channel, "0", waiter, "", refused, "-1")
+	return r.Int(0), err
+}
+
+// Channel is the channel of key's releases.
+func Channel(key string) string { return newKeySet(key).channel }
+
 // Listening returns how many of lk's waiters share key's subscriptions,
 // and how many keys lk listens on.
 func Listening(lk *Locker, key string) (waiters, keys int) {

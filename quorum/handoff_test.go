@@ -332,3 +332,68 @@ func TestHandoffCarry(t *testing.T) {
 		}
 	})
 }
+
+// TestHandFast: a release that finds nobody waiting (lua/fast_hand.lua)
+// deletes the owner's lock and says '1' on the key's channel; one that
+// finds a waiter's ticket in the queue still hands the lock to the
+// attempt it names, with the grant on the channel; one of an owner that
+// does not hold the lock leaves it, and says nothing.
+func TestHandFast(t *testing.T) {
+	srvs := redistest.StartN(t, 1)
+	n := nodesOn(t, srvs, "go-redis")[0]
+	ctx := t.Context()
+	const key, waiter = "fast", "w1"
+	lock, queue, deadlines := "dlock:{"+key+"}:lock", "dlock:{"+key+"}:queue", "dlock:{"+key+"}:queue:deadlines"
+	msgs, stop, err := n.Subscribe(ctx, quorum.Channel(key))
+	require.NoError(t, err, "Subscribe")
+	defer stop()
+	message := func(t *testing.T) string {
+		t.Helper()
+		select {
+		case m := <-msgs:
+			return m
+		case <-time.After(5 * time.Second):
+			t.Fatal("no message on the key's channel")
+			return ""
+		}
+	}
+	t.Run("nobody waits", func(t *testing.T) {
+		do(t, srvs[0], "SET", lock, "a1", "PX", "60000")
+		r, err := quorum.Hand(ctx, n, key, "a1", quorum.Channel(key), "", "")
+		require.NoError(t, err, "release")
+		if got := do(t, srvs[0], "EXISTS", lock); r != 1 || got != "0" {
+			t.Fatalf("reply %d, lock exists %s; want 1 and 0", r, got)
+		}
+		if m := message(t); m != "1" {
+			t.Errorf("message %q; want \"1\"", m)
+		}
+	})
+	t.Run("a waiter queued", func(t *testing.T) {
+		deadline := strconv.FormatInt(serverMs(t, srvs[0])+60_000, 10)
+		do(t, srvs[0], "SET", lock, "a1", "PX", "60000")
+		do(t, srvs[0], "ZADD", queue, "2", waiter)
+		do(t, srvs[0], "HSET", deadlines, waiter, deadline+" 5000 1 0 b1")
+		r, err := quorum.Hand(ctx, n, key, "a1", quorum.Channel(key), "", "")
+		require.NoError(t, err, "release")
+		if got := do(t, srvs[0], "GET", lock); r != 1 || got != "b1" {
+			t.Fatalf("reply %d, lock %q; want 1 and the waiter's attempt b1", r, got)
+		}
+		if m := message(t); !strings.HasPrefix(m, "b1|") {
+			t.Errorf("message %q; want the grant to b1", m)
+		}
+		do(t, srvs[0], "DEL", lock, queue, deadlines)
+	})
+	t.Run("not the owner's", func(t *testing.T) {
+		do(t, srvs[0], "SET", lock, "a2", "PX", "60000")
+		r, err := quorum.Hand(ctx, n, key, "a1", quorum.Channel(key), "", "")
+		require.NoError(t, err, "release")
+		if got := do(t, srvs[0], "GET", lock); r != 0 || got != "a2" {
+			t.Fatalf("reply %d, lock %q; want 0 and a2's", r, got)
+		}
+		select {
+		case m := <-msgs:
+			t.Errorf("message %q after a release that freed nothing", m)
+		case <-time.After(200 * time.Millisecond):
+		}
+	})
+}

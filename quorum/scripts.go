@@ -40,22 +40,22 @@ func on(b bool) int {
 	return 0
 }
 
-// phase1 builds the variants of a phase 1 script named name: an epoch
-// step, a reply, then body. The
-// epoch step is epoch_off.lua, or with the guard epoch_check.lua; the
+// phase1 builds the variants of a phase 1 script named name: head, when
+// not empty, run before the library (lua.Spec's Head), then an epoch
+// step, a reply, then body. The epoch step is epoch_off.lua, or with the guard epoch_check.lua; the
 // reply replies[0], or with tokens replies[1]. With trusted, a server
 // process runs a guarded one's trusting form (epoch_trust.lua) only after
 // its checking one (node.NewScriptAfter); without, the guarded one checks
 // the epoch against INFO at every run. Their names add "+token", and
 // "+check" or "+trust".
-func phase1(name string, body []string, replies [2]string, trusted bool) (v variants) {
+func phase1(name, head string, body []string, replies [2]string, trusted bool) (v variants) {
 	for tokens, reply := range replies {
 		n := name
 		if tokens == 1 {
 			n += "+token"
 		}
 		spec := func(suffix, step string) lua.Spec {
-			return lua.Spec{Name: n + suffix, FS: luaFS, Lib: lib, Body: append([]string{step, reply}, body...)}
+			return lua.Spec{Name: n + suffix, FS: luaFS, Lib: lib, Head: head, Body: append([]string{step, reply}, body...)}
 		}
 		v[tokens][0] = lua.Script(spec("", "epoch_off.lua"))
 		v[tokens][1] = lua.Script(spec("+check", "epoch_check.lua"))
@@ -72,22 +72,26 @@ func phase1(name string, body []string, replies [2]string, trusted bool) (v vari
 var (
 	// voteScripts: a lock's vote. KEYS: keySet.acquire; ARGV: owner, TTL
 	// ms, waiter, its score, its ticket life ms.
-	voteScripts = phase1("quorum/vote", []string{"vote.lua"}, lockReplies, true)
+	voteScripts = phase1("quorum/vote", "", []string{"vote.lua"}, lockReplies, true)
 	// forceScripts: an operator's break (ForceRelease), the vote with
 	// force.lua for vote.lua. A break is rare: with the guard, each
 	// checks the epoch against INFO.
-	forceScripts = phase1("quorum/force", []string{"force.lua"}, lockReplies, false)
+	forceScripts = phase1("quorum/force", "", []string{"force.lua"}, lockReplies, false)
 	// voteSetScripts: the vote of a lease on several locks. KEYS:
 	// lockSet.vote; ARGV: those of a lock's vote, then the number of
 	// locks.
-	voteSetScripts = phase1("quorum/vote_set", []string{"vote_set.lua"},
+	voteSetScripts = phase1("quorum/vote_set", "", []string{"vote_set.lua"},
 		[2]string{"reply_set.lua", "reply_set_token.lua"}, true)
 
 	// handScripts: a lease's release that hands the lock to the queue's
 	// head (hand.lua, release.lua). KEYS: keySet.acquire; ARGV:
 	// releaseScript's. Each checks the epoch against INFO when it hands
 	// the lock over: a release may be a server process's first script.
-	handScripts = phase1("quorum/hand", []string{"hand.lua", "release.lua"}, lockReplies, false)
+	// fast_hand.lua releases a lock nobody waits for before the clock is
+	// read and the vote's functions are defined: without it, every
+	// release paid for a vote's setup, the handoff's cost on the common
+	// path.
+	handScripts = phase1("quorum/hand", "fast_hand.lua", []string{"hand.lua", "release.lua"}, lockReplies, false)
 
 	// lockReplies: their replies, without and with tokens.
 	lockReplies = [2]string{"reply.lua", "reply_token.lua"}
