@@ -334,7 +334,8 @@ func TestHandoffCarry(t *testing.T) {
 }
 
 // TestHandFast: a release that finds nobody waiting (lua/fast_hand.lua)
-// deletes the owner's lock and says '1' on the key's channel; one that
+// deletes the owner's lock, and its waiter's ticket when the lease was a
+// waiter's, and says '1' on the key's channel; one that
 // finds a waiter's ticket in the queue still hands the lock to the
 // attempt it names, with the grant on the channel; one of an owner that
 // does not hold the lock leaves it, and says nothing.
@@ -363,6 +364,20 @@ func TestHandFast(t *testing.T) {
 		require.NoError(t, err, "release")
 		if got := do(t, srvs[0], "EXISTS", lock); r != 1 || got != "0" {
 			t.Fatalf("reply %d, lock exists %s; want 1 and 0", r, got)
+		}
+		if m := message(t); m != "1" {
+			t.Errorf("message %q; want \"1\"", m)
+		}
+	})
+	t.Run("the lease's waiter, nobody queued", func(t *testing.T) {
+		// An Acquire granted at its first vote: its waiter has no place in
+		// the queue; a stray entry in the deadlines goes with the lease.
+		do(t, srvs[0], "SET", lock, "a1", "PX", "60000")
+		do(t, srvs[0], "HSET", deadlines, waiter, "1 5000 1 0 a1")
+		r, err := quorum.Hand(ctx, n, key, "a1", quorum.Channel(key), waiter, "")
+		require.NoError(t, err, "release")
+		if got := do(t, srvs[0], "EXISTS", lock, deadlines); r != 1 || got != "0" {
+			t.Fatalf("reply %d, keys left %s; want 1 and none", r, got)
 		}
 		if m := message(t); m != "1" {
 			t.Errorf("message %q; want \"1\"", m)
