@@ -344,7 +344,7 @@ func TestSubscribe(t *testing.T) {
 			if got := srv.MustDo(t, "PUBLISH", ch, "x"); got != "1" {
 				t.Fatalf("PUBLISH right after Subscribe reached %s subscribers; want 1", got)
 			}
-			if m := receive(t, sig1); m != "x" {
+			if m := redistest.Receive(t, sig1); m != "x" {
 				t.Fatalf("message %q; want x", m)
 			}
 
@@ -353,14 +353,14 @@ func TestSubscribe(t *testing.T) {
 			if got := srv.MustDo(t, "PUBLISH", ch, "x"); got != "1" {
 				t.Fatalf("two local subscribers use %s server subscriptions; want 1", got)
 			}
-			receive(t, sig1)
-			receive(t, sig2)
+			redistest.Receive(t, sig1)
+			redistest.Receive(t, sig2)
 
 			for _, m := range []string{"1", "2", "3"} {
 				srv.MustDo(t, "PUBLISH", ch, m)
 			}
 			time.Sleep(100 * time.Millisecond)
-			if m := receive(t, sig1); m != "3" {
+			if m := redistest.Receive(t, sig1); m != "3" {
 				t.Fatalf("after three publishes, pending %q; want the latest, 3", m)
 			}
 			select {
@@ -368,14 +368,14 @@ func TestSubscribe(t *testing.T) {
 				t.Fatalf("three publishes left more than one pending message (%q)", m)
 			default:
 			}
-			if m := receive(t, sig2); m != "3" {
+			if m := redistest.Receive(t, sig2); m != "3" {
 				t.Fatalf("second subscriber: pending %q; want 3", m)
 			}
 
 			stop2()
 			stop2()
 			srv.MustDo(t, "PUBLISH", ch, "x")
-			receive(t, sig1)
+			redistest.Receive(t, sig1)
 			stop1()
 			waitFor(t, func() bool { return srv.MustDo(t, "PUBSUB", "NUMSUB", ch) == ch+"\n0" },
 				"server subscription ended after the last stop")
@@ -394,7 +394,7 @@ func TestSubscribeSurvivesRestart(t *testing.T) {
 			srv.Kill()
 			srv.Restart()
 			waitFor(t, func() bool { return srv.MustDo(t, "PUBLISH", ch, "x") == "1" }, "resubscribed after restart")
-			receive(t, sig)
+			redistest.Receive(t, sig)
 		})
 	}
 }
@@ -534,17 +534,6 @@ func TestString(t *testing.T) {
 	}
 }
 
-func receive(t *testing.T, sig <-chan string) string {
-	t.Helper()
-	select {
-	case m := <-sig:
-		return m
-	case <-time.After(2 * time.Second):
-		t.Fatal("no message within 2s")
-		return ""
-	}
-}
-
 func waitFor(t *testing.T, cond func() bool, what string) {
 	t.Helper()
 	deadline := time.Now().Add(5 * time.Second)
@@ -610,7 +599,7 @@ func TestCluster(t *testing.T) {
 			defer stop()
 			for _, s := range cl.Servers() {
 				s.MustDo(t, "PUBLISH", "cl:"+c.Name, "x")
-				receive(t, sig)
+				redistest.Receive(t, sig)
 			}
 		})
 	}

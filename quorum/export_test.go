@@ -135,9 +135,6 @@ func Hand(ctx context.Context, n node.Node, key, owner, channel, waiter, refused
 	return r.Int(0), err
 }
 
-// Channel is the channel of key's releases.
-func Channel(key string) string { return newKeySet(key).channel }
-
 // Listening returns how many of lk's waiters share key's subscriptions,
 // and how many keys lk listens on.
 func Listening(lk *Locker, key string) (waiters, keys int) {

@@ -345,27 +345,18 @@ func TestHandFast(t *testing.T) {
 	ctx := t.Context()
 	const key, waiter = "fast", "w1"
 	lock, queue, deadlines := "dlock:{"+key+"}:lock", "dlock:{"+key+"}:queue", "dlock:{"+key+"}:queue:deadlines"
-	msgs, stop, err := n.Subscribe(ctx, quorum.Channel(key))
+	channel := "dlock:{" + key + "}:released"
+	msgs, stop, err := n.Subscribe(ctx, channel)
 	require.NoError(t, err, "Subscribe")
 	defer stop()
-	message := func(t *testing.T) string {
-		t.Helper()
-		select {
-		case m := <-msgs:
-			return m
-		case <-time.After(5 * time.Second):
-			t.Fatal("no message on the key's channel")
-			return ""
-		}
-	}
 	t.Run("nobody waits", func(t *testing.T) {
 		do(t, srvs[0], "SET", lock, "a1", "PX", "60000")
-		r, err := quorum.Hand(ctx, n, key, "a1", quorum.Channel(key), "", "")
+		r, err := quorum.Hand(ctx, n, key, "a1", channel, "", "")
 		require.NoError(t, err, "release")
 		if got := do(t, srvs[0], "EXISTS", lock); r != 1 || got != "0" {
 			t.Fatalf("reply %d, lock exists %s; want 1 and 0", r, got)
 		}
-		if m := message(t); m != "1" {
+		if m := redistest.Receive(t, msgs); m != "1" {
 			t.Errorf("message %q; want \"1\"", m)
 		}
 	})
@@ -374,12 +365,12 @@ func TestHandFast(t *testing.T) {
 		// the queue; a stray entry in the deadlines goes with the lease.
 		do(t, srvs[0], "SET", lock, "a1", "PX", "60000")
 		do(t, srvs[0], "HSET", deadlines, waiter, "1 5000 1 0 a1")
-		r, err := quorum.Hand(ctx, n, key, "a1", quorum.Channel(key), waiter, "")
+		r, err := quorum.Hand(ctx, n, key, "a1", channel, waiter, "")
 		require.NoError(t, err, "release")
 		if got := do(t, srvs[0], "EXISTS", lock, deadlines); r != 1 || got != "0" {
 			t.Fatalf("reply %d, keys left %s; want 1 and none", r, got)
 		}
-		if m := message(t); m != "1" {
+		if m := redistest.Receive(t, msgs); m != "1" {
 			t.Errorf("message %q; want \"1\"", m)
 		}
 	})
@@ -388,19 +379,19 @@ func TestHandFast(t *testing.T) {
 		do(t, srvs[0], "SET", lock, "a1", "PX", "60000")
 		do(t, srvs[0], "ZADD", queue, "2", waiter)
 		do(t, srvs[0], "HSET", deadlines, waiter, deadline+" 5000 1 0 b1")
-		r, err := quorum.Hand(ctx, n, key, "a1", quorum.Channel(key), "", "")
+		r, err := quorum.Hand(ctx, n, key, "a1", channel, "", "")
 		require.NoError(t, err, "release")
 		if got := do(t, srvs[0], "GET", lock); r != 1 || got != "b1" {
 			t.Fatalf("reply %d, lock %q; want 1 and the waiter's attempt b1", r, got)
 		}
-		if m := message(t); !strings.HasPrefix(m, "b1|") {
+		if m := redistest.Receive(t, msgs); !strings.HasPrefix(m, "b1|") {
 			t.Errorf("message %q; want the grant to b1", m)
 		}
 		do(t, srvs[0], "DEL", lock, queue, deadlines)
 	})
 	t.Run("not the owner's", func(t *testing.T) {
 		do(t, srvs[0], "SET", lock, "a2", "PX", "60000")
-		r, err := quorum.Hand(ctx, n, key, "a1", quorum.Channel(key), "", "")
+		r, err := quorum.Hand(ctx, n, key, "a1", channel, "", "")
 		require.NoError(t, err, "release")
 		if got := do(t, srvs[0], "GET", lock); r != 0 || got != "a2" {
 			t.Fatalf("reply %d, lock %q; want 0 and a2's", r, got)

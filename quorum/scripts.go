@@ -42,8 +42,9 @@ func on(b bool) int {
 
 // phase1 builds the variants of a phase 1 script named name: head, when
 // not empty, run before the library (lua.Spec's Head), then an epoch
-// step, a reply, then body. The epoch step is epoch_off.lua, or with the guard epoch_check.lua; the
-// reply replies[0], or with tokens replies[1]. With trusted, a server
+// step, a reply, then body. The epoch step is epoch_off.lua, or with the
+// guard epoch_check.lua; the reply replies[0], or with tokens
+// replies[1]. With trusted, a server
 // process runs a guarded one's trusting form (epoch_trust.lua) only after
 // its checking one (node.NewScriptAfter); without, the guarded one checks
 // the epoch against INFO at every run. Their names add "+token", and
@@ -87,10 +88,8 @@ var (
 	// head (hand.lua, release.lua). KEYS: keySet.acquire; ARGV:
 	// releaseScript's. Each checks the epoch against INFO when it hands
 	// the lock over: a release may be a server process's first script.
-	// fast_hand.lua releases a lock nobody waits for before the clock is
-	// read and the vote's functions are defined: without it, every
-	// release paid for a vote's setup, the handoff's cost on the common
-	// path.
+	// Its head, fast_hand.lua, releases a lock nobody waits for before
+	// the clock is read and the vote's functions are defined.
 	handScripts = phase1("quorum/hand", "fast_hand.lua", []string{"hand.lua", "release.lua"}, lockReplies, false)
 
 	// lockReplies: their replies, without and with tokens.

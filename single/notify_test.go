@@ -15,19 +15,6 @@ import (
 	"github.com/dlockgo/dlock/single"
 )
 
-// receive returns the next message on msgs, failing t when none comes in
-// a few seconds (a bound on a hang, not a measure of speed).
-func receive(t *testing.T, msgs <-chan string) string {
-	t.Helper()
-	select {
-	case m := <-msgs:
-		return m
-	case <-time.After(5 * time.Second):
-		t.Fatal("no message")
-		return ""
-	}
-}
-
 // numsub returns how many subscribers srv counts on channel.
 func numsub(t *testing.T, srv *redistest.Server, channel string) string {
 	t.Helper()
@@ -46,14 +33,14 @@ func TestNotify(t *testing.T) {
 		msgs, stop, err := lk.Watch(ctx, "news")
 		require.NoError(t, err, "Watch")
 		require.NoError(t, lk.Publish(ctx, "news", "first"), "Publish")
-		if got := receive(t, msgs); got != "first" {
+		if got := redistest.Receive(t, msgs); got != "first" {
 			t.Fatalf("got %q; want first", got)
 		}
 		// Another key's message does not arrive: the next one read is
 		// this key's.
 		require.NoError(t, lk.Publish(ctx, "other", "not for news"))
 		require.NoError(t, lk.Publish(ctx, "news", "second"))
-		if got := receive(t, msgs); got != "second" {
+		if got := redistest.Receive(t, msgs); got != "second" {
 			t.Fatalf("got %q; want second", got)
 		}
 		keys, err := srv.Keys()
@@ -107,7 +94,7 @@ func TestNotifyCluster(t *testing.T) {
 				msgs, stop, err := lk.Watch(ctx, key)
 				require.NoError(t, err, "Watch on master %d", i)
 				require.NoError(t, lk.Publish(ctx, key, "to "+key), "Publish on master %d", i)
-				if got := receive(t, msgs); got != "to "+key {
+				if got := redistest.Receive(t, msgs); got != "to "+key {
 					t.Fatalf("master %d: got %q; want %q", i, got, "to "+key)
 				}
 				stop()

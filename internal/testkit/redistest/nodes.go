@@ -314,3 +314,17 @@ func Settled(t testing.TB, call func(ctx context.Context) error) {
 		time.Sleep(20 * time.Millisecond)
 	}
 }
+
+// Receive returns the next message on msgs (a node.Node's Subscribe, a
+// Watch), failing t when none comes in a few seconds: a bound on a hang,
+// not a measure of speed.
+func Receive(t testing.TB, msgs <-chan string) string {
+	t.Helper()
+	select {
+	case m := <-msgs:
+		return m
+	case <-time.After(5 * time.Second):
+		t.Fatal("no message within 5s")
+		return ""
+	}
+}
