@@ -16,11 +16,15 @@ import (
 // Locker with tokens (or without) and more locks past the first: the
 // status 0, 1 or 2, the lock's ms left, the node's µs, the epoch record
 // ("µs run_id" under the guard), and with tokens the counter, the high
-// mark and the repaired record, then the more locks' counters.
+// mark and the repaired record, then the more locks' counters; or, for
+// one lock set by taking over a grant, the grant's token after the seven.
 func wellFormedVote(r node.Reply, tokens, guard bool, more int) bool {
 	want := 4
 	if tokens {
 		want = 7 + more
+		if more == 0 && len(r) == 8 && r[0].Kind == node.Int && r[0].Int == statusSet {
+			want = 8
+		}
 	}
 	isInt := func(i int) bool { return r[i].Kind == node.Int }
 	isCounter := func(i int) bool { return isInt(i) && r[i].Int >= 0 && r[i].Int < 1<<53 }
@@ -75,6 +79,10 @@ func FuzzParseVote(f *testing.F) {
 		{node.Reply{fuzzreply.Int(1), fuzzreply.Int(0), {}, fuzzreply.Str("")}, 0b10},
 		{node.Reply{fuzzreply.Int(7), fuzzreply.Int(0), fuzzreply.Int(1), fuzzreply.Str("")}, 0b10},
 		{node.Reply{fuzzreply.Int(3), fuzzreply.Int(0)}, 0b10},
+		{node.Reply{fuzzreply.Int(1), fuzzreply.Int(0), fuzzreply.Int(1_700_000_100_000_000), epoch,
+			fuzzreply.Int(41), fuzzreply.Str("41"), epoch, fuzzreply.Int(41)}, 0b00},
+		{node.Reply{fuzzreply.Int(0), fuzzreply.Int(900), fuzzreply.Int(1_700_000_100_000_000), epoch,
+			fuzzreply.Int(41), fuzzreply.Str("41"), epoch, fuzzreply.Int(41)}, 0b00},
 	} {
 		f.Add(fuzzreply.Encode(s.r), s.mode)
 	}

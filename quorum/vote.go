@@ -77,7 +77,7 @@ func (lk *Locker) parseVote(i int, r node.Reply, more int) vote {
 	want := 4
 	if lk.cfg.Tokens {
 		want = 7 + more
-		if more == 0 && len(r) == 8 {
+		if more == 0 && len(r) == 8 && r.Int(0) == statusSet {
 			want = 8 // a take-over's granted token (lua/vote.lua)
 		}
 	}
