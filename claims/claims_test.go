@@ -222,7 +222,11 @@ func TestPausedWorkerFenced(t *testing.T) {
 		require.NoError(t, q.Add(ctx, "x", "y"))
 		a := claim(t, q, option.TTL(100*time.Millisecond))
 		<-a.Lease().Done() // a pauses past its lease
-		time.Sleep(20 * time.Millisecond)
+		// The lease ends earlier by the client's clock than by the server's,
+		// which judges it: by the round trip and the drift taken off, more
+		// than a fixed sleep covers on a loaded machine.
+		require.Eventually(t, func() bool { return stats(t, q).Expired == 1 }, 5*time.Second, 5*time.Millisecond,
+			"x's lease never ran out by the server's clock")
 		b := claim(t, q) // y: the claim returned x to the back of the queue
 		c := claim(t, q)
 		if b.ID() != "y" || c.ID() != "x" || c.Attempt() != 2 {
