@@ -349,30 +349,29 @@ func TestHandFast(t *testing.T) {
 	msgs, stop, err := n.Subscribe(ctx, channel)
 	require.NoError(t, err, "Subscribe")
 	defer stop()
-	t.Run("nobody waits", func(t *testing.T) {
-		do(t, srvs[0], "SET", lock, "a1", "PX", "60000")
-		r, err := quorum.Hand(ctx, n, key, "a1", channel, "", "")
+	// freed releases a1's lock, granted to waiter (empty for none), and
+	// checks the reply is 1, none of keys is left and the channel says '1'.
+	freed := func(t *testing.T, waiter string, keys ...string) {
+		t.Helper()
+		r, err := quorum.Hand(ctx, n, key, "a1", channel, waiter, "")
 		require.NoError(t, err, "release")
-		if got := do(t, srvs[0], "EXISTS", lock); r != 1 || got != "0" {
-			t.Fatalf("reply %d, lock exists %s; want 1 and 0", r, got)
+		if got := do(t, srvs[0], append([]string{"EXISTS"}, keys...)...); r != 1 || got != "0" {
+			t.Fatalf("reply %d, keys left of %q: %s; want 1 and none", r, keys, got)
 		}
 		if m := redistest.Receive(t, msgs); m != "1" {
 			t.Errorf("message %q; want \"1\"", m)
 		}
+	}
+	t.Run("nobody waits", func(t *testing.T) {
+		do(t, srvs[0], "SET", lock, "a1", "PX", "60000")
+		freed(t, "", lock)
 	})
 	t.Run("the lease's waiter, nobody queued", func(t *testing.T) {
 		// An Acquire granted at its first vote: its waiter has no place in
 		// the queue; a stray entry in the deadlines goes with the lease.
 		do(t, srvs[0], "SET", lock, "a1", "PX", "60000")
 		do(t, srvs[0], "HSET", deadlines, waiter, "1 5000 1 0 a1")
-		r, err := quorum.Hand(ctx, n, key, "a1", channel, waiter, "")
-		require.NoError(t, err, "release")
-		if got := do(t, srvs[0], "EXISTS", lock, deadlines); r != 1 || got != "0" {
-			t.Fatalf("reply %d, keys left %s; want 1 and none", r, got)
-		}
-		if m := redistest.Receive(t, msgs); m != "1" {
-			t.Errorf("message %q; want \"1\"", m)
-		}
+		freed(t, waiter, lock, deadlines)
 	})
 	t.Run("a waiter queued", func(t *testing.T) {
 		deadline := strconv.FormatInt(serverMs(t, srvs[0])+60_000, 10)
