@@ -253,7 +253,9 @@ func TestInspectUnknown(t *testing.T) {
 	t.Parallel()
 	srvs := redistest.StartN(t, 3)
 	url := durable(urlOf(srvs...))
-	if r := runBin(t, nil, "acquire", "--url", url, "--ttl", "1m", "--key", "half"); r.code != exitOK {
+	// An hour, so that no step of the wall clock ends it (see
+	// TestHandleUnreachable).
+	if r := runBin(t, nil, "acquire", "--url", url, "--ttl", "1h", "--key", "half"); r.code != exitOK {
 		t.Fatalf("acquire: %v", r)
 	}
 	srvs[0].MustDo(t, "DEL", "dlock:{half}:lock")
