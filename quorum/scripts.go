@@ -44,11 +44,11 @@ func on(b bool) int {
 // not empty, run before the library (lua.Spec's Head), then an epoch
 // step, a reply, then body. The epoch step is epoch_off.lua, or with the
 // guard epoch_check.lua; the reply replies[0], or with tokens
-// replies[1]. With trusted, a server
-// process runs a guarded one's trusting form (epoch_trust.lua) only after
-// its checking one (node.NewScriptAfter); without, the guarded one checks
-// the epoch against INFO at every run. Their names add "+token", and
-// "+check" or "+trust".
+// replies[1]. With trusted, a server process runs a guarded one's
+// trusting form (epoch_trust.lua) only after its checking one
+// (node.NewScriptAfter); without, the guarded one checks the epoch
+// against INFO at every run. Their names add "+token", and "+check" or
+// "+trust".
 func phase1(name, head string, body []string, replies [2]string, trusted bool) (v variants) {
 	for tokens, reply := range replies {
 		n := name
